@@ -1,0 +1,74 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "alertd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "alertd", targets: ["alertd"]),
+        .library(name: "AlertdWire", targets: ["AlertdWire"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // libmicrohttpd (Debian: libmicrohttpd-dev) plus a non-variadic starter. Not API.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        // JSON types shared by the server and the SDK, and the strict JSON parser.
+        .target(name: "AlertdWire"),
+        // The pure domain: validation, queues, transitions, deadlines. No I/O.
+        .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
+        // SQLite through GRDB: schema, migrations, group commit.
+        .target(
+            name: "AlertdStore",
+            dependencies: [
+                "AlertdCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The only module that touches libmicrohttpd or raw pointers.
+        .target(
+            name: "AlertdHTTP",
+            dependencies: [
+                "CMicroHTTPD",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Handlers, routing, waiters, config, the application.
+        .target(
+            name: "AlertdAPI",
+            dependencies: [
+                "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .executableTarget(
+            name: "alertd",
+            dependencies: [
+                "AlertdAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
+        .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore"]),
+        .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "AlertdAPITests", dependencies: ["AlertdAPI", "AlertdHTTP"]),
+        // Starts the real alertd binary and speaks HTTP over real sockets.
+        .testTarget(name: "AlertdEndToEndTests", dependencies: ["alertd", "AlertdWire"]),
+    ]
+)

@@ -1,0 +1,124 @@
+import AlertdWire
+
+/// How an alert is presented.
+public enum AlertStyle: String, Sendable, Hashable {
+    case alert
+    case actionSheet = "action_sheet"
+}
+
+/// A button's role, as in a UI alert: destructive ones are marked, the cancel one set apart.
+public enum ButtonStyle: String, Sendable, Hashable {
+    case `default`
+    case cancel
+    case destructive
+}
+
+public struct Button: Sendable, Hashable {
+    public var title: String
+    public var style: ButtonStyle
+
+    public init(title: String, style: ButtonStyle = .default) {
+        self.title = title
+        self.style = style
+    }
+}
+
+/// The six states. An alert never leaves a terminal state.
+public enum AlertState: String, Sendable, Hashable, CaseIterable {
+    case queued, displayed, answered, dismissed, expired, withdrawn
+
+    public var isTerminal: Bool {
+        switch self {
+        case .queued, .displayed: false
+        case .answered, .dismissed, .expired, .withdrawn: true
+        }
+    }
+}
+
+/// How a terminal alert ended.
+public struct AlertResult: Sendable, Hashable {
+    /// Equal to the terminal state.
+    public var outcome: AlertState
+    public var button: String?
+    public var buttonIndex: Int?
+    /// True when the chosen button has style `cancel`.
+    public var cancelled: Bool
+    /// The token name that answered or withdrew it; nil without auth.
+    public var decidedBy: String?
+
+    public init(outcome: AlertState, button: String? = nil, buttonIndex: Int? = nil, cancelled: Bool = false, decidedBy: String? = nil) {
+        self.outcome = outcome
+        self.button = button
+        self.buttonIndex = buttonIndex
+        self.cancelled = cancelled
+        self.decidedBy = decidedBy
+    }
+}
+
+/// One question posted to one client, with everything the daemon knows of it.
+public struct Alert: Sendable, Hashable {
+    public var id: AlertID
+    public var client: String
+    public var title: String
+    public var message: String?
+    public var style: AlertStyle
+    public var buttons: [Button]
+    public var priority: Int
+    public var callbackURL: String?
+    /// Kept as posted (member order and number literals included).
+    public var metadata: JSONObject?
+    public var state: AlertState
+    public var createdAt: Timestamp
+    public var displayedAt: Timestamp?
+    public var decidedAt: Timestamp?
+    public var expiresAt: Timestamp
+    /// For a buttonless alert: how long it stays displayed, in milliseconds.
+    public var dismissAfterMilliseconds: Int64?
+    public var result: AlertResult?
+
+    public init(
+        id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
+        buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: JSONObject? = nil,
+        state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
+        decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
+        result: AlertResult? = nil
+    ) {
+        self.id = id
+        self.client = client
+        self.title = title
+        self.message = message
+        self.style = style
+        self.buttons = buttons
+        self.priority = priority
+        self.callbackURL = callbackURL
+        self.metadata = metadata
+        self.state = state
+        self.createdAt = createdAt
+        self.displayedAt = displayedAt
+        self.decidedAt = decidedAt
+        self.expiresAt = expiresAt
+        self.dismissAfterMilliseconds = dismissAfterMilliseconds
+        self.result = result
+    }
+
+    /// When a displayed buttonless alert is dismissed.
+    public var dismissAt: Timestamp? {
+        guard state == .displayed, let displayedAt, let dismissAfterMilliseconds else { return nil }
+        return displayedAt.adding(milliseconds: dismissAfterMilliseconds)
+    }
+
+    public var isPending: Bool { !state.isTerminal }
+}
+
+/// A client id: `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
+public enum ClientID {
+    public static func isValid(_ id: some StringProtocol) -> Bool {
+        let bytes = id.utf8
+        guard let first = bytes.first, bytes.count <= 64, isAlnum(first) else { return false }
+        return bytes.allSatisfy { isAlnum($0) || $0 == 46 || $0 == 95 || $0 == 45 }
+    }
+
+    private static func isAlnum(_ b: UInt8) -> Bool {
+        (48...57).contains(b) || (65...90).contains(b) || (97...122).contains(b)
+    }
+}

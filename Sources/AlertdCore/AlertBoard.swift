@@ -1,0 +1,363 @@
+import AlertdWire
+
+/// Per-client settings (§8 `clients:`).
+public struct ClientSettings: Sendable, Hashable {
+    public var policy: QueuePolicy
+    public var maxPending: Int
+
+    public init(policy: QueuePolicy = .fifo, maxPending: Int = 10_000) {
+        self.policy = policy
+        self.maxPending = maxPending
+    }
+}
+
+/// The settings of every client: a default and overrides by client id.
+public struct QueueSettings: Sendable, Hashable {
+    public var standard: ClientSettings
+    public var clients: [String: ClientSettings]
+
+    public init(standard: ClientSettings = ClientSettings(), clients: [String: ClientSettings] = [:]) {
+        self.standard = standard
+        self.clients = clients
+    }
+
+    public subscript(client: String) -> ClientSettings { clients[client] ?? standard }
+}
+
+/// What one operation changed, for the caller to persist and publish.
+public struct BoardChange: Sendable {
+    /// Alerts whose stored form changed: new, displayed, queued again, terminal.
+    public var saved: [Alert] = []
+    /// Clients used for the first time.
+    public var newClients: [String] = []
+    /// Clients whose displayed alert changed.
+    public var displayChanged: [String] = []
+    /// Alerts that became terminal.
+    public var decided: [Alert] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { saved.isEmpty && newClients.isEmpty }
+
+    mutating func merge(_ other: BoardChange) {
+        saved += other.saved
+        newClients += other.newClients
+        displayChanged += other.displayChanged
+        decided += other.decided
+    }
+}
+
+/// A choice: by button title or by index (§4, exactly one).
+public enum ButtonSelection: Sendable, Hashable {
+    case title(String)
+    case index(Int)
+}
+
+/// Every client's queue and every pending alert: the domain state machine.
+///
+/// Pure: operations take the time as an argument and return a ``BoardChange``
+/// saying what to persist, which displays changed and what became terminal.
+/// The caller serialises access (one lock) and writes changes in that order.
+public struct AlertBoard: Sendable {
+    public private(set) var settings: QueueSettings
+    public var rules: AlertRules
+    /// Pending alerts, plus decided ones until ``forget(_:)`` (their commit is in flight).
+    private var alerts: [AlertID: Alert] = [:]
+    private var queues: [String: ClientQueue] = [:]
+    private var deadlines = Heap<Deadline>()
+    private var ids: AlertIDGenerator
+
+    struct Deadline: Comparable, Sendable {
+        enum Kind: Int, Sendable { case dismiss, expire }
+        var at: Timestamp
+        var id: AlertID
+        var kind: Kind
+
+        static func < (a: Deadline, b: Deadline) -> Bool {
+            if a.at != b.at { return a.at < b.at }
+            if a.id != b.id { return a.id < b.id }
+            return a.kind.rawValue < b.kind.rawValue
+        }
+    }
+
+    public init(settings: QueueSettings = QueueSettings(), rules: AlertRules = AlertRules(), lastID: AlertID? = nil) {
+        self.settings = settings
+        self.rules = rules
+        self.ids = AlertIDGenerator(after: lastID)
+    }
+
+    // MARK: - Reading
+
+    public func alert(_ id: AlertID) -> Alert? { alerts[id] }
+
+    /// 0 when displayed, n when n alerts are ahead; nil when not pending.
+    public func position(of alert: Alert) -> Int? {
+        guard alert.isPending, let queue = queues[alert.client] else { return nil }
+        return queue.position(of: ClientQueue.Entry(priority: alert.priority, id: alert.id))
+    }
+
+    public func displayed(on client: String) -> Alert? {
+        queues[client]?.displayed.flatMap { alerts[$0.id] }
+    }
+
+    /// Pending alerts of a client in display order.
+    public func pending(on client: String) -> [Alert] {
+        queues[client]?.inDisplayOrder.compactMap { alerts[$0.id] } ?? []
+    }
+
+    public func pendingCount(on client: String) -> Int { queues[client]?.pendingCount ?? 0 }
+
+    /// Every client ever used, sorted by id.
+    public var clients: [String] { queues.keys.sorted() }
+
+    public func knows(client: String) -> Bool { queues[client] != nil }
+
+    /// The earliest stored deadline (a dismissal or an expiry), if any.
+    public var nextDeadline: Timestamp? { deadlines.min?.at }
+
+    public var pendingTotal: Int { queues.values.reduce(0) { $0 + $1.pendingCount } }
+
+    // MARK: - Changing
+
+    /// Posts a validated alert to a client's queue.
+    public mutating func post(_ draft: AlertDraft, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
+        var change = BoardChange()
+        let clientSettings = settings[client]
+        if queues[client] == nil {
+            queues[client] = ClientQueue(policy: clientSettings.policy)
+            change.newClients.append(client)
+        }
+        guard queues[client]!.pendingCount < clientSettings.maxPending else {
+            throw BoardError(.queueFull, "client \(client) has \(clientSettings.maxPending) pending alerts, its limit")
+        }
+        let expiresIn = min(draft.expiresIn ?? rules.defaultExpiresIn, rules.maxExpiresIn)
+        let dismissAfter = draft.buttons.isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
+        let alert = Alert(
+            id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style,
+            buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL, metadata: draft.metadata,
+            state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
+            dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) }
+        )
+        alerts[alert.id] = alert
+        deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
+        let display = queues[client]!.insert(entry(alert))
+        change.saved.append(alert)
+        apply(display, on: client, now: now, into: &change)
+        // `saved` may hold the new alert twice (queued, then displayed): keep the last.
+        change.saved = deduplicated(change.saved)
+        return (alerts[alert.id]!, change)
+    }
+
+    /// Chooses a button of a displayed alert (§4 choice rules).
+    public mutating func choose(
+        _ selection: ButtonSelection, for id: AlertID, on client: String, by decider: String?, now: Timestamp
+    ) throws(BoardError) -> (Alert, BoardChange) {
+        guard let alert = alerts[id], alert.client == client else {
+            throw BoardError(.notFound, "no alert \(id) on client \(client)")
+        }
+        let index: Int? =
+            switch selection {
+            case .title(let title): alert.buttons.firstIndex { $0.title == title }
+            case .index(let index): alert.buttons.indices.contains(index) ? index : nil
+            }
+        guard let index else {
+            let detail =
+                alert.buttons.isEmpty
+                ? "alert \(id) has no buttons"
+                : "alert \(id) has no button \(selection.description); it has \(alert.buttons.map { "\"\($0.title)\"" }.joined(separator: ", "))"
+            throw BoardError(.unknownButton, detail)
+        }
+        return try decide(alert, as: .answered, button: index, by: decider, now: now)
+    }
+
+    /// Same for an alert that is no longer in memory (decided and committed): the
+    /// caller passes the stored alert so the idempotency rules apply.
+    public static func repeatChoice(_ selection: ButtonSelection, on alert: Alert) throws(BoardError) -> Alert {
+        let index: Int? =
+            switch selection {
+            case .title(let title): alert.buttons.firstIndex { $0.title == title }
+            case .index(let index): alert.buttons.indices.contains(index) ? index : nil
+            }
+        guard let index else {
+            throw BoardError(.unknownButton, alert.buttons.isEmpty ? "alert \(alert.id) has no buttons" : "alert \(alert.id) has no button \(selection.description)")
+        }
+        if alert.state == .answered, alert.result?.buttonIndex == index { return alert }
+        throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
+    }
+
+    /// Withdraws a pending alert.
+    public mutating func withdraw(_ id: AlertID, on client: String, by decider: String?, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
+        guard let alert = alerts[id], alert.client == client else {
+            throw BoardError(.notFound, "no alert \(id) on client \(client)")
+        }
+        return try decide(alert, as: .withdrawn, button: nil, by: decider, now: now)
+    }
+
+    /// Same as ``repeatChoice(_:on:)`` for withdrawal.
+    public static func repeatWithdraw(on alert: Alert) throws(BoardError) -> Alert {
+        if alert.state == .withdrawn { return alert }
+        throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
+    }
+
+    /// Fires every dismissal and expiry due at `now`.
+    public mutating func fireDeadlines(now: Timestamp) -> BoardChange {
+        var change = BoardChange()
+        while let next = deadlines.min, next.at <= now {
+            _ = deadlines.popMin()
+            guard let alert = alerts[next.id], alert.isPending else { continue }
+            switch next.kind {
+            case .expire where alert.expiresAt == next.at:
+                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, now: now) {
+                    change.merge(fired)
+                }
+            case .dismiss where alert.dismissAt == next.at:
+                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, now: now) {
+                    change.merge(fired)
+                }
+            default:
+                continue
+            }
+        }
+        change.saved = deduplicated(change.saved)
+        return change
+    }
+
+    /// Drops decided alerts from memory once their state is committed.
+    public mutating func forget(_ ids: some Sequence<AlertID>) {
+        for id in ids where alerts[id]?.state.isTerminal == true {
+            alerts[id] = nil
+        }
+    }
+
+    // MARK: - Restoring and reconfiguring
+
+    /// Rebuilds the board from stored pending alerts and clients, then makes every
+    /// queue follow its policy. Deadlines that passed fire on the next
+    /// ``fireDeadlines(now:)``.
+    public mutating func restore(clients: [String], pending: [Alert], now: Timestamp) -> BoardChange {
+        for client in clients where queues[client] == nil {
+            queues[client] = ClientQueue(policy: settings[client].policy)
+        }
+        // Displayed ones first, so that a queue never holds two displayed alerts.
+        for alert in pending.sorted(by: { ($0.state == .displayed ? 0 : 1) < ($1.state == .displayed ? 0 : 1) }) {
+            if queues[alert.client] == nil { queues[alert.client] = ClientQueue(policy: settings[alert.client].policy) }
+            alerts[alert.id] = alert
+            var restored = alert
+            let wasDisplayed = alert.state == .displayed && queues[alert.client]!.displayed == nil
+            if !wasDisplayed, alert.state == .displayed {
+                restored.state = .queued
+                restored.displayedAt = nil
+                alerts[alert.id] = restored
+            }
+            queues[alert.client]!.restore(entry(alert), displayed: wasDisplayed)
+            deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
+            if let dismissAt = restored.dismissAt {
+                deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
+            }
+        }
+        return normalizeAll(now: now)
+    }
+
+    /// Applies new per-client settings (a reload): policies re-order queues.
+    public mutating func update(settings: QueueSettings, now: Timestamp) -> BoardChange {
+        self.settings = settings
+        for client in queues.keys {
+            queues[client]!.setPolicy(settings[client].policy)
+        }
+        return normalizeAll(now: now)
+    }
+
+    // MARK: - Internals
+
+    private mutating func normalizeAll(now: Timestamp) -> BoardChange {
+        var change = BoardChange()
+        for client in queues.keys.sorted() {
+            let display = queues[client]!.normalize()
+            apply(display, on: client, now: now, into: &change)
+        }
+        change.saved = deduplicated(change.saved)
+        return change
+    }
+
+    private mutating func decide(
+        _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, now: Timestamp
+    ) throws(BoardError) -> (Alert, BoardChange) {
+        if alert.state.isTerminal {
+            if outcome == .answered, alert.state == .answered, alert.result?.buttonIndex == button {
+                return (alert, BoardChange())
+            }
+            if outcome == .withdrawn, alert.state == .withdrawn {
+                return (alert, BoardChange())
+            }
+            throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
+        }
+        if outcome == .answered, alert.state != .displayed {
+            throw BoardError(.notDisplayed, "alert \(alert.id) is queued at position \(position(of: alert) ?? 0); only the displayed alert can be answered")
+        }
+        var decided = alert
+        decided.state = outcome
+        decided.decidedAt = now
+        decided.result = AlertResult(
+            outcome: outcome,
+            button: button.map { alert.buttons[$0].title },
+            buttonIndex: button,
+            cancelled: button.map { alert.buttons[$0].style == .cancel } ?? false,
+            decidedBy: (outcome == .answered || outcome == .withdrawn) ? decider : nil
+        )
+        alerts[alert.id] = decided
+        var change = BoardChange()
+        change.saved.append(decided)
+        change.decided.append(decided)
+        let wasDisplayed = alert.state == .displayed
+        let display = queues[alert.client]!.remove(entry(alert))
+        if wasDisplayed { change.displayChanged.append(alert.client) }
+        apply(display, on: alert.client, now: now, into: &change)
+        return (decided, change)
+    }
+
+    /// Marks what a queue change shows and covers, and schedules dismissals.
+    private mutating func apply(_ display: ClientQueue.DisplayChange, on client: String, now: Timestamp, into change: inout BoardChange) {
+        if let covered = display.covered, var alert = alerts[covered.id] {
+            alert.state = .queued
+            alert.displayedAt = nil
+            alerts[alert.id] = alert
+            change.saved.append(alert)
+        }
+        if let shown = display.shown, var alert = alerts[shown.id] {
+            alert.state = .displayed
+            alert.displayedAt = now
+            alerts[alert.id] = alert
+            change.saved.append(alert)
+            if let dismissAt = alert.dismissAt {
+                deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
+            }
+        }
+        if display.shown != nil || display.covered != nil, !change.displayChanged.contains(client) {
+            change.displayChanged.append(client)
+        }
+    }
+
+    private func entry(_ alert: Alert) -> ClientQueue.Entry {
+        ClientQueue.Entry(priority: alert.priority, id: alert.id)
+    }
+
+    /// Keeps the last version of each alert, in first-seen order.
+    private func deduplicated(_ saved: [Alert]) -> [Alert] {
+        guard saved.count > 1 else { return saved }
+        var latest: [AlertID: Alert] = [:]
+        var order: [AlertID] = []
+        for alert in saved {
+            if latest.updateValue(alert, forKey: alert.id) == nil { order.append(alert.id) }
+        }
+        return order.map { latest[$0]! }
+    }
+}
+
+extension ButtonSelection: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .title(let title): "\"\(title)\""
+        case .index(let index): "at index \(index)"
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import AlertdWire
+
+/// An alert's id: 128 bits, 48 of them the creation time in milliseconds, the rest
+/// random, written as 26 Crockford base32 characters. Ids sort by creation as
+/// plain strings, are URL-safe, and are unique.
+public struct AlertID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let high: UInt64
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    public static func < (a: AlertID, b: AlertID) -> Bool {
+        a.high != b.high ? a.high < b.high : a.low < b.low
+    }
+
+    /// The creation time the id carries.
+    public var timestamp: Timestamp { Timestamp(milliseconds: Int64(high >> 16)) }
+
+    static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+    static let decoding: [Int8] = {
+        var table = [Int8](repeating: -1, count: 256)
+        for (value, char) in alphabet.enumerated() {
+            table[Int(char)] = Int8(value)
+            table[Int(Character(Unicode.Scalar(char)).lowercased().utf8.first!)] = Int8(value)
+        }
+        return table
+    }()
+
+    public var description: String {
+        var chars = [UInt8](repeating: 0, count: 26)
+        var hi = high, lo = low
+        // 26 characters × 5 bits = 130 bits: the first character holds the top 3 bits.
+        for i in stride(from: 25, through: 0, by: -1) {
+            chars[i] = Self.alphabet[Int(lo & 31)]
+            lo = (lo >> 5) | ((hi & 31) << 59)
+            hi >>= 5
+        }
+        return String(decoding: chars, as: UTF8.self)
+    }
+
+    /// Parses the 26-character form (case-insensitive); nil for anything else.
+    public init?(_ text: some StringProtocol) {
+        let utf8 = text.utf8
+        guard utf8.count == 26 else { return nil }
+        var hi: UInt64 = 0, lo: UInt64 = 0
+        for (index, char) in utf8.enumerated() {
+            let value = Self.decoding[Int(char)]
+            guard value >= 0, index > 0 || value < 8 else { return nil }
+            hi = (hi << 5) | (lo >> 59)
+            lo = (lo << 5) | UInt64(value)
+        }
+        self.init(high: hi, low: lo)
+    }
+}
+
+/// Makes ids that increase strictly, even within one millisecond or when the
+/// clock steps back.
+public struct AlertIDGenerator: Sendable {
+    private var last: AlertID?
+
+    public init(after last: AlertID? = nil) { self.last = last }
+
+    public mutating func next(at time: Timestamp) -> AlertID {
+        var generator = SystemRandomNumberGenerator()
+        let ms = UInt64(max(0, time.milliseconds)) & 0xFFFF_FFFF_FFFF
+        var id = AlertID(high: ms << 16 | UInt64(generator.next() as UInt16), low: generator.next())
+        if let last, id <= last {
+            // Same millisecond (or an earlier one): count up from the last id.
+            let low = last.low &+ 1
+            id = AlertID(high: low == 0 ? last.high + 1 : last.high, low: low)
+        }
+        last = id
+        return id
+    }
+}

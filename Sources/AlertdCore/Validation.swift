@@ -1,0 +1,325 @@
+import AlertdWire
+
+/// An alert as posted, validated, before the daemon gives it an id and a place.
+public struct AlertDraft: Sendable, Hashable {
+    public var title: String
+    public var message: String?
+    public var style: AlertStyle
+    public var buttons: [Button]
+    public var priority: Int
+    /// Seconds; nil: the configured default.
+    public var expiresIn: Double?
+    /// Seconds; nil: the configured default (buttonless alerts only).
+    public var dismissAfter: Double?
+    public var callbackURL: String?
+    public var metadata: JSONObject?
+
+    public init(
+        title: String, message: String? = nil, style: AlertStyle = .alert, buttons: [Button] = [],
+        priority: Int = 0, expiresIn: Double? = nil, dismissAfter: Double? = nil,
+        callbackURL: String? = nil, metadata: JSONObject? = nil
+    ) {
+        self.title = title
+        self.message = message
+        self.style = style
+        self.buttons = buttons
+        self.priority = priority
+        self.expiresIn = expiresIn
+        self.dismissAfter = dismissAfter
+        self.callbackURL = callbackURL
+        self.metadata = metadata
+    }
+}
+
+/// One violation of §2: the field's path (`buttons[1].title`) and why.
+public struct FieldError: Sendable, Hashable, CustomStringConvertible {
+    public var field: String
+    public var reason: String
+
+    public init(field: String, reason: String) {
+        self.field = field
+        self.reason = reason
+    }
+
+    public var description: String { "\(field): \(reason)" }
+}
+
+/// Every violation found in a posted alert (400 `invalid-alert`).
+public struct InvalidAlert: Error, Sendable, Hashable {
+    public var errors: [FieldError]
+}
+
+/// The configured bounds validation needs.
+public struct AlertRules: Sendable, Hashable {
+    public var defaultExpiresIn: Double
+    public var maxExpiresIn: Double
+    public var defaultDismissAfter: Double
+
+    public init(defaultExpiresIn: Double = 86_400, maxExpiresIn: Double = 604_800, defaultDismissAfter: Double = 2) {
+        self.defaultExpiresIn = defaultExpiresIn
+        self.maxExpiresIn = maxExpiresIn
+        self.defaultDismissAfter = defaultDismissAfter
+    }
+}
+
+extension AlertDraft {
+    public static let titleLimit = 256
+    public static let messageLimit = 4096
+    public static let buttonLimit = 16
+    public static let buttonTitleLimit = 64
+    public static let metadataLimit = 4096
+    public static let priorityRange = -100...100
+
+    static let fields: Set<String> = [
+        "title", "message", "style", "buttons", "priority", "expires_in", "dismiss_after", "callback_url", "metadata",
+    ]
+    static let buttonFields: Set<String> = ["title", "style"]
+
+    /// Validates a posted body. Returns the draft, or every violation found.
+    public static func validate(_ body: JSONValue, rules: AlertRules) -> Result<AlertDraft, InvalidAlert> {
+        var errors: [FieldError] = []
+        guard case .object(let object) = body else {
+            return .failure(InvalidAlert(errors: [FieldError(field: "", reason: "the alert must be a JSON object")]))
+        }
+        for key in object.keys where !fields.contains(key) {
+            errors.append(FieldError(field: key, reason: "unknown field"))
+        }
+
+        var title = ""
+        switch object["title"] {
+        case nil, .null?:
+            errors.append(FieldError(field: "title", reason: "is required"))
+        case .string(let text)?:
+            if let problem = lengthProblem(text, min: 1, max: titleLimit) {
+                errors.append(FieldError(field: "title", reason: problem))
+            }
+            title = text
+        case let other?:
+            errors.append(FieldError(field: "title", reason: "must be a string, not \(other.typeName)"))
+        }
+
+        var message: String?
+        switch object["message"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            if let problem = lengthProblem(text, min: 0, max: messageLimit) {
+                errors.append(FieldError(field: "message", reason: problem))
+            }
+            message = text
+        case let other?:
+            errors.append(FieldError(field: "message", reason: "must be a string, not \(other.typeName)"))
+        }
+
+        var style = AlertStyle.alert
+        switch object["style"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            if let parsed = AlertStyle(rawValue: text) {
+                style = parsed
+            } else {
+                errors.append(FieldError(field: "style", reason: "must be \"alert\" or \"action_sheet\""))
+            }
+        case let other?:
+            errors.append(FieldError(field: "style", reason: "must be a string, not \(other.typeName)"))
+        }
+
+        var buttons: [Button] = []
+        switch object["buttons"] {
+        case nil, .null?: break
+        case .array(let items)?:
+            if items.count > buttonLimit {
+                errors.append(FieldError(field: "buttons", reason: "at most \(buttonLimit) buttons, got \(items.count)"))
+            }
+            var seen: Set<String> = []
+            var cancelSeen = false
+            for (index, item) in items.enumerated() {
+                let path = "buttons[\(index)]"
+                guard case .object(let fields) = item else {
+                    errors.append(FieldError(field: path, reason: "must be an object, not \(item.typeName)"))
+                    continue
+                }
+                for key in fields.keys where !buttonFields.contains(key) {
+                    errors.append(FieldError(field: "\(path).\(key)", reason: "unknown field"))
+                }
+                var button = Button(title: "")
+                switch fields["title"] {
+                case nil, .null?:
+                    errors.append(FieldError(field: "\(path).title", reason: "is required"))
+                case .string(let text)?:
+                    if let problem = lengthProblem(text, min: 1, max: buttonTitleLimit) {
+                        errors.append(FieldError(field: "\(path).title", reason: problem))
+                    } else if !seen.insert(text).inserted {
+                        errors.append(FieldError(field: "\(path).title", reason: "duplicates another button's title"))
+                    }
+                    button.title = text
+                case let other?:
+                    errors.append(FieldError(field: "\(path).title", reason: "must be a string, not \(other.typeName)"))
+                }
+                switch fields["style"] {
+                case nil, .null?: break
+                case .string(let text)?:
+                    if let parsed = ButtonStyle(rawValue: text) {
+                        button.style = parsed
+                        if parsed == .cancel {
+                            if cancelSeen {
+                                errors.append(FieldError(field: "\(path).style", reason: "only one button may have style \"cancel\""))
+                            }
+                            cancelSeen = true
+                        }
+                    } else {
+                        errors.append(FieldError(field: "\(path).style", reason: "must be \"default\", \"cancel\" or \"destructive\""))
+                    }
+                case let other?:
+                    errors.append(FieldError(field: "\(path).style", reason: "must be a string, not \(other.typeName)"))
+                }
+                buttons.append(button)
+            }
+        case let other?:
+            errors.append(FieldError(field: "buttons", reason: "must be an array, not \(other.typeName)"))
+        }
+
+        var priority = 0
+        switch object["priority"] {
+        case nil, .null?: break
+        case .number(let number)?:
+            if let value = number.int, priorityRange.contains(value) {
+                priority = value
+            } else if number.int == nil {
+                errors.append(FieldError(field: "priority", reason: "must be an integer"))
+            } else {
+                errors.append(FieldError(field: "priority", reason: "must be between -100 and 100"))
+            }
+        case let other?:
+            errors.append(FieldError(field: "priority", reason: "must be an integer, not \(other.typeName)"))
+        }
+
+        let expiresIn = positiveSeconds(object["expires_in"], field: "expires_in", errors: &errors)
+        if let expiresIn, expiresIn > rules.maxExpiresIn {
+            errors.append(FieldError(field: "expires_in", reason: "must be at most \(format(rules.maxExpiresIn)) seconds"))
+        }
+        let dismissAfter = positiveSeconds(object["dismiss_after"], field: "dismiss_after", errors: &errors)
+        if dismissAfter != nil, !buttons.isEmpty {
+            errors.append(FieldError(field: "dismiss_after", reason: "only an alert without buttons is dismissed"))
+        }
+        if let dismissAfter, dismissAfter > rules.maxExpiresIn {
+            errors.append(FieldError(field: "dismiss_after", reason: "must be at most \(format(rules.maxExpiresIn)) seconds"))
+        }
+
+        var callbackURL: String?
+        switch object["callback_url"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            if let problem = CallbackURL.problem(text) {
+                errors.append(FieldError(field: "callback_url", reason: problem))
+            }
+            callbackURL = text
+        case let other?:
+            errors.append(FieldError(field: "callback_url", reason: "must be a string, not \(other.typeName)"))
+        }
+
+        var metadata: JSONObject?
+        switch object["metadata"] {
+        case nil, .null?: break
+        case .object(let members)?:
+            let size = JSONValue.object(members).compactBytes().count
+            if size > metadataLimit {
+                errors.append(FieldError(field: "metadata", reason: "is \(size) bytes as compact JSON; at most \(metadataLimit)"))
+            }
+            metadata = members
+        case let other?:
+            errors.append(FieldError(field: "metadata", reason: "must be an object, not \(other.typeName)"))
+        }
+
+        guard errors.isEmpty else { return .failure(InvalidAlert(errors: errors)) }
+        return .success(
+            AlertDraft(
+                title: title, message: message, style: style, buttons: buttons, priority: priority,
+                expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata
+            )
+        )
+    }
+
+    private static func lengthProblem(_ text: String, min: Int, max: Int) -> String? {
+        let count = text.unicodeScalars.count
+        if count < min { return min == 1 ? "must not be empty" : "must be at least \(min) characters" }
+        if count > max { return "must be at most \(max) characters, got \(count)" }
+        return nil
+    }
+
+    private static func positiveSeconds(_ value: JSONValue?, field: String, errors: inout [FieldError]) -> Double? {
+        switch value {
+        case nil, .null?:
+            return nil
+        case .number(let number)?:
+            let seconds = number.double
+            guard seconds.isFinite, seconds > 0 else {
+                errors.append(FieldError(field: field, reason: "must be a number of seconds greater than 0"))
+                return nil
+            }
+            return seconds
+        case let other?:
+            errors.append(FieldError(field: field, reason: "must be a number of seconds, not \(other.typeName)"))
+            return nil
+        }
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
+    }
+}
+
+/// The rule for `callback_url`: an absolute `http` or `https` URL with a host.
+public enum CallbackURL {
+    public static let maxLength = 2048
+
+    /// Why the text is not an acceptable callback URL, or nil when it is.
+    public static func problem(_ text: String) -> String? {
+        if text.utf8.count > maxLength { return "must be at most \(maxLength) bytes" }
+        let lower = text.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("http://") {
+            rest = text.dropFirst(7)
+        } else if lower.hasPrefix("https://") {
+            rest = text.dropFirst(8)
+        } else {
+            return "must be an absolute http or https URL"
+        }
+        if text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0.value > 0x7E }) {
+            return "must not contain spaces, control or non-ASCII characters (percent-encode them)"
+        }
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        var host = Substring(hostPort)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return "has an unterminated IPv6 address" }
+            let port = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !port.isEmpty, !isPort(port) { return "has an invalid port" }
+        } else if let colon = host.lastIndex(of: ":") {
+            let port = host[host.index(after: colon)...]
+            host = host[..<colon]
+            if !isPort(port) { return "has an invalid port" }
+        }
+        if host.isEmpty { return "must name a host" }
+        return nil
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        guard !text.isEmpty, text.count <= 5, text.allSatisfy(\.isASCII), let value = Int(text) else { return false }
+        return (1...65535).contains(value)
+    }
+}
+
+extension JSONValue {
+    /// The JSON type's name, for error reasons.
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}

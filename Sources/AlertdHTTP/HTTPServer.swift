@@ -1,0 +1,408 @@
+import CMicroHTTPD
+import Glibc
+import Logging
+import Synchronization
+
+/// How the server listens and what it bounds.
+public struct HTTPServerConfiguration: Sendable {
+    /// Where to listen.
+    public enum Listen: Sendable {
+        /// Bind `host:port` (port 0: any free port).
+        case address(host: String, port: Int)
+        /// Serve an already listening socket (systemd socket activation).
+        case socket(fd: Int32)
+    }
+
+    public var listen: Listen
+    /// libmicrohttpd polling threads (poll mode, one pool); default: the cores.
+    public var threads: Int
+    /// Connections served at once across all threads.
+    public var maxConnections: Int
+    /// Per-connection memory pool: request line and headers must fit in it.
+    public var connectionMemoryLimit: Int
+    /// An idle connection (not a parked waiter) is closed after this long.
+    public var connectionTimeoutSeconds: Int
+    /// A request body is refused with 413 once it would exceed this.
+    public var maxBodyBytes: Int
+
+    public init(
+        listen: Listen,
+        threads: Int = HTTPServerConfiguration.cores,
+        maxConnections: Int = 30_000,
+        connectionMemoryLimit: Int = 8 * 1024,
+        connectionTimeoutSeconds: Int = 120,
+        maxBodyBytes: Int = 64 * 1024
+    ) {
+        self.listen = listen
+        self.threads = threads
+        self.maxConnections = maxConnections
+        self.connectionMemoryLimit = connectionMemoryLimit
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}
+
+public struct HTTPServerError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// An HTTP/1.1 server on libmicrohttpd: internal polling threads in poll mode,
+/// suspend/resume for answers that wait, bodies bounded while they are read.
+///
+/// The server is passed to libmicrohttpd unretained; it must outlive the MHD
+/// daemon, which ``stop()`` guarantees by stopping MHD before returning.
+public final class HTTPServer: Sendable {
+    public let configuration: HTTPServerConfiguration
+    let handler: any HTTPHandler
+    let logger: Logger
+
+    private let daemon = Mutex<DaemonHandle?>(nil)
+    private let listenFD = Mutex<Int32>(-1)
+    private let _boundAddress = Mutex<String>("")
+    private let active = Atomic<Int>(0)
+    private let suspended = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+
+    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger) {
+        self.configuration = configuration
+        self.handler = handler
+        self.logger = logger
+    }
+
+    /// `host:port` the server listens on, once started.
+    public var boundAddress: String { _boundAddress.withLock { $0 } }
+    /// Requests between their first byte and their completion, parked ones included.
+    public var activeRequests: Int { active.load(ordering: .relaxed) }
+    /// Requests whose connection is suspended (parked waiters, pending commits).
+    public var suspendedRequests: Int { suspended.load(ordering: .relaxed) }
+
+    /// Binds (unless given a socket) and starts the polling threads.
+    public func start() throws {
+        let fd: Int32
+        switch configuration.listen {
+        case .address(let host, let port):
+            fd = try Self.bindListener(host: host, port: port)
+        case .socket(let inherited):
+            fd = inherited
+        }
+        listenFD.withLock { $0 = fd }
+        let address = Self.localAddress(of: fd)
+        _boundAddress.withLock { $0 = address }
+
+        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
+        if Self.family(of: fd) == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
+
+        let this = Unmanaged.passUnretained(self).toOpaque()
+        var options: [MHD_OptionItem] = [
+            // The logger first, or MHD logs the options before it on its own.
+            MHD_OptionItem(
+                option: .EXTERNAL_LOGGER,
+                value: alertd_mhd_logger_address(),
+                ptr_value: this
+            ),
+            item(.LISTEN_SOCKET, Int(fd)),
+            item(.THREAD_POOL_SIZE, max(1, configuration.threads)),
+            item(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
+            item(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
+            item(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
+            item(.LISTEN_BACKLOG_SIZE, 1024),
+            MHD_OptionItem(
+                option: .NOTIFY_COMPLETED,
+                value: unsafeBitCast(requestCompleted, to: Int.self),
+                ptr_value: this
+            ),
+            item(.END, 0),
+        ]
+        let started = options.withUnsafeMutableBufferPointer { buffer in
+            alertd_start_daemon(UInt32(flags), accessHandler, this, buffer.baseAddress)
+        }
+        guard let started else {
+            if case .address = configuration.listen { close(fd) }
+            throw HTTPServerError(description: "libmicrohttpd did not start on \(address)")
+        }
+        daemon.withLock { $0 = DaemonHandle(pointer: started) }
+        logger.debug("http server started", metadata: ["address": "\(address)", "threads": "\(configuration.threads)"])
+    }
+
+    /// Stops accepting connections; requests already read go on. From then on
+    /// every answer carries `Connection: close`.
+    public func stopAccepting() {
+        draining.store(true, ordering: .relaxed)
+        daemon.withLock { handle in
+            guard let handle else { return }
+            let fd = MHD_quiesce_daemon(handle.pointer)
+            if fd >= 0 { close(fd) }
+        }
+    }
+
+    /// Stops libmicrohttpd: closes every connection and joins its threads.
+    /// Every suspended connection must have been answered first.
+    public func stop() {
+        let handle = daemon.withLock { handle -> DaemonHandle? in
+            defer { handle = nil }
+            return handle
+        }
+        if let handle { MHD_stop_daemon(handle.pointer) }
+    }
+
+    // MARK: - The access handler, on an MHD thread
+
+    fileprivate func access(
+        connection: OpaquePointer,
+        url: UnsafePointer<CChar>,
+        method: UnsafePointer<CChar>,
+        uploadData: UnsafePointer<CChar>?,
+        uploadDataSize: UnsafeMutablePointer<Int>,
+        contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        guard let raw = contextSlot.pointee else {
+            // First call: headers are in. Validate what is cheap and allocate the
+            // request's context. Never answer a good request here: in 0.9.75 that
+            // forces `Connection: close`.
+            let context = RequestContext()
+            contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+            active.add(1, ordering: .relaxed)
+            if let length = lookup(connection, .HEADER_KIND, "Content-Length"),
+                let declared = Int(length), declared > configuration.maxBodyBytes
+            {
+                context.phase = .answered
+                return queue(handler.payloadTooLarge(limit: configuration.maxBodyBytes), on: connection)
+            }
+            return .YES
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+
+        switch context.phase {
+        case .answered:
+            uploadDataSize.pointee = 0
+            return .YES
+        case .parked(let responder):
+            // Resumed: the answer is ready.
+            guard let response = responder.takeResumedResponse() else { return .YES }
+            context.phase = .answered
+            return queue(response, on: connection)
+        case .reading:
+            break
+        }
+
+        let size = uploadDataSize.pointee
+        if size > 0 {
+            uploadDataSize.pointee = 0
+            if context.tooLarge {
+                context.discarded += size
+                // Past a generous margin, stop reading a body nobody wants.
+                return context.discarded > 4 * configuration.maxBodyBytes ? .NO : .YES
+            }
+            if context.body.count + size > configuration.maxBodyBytes {
+                context.tooLarge = true
+                context.body = []
+                context.discarded = size
+                return .YES
+            }
+            if let uploadData {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                    context.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                }
+            }
+            return .YES
+        }
+
+        // The request is complete.
+        if context.tooLarge {
+            context.phase = .answered
+            return queue(handler.payloadTooLarge(limit: configuration.maxBodyBytes), on: connection)
+        }
+        let request = HTTPRequest(
+            method: String(cString: method),
+            path: String(cString: url),
+            query: values(connection, .GET_ARGUMENT_KIND),
+            headers: values(connection, .HEADER_KIND),
+            body: context.body
+        )
+        context.body = []
+        let responder = Responder(connection: ConnectionHandle(pointer: connection)) { [self] isSuspended in
+            suspended.add(isSuspended ? 1 : -1, ordering: .relaxed)
+        }
+        handler.handle(request, responder: responder)
+        if let response = responder.afterHandler() {
+            context.phase = .answered
+            return queue(response, on: connection)
+        }
+        context.phase = .parked(responder)
+        return .YES
+    }
+
+    fileprivate func completed(_ contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        guard let contextSlot, let raw = contextSlot.pointee else { return }
+        Unmanaged<RequestContext>.fromOpaque(raw).release()
+        contextSlot.pointee = nil
+        active.subtract(1, ordering: .relaxed)
+    }
+
+    fileprivate func log(_ message: String) {
+        logger.warning("libmicrohttpd", metadata: ["detail": "\(message)"])
+    }
+
+    private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+        let mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count,
+                UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                .RESPMEM_MUST_COPY
+            )
+        }
+        guard let mhdResponse else { return .NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for header in response.headers {
+            _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+        }
+        if draining.load(ordering: .relaxed) {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    // MARK: - Helpers
+
+    private func item(_ option: MHD_OPTION, _ value: Int) -> MHD_OptionItem {
+        MHD_OptionItem(option: option, value: value, ptr_value: nil)
+    }
+
+    private func lookup(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ key: String) -> String? {
+        MHD_lookup_connection_value(connection, kind, key).map { String(cString: $0) }
+    }
+
+    private func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
+        var collected: [(name: String, value: String)] = []
+        withUnsafeMutablePointer(to: &collected) { pointer in
+            _ = MHD_get_connection_values(connection, kind, collectValue, pointer)
+        }
+        return collected
+    }
+
+    static func bindListener(host: String, port: Int) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let status = getaddrinfo(bare, String(port), &hints, &result)
+        guard status == 0, let first = result else {
+            throw HTTPServerError(description: "cannot resolve listen host \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(result) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HTTPServerError(description: "socket: \(String(cString: strerror(errno)))") }
+        var on: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if first.pointee.ai_family == AF_INET6 {
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
+        }
+        guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw HTTPServerError(description: "cannot listen on \(host):\(port): \(reason)")
+        }
+        guard listen(fd, 1024) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw HTTPServerError(description: "listen on \(host):\(port): \(reason)")
+        }
+        return fd
+    }
+
+    static func family(of fd: Int32) -> Int32 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int32(storage.ss_family)
+    }
+
+    static func localAddress(of fd: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
+                            NI_NUMERICHOST | NI_NUMERICSERV)
+            }
+        }
+        guard status == 0 else { return "?" }
+        let h = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let s = String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return Int32(storage.ss_family) == AF_INET6 ? "[\(h)]:\(s)" : "\(h):\(s)"
+    }
+}
+
+/// Per-request state, owned by the connection's MHD thread; retained in
+/// `con_cls` from the first access-handler call until the request-completed
+/// callback releases it.
+private final class RequestContext {
+    enum Phase {
+        case reading
+        case parked(Responder)
+        case answered
+    }
+    var phase = Phase.reading
+    var body: [UInt8] = []
+    var tooLarge = false
+    var discarded = 0
+}
+
+/// The MHD daemon pointer. Guarantee relied on: MHD's API for a daemon is
+/// thread-safe for quiesce and stop, and the pointer is cleared under the
+/// server's lock before `MHD_stop_daemon` frees it.
+private struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+// Non-capturing C callbacks: the server travels in `cls`.
+
+private let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in
+    guard let cls, let connection, let url, let method, let uploadDataSize, let contextSlot else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    return server.access(
+        connection: connection, url: url, method: method,
+        uploadData: uploadData, uploadDataSize: uploadDataSize, contextSlot: contextSlot
+    )
+}
+
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, contextSlot, _ in
+    guard let cls else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(contextSlot)
+}
+
+@_cdecl("alertd_http_log")
+func alertdHTTPLog(_ cls: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
+    guard let cls, let message else { return }
+    let text = String(cString: message).trimmingCharacters(in: [" ", "\n"])
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().log(text)
+}
+
+private let collectValue: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let collected = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
+    collected.pointee.append((name: String(cString: key).lowercased(), value: value.map { String(cString: $0) } ?? ""))
+    return .YES
+}
+
+private extension String {
+    func trimmingCharacters(in set: Set<Character>) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s = s.dropFirst() }
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}

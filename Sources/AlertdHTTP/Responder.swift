@@ -1,0 +1,128 @@
+import CMicroHTTPD
+import Synchronization
+
+/// The one-shot answer channel of a request.
+///
+/// A handler calls ``respond(_:)`` exactly once, on any thread. When it does so
+/// before returning, the server queues the answer inline. Otherwise the server
+/// suspends the connection (no thread, no task is held while it waits) and the
+/// later `respond` resumes it. Both sides decide under one lock, so a response that
+/// races with the suspension can never resume a connection that was not suspended.
+public final class Responder: Sendable {
+    enum State {
+        /// The handler is running on the MHD thread.
+        case handling
+        /// The connection is suspended, waiting for `respond`.
+        case suspended
+        /// An answer is waiting for the MHD thread to queue it.
+        case ready(HTTPResponse)
+        /// The answer was queued.
+        case done
+    }
+
+    private let state = Mutex(State.handling)
+    private let connection: ConnectionHandle?
+    private let onSuspend: (@Sendable (Bool) -> Void)?
+
+    /// - Parameters:
+    ///   - connection: the MHD connection, or nil for an in-process responder (tests).
+    ///   - onSuspend: told true when the connection is suspended and false when resumed.
+    init(connection: ConnectionHandle?, onSuspend: (@Sendable (Bool) -> Void)? = nil) {
+        self.connection = connection
+        self.onSuspend = onSuspend
+        self.inProcessSink = nil
+    }
+
+    private init(sink: @escaping @Sendable (HTTPResponse) -> Void) {
+        self.connection = nil
+        self.onSuspend = nil
+        self.inProcessSink = sink
+    }
+
+    /// A responder with no connection behind it, for driving handlers in process.
+    /// Its answer is delivered to `onResponse` on the thread that responds.
+    public static func inProcess(_ onResponse: @escaping @Sendable (HTTPResponse) -> Void) -> Responder {
+        Responder(sink: onResponse)
+    }
+
+    private let inProcessSink: (@Sendable (HTTPResponse) -> Void)?
+
+    /// Answers the request. Calls after the first are ignored.
+    public func respond(_ response: HTTPResponse) {
+        if let sink = inProcessSink {
+            let first = state.withLock { state -> Bool in
+                if case .handling = state { state = .done; return true }
+                return false
+            }
+            if first { sink(response) }
+            return
+        }
+        let resume = state.withLock { state -> Bool in
+            switch state {
+            case .handling:
+                state = .ready(response)
+                return false
+            case .suspended:
+                state = .ready(response)
+                return true
+            case .ready, .done:
+                return false
+            }
+        }
+        if resume, let connection {
+            onSuspend?(false)
+            MHD_resume_connection(connection.pointer)
+        }
+    }
+
+    /// Whether an answer was given already.
+    public var hasResponded: Bool {
+        state.withLock { state in
+            if case .handling = state { return false }
+            if case .suspended = state { return false }
+            return true
+        }
+    }
+
+    /// Called on the MHD thread once the handler returned: the answer to queue now,
+    /// or nil after suspending the connection.
+    func afterHandler() -> HTTPResponse? {
+        state.withLock { state -> HTTPResponse? in
+            switch state {
+            case .ready(let response):
+                state = .done
+                return response
+            case .handling:
+                if let connection {
+                    MHD_suspend_connection(connection.pointer)
+                    onSuspend?(true)
+                }
+                state = .suspended
+                return nil
+            case .suspended, .done:
+                return nil
+            }
+        }
+    }
+
+    /// Called on the MHD thread when a resumed connection comes back.
+    func takeResumedResponse() -> HTTPResponse? {
+        state.withLock { state -> HTTPResponse? in
+            if case .ready(let response) = state {
+                state = .done
+                return response
+            }
+            return nil
+        }
+    }
+}
+
+/// An MHD connection pointer that crosses threads.
+///
+/// Guarantee relied on: libmicrohttpd keeps a connection alive until its
+/// request-completed callback ran, which cannot happen while it is suspended;
+/// the pointer is only passed to `MHD_resume_connection` (thread-safe with
+/// ALLOW_SUSPEND_RESUME) off the MHD thread.
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}

@@ -1,0 +1,253 @@
+import AlertdCore
+import AlertdWire
+import Foundation
+import GRDB
+
+/// How hard a commit is pushed to disk.
+public enum Durability: String, Sendable {
+    /// `synchronous = FULL`: each commit is fsynced; survives a power loss.
+    case full
+    /// `synchronous = NORMAL`: survives a process crash, not a power loss.
+    case normal
+}
+
+/// alertd's store: SQLite in WAL mode through GRDB, in the state directory.
+public final class SQLiteStore: AlertStore {
+    public static let fileName = "alertd.sqlite"
+    let pool: DatabasePool
+
+    /// Opens (creating and migrating) the database in `directory`.
+    public init(directory: String, durability: Durability) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.label = "alertd"
+        configuration.maximumReaderCount = 4
+        configuration.prepareDatabase { db in
+            // Bounded wait instead of SQLITE_BUSY if an outside tool holds a lock.
+            try db.execute(sql: "PRAGMA busy_timeout = 5000")
+        }
+        pool = try DatabasePool(path: directory + "/" + Self.fileName, configuration: configuration)
+        // GRDB sets synchronous = NORMAL when it opens WAL, after prepareDatabase:
+        // set the level on the writer connection now that it is open.
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        }
+        try Self.migrator.migrate(pool)
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (2 FULL, 1 NORMAL).
+    public func synchronousLevel() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: clients, alerts, idempotency keys") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE clients (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        created_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE TABLE alerts (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        client TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        priority INTEGER NOT NULL,
+                        title TEXT NOT NULL,
+                        message TEXT,
+                        style TEXT NOT NULL,
+                        buttons TEXT NOT NULL,
+                        callback_url TEXT,
+                        metadata TEXT,
+                        created_at INTEGER NOT NULL,
+                        displayed_at INTEGER,
+                        decided_at INTEGER,
+                        expires_at INTEGER NOT NULL,
+                        dismiss_after_ms INTEGER,
+                        button_index INTEGER,
+                        decided_by TEXT
+                    ) WITHOUT ROWID;
+                    CREATE INDEX alerts_by_client ON alerts(client, id);
+                    CREATE INDEX alerts_pending ON alerts(state) WHERE state IN ('queued', 'displayed');
+                    CREATE INDEX alerts_by_decision ON alerts(decided_at) WHERE decided_at IS NOT NULL;
+                    CREATE TABLE idempotency_keys (
+                        client TEXT NOT NULL,
+                        key TEXT NOT NULL,
+                        alert_id TEXT NOT NULL,
+                        body_sha256 BLOB NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        PRIMARY KEY (client, key)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX idempotency_by_age ON idempotency_keys(created_at);
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: - AlertStore
+
+    public func load() throws -> StoredState {
+        try pool.read { db in
+            let clients = try String.fetchAll(db, sql: "SELECT id FROM clients ORDER BY id")
+            var pending: [Alert] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM alerts WHERE state IN ('queued', 'displayed')")
+            while let row = try rows.next() {
+                pending.append(try Self.alert(from: row))
+            }
+            let last = try String.fetchOne(db, sql: "SELECT max(id) FROM alerts").flatMap { AlertID($0) }
+            return StoredState(clients: clients, pending: pending, lastID: last)
+        }
+    }
+
+    public func commit(_ writes: [StoreWrite]) throws {
+        try pool.write { db in
+            for write in writes {
+                switch write {
+                case .client(let id, let createdAt):
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO clients (id, created_at) VALUES (?, ?)")
+                        .execute(arguments: [id, createdAt.milliseconds])
+                case .alert(let alert):
+                    try db.cachedStatement(sql: Self.upsertAlert).execute(arguments: Self.arguments(alert))
+                case .idempotency(let record):
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT OR REPLACE INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
+                            VALUES (?, ?, ?, ?, ?)
+                            """
+                    ).execute(arguments: [
+                        record.client, record.key, record.alertID.description, Data(record.bodyDigest),
+                        record.createdAt.milliseconds,
+                    ])
+                case .purge(let decidedBefore, let keysBefore):
+                    try db.execute(
+                        sql: "DELETE FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
+                        arguments: [decidedBefore.milliseconds])
+                    try db.execute(
+                        sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
+                }
+            }
+        }
+    }
+
+    public func alert(_ id: AlertID) throws -> Alert? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM alerts WHERE id = ?", arguments: [id.description])
+                .map(Self.alert(from:))
+        }
+    }
+
+    public func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws -> [Alert] {
+        let wanted = states.filter(\.isTerminal).map(\.rawValue).sorted()
+        guard !wanted.isEmpty, limit > 0 else { return [] }
+        let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
+        var arguments: StatementArguments = [client]
+        arguments += StatementArguments(wanted)
+        var sql = "SELECT * FROM alerts WHERE client = ? AND state IN (\(marks))"
+        if let before {
+            sql += " AND id < ?"
+            arguments += [before.description]
+        }
+        sql += " ORDER BY id DESC LIMIT ?"
+        arguments += [limit]
+        return try pool.read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.alert(from:))
+        }
+    }
+
+    public func idempotency(client: String, key: String) throws -> IdempotencyRecord? {
+        try pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM idempotency_keys WHERE client = ? AND key = ?", arguments: [client, key]),
+                let id = AlertID(row["alert_id"] as String)
+            else { return nil }
+            let digest: Data = row["body_sha256"]
+            return IdempotencyRecord(
+                client: client, key: key, alertID: id, bodyDigest: Array(digest),
+                createdAt: Timestamp(milliseconds: row["created_at"]))
+        }
+    }
+
+    public func isWritable() -> Bool {
+        (try? pool.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE; ROLLBACK") }) != nil
+    }
+
+    // MARK: - Rows
+
+    static let upsertAlert = """
+        INSERT OR REPLACE INTO alerts (id, client, state, priority, title, message, style, buttons, callback_url,
+            metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static func arguments(_ alert: Alert) -> StatementArguments {
+        var buttons = JSONWriter(capacity: 64)
+        buttons.beginArray()
+        for button in alert.buttons {
+            buttons.beginObject()
+            buttons.key("title")
+            buttons.string(button.title)
+            buttons.key("style")
+            buttons.string(button.style.rawValue)
+            buttons.endObject()
+        }
+        buttons.endArray()
+        let metadata: String? = alert.metadata.map {
+            String(decoding: JSONValue.object($0).compactBytes(), as: UTF8.self)
+        }
+        let values: [(any DatabaseValueConvertible)?] = [
+            alert.id.description, alert.client, alert.state.rawValue, alert.priority, alert.title, alert.message,
+            alert.style.rawValue, String(decoding: buttons.bytes, as: UTF8.self), alert.callbackURL, metadata,
+            alert.createdAt.milliseconds, alert.displayedAt?.milliseconds, alert.decidedAt?.milliseconds,
+            alert.expiresAt.milliseconds, alert.dismissAfterMilliseconds, alert.result?.buttonIndex,
+            alert.result?.decidedBy,
+        ]
+        return StatementArguments(values)
+    }
+
+    struct CorruptRow: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func alert(from row: Row) throws -> Alert {
+        let idText: String = row["id"]
+        guard let id = AlertID(idText) else { throw CorruptRow(description: "bad alert id \(idText)") }
+        let stateText: String = row["state"]
+        let styleText: String = row["style"]
+        guard let state = AlertState(rawValue: stateText), let style = AlertStyle(rawValue: styleText) else {
+            throw CorruptRow(description: "bad state or style in alert \(idText)")
+        }
+        let buttonsText: String = row["buttons"]
+        var buttons: [Button] = []
+        if case .array(let items) = try JSONParser.parse(Array(buttonsText.utf8)) {
+            for case .object(let fields) in items {
+                guard case .string(let title)? = fields["title"], case .string(let styleName)? = fields["style"],
+                    let buttonStyle = ButtonStyle(rawValue: styleName)
+                else { throw CorruptRow(description: "bad button in alert \(idText)") }
+                buttons.append(Button(title: title, style: buttonStyle))
+            }
+        }
+        var metadata: JSONObject?
+        if let text = row["metadata"] as String?, case .object(let object) = try JSONParser.parse(Array(text.utf8)) {
+            metadata = object
+        }
+        var result: AlertResult?
+        if state.isTerminal {
+            let index: Int? = row["button_index"]
+            let button = index.flatMap { buttons.indices.contains($0) ? buttons[$0] : nil }
+            result = AlertResult(
+                outcome: state, button: button?.title, buttonIndex: button == nil ? nil : index,
+                cancelled: button?.style == .cancel, decidedBy: row["decided_by"])
+        }
+        func time(_ column: String) -> Timestamp? {
+            (row[column] as Int64?).map { Timestamp(milliseconds: $0) }
+        }
+        return Alert(
+            id: id, client: row["client"], title: row["title"], message: row["message"], style: style,
+            buttons: buttons, priority: row["priority"], callbackURL: row["callback_url"], metadata: metadata,
+            state: state, createdAt: time("created_at")!, displayedAt: time("displayed_at"),
+            decidedAt: time("decided_at"), expiresAt: time("expires_at")!,
+            dismissAfterMilliseconds: row["dismiss_after_ms"], result: result)
+    }
+}

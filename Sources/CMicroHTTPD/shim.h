@@ -1,0 +1,41 @@
+// CMicroHTTPD: libmicrohttpd for Swift. Not API.
+//
+// Swift imports no C variadic function, so MHD_start_daemon is invisible to it.
+// alertd_start_daemon is the one non-variadic entry point: every option travels
+// in an MHD_OptionItem array passed through MHD_OPTION_ARRAY (as systemd's
+// journal-remote does). Everything else is used straight from microhttpd.h.
+#ifndef ALERTD_CMICROHTTPD_SHIM_H
+#define ALERTD_CMICROHTTPD_SHIM_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <microhttpd.h>
+
+/// Implemented in Swift (AlertdHTTP): receives one formatted libmicrohttpd message.
+void alertd_http_log(void *cls, const char *message);
+
+/// MHD_OPTION_EXTERNAL_LOGGER target: formats the va_list, which Swift cannot
+/// take in a C-convention closure, and hands the text to alertd_http_log.
+static inline void alertd_mhd_logger(void *cls, const char *format, va_list arguments) {
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    alertd_http_log(cls, message);
+}
+
+static inline intptr_t alertd_mhd_logger_address(void) {
+    return (intptr_t)&alertd_mhd_logger;
+}
+
+static inline struct MHD_Daemon *alertd_start_daemon(unsigned int flags,
+                                                     MHD_AccessHandlerCallback handler,
+                                                     void *handler_cls,
+                                                     const struct MHD_OptionItem *options) {
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+#endif
