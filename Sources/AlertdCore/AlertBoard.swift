@@ -53,6 +53,11 @@ public enum ButtonSelection: Sendable, Hashable {
     case index(Int)
 }
 
+/// Versions of alerts before an operation touched them.
+struct Before {
+    var versions: [AlertID: Alert?] = [:]
+}
+
 /// Every client's queue and every pending alert: the domain state machine.
 ///
 /// Pure: operations take the time as an argument and return a ``BoardChange``
@@ -66,6 +71,9 @@ public struct AlertBoard: Sendable {
     private var queues: [String: ClientQueue] = [:]
     private var deadlines = Heap<Deadline>()
     private var ids: AlertIDGenerator
+    /// Alerts with writes in flight: their last committed version (nil: not
+    /// committed yet) and how many write sets touching them are uncommitted.
+    private var inFlight: [AlertID: (committed: Alert?, writes: Int)] = [:]
 
     struct Deadline: Comparable, Sendable {
         enum Kind: Int, Sendable { case dismiss, expire }
@@ -88,7 +96,43 @@ public struct AlertBoard: Sendable {
 
     // MARK: - Reading
 
+    /// The latest version of an alert held in memory (pending, or decided with its commit in flight).
     public func alert(_ id: AlertID) -> Alert? { alerts[id] }
+
+    /// The version of an alert that readers may see: the last committed one.
+    /// `.unknown` when memory does not have it (look in the store).
+    public func visible(_ id: AlertID) -> Visibility {
+        if let flight = inFlight[id] {
+            return flight.committed.map(Visibility.alert) ?? .notYetCommitted
+        }
+        return alerts[id].map(Visibility.alert) ?? .unknown
+    }
+
+    public enum Visibility: Sendable {
+        case alert(Alert)
+        /// Posted, but its creation is not committed yet: it does not exist for readers.
+        case notYetCommitted
+        /// Not in memory: decided and committed long ago, or never existed.
+        case unknown
+    }
+
+    /// Records that a change's writes are committed: its versions become visible,
+    /// and decided alerts with no further writes leave memory. Every non-empty
+    /// change an operation returns must be committed, then passed here, in order.
+    public mutating func committed(_ change: BoardChange) {
+        let saved = change.saved
+        for alert in saved {
+            guard var flight = inFlight[alert.id] else { continue }
+            flight.writes -= 1
+            if flight.writes > 0 {
+                flight.committed = alert
+                inFlight[alert.id] = flight
+            } else {
+                inFlight[alert.id] = nil
+                if alerts[alert.id]?.state.isTerminal == true { alerts[alert.id] = nil }
+            }
+        }
+    }
 
     /// 0 when displayed, n when n alerts are ahead; nil when not pending.
     public func position(of alert: Alert) -> Int? {
@@ -138,13 +182,13 @@ public struct AlertBoard: Sendable {
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) }
         )
-        alerts[alert.id] = alert
+        var before = Before()
+        set(alert, &before)
         deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
         let display = queues[client]!.insert(entry(alert))
         change.saved.append(alert)
-        apply(display, on: client, now: now, into: &change)
-        // `saved` may hold the new alert twice (queued, then displayed): keep the last.
-        change.saved = deduplicated(change.saved)
+        apply(display, on: client, now: now, into: &change, &before)
+        finish(&change, before)
         return (alerts[alert.id]!, change)
     }
 
@@ -167,7 +211,11 @@ public struct AlertBoard: Sendable {
                 : "alert \(id) has no button \(selection.description); it has \(alert.buttons.map { "\"\($0.title)\"" }.joined(separator: ", "))"
             throw BoardError(.unknownButton, detail)
         }
-        return try decide(alert, as: .answered, button: index, by: decider, now: now)
+        var before = Before()
+        var (decided, change) = try decide(alert, as: .answered, button: index, by: decider, now: now, &before)
+        finish(&change, before)
+        decided = alerts[decided.id] ?? decided
+        return (decided, change)
     }
 
     /// Same for an alert that is no longer in memory (decided and committed): the
@@ -190,7 +238,11 @@ public struct AlertBoard: Sendable {
         guard let alert = alerts[id], alert.client == client else {
             throw BoardError(.notFound, "no alert \(id) on client \(client)")
         }
-        return try decide(alert, as: .withdrawn, button: nil, by: decider, now: now)
+        var before = Before()
+        var (decided, change) = try decide(alert, as: .withdrawn, button: nil, by: decider, now: now, &before)
+        finish(&change, before)
+        decided = alerts[decided.id] ?? decided
+        return (decided, change)
     }
 
     /// Same as ``repeatChoice(_:on:)`` for withdrawal.
@@ -202,31 +254,25 @@ public struct AlertBoard: Sendable {
     /// Fires every dismissal and expiry due at `now`.
     public mutating func fireDeadlines(now: Timestamp) -> BoardChange {
         var change = BoardChange()
+        var before = Before()
         while let next = deadlines.min, next.at <= now {
             _ = deadlines.popMin()
             guard let alert = alerts[next.id], alert.isPending else { continue }
             switch next.kind {
             case .expire where alert.expiresAt == next.at:
-                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, now: now) {
+                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, now: now, &before) {
                     change.merge(fired)
                 }
             case .dismiss where alert.dismissAt == next.at:
-                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, now: now) {
+                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, now: now, &before) {
                     change.merge(fired)
                 }
             default:
                 continue
             }
         }
-        change.saved = deduplicated(change.saved)
+        finish(&change, before)
         return change
-    }
-
-    /// Drops decided alerts from memory once their state is committed.
-    public mutating func forget(_ ids: some Sequence<AlertID>) {
-        for id in ids where alerts[id]?.state.isTerminal == true {
-            alerts[id] = nil
-        }
     }
 
     // MARK: - Restoring and reconfiguring
@@ -271,16 +317,39 @@ public struct AlertBoard: Sendable {
 
     private mutating func normalizeAll(now: Timestamp) -> BoardChange {
         var change = BoardChange()
+        var before = Before()
         for client in queues.keys.sorted() {
             let display = queues[client]!.normalize()
-            apply(display, on: client, now: now, into: &change)
+            apply(display, on: client, now: now, into: &change, &before)
         }
-        change.saved = deduplicated(change.saved)
+        finish(&change, before)
         return change
     }
 
+    /// Writes a new version of an alert, remembering the one before the operation.
+    private mutating func set(_ alert: Alert, _ before: inout Before) {
+        if before.versions[alert.id] == nil {
+            before.versions[alert.id] = .some(alerts[alert.id])
+        }
+        alerts[alert.id] = alert
+    }
+
+    /// Deduplicates the saved versions and marks them in flight until ``committed(_:)``.
+    private mutating func finish(_ change: inout BoardChange, _ before: Before) {
+        change.saved = deduplicated(change.saved)
+        for alert in change.saved {
+            if var flight = inFlight[alert.id] {
+                flight.writes += 1
+                inFlight[alert.id] = flight
+            } else {
+                inFlight[alert.id] = (committed: before.versions[alert.id] ?? nil, writes: 1)
+            }
+        }
+    }
+
     private mutating func decide(
-        _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, now: Timestamp
+        _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, now: Timestamp,
+        _ before: inout Before
     ) throws(BoardError) -> (Alert, BoardChange) {
         if alert.state.isTerminal {
             if outcome == .answered, alert.state == .answered, alert.result?.buttonIndex == button {
@@ -304,29 +373,32 @@ public struct AlertBoard: Sendable {
             cancelled: button.map { alert.buttons[$0].style == .cancel } ?? false,
             decidedBy: (outcome == .answered || outcome == .withdrawn) ? decider : nil
         )
-        alerts[alert.id] = decided
+        set(decided, &before)
         var change = BoardChange()
         change.saved.append(decided)
         change.decided.append(decided)
         let wasDisplayed = alert.state == .displayed
         let display = queues[alert.client]!.remove(entry(alert))
         if wasDisplayed { change.displayChanged.append(alert.client) }
-        apply(display, on: alert.client, now: now, into: &change)
+        apply(display, on: alert.client, now: now, into: &change, &before)
         return (decided, change)
     }
 
     /// Marks what a queue change shows and covers, and schedules dismissals.
-    private mutating func apply(_ display: ClientQueue.DisplayChange, on client: String, now: Timestamp, into change: inout BoardChange) {
+    private mutating func apply(
+        _ display: ClientQueue.DisplayChange, on client: String, now: Timestamp, into change: inout BoardChange,
+        _ before: inout Before
+    ) {
         if let covered = display.covered, var alert = alerts[covered.id] {
             alert.state = .queued
             alert.displayedAt = nil
-            alerts[alert.id] = alert
+            set(alert, &before)
             change.saved.append(alert)
         }
         if let shown = display.shown, var alert = alerts[shown.id] {
             alert.state = .displayed
             alert.displayedAt = now
-            alerts[alert.id] = alert
+            set(alert, &before)
             change.saved.append(alert)
             if let dismissAt = alert.dismissAt {
                 deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))

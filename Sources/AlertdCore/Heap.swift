@@ -1,11 +1,17 @@
 /// A binary min-heap.
-struct Heap<Element: Comparable & Sendable>: Sendable {
+public struct Heap<Element: Comparable & Sendable>: Sendable {
     private var items: [Element] = []
 
-    var count: Int { items.count }
-    var min: Element? { items.first }
+    public init() {}
 
-    mutating func insert(_ element: Element) {
+    public var count: Int { items.count }
+    public var isEmpty: Bool { items.isEmpty }
+    public var min: Element? { items.first }
+
+    /// Drops spare storage (after a burst).
+    public mutating func shrink() { if items.isEmpty { items = [] } }
+
+    public mutating func insert(_ element: Element) {
         items.append(element)
         var child = items.count - 1
         while child > 0 {
@@ -16,7 +22,8 @@ struct Heap<Element: Comparable & Sendable>: Sendable {
         }
     }
 
-    mutating func popMin() -> Element? {
+    @discardableResult
+    public mutating func popMin() -> Element? {
         guard !items.isEmpty else { return nil }
         items.swapAt(0, items.count - 1)
         let result = items.removeLast()

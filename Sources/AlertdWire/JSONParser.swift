@@ -71,20 +71,20 @@ public enum JSONParser {
 // MARK: - Byte constants
 
 extension UInt8 {
-    fileprivate static let quote = UInt8(ascii: "\"")
-    fileprivate static let backslash = UInt8(ascii: "\\")
-    fileprivate static let slash = UInt8(ascii: "/")
-    fileprivate static let comma = UInt8(ascii: ",")
-    fileprivate static let colon = UInt8(ascii: ":")
-    fileprivate static let openBracket = UInt8(ascii: "[")
-    fileprivate static let closeBracket = UInt8(ascii: "]")
-    fileprivate static let openBrace = UInt8(ascii: "{")
-    fileprivate static let closeBrace = UInt8(ascii: "}")
-    fileprivate static let minus = UInt8(ascii: "-")
-    fileprivate static let plus = UInt8(ascii: "+")
-    fileprivate static let zero = UInt8(ascii: "0")
-    fileprivate static let nine = UInt8(ascii: "9")
-    fileprivate static let point = UInt8(ascii: ".")
+    fileprivate static var quote: UInt8 { UInt8(ascii: "\"") }
+    fileprivate static var backslash: UInt8 { UInt8(ascii: "\\") }
+    fileprivate static var slash: UInt8 { UInt8(ascii: "/") }
+    fileprivate static var comma: UInt8 { UInt8(ascii: ",") }
+    fileprivate static var colon: UInt8 { UInt8(ascii: ":") }
+    fileprivate static var openBracket: UInt8 { UInt8(ascii: "[") }
+    fileprivate static var closeBracket: UInt8 { UInt8(ascii: "]") }
+    fileprivate static var openBrace: UInt8 { UInt8(ascii: "{") }
+    fileprivate static var closeBrace: UInt8 { UInt8(ascii: "}") }
+    fileprivate static var minus: UInt8 { UInt8(ascii: "-") }
+    fileprivate static var plus: UInt8 { UInt8(ascii: "+") }
+    fileprivate static var zero: UInt8 { UInt8(ascii: "0") }
+    fileprivate static var nine: UInt8 { UInt8(ascii: "9") }
+    fileprivate static var point: UInt8 { UInt8(ascii: ".") }
 }
 
 // MARK: - Numbers
@@ -132,6 +132,35 @@ enum JSONNumberGrammar {
     }
 }
 
+// MARK: - Strings
+
+/// Word-at-a-time tests on string bytes (the classic "has a zero byte" bit tricks).
+enum StringBytes {
+    private static var ones: UInt64 { 0x0101_0101_0101_0101 }
+    private static var highs: UInt64 { 0x8080_8080_8080_8080 }
+
+    /// Whether any byte of `w` is zero.
+    @inline(__always)
+    private static func hasZero(_ w: UInt64) -> Bool {
+        (w &- ones) & ~w & highs != 0
+    }
+
+    /// Whether any byte of `w` is `"`, `\` or a control character (below 0x20).
+    @inline(__always)
+    static func needsEscape(_ w: UInt64) -> Bool {
+        (w &- ones &* 0x20) & ~w & highs != 0
+            || hasZero(w ^ (ones &* UInt64(UInt8(ascii: "\""))))
+            || hasZero(w ^ (ones &* UInt64(UInt8(ascii: "\\"))))
+    }
+
+    /// Whether all eight bytes of `w` may appear as they are inside a string: ASCII,
+    /// not a control character, not `"` or `\`.
+    @inline(__always)
+    static func isPlainASCII(_ w: UInt64) -> Bool {
+        w & highs == 0 && !needsEscape(w)
+    }
+}
+
 // MARK: - UTF-8
 
 /// The length of the well-formed UTF-8 sequence starting at `i`, or `nil`
@@ -174,8 +203,6 @@ private struct Frame {
     var start: Int
     /// Member position by key, built once the object outgrows a linear scan.
     var index: [String: Int]? = nil
-    /// The key whose value is being parsed.
-    var pendingKey: String = ""
 }
 
 private struct Parser {
@@ -188,7 +215,7 @@ private struct Parser {
     /// Elements of the open arrays, innermost last.
     var elements: [JSONValue] = []
     /// Members of the open objects, innermost last.
-    var members: [JSONObject.Element] = []
+    var members: [JSONObject.Member] = []
 
     init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
@@ -254,7 +281,8 @@ private struct Parser {
                     pos += 1
                     value = .object(JSONObject())
                 } else {
-                    if stack.isEmpty { prepareStacks(&stack) }
+                    if stack.isEmpty { stack.reserveCapacity(8) }
+                    if members.capacity == 0 { members.reserveCapacity(16) }
                     stack.append(Frame(isObject: true, start: members.count))
                     try parseKey(into: &stack[stack.count - 1])
                     continue parsing
@@ -267,7 +295,8 @@ private struct Parser {
                     pos += 1
                     value = .array([])
                 } else {
-                    if stack.isEmpty { prepareStacks(&stack) }
+                    if stack.isEmpty { stack.reserveCapacity(8) }
+                    if elements.capacity == 0 { elements.reserveCapacity(16) }
                     stack.append(Frame(isObject: false, start: elements.count))
                     continue parsing
                 }
@@ -293,14 +322,8 @@ private struct Parser {
                 let top = stack.count - 1
                 skipWhitespace()
                 if stack[top].isObject {
-                    let key = stack[top].pendingKey
-                    members.append((key: key, value: value))
-                    let memberCount = members.count - stack[top].start
-                    if stack[top].index != nil {
-                        stack[top].index![key] = memberCount - 1
-                    } else if memberCount > JSONObject.linearLimit {
-                        stack[top].index = JSONObject.makeIndex(members[stack[top].start...])
-                    }
+                    // The member was pushed with its key by `parseKey`.
+                    members[members.count - 1].value = value
                     guard pos < count else { throw unexpected(expecting: "',' or '}'") }
                     switch bytes[pos] {
                     case .comma:
@@ -342,33 +365,33 @@ private struct Parser {
         }
     }
 
-    /// Gives the scratch stacks room for a typical request body in one allocation each.
-    mutating func prepareStacks(_ stack: inout [Frame]) {
-        stack.reserveCapacity(8)
-        elements.reserveCapacity(16)
-        members.reserveCapacity(16)
-    }
-
     /// Parses `"key" :` and leaves `pos` at the member's value.
     mutating func parseKey(into frame: inout Frame) throws(JSONParseError) {
         guard pos < count && bytes[pos] == .quote else { throw unexpected(expecting: "a string key") }
         let keyOffset = pos
         let key = try parseString()
-        let duplicate: Bool
-        if let index = frame.index {
-            duplicate = index[key] != nil
+        let position = members.count - frame.start
+        if frame.index != nil {
+            if frame.index!.updateValue(position, forKey: key) != nil { throw duplicate(key, at: keyOffset) }
         } else {
-            duplicate = members[frame.start...].contains { $0.key == key }
+            if members[frame.start...].contains(where: { $0.key == key }) { throw duplicate(key, at: keyOffset) }
+            if position >= JSONObject.linearLimit {
+                var index = JSONObject.makeIndex(members[frame.start...])
+                index[key] = position
+                frame.index = index
+            }
         }
-        if duplicate {
-            let shown = key.count > 64 ? String(key.prefix(64)) + "…" : key
-            throw fail("duplicate key \"\(shown)\"", at: keyOffset)
-        }
-        frame.pendingKey = key
+        // The value is filled in when it is complete.
+        members.append(JSONObject.Member(key: key, value: .null))
         skipWhitespace()
         guard pos < count && bytes[pos] == .colon else { throw unexpected(expecting: "':'") }
         pos += 1
         skipWhitespace()
+    }
+
+    func duplicate(_ key: String, at offset: Int) -> JSONParseError {
+        let shown = key.count > 64 ? String(key.prefix(64)) + "…" : key
+        return fail("duplicate key \"\(shown)\"", at: offset)
     }
 
     mutating func expectLiteral(_ word: StaticString) throws(JSONParseError) {
@@ -399,7 +422,13 @@ private struct Parser {
     mutating func parseString() throws(JSONParseError) -> String {
         pos += 1
         let start = pos
-        while pos < count {
+        let base = UnsafeRawPointer(bytes.baseAddress!)  // Not nil: the input is not empty.
+        while true {
+            // Plain ASCII, eight bytes at a time.
+            while pos &+ 8 <= count && StringBytes.isPlainASCII(base.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
+                pos &+= 8
+            }
+            guard pos < count else { break }
             let b = bytes[pos]
             if b == .quote {
                 let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)

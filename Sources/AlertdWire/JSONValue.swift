@@ -224,10 +224,12 @@ public struct JSONNumber: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The literal.
     public var description: String { literal }
 
+    /// Whether both numbers denote the same decimal value.
     public static func == (lhs: JSONNumber, rhs: JSONNumber) -> Bool {
         lhs.literal == rhs.literal || lhs.canonical == rhs.canonical
     }
 
+    /// Hashes the decimal value, to agree with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(canonical)
     }
@@ -335,9 +337,16 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     public typealias Element = (key: String, value: JSONValue)
 
     /// Objects with more members than this get a hash index; smaller ones are scanned.
-    static let linearLimit = 12
+    static var linearLimit: Int { 12 }
 
-    private var members: [Element]
+    /// One stored member: a struct rather than the `Element` tuple, so copies and
+    /// destruction are specialized instead of going through generic tuple witnesses.
+    struct Member {
+        var key: String
+        var value: JSONValue
+    }
+
+    private var members: [Member]
     /// Member position by key; only present when `members.count > linearLimit`.
     private var index: [String: Int]?
 
@@ -353,7 +362,7 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     }
 
     /// Creates an object from members already known to have distinct keys.
-    init(uniqueMembers members: [Element], index: [String: Int]?) {
+    init(uniqueMembers members: [Member], index: [String: Int]?) {
         self.members = members
         self.index = index
         if index == nil && members.count > Self.linearLimit {
@@ -362,7 +371,7 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     }
 
     /// Member position (counted from the first of `members`) by key.
-    static func makeIndex(_ members: some Collection<Element>) -> [String: Int] {
+    static func makeIndex(_ members: some Collection<Member>) -> [String: Int] {
         var index: [String: Int] = [:]
         index.reserveCapacity(members.count)
         for (i, member) in members.enumerated() { index[member.key] = i }
@@ -393,7 +402,7 @@ public struct JSONObject: Sendable, Hashable, Sequence {
                     index = members.count > Self.linearLimit ? Self.makeIndex(members) : nil
                 }
             } else if let newValue {
-                members.append((key: key, value: newValue))
+                members.append(Member(key: key, value: newValue))
                 if index != nil {
                     index![key] = members.count - 1
                 } else if members.count > Self.linearLimit {
@@ -412,18 +421,31 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     /// `true` when the object has no members.
     public var isEmpty: Bool { members.isEmpty }
 
+    /// The number of members.
     public var underestimatedCount: Int { members.count }
 
     /// Iterates the members in order.
-    public func makeIterator() -> IndexingIterator<[Element]> {
-        members.makeIterator()
+    public func makeIterator() -> Iterator {
+        Iterator(base: members.makeIterator())
     }
 
+    /// Iterates the members of an object in order.
+    public struct Iterator: IteratorProtocol {
+        var base: IndexingIterator<[Member]>
+
+        /// The next member, or `nil` after the last.
+        public mutating func next() -> (key: String, value: JSONValue)? {
+            guard let member = base.next() else { return nil }
+            return (key: member.key, value: member.value)
+        }
+    }
+
+    /// Whether both objects have the same members, in any order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.members.count == rhs.members.count else { return false }
         for (i, member) in lhs.members.enumerated() {
             // Fast path: same key at the same position.
-            if i < rhs.members.count, rhs.members[i].key == member.key {
+            if rhs.members[i].key == member.key {
                 guard rhs.members[i].value == member.value else { return false }
             } else {
                 guard let value = rhs[member.key], value == member.value else { return false }
@@ -432,8 +454,8 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         return true
     }
 
+    /// Hashes the members without regard to their order, to agree with `==`.
     public func hash(into hasher: inout Hasher) {
-        // Order-independent, to agree with `==`.
         var combined = 0
         for member in members {
             var h = Hasher()

@@ -84,6 +84,7 @@ public struct JSONWriter: Sendable {
 
     /// Writes a member name and its colon, `"k":`; the next value written is its value.
     public mutating func key(_ k: StaticString) {
+        assert(!afterKey, "two keys in a row")
         separate()
         k.withUTF8Buffer { appendQuoted($0) }
         bytes.append(UInt8(ascii: ":"))
@@ -92,6 +93,7 @@ public struct JSONWriter: Sendable {
 
     /// Writes a member name and its colon, `"k":`; the next value written is its value.
     public mutating func key(_ k: String) {
+        assert(!afterKey, "two keys in a row")
         separate()
         appendQuoted(k)
         bytes.append(UInt8(ascii: ":"))
@@ -222,36 +224,53 @@ public struct JSONWriter: Sendable {
     /// Writes `"utf8"`, copying runs that need no escape in one go.
     private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        var runStart = 0
-        for i in 0..<utf8.count {
-            let b = utf8[i]
-            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
-            if runStart < i {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-            }
-            runStart = i + 1
-            bytes.append(UInt8(ascii: "\\"))
-            switch b {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
-            case 0x0A: bytes.append(UInt8(ascii: "n"))
-            case 0x09: bytes.append(UInt8(ascii: "t"))
-            case 0x0D: bytes.append(UInt8(ascii: "r"))
-            case 0x08: bytes.append(UInt8(ascii: "b"))
-            case 0x0C: bytes.append(UInt8(ascii: "f"))
-            default:
-                let hex: StaticString = "0123456789abcdef"
-                bytes.append(UInt8(ascii: "u"))
-                bytes.append(UInt8(ascii: "0"))
-                bytes.append(UInt8(ascii: "0"))
-                bytes.append(hex.utf8Start[Int(b >> 4)])
-                bytes.append(hex.utf8Start[Int(b & 0xF)])
-            }
+        let count = utf8.count
+        if count == 0 {
+            bytes.append(UInt8(ascii: "\""))
+            return
         }
-        if runStart < utf8.count {
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        let base = UnsafeRawPointer(utf8.baseAddress!)
+        var runStart = 0
+        var i = 0
+        while true {
+            // Skip eight bytes at a time while none needs escaping.
+            while i &+ 8 <= count && !StringBytes.needsEscape(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                i &+= 8
+            }
+            guard i < count else { break }
+            let b = utf8[i]
+            i += 1
+            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+            if runStart < i - 1 {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<(i - 1)]))
+            }
+            runStart = i
+            appendEscape(b)
+        }
+        if runStart < count {
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<count]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendEscape(_ b: UInt8) {
+        bytes.append(UInt8(ascii: "\\"))
+        switch b {
+        case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x08: bytes.append(UInt8(ascii: "b"))
+        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            bytes.append(UInt8(ascii: "u"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(hex.utf8Start[Int(b >> 4)])
+            bytes.append(hex.utf8Start[Int(b & 0xF)])
+        }
     }
 
     /// Writes the decimal digits of `i` without going through `String`.

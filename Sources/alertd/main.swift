@@ -1,21 +1,34 @@
-import AlertdHTTP
+import AlertdAPI
 import Dispatch
-import Logging
-import Glibc
+import Foundation
 
-struct Smoke: HTTPHandler {
-    func handle(_ request: HTTPRequest, responder: Responder) {
-        if request.path == "/later" {
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) {
-                responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array("{\"later\":true}".utf8)))
-            }
-            return
-        }
-        responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array("{\"path\":\"\(request.path)\",\"q\":\"\(request.query)\",\"n\":\(request.body.count)}".utf8)))
-    }
-    func payloadTooLarge(limit: Int) -> HTTPResponse { HTTPResponse(status: 413, body: Array("too large".utf8)) }
+// Block SIGTERM, SIGINT and SIGHUP on the main thread before any other thread
+// exists, so every thread inherits the mask and one sigwait thread takes them.
+// main stays synchronous: top-level `await` would hand the main thread to
+// dispatch_main with an empty mask, and SIGTERM would kill the process.
+Signals.block()
+
+let command: AlertdCommand
+do {
+    command = try AlertdCommand.parse()
+} catch {
+    AlertdCommand.exit(withError: error)
 }
-let server = HTTPServer(configuration: .init(listen: .address(host: "127.0.0.1", port: 18080)), handler: Smoke(), logger: Logger(label: "x"))
-try server.start()
-print("listening", server.boundAddress)
-while true { sleep(100) }
+let finished = DispatchSemaphore(value: 0)
+let outcome = Outcome()
+Task.detached {
+    do {
+        try await command.run()
+    } catch {
+        outcome.error = error
+    }
+    finished.signal()
+}
+finished.wait()
+if let error = outcome.error { AlertdCommand.exit(withError: error) }
+exit(0)
+
+/// The root task's error, written before `finished` is signalled and read after.
+final class Outcome: @unchecked Sendable {
+    var error: (any Error)?
+}

@@ -1,0 +1,251 @@
+import AlertdCore
+import AlertdHTTP
+import AlertdWire
+import Logging
+
+/// alertd's HTTP API: routes a request, checks its query and body, runs it on
+/// the service and renders the answer. Errors are problem+json.
+final class APIHandler: HTTPHandler {
+    let service: AlertService
+    let router = Router.api
+    let logger: Logger
+    let readiness: @Sendable () -> Bool
+
+    init(service: AlertService, logger: Logger, readiness: @escaping @Sendable () -> Bool) {
+        self.service = service
+        self.logger = logger
+        self.readiness = readiness
+    }
+
+    func payloadTooLarge(limit: Int) -> HTTPResponse {
+        render(Problem(.payloadTooLarge, "the body is larger than \(limit) bytes"))
+    }
+
+    func handle(_ request: HTTPRequest, responder: Responder) {
+        let respond: @Sendable (HTTPResponse) -> Void = { responder.respond($0) }
+        switch router.match(method: request.method, path: request.path) {
+        case .notFound:
+            respond(render(Problem(.notFound, "no such resource: \(request.path)")))
+        case .methodNotAllowed(let allow):
+            var problem = Problem(.methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
+            problem.headers = [("Allow", allow.joined(separator: ", "))]
+            respond(render(problem))
+        case .found(let endpoint, _):
+            do {
+                try dispatch(endpoint, request, respond)
+            } catch let problem as Problem {
+                respond(render(problem))
+            } catch {
+                respond(render(Problem(.badRequest, "\(error)")))
+            }
+        }
+    }
+
+    private func dispatch(_ endpoint: Endpoint, _ request: HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) throws {
+        switch endpoint {
+        case .healthz:
+            _ = try Query(request, allowed: [])
+            respond(json(200, Array(#"{"status":"ok"}"#.utf8)))
+
+        case .readyz:
+            _ = try Query(request, allowed: [])
+            if readiness() {
+                respond(json(200, Array(#"{"status":"ready"}"#.utf8)))
+            } else {
+                respond(render(Problem(.unavailable, service.isDraining ? "alertd is shutting down" : "the store is not writable")))
+            }
+
+        case .listClients:
+            _ = try Query(request, allowed: [])
+            var out = JSONWriter(capacity: 256)
+            out.beginObject()
+            out.key("clients")
+            out.beginArray()
+            for summary in service.clients() {
+                out.beginObject()
+                out.key("client")
+                out.string(summary.client)
+                out.key("pending")
+                out.int(summary.pending)
+                out.key("displayed")
+                out.string(summary.displayed?.description)
+                out.endObject()
+            }
+            out.endArray()
+            out.endObject()
+            respond(json(200, out.bytes))
+
+        case .postAlert(let client):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            try Self.requireJSON(request)
+            let key = try Self.idempotencyKey(request)
+            service.post(client: client, body: request.body, idempotencyKey: key) { [self] result in
+                switch result {
+                case .success(let (alert, created)):
+                    var response = json(created ? 201 : 200, service.render(alert))
+                    response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(alert.id)"))
+                    respond(response)
+                case .failure(let problem):
+                    respond(render(problem))
+                }
+            }
+
+        case .currentAlert(let client):
+            try Self.check(client: client)
+            let query = try Query(request, allowed: ["wait", "after"])
+            let wait = try query.wait()
+            var after: AlertID?
+            if let text = query["after"], !text.isEmpty {
+                guard let id = AlertID(text) else {
+                    throw Problem(.badRequest, "after must be an alert id, not \(text)")
+                }
+                after = id
+            }
+            service.awaitCurrent(client: client, wait: wait, after: after) { [self] result in
+                switch result {
+                case .success(let body?): respond(json(200, body))
+                case .success(nil): respond(HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]))
+                case .failure(let problem): respond(render(problem))
+                }
+            }
+
+        case .getAlert(let client, let idText):
+            try Self.check(client: client)
+            let query = try Query(request, allowed: ["wait"])
+            let wait = try query.wait()
+            let id = try Self.alertID(idText, client: client)
+            service.awaitAlert(id, client: client, wait: wait) { [self] result in
+                respond(alertResponse(result))
+            }
+
+        case .withdrawAlert(let client, let idText):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            let id = try Self.alertID(idText, client: client)
+            service.decide(.withdraw, id: id, client: client, by: nil) { [self] result in
+                respond(alertResponse(result))
+            }
+
+        case .choose(let client, let idText):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            try Self.requireJSON(request)
+            let selection = try Self.selection(request.body)
+            let id = try Self.alertID(idText, client: client)
+            service.decide(.choose(selection), id: id, client: client, by: nil) { [self] result in
+                respond(alertResponse(result))
+            }
+
+        case .listAlerts(let client):
+            try Self.check(client: client)
+            let query = try Query(request, allowed: ["state", "limit", "cursor"])
+            let page = try AlertListing(query: query)
+            respond(json(200, try page.render(client: client, service: service)))
+        }
+    }
+
+    // MARK: - Checks
+
+    static func check(client: String) throws {
+        guard ClientID.isValid(client) else {
+            throw Problem(.badRequest, "client id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+        }
+    }
+
+    static func alertID(_ text: String, client: String) throws -> AlertID {
+        guard let id = AlertID(text) else { throw Problem(.notFound, "no alert \(text) on client \(client)") }
+        return id
+    }
+
+    static func requireJSON(_ request: HTTPRequest) throws {
+        let type = request.header("content-type") ?? ""
+        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard media == "application/json" else {
+            throw Problem(.unsupportedMediaType, type.isEmpty ? "Content-Type must be application/json" : "Content-Type must be application/json, not \(type)")
+        }
+    }
+
+    static func idempotencyKey(_ request: HTTPRequest) throws -> String? {
+        let values = request.headers.filter { $0.name == "idempotency-key" }
+        guard let key = values.first?.value else { return nil }
+        guard values.count == 1 else { throw Problem(.badRequest, "Idempotency-Key must be sent once") }
+        guard (1...255).contains(key.count) else { throw Problem(.badRequest, "Idempotency-Key must be 1 to 255 characters") }
+        return key
+    }
+
+    /// `{"button": "Deploy"}` or `{"button_index": 0}`, exactly one.
+    static func selection(_ body: [UInt8]) throws -> ButtonSelection {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(body)
+        } catch {
+            throw Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")
+        }
+        guard case .object(let object) = value else { throw Problem(.badRequest, "the body must be a JSON object") }
+        if let unknown = object.keys.first(where: { $0 != "button" && $0 != "button_index" }) {
+            throw Problem(.badRequest, "unknown field \(unknown); send {\"button\": title} or {\"button_index\": n}")
+        }
+        switch (object["button"], object["button_index"]) {
+        case (let title?, nil):
+            guard case .string(let text) = title else { throw Problem(.badRequest, "button must be a string") }
+            return .title(text)
+        case (nil, let index?):
+            guard case .number(let number) = index, let value = number.int else {
+                throw Problem(.badRequest, "button_index must be an integer")
+            }
+            return .index(value)
+        case (nil, nil):
+            throw Problem(.badRequest, "send exactly one of button and button_index")
+        case (_?, _?):
+            throw Problem(.badRequest, "send exactly one of button and button_index, not both")
+        }
+    }
+
+    // MARK: - Rendering
+
+    func alertResponse(_ result: Result<Alert, Problem>) -> HTTPResponse {
+        switch result {
+        case .success(let alert): json(200, service.render(alert))
+        case .failure(let problem): render(problem)
+        }
+    }
+
+    func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: body)
+    }
+
+    func render(_ problem: Problem) -> HTTPResponse {
+        problem.response { json, alert in
+            Rendering.write(alert, position: alert.isPending ? service.position(of: alert) : nil, into: &json)
+        }
+    }
+}
+
+/// A request's query arguments, checked against the names an endpoint takes.
+struct Query {
+    private var values: [String: String] = [:]
+
+    init(_ request: HTTPRequest, allowed: Set<String>) throws {
+        for (name, value) in request.query {
+            guard allowed.contains(name) else {
+                throw Problem(.badRequest, allowed.isEmpty ? "this endpoint takes no query parameters, got \(name)" : "unknown query parameter \(name); this endpoint takes \(allowed.sorted().joined(separator: ", "))")
+            }
+            guard values.updateValue(value, forKey: name) == nil else {
+                throw Problem(.badRequest, "query parameter \(name) is given twice")
+            }
+        }
+    }
+
+    subscript(name: String) -> String? { values[name] }
+
+    /// `wait`: a non-negative integer of seconds; 0 when absent.
+    func wait() throws -> Int {
+        guard let text = values["wait"] else { return 0 }
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            throw Problem(.badRequest, "wait must be a non-negative integer number of seconds, not \"\(text)\"")
+        }
+        // Any larger value is clamped to max_wait_seconds anyway.
+        return Int(text.suffix(18)).map { text.count > 9 ? Int.max : $0 } ?? Int.max
+    }
+}

@@ -1,0 +1,523 @@
+import AlertdCore
+import AlertdHTTP
+import AlertdStore
+import AlertdWire
+import Crypto
+import Foundation
+import Logging
+import Synchronization
+
+/// The daemon's live state and every operation on it.
+///
+/// Order and visibility, the two rules everything here keeps:
+/// - A mutation happens on the board under its lock and its writes are submitted
+///   to the group committer under the same lock, so the store applies them in
+///   board order. The request is answered from the commit's completion.
+/// - Readers see committed state only: the board keeps the last committed version
+///   of alerts whose writes are in flight, and the displayed alert of each client
+///   (what `current` and its waiters see) is published from commit completions.
+final class AlertService: Sendable {
+    struct Settings: Sendable {
+        var maxWaitSeconds: Int
+        var maxWaiters: Int
+        var retentionSeconds: Double
+    }
+
+    /// The board and the idempotency keys whose alert is not committed yet.
+    struct State: Sendable {
+        var board: AlertBoard
+        var pendingKeys: [KeyRef: (alertID: AlertID, digest: [UInt8])] = [:]
+        var draining = false
+    }
+
+    struct KeyRef: Hashable, Sendable {
+        var client: String
+        var key: String
+    }
+
+    let state: Mutex<State>
+    let hub: Mutex<Hub>
+    let committer: GroupCommitter
+    let store: any AlertStore
+    let clock: any WallClock
+    let settings: Settings
+    let logger: Logger
+    let timer: DeadlineTimer
+    let storeFailed = Atomic<Bool>(false)
+    private let ticker = Ticker()
+
+    init(board: AlertBoard, store: any AlertStore, committer: GroupCommitter, clock: any WallClock, settings: Settings, logger: Logger) {
+        self.state = Mutex(State(board: board))
+        self.hub = Mutex(Hub())
+        self.store = store
+        self.committer = committer
+        self.clock = clock
+        self.settings = settings
+        self.logger = logger
+        self.timer = DeadlineTimer(name: "alertd-waiters")
+    }
+
+    // MARK: - Start and stop
+
+    /// Publishes every client's displayed alert (the board holds committed state
+    /// after a restore) and starts the deadline ticker.
+    func start() {
+        let displays = state.withLock { state in
+            state.board.clients.map { ($0, state.board.displayed(on: $0)) }
+        }
+        hub.withLock { hub in
+            for (client, alert) in displays { _ = hub.publish(client: client, alert: alert) }
+        }
+        let thread = Thread { [self] in runTicker() }
+        thread.name = "alertd-deadlines"
+        thread.start()
+    }
+
+    /// Stops taking changes and answers every parked waiter with the state it waits on.
+    func drain() {
+        state.withLock { $0.draining = true }
+        ticker.stop()
+        let parked = hub.withLock { $0.takeAll() }
+        for waiter in parked { answer(waiter) }
+    }
+
+    func stopTimers() { timer.stop() }
+
+    var isDraining: Bool { state.withLock { $0.draining } }
+
+    // MARK: - Posting
+
+    func post(client: String, body: [UInt8], idempotencyKey: String?, respond: @escaping @Sendable (Result<(Alert, created: Bool), Problem>) -> Void) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(body)
+        } catch {
+            return respond(.failure(Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")))
+        }
+        let draft: AlertDraft
+        switch AlertDraft.validate(value, rules: state.withLock { $0.board.rules }) {
+        case .success(let valid): draft = valid
+        case .failure(let invalid):
+            var problem = Problem(.invalidAlert, invalid.errors.count == 1 ? "1 field is invalid" : "\(invalid.errors.count) fields are invalid")
+            problem.errors = invalid.errors
+            return respond(.failure(problem))
+        }
+        let digest = idempotencyKey.map { _ in Array(SHA256.hash(data: body)) }
+        let now = clock.now()
+
+        enum Outcome {
+            case failed(Problem)
+            case replay(AlertID)
+            case created(Alert, BoardChange, [StoreWrite], KeyRef?, [(String, Alert?)])
+        }
+        // Everything, the store lookup of a key included, under the board lock:
+        // two posts with one key can never both create.
+        let outcome: Outcome = state.withLock { state in
+            if state.draining { return .failed(Self.unavailable) }
+            var keyRef: KeyRef?
+            if let idempotencyKey, let digest {
+                let ref = KeyRef(client: client, key: idempotencyKey)
+                var existing = state.pendingKeys[ref]
+                if existing == nil {
+                    do {
+                        if let record = try store.idempotency(client: client, key: idempotencyKey),
+                            record.createdAt.milliseconds > now.milliseconds - 86_400_000
+                        {
+                            existing = (record.alertID, record.bodyDigest)
+                        }
+                    } catch {
+                        return .failed(Problem(.unavailable, "the store cannot be read: \(error)"))
+                    }
+                }
+                if let existing {
+                    guard existing.digest == digest else {
+                        return .failed(Problem(.idempotencyMismatch, "Idempotency-Key \(idempotencyKey) was used for a different body"))
+                    }
+                    return .replay(existing.alertID)
+                }
+                keyRef = ref
+            }
+            let alert: Alert
+            let change: BoardChange
+            do throws(BoardError) {
+                (alert, change) = try state.board.post(draft, to: client, now: now)
+            } catch {
+                return .failed(Problem(error))
+            }
+            var writes: [StoreWrite] = change.newClients.map { .client($0, createdAt: now) }
+            writes += change.saved.map { .alert($0) }
+            if let keyRef, let digest {
+                writes.append(.idempotency(IdempotencyRecord(client: client, key: keyRef.key, alertID: alert.id, bodyDigest: digest, createdAt: now)))
+                state.pendingKeys[keyRef] = (alert.id, digest)
+            }
+            if let next = state.board.nextDeadline { ticker.poke(at: next) }
+            return .created(alert, change, writes, keyRef, Self.displays(change, state.board))
+        }
+
+        switch outcome {
+        case .failed(let problem):
+            respond(.failure(problem))
+        case .replay(let id):
+            committer.submit([]) { [self] result in
+                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                switch lookup(id, client: client) {
+                case .success(let alert?): respond(.success((alert, created: false)))
+                case .success(nil): respond(.failure(Problem(.notFound, "the alert of this Idempotency-Key is gone (purged)")))
+                case .failure(let problem): respond(.failure(problem))
+                }
+            }
+        case .created(let alert, let change, let writes, let keyRef, let displays):
+            committer.submit(writes) { [self] result in
+                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                let visible = finish(change, displays: displays) { state in
+                    if let keyRef { state.pendingKeys[keyRef] = nil }
+                    return state.board.alert(alert.id) ?? alert
+                }
+                respond(.success((visible, created: true)))
+            }
+        }
+    }
+
+    // MARK: - Choosing and withdrawing
+
+    enum Decision: Sendable {
+        case choose(ButtonSelection)
+        case withdraw
+    }
+
+    func decide(_ decision: Decision, id: AlertID, client: String, by decider: String?, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void) {
+        let now = clock.now()
+        enum Outcome {
+            case failed(Problem)
+            case stored
+            case unchanged
+            case changed(Alert, BoardChange, [(String, Alert?)])
+        }
+        let outcome: Outcome = state.withLock { state in
+            if state.draining { return .failed(Self.unavailable) }
+            switch state.board.visible(id) {
+            case .notYetCommitted:
+                return .failed(Problem(.notFound, "no alert \(id) on client \(client)"))
+            case .unknown:
+                return .stored
+            case .alert:
+                do throws(BoardError) {
+                    let alert: Alert
+                    let change: BoardChange
+                    switch decision {
+                    case .choose(let selection):
+                        (alert, change) = try state.board.choose(selection, for: id, on: client, by: decider, now: now)
+                    case .withdraw:
+                        (alert, change) = try state.board.withdraw(id, on: client, by: decider, now: now)
+                    }
+                    if change.saved.isEmpty { return .unchanged }
+                    if let next = state.board.nextDeadline { ticker.poke(at: next) }
+                    return .changed(alert, change, Self.displays(change, state.board))
+                } catch {
+                    return .failed(Problem(error))
+                }
+            }
+        }
+        switch outcome {
+        case .failed(let problem):
+            respond(.failure(problem))
+        case .stored:
+            // Decided and committed long ago: the repeat rules apply to the stored alert.
+            switch lookup(id, client: client) {
+            case .failure(let problem): respond(.failure(problem))
+            case .success(nil): respond(.failure(Problem(.notFound, "no alert \(id) on client \(client)")))
+            case .success(let alert?):
+                do throws(BoardError) {
+                    switch decision {
+                    case .choose(let selection): respond(.success(try AlertBoard.repeatChoice(selection, on: alert)))
+                    case .withdraw: respond(.success(try AlertBoard.repeatWithdraw(on: alert)))
+                    }
+                } catch {
+                    respond(.failure(Problem(error)))
+                }
+            }
+        case .unchanged:
+            // A safe retry of a decision that may still be committing: answer after it.
+            committer.submit([]) { [self] result in
+                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                switch lookup(id, client: client) {
+                case .success(let alert?): respond(.success(alert))
+                case .success(nil): respond(.failure(Problem(.notFound, "no alert \(id) on client \(client)")))
+                case .failure(let problem): respond(.failure(problem))
+                }
+            }
+        case .changed(let alert, let change, let displays):
+            committer.submit(change.saved.map { .alert($0) }) { [self] result in
+                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                finish(change, displays: displays) { _ in () }
+                respond(.success(alert))
+            }
+        }
+    }
+
+    // MARK: - Deadlines
+
+    /// Fires due dismissals and expiries; returns when the next one is due.
+    func fireDeadlines() -> Timestamp? {
+        let now = clock.now()
+        let (change, next): (BoardChange, Timestamp?) = state.withLock { state in
+            if state.draining { return (BoardChange(), nil) }
+            let change = state.board.fireDeadlines(now: now)
+            let displays = Self.displays(change, state.board)
+            if !change.saved.isEmpty {
+                committer.submit(change.saved.map { .alert($0) }) { [self] result in
+                    if case .failure = result { return }
+                    finish(change, displays: displays) { _ in () }
+                }
+            }
+            return (change, state.board.nextDeadline)
+        }
+        if !change.decided.isEmpty {
+            logger.debug("deadlines fired", metadata: ["alerts": "\(change.decided.count)"])
+        }
+        return next
+    }
+
+    private func runTicker() {
+        while ticker.sleep(until: fireDeadlines(), clock: clock) {}
+    }
+
+    /// Deletes terminal alerts past retention and keys past 24 h.
+    func purge() {
+        let now = clock.now()
+        let writes: [StoreWrite] = [
+            .purge(decidedBefore: now.adding(seconds: -settings.retentionSeconds), keysBefore: now.adding(seconds: -86_400))
+        ]
+        state.withLock { state in
+            guard !state.draining else { return }
+            committer.submit(writes) { _ in }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// An alert as readers may see it: memory first, then the store.
+    func lookup(_ id: AlertID, client: String) -> Result<Alert?, Problem> {
+        let visible = state.withLock { $0.board.visible(id) }
+        switch visible {
+        case .alert(let alert):
+            return .success(alert.client == client ? alert : nil)
+        case .notYetCommitted:
+            return .success(nil)
+        case .unknown:
+            do {
+                let alert = try store.alert(id)
+                return .success(alert?.client == client ? alert : nil)
+            } catch {
+                return .failure(Problem(.unavailable, "the store cannot be read: \(error)"))
+            }
+        }
+    }
+
+    func position(of alert: Alert) -> Int? {
+        state.withLock { $0.board.position(of: alert) }
+    }
+
+    func render(_ alert: Alert) -> [UInt8] {
+        Rendering.alert(alert, position: alert.isPending ? position(of: alert) : nil)
+    }
+
+    /// `GET .../alerts/{id}?wait=N`.
+    func awaitAlert(_ id: AlertID, client: String, wait: Int, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void) {
+        let waitSeconds = min(wait, settings.maxWaitSeconds)
+        enum Outcome {
+            case now(Result<Alert, Problem>)
+            case stored
+            case parked
+            case tooMany
+        }
+        let outcome: Outcome = hub.withLock { hub in
+            let visible = state.withLock { $0.board.visible(id) }
+            let alert: Alert
+            switch visible {
+            case .alert(let found) where found.client == client:
+                alert = found
+            case .alert, .notYetCommitted:
+                return .now(.failure(Problem(.notFound, "no alert \(id) on client \(client)")))
+            case .unknown:
+                // Not in memory: decided and committed (it cannot change any more), or unknown.
+                return .stored
+            }
+            if alert.state.isTerminal || waitSeconds == 0 || hub.draining { return .now(.success(alert)) }
+            if hub.count >= settings.maxWaiters { return .tooMany }
+            let waiterID = hub.nextID()
+            let token = timer.schedule(after: Double(waitSeconds)) { [self] in
+                if let waiter = self.hub.withLock({ $0.removeAlertWaiter(id, waiterID) }) { answer(waiter) }
+            }
+            hub.addAlertWaiter(id, Hub.AlertWaiter(id: waiterID, alertID: id, client: client, token: token, respond: respond))
+            return .parked
+        }
+        switch outcome {
+        case .now(let result): respond(result)
+        case .stored:
+            respond(lookup(id, client: client).flatMap { found in
+                found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(id) on client \(client)"))
+            })
+        case .parked: break
+        case .tooMany: respond(.failure(Self.tooManyWaiters(settings.maxWaiters)))
+        }
+    }
+
+    /// `GET .../alerts/current?wait=N&after=ID`: the published displayed alert
+    /// (encoded once per display change), or a parked waiter.
+    func awaitCurrent(client: String, wait: Int, after: AlertID?, respond: @escaping @Sendable (Result<[UInt8]?, Problem>) -> Void) {
+        let waitSeconds = min(wait, settings.maxWaitSeconds)
+        enum Outcome {
+            case now([UInt8]?)
+            case parked
+            case tooMany
+        }
+        let outcome: Outcome = hub.withLock { hub in
+            let display = hub.display(client)
+            if waitSeconds == 0 || display.id != after || hub.draining { return .now(display.body) }
+            if hub.count >= settings.maxWaiters { return .tooMany }
+            let waiterID = hub.nextID()
+            let token = timer.schedule(after: Double(waitSeconds)) { [self] in
+                if let waiter = self.hub.withLock({ $0.removeCurrentWaiter(client, waiterID) }) { answer(waiter) }
+            }
+            hub.addCurrentWaiter(client, Hub.CurrentWaiter(id: waiterID, client: client, after: after, token: token, respond: respond))
+            return .parked
+        }
+        switch outcome {
+        case .now(let body): respond(.success(body))
+        case .parked: break
+        case .tooMany: respond(.failure(Self.tooManyWaiters(settings.maxWaiters)))
+        }
+    }
+
+    struct ClientSummary {
+        var client: String
+        var pending: Int
+        var displayed: AlertID?
+    }
+
+    func clients() -> [ClientSummary] {
+        let counts = state.withLock { state in
+            state.board.clients.map { ($0, state.board.pendingCount(on: $0)) }
+        }
+        return hub.withLock { hub in
+            counts.map { ClientSummary(client: $0.0, pending: $0.1, displayed: hub.display($0.0).id) }
+        }
+    }
+
+    func policy(of client: String) -> QueuePolicy {
+        state.withLock { $0.board.settings[client].policy }
+    }
+
+    /// Pending alerts (visible versions, with positions) in display order.
+    func pendingAlerts(on client: String) -> [(Alert, Int?)] {
+        state.withLock { state in
+            state.board.pending(on: client).compactMap { latest -> (Alert, Int?)? in
+                guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { return nil }
+                return (alert, state.board.position(of: latest))
+            }
+        }
+    }
+
+    // MARK: - Internals
+
+    static let unavailable = Problem(.unavailable, "alertd is shutting down")
+
+    static func storeProblem(_ error: any Error) -> Problem {
+        Problem(.unavailable, "the change could not be committed: \(error)")
+    }
+
+    static func tooManyWaiters(_ max: Int) -> Problem {
+        var problem = Problem(.tooManyWaiters, "\(max) requests are already waiting; retry later")
+        problem.headers = [("Retry-After", "1")]
+        return problem
+    }
+
+    /// The displayed alert of each client whose display the change touched, as of the change.
+    private static func displays(_ change: BoardChange, _ board: AlertBoard) -> [(String, Alert?)] {
+        change.displayChanged.map { ($0, board.displayed(on: $0)) }
+    }
+
+    /// After a commit: make the change visible, publish displays, wake waiters.
+    @discardableResult
+    private func finish<T>(_ change: BoardChange, displays: [(String, Alert?)], _ also: (inout State) -> T) -> T {
+        let value = state.withLock { state -> T in
+            state.board.committed(change)
+            return also(&state)
+        }
+        let woken: [Hub.Parked] = hub.withLock { hub in
+            var woken: [Hub.Parked] = []
+            for (client, alert) in displays {
+                woken += hub.publish(client: client, alert: alert).map(Hub.Parked.current)
+            }
+            for alert in change.decided {
+                woken += hub.takeAlertWaiters(alert.id).map { Hub.Parked.alert($0, alert) }
+            }
+            return woken
+        }
+        for waiter in woken { answer(waiter) }
+        return value
+    }
+
+    /// Answers a parked waiter with what it waited on.
+    private func answer(_ waiter: Hub.Parked) {
+        switch waiter {
+        case .current(let current):
+            timer.cancel(current.token)
+            let body = hub.withLock { $0.display(current.client).body }
+            current.respond(.success(body))
+        case .alert(let waiting, let decided):
+            timer.cancel(waiting.token)
+            if let decided {
+                waiting.respond(.success(decided))
+            } else {
+                waiting.respond(lookup(waiting.alertID, client: waiting.client).flatMap { found in
+                    found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
+                })
+            }
+        }
+    }
+}
+
+/// Sleeps until the board's next deadline; woken early when a sooner one appears.
+final class Ticker: @unchecked Sendable {
+    // Guarded by `condition`.
+    private var wakeAt: Timestamp?
+    private var poked = false
+    private var stopped = false
+    private let condition = NSCondition()
+
+    /// Sleeps until `next` (at most a minute: wall-clock jumps are caught up
+    /// with) or a sooner poke. False once stopped.
+    func sleep(until next: Timestamp?, clock: any WallClock) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if stopped { return false }
+        wakeAt = next
+        if !poked {
+            let now = clock.now()
+            let seconds = next.map { Double(max(0, $0.milliseconds - now.milliseconds)) / 1000 } ?? 60
+            _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 60)))
+        }
+        poked = false
+        return !stopped
+    }
+
+    /// A deadline at `time` was added: wake up if it is sooner than the planned wake-up.
+    func poke(at time: Timestamp) {
+        condition.lock()
+        if wakeAt == nil || time < wakeAt! {
+            poked = true
+            wakeAt = time
+            condition.signal()
+        }
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+}

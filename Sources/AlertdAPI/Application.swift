@@ -1,0 +1,177 @@
+import AlertdCore
+import AlertdHTTP
+import AlertdStore
+import Foundation
+import Glibc
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Builds alertd from a config and runs it until SIGTERM or SIGINT.
+///
+/// ```swift
+/// Signals.block()                    // first thing in main, before any thread starts
+/// try await Application.run(config: config, logger: logger)
+/// ```
+public enum Application {
+    public static func run(config: Config, logger: Logger) async throws {
+        let (host, port) = try config.listenAddress()
+        if !Config.isLoopback(host), !config.allowAnonymous {
+            throw ConfigError(
+                "refusing to listen on \(config.listen): there are no tokens, so anyone who can reach it could post and answer alerts; listen on a loopback address or set auth.allow_anonymous: true"
+            )
+        }
+        raiseOpenFileLimit(logger: logger)
+
+        let store = try SQLiteStore(directory: config.stateDir, durability: config.durability)
+        let clock = SystemClock()
+        let stored = try store.load()
+        var board = AlertBoard(settings: config.queueSettings, rules: config.alertRules, lastID: stored.lastID)
+        let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
+
+        let storeFailed = Atomic<Bool>(false)
+        let failure = FailureFlag()
+        let committer = GroupCommitter(store: store, logger: logger) { error in
+            failure.set("\(error)")
+        }
+        committer.start()
+        if !normalized.saved.isEmpty {
+            // A policy changed since the last run: commit the new displays before serving.
+            let done = DispatchSemaphore(value: 0)
+            let result = Mutex<Result<Void, any Error>>(.success(()))
+            committer.submit(normalized.saved.map { .alert($0) }) { outcome in
+                result.withLock { $0 = outcome }
+                done.signal()
+            }
+            done.wait()
+            try result.withLock { try $0.get() }
+            board.committed(normalized)
+        }
+        _ = storeFailed
+
+        let service = AlertService(
+            board: board, store: store, committer: committer, clock: clock,
+            settings: .init(
+                maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
+                retentionSeconds: config.retentionSeconds),
+            logger: logger)
+        service.start()
+
+        let readiness = Readiness(store: store, failure: failure, service: service)
+        let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listen: .address(host: host, port: port),
+                maxConnections: config.limits.maxConnections,
+                maxBodyBytes: config.limits.maxBodyBytes),
+            handler: handler, logger: logger)
+        try server.start()
+        logger.info(
+            "listening",
+            metadata: [
+                "address": "\(server.boundAddress)", "state_dir": "\(config.stateDir)",
+                "durability": "\(config.durability.rawValue)", "pending": "\(stored.pending.count)",
+            ])
+
+        let signals = SignalService(logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: StoreService(committer: committer)),
+                    .init(service: PurgeService(service: service)),
+                    .init(service: HTTPService(server: server, service: service, logger: logger)),
+                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                logger: logger))
+        try await group.run()
+        logger.info("stopped")
+    }
+
+    static func raiseOpenFileLimit(logger: Logger) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            logger.warning("cannot raise the open file limit", metadata: ["errno": "\(errno)"])
+        }
+    }
+}
+
+/// Set once a commit failed: from then on the daemon is not ready and takes no changes.
+final class FailureFlag: Sendable {
+    private let reason = Mutex<String?>(nil)
+    func set(_ text: String) { reason.withLock { $0 = $0 ?? text } }
+    var failure: String? { reason.withLock { $0 } }
+}
+
+/// `/readyz`: the store takes writes and the daemon is not shutting down.
+/// The store check runs at most once a second.
+final class Readiness: Sendable {
+    let store: SQLiteStore
+    let failure: FailureFlag
+    let service: AlertService
+    private let cache = Mutex<(at: UInt64, ready: Bool)>((0, false))
+
+    init(store: SQLiteStore, failure: FailureFlag, service: AlertService) {
+        self.store = store
+        self.failure = failure
+        self.service = service
+    }
+
+    func isReady() -> Bool {
+        guard failure.failure == nil, !service.isDraining else { return false }
+        let now = DeadlineTimer.now()
+        if let cached = cache.withLock({ now - $0.at < 1_000_000_000 ? $0.ready : nil }) { return cached }
+        let ready = store.isWritable()
+        cache.withLock { $0 = (now, ready) }
+        return ready
+    }
+}
+
+/// The group committer: stopped last, after every in-flight change is committed.
+struct StoreService: Service {
+    let committer: GroupCommitter
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        committer.shutdown()
+    }
+}
+
+/// Deletes terminal alerts past `alerts.retention`, once a minute.
+struct PurgeService: Service {
+    let service: AlertService
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                service.purge()
+                try? await Task.sleep(for: .seconds(60))
+            }
+        }
+    }
+}
+
+/// The HTTP server. On shutdown: stop accepting, answer parked waiters, let
+/// requests in flight (commits) finish, then stop libmicrohttpd.
+struct HTTPService: Service {
+    let server: HTTPServer
+    let service: AlertService
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        logger.info("shutting down", metadata: ["requests": "\(server.activeRequests)"])
+        server.stopAccepting()
+        service.drain()
+        let deadline = DeadlineTimer.now() + 10_000_000_000
+        while server.activeRequests > 0, DeadlineTimer.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if server.activeRequests > 0 {
+            logger.warning("closing requests still open", metadata: ["requests": "\(server.activeRequests)"])
+        }
+        server.stop()
+        service.stopTimers()
+    }
+}

@@ -1,0 +1,279 @@
+import AlertdCore
+import AlertdStore
+import Foundation
+import Logging
+import Yams
+
+/// The daemon's configuration: the §8 YAML file, with `--listen` and
+/// `--state-dir` applied on top. Every key has the default the example documents.
+public struct Config: Sendable {
+    public var listen = "127.0.0.1:8080"
+    public var stateDir = "./alertd-state"
+    public var durability = Durability.full
+    public var limits = Limits()
+    public var logLevel = Logger.Level.info
+    public var metricsRequireToken = false
+    public var alertRules = AlertRules()
+    /// Seconds terminal alerts stay readable.
+    public var retentionSeconds: Double = 604_800
+    public var clients: [String: ClientSettings] = [:]
+    public var allowAnonymous = false
+    public var callbacks = Callbacks()
+
+    public struct Limits: Sendable {
+        public var maxBodyBytes = 65_536
+        public var maxPendingPerClient = 10_000
+        public var maxWaitSeconds = 60
+        public var maxWaiters = 20_000
+        public var maxConnections = 30_000
+    }
+
+    /// Callback settings; delivery itself arrives with the callbacks capability.
+    public struct Callbacks: Sendable {
+        public var signingSecret: String?
+        public var timeout: Double = 10
+        public var maxAge: Double = 86_400
+        public var retryInitialSeconds: Double = 1
+        public var retryMaxIntervalSeconds: Double = 300
+        public var deny = ["169.254.0.0/16", "fe80::/10"]
+    }
+
+    public init() {}
+
+    /// The default config file path.
+    public static let defaultPath = "/etc/alertd/alertd.yaml"
+
+    public var queueSettings: QueueSettings {
+        QueueSettings(
+            standard: ClientSettings(policy: .fifo, maxPending: limits.maxPendingPerClient),
+            clients: clients)
+    }
+}
+
+/// A config file problem, with the key it concerns.
+public struct ConfigError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Config {
+    /// Loads a config file. Unknown keys and wrong types are errors naming the key.
+    public static func load(path: String) throws -> Config {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigError("cannot read config file \(path): \(error.localizedDescription)")
+        }
+        return try parse(yaml: text, source: path)
+    }
+
+    /// Parses config YAML.
+    public static func parse(yaml: String, source: String = "config") throws -> Config {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigError("\(source): not valid YAML: \(error)")
+        }
+        var config = Config()
+        guard let node else { return config }  // an empty file: every default
+        let root = try Section(node, path: "", source: source)
+        try root.only([
+            "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
+            "webhooks",
+        ])
+        if let v = try root.string("listen") { config.listen = v }
+        if let v = try root.string("state_dir") { config.stateDir = v }
+        if let v = try root.string("durability") {
+            guard let durability = Durability(rawValue: v) else {
+                throw ConfigError("\(source): durability must be full or normal, not \(v)")
+            }
+            config.durability = durability
+        }
+        if let limits = try root.section("limits") {
+            try limits.only([
+                "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
+                "rate_per_second", "rate_burst",
+            ])
+            if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v }
+            if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v }
+            if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v }
+            if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v }
+            if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v }
+            for key in ["rate_per_second", "rate_burst"] where limits.has(key) {
+                throw ConfigError("\(source): limits.\(key): per-token rate limits need token auth, which this version does not have yet; remove the key")
+            }
+        }
+        if let log = try root.section("log") {
+            try log.only(["level"])
+            if let v = try log.string("level") {
+                guard let level = Logger.Level(configName: v) else {
+                    throw ConfigError("\(source): log.level must be debug, info, warning or error, not \(v)")
+                }
+                config.logLevel = level
+            }
+        }
+        if let metrics = try root.section("metrics") {
+            try metrics.only(["require_token"])
+            if let v = try metrics.bool("require_token") { config.metricsRequireToken = v }
+        }
+        if let alerts = try root.section("alerts") {
+            try alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention"])
+            if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v }
+            if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v }
+            if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v }
+            if let v = try alerts.seconds("retention") { config.retentionSeconds = v }
+            if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
+                throw ConfigError("\(source): alerts.default_expires_in is greater than alerts.max_expires_in")
+            }
+        }
+        if let clients = try root.section("clients") {
+            for name in clients.keys {
+                guard ClientID.isValid(name) else {
+                    throw ConfigError("\(source): clients.\(name): not a valid client id")
+                }
+                guard let client = try clients.section(name) else { continue }
+                try client.only(["policy", "max_pending"])
+                var settings = ClientSettings(policy: .fifo, maxPending: config.limits.maxPendingPerClient)
+                if let v = try client.string("policy") {
+                    guard let policy = QueuePolicy(rawValue: v) else {
+                        throw ConfigError("\(source): clients.\(name).policy must be fifo or stack, not \(v)")
+                    }
+                    settings.policy = policy
+                }
+                if let v = try client.int("max_pending", min: 1) { settings.maxPending = v }
+                config.clients[name] = settings
+            }
+            // max_pending defaults to limits.max_pending_per_client even when limits come later in the file.
+            for (name, settings) in config.clients where !(try clients.section(name)?.has("max_pending") ?? false) {
+                config.clients[name] = ClientSettings(policy: settings.policy, maxPending: config.limits.maxPendingPerClient)
+            }
+        }
+        if let auth = try root.section("auth") {
+            try auth.only(["allow_anonymous", "tokens"])
+            if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v }
+            if auth.has("tokens") {
+                throw ConfigError("\(source): auth.tokens: token authentication is not in this version yet; remove the key (and keep the daemon on loopback)")
+            }
+        }
+        if let callbacks = try root.section("callbacks") {
+            try callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny"])
+            config.callbacks.signingSecret = try callbacks.string("signing_secret")
+            if let v = try callbacks.seconds("timeout") { config.callbacks.timeout = v }
+            if let v = try callbacks.seconds("max_age") { config.callbacks.maxAge = v }
+            if let v = try callbacks.seconds("retry_initial_seconds") { config.callbacks.retryInitialSeconds = v }
+            if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
+            if let v = try callbacks.strings("deny") { config.callbacks.deny = v }
+        }
+        if root.has("webhooks") {
+            throw ConfigError("\(source): webhooks: callback delivery is not in this version yet; remove the key")
+        }
+        return config
+    }
+
+    /// `host` and `port` of `listen`; `[::1]:8080` for IPv6.
+    public func listenAddress() throws -> (host: String, port: Int) {
+        guard let colon = listen.lastIndex(of: ":") else {
+            throw ConfigError("listen must be HOST:PORT, not \(listen)")
+        }
+        var host = String(listen[..<colon])
+        guard let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ConfigError("listen must be HOST:PORT with a port from 0 to 65535, not \(listen)")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw ConfigError("listen must name a host, not \(listen)") }
+        return (host, port)
+    }
+
+    /// Whether `host` can only be reached from this machine.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// A YAML mapping being read, with its key path for error messages.
+private struct Section {
+    let entries: [(key: String, value: Node)]
+    let path: String
+    let source: String
+
+    init(_ node: Node, path: String, source: String) throws {
+        guard case .mapping(let mapping) = node else {
+            throw ConfigError("\(source): \(path.isEmpty ? "the file" : path) must be a mapping")
+        }
+        var entries: [(key: String, value: Node)] = []
+        for (key, value) in mapping {
+            guard let name = key.string else { throw ConfigError("\(source): \(path) has a key that is not a string") }
+            if entries.contains(where: { $0.key == name }) {
+                throw ConfigError("\(source): \(Section.name(name, path)) appears twice")
+            }
+            entries.append((name, value))
+        }
+        self.entries = entries
+        self.path = path
+        self.source = source
+    }
+
+    var keys: [String] { entries.map(\.key) }
+
+    private static func name(_ key: String, _ path: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    private func name(_ key: String) -> String { Section.name(key, path) }
+
+    func has(_ key: String) -> Bool { entries.contains { $0.key == key } }
+
+    private func value(_ key: String) -> Node? {
+        guard let node = entries.first(where: { $0.key == key })?.value else { return nil }
+        if case .scalar(let scalar) = node, scalar.string == "~" || scalar.string == "null" || (scalar.string.isEmpty && scalar.style == .plain) {
+            return nil
+        }
+        return node
+    }
+
+    func only(_ allowed: Set<String>) throws {
+        for key in keys where !allowed.contains(key) {
+            throw ConfigError("\(source): unknown key \(name(key))")
+        }
+    }
+
+    func section(_ key: String) throws -> Section? {
+        guard let node = value(key) else { return nil }
+        return try Section(node, path: name(key), source: source)
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let node = value(key) else { return nil }
+        guard case .scalar(let scalar) = node else { throw ConfigError("\(source): \(name(key)) must be a string") }
+        return scalar.string
+    }
+
+    func int(_ key: String, min: Int = .min, max: Int = .max) throws -> Int? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.int else { throw ConfigError("\(source): \(name(key)) must be an integer") }
+        guard v >= min, v <= max else { throw ConfigError("\(source): \(name(key)) must be between \(min) and \(max), not \(v)") }
+        return v
+    }
+
+    func seconds(_ key: String) throws -> Double? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0 else {
+            throw ConfigError("\(source): \(name(key)) must be a number of seconds greater than 0")
+        }
+        return v
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.bool else { throw ConfigError("\(source): \(name(key)) must be true or false") }
+        return v
+    }
+
+    func strings(_ key: String) throws -> [String]? {
+        guard let node = value(key) else { return nil }
+        guard case .sequence(let sequence) = node else { throw ConfigError("\(source): \(name(key)) must be a list") }
+        return try sequence.map { item in
+            guard let s = item.string else { throw ConfigError("\(source): \(name(key)) must hold strings") }
+            return s
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import AlertdCore
+
+/// What readers of `current` see, and who is parked waiting for a change.
+///
+/// Lives behind one lock in ``AlertService``: a waiter checks the published
+/// state and parks under that lock, and a publication updates the state and
+/// takes the waiters to wake under it too, so no wake-up is ever lost.
+struct Hub: Sendable {
+    /// A client's published displayed alert, encoded once per change.
+    struct Display: Sendable {
+        var id: AlertID?
+        var body: [UInt8]?
+    }
+
+    struct CurrentWaiter: Sendable {
+        var id: UInt64
+        var client: String
+        var after: AlertID?
+        var token: DeadlineTimer.Token
+        var respond: @Sendable (Result<[UInt8]?, Problem>) -> Void
+    }
+
+    struct AlertWaiter: Sendable {
+        var id: UInt64
+        var alertID: AlertID
+        var client: String
+        var token: DeadlineTimer.Token
+        var respond: @Sendable (Result<Alert, Problem>) -> Void
+    }
+
+    /// A waiter to answer; an alert waiter may come with the decided alert.
+    enum Parked: Sendable {
+        case current(CurrentWaiter)
+        case alert(AlertWaiter, Alert?)
+    }
+
+    private var displays: [String: Display] = [:]
+    private var currentWaiters: [String: [UInt64: CurrentWaiter]] = [:]
+    private var alertWaiters: [AlertID: [UInt64: AlertWaiter]] = [:]
+    private var lastID: UInt64 = 0
+    /// Parked waiters right now.
+    private(set) var count = 0
+    /// Once set, nobody parks any more.
+    private(set) var draining = false
+
+    mutating func nextID() -> UInt64 {
+        lastID += 1
+        return lastID
+    }
+
+    func display(_ client: String) -> Display { displays[client] ?? Display() }
+
+    /// Publishes a client's displayed alert; returns the waiters it wakes.
+    mutating func publish(client: String, alert: Alert?) -> [CurrentWaiter] {
+        let display = Display(id: alert?.id, body: alert.map { Rendering.alert($0, position: 0) })
+        displays[client] = display
+        guard let parked = currentWaiters[client] else { return [] }
+        let woken = parked.values.filter { $0.after != display.id }
+        guard !woken.isEmpty else { return [] }
+        if woken.count == parked.count {
+            currentWaiters[client] = nil
+        } else {
+            for waiter in woken { currentWaiters[client]![waiter.id] = nil }
+        }
+        count -= woken.count
+        return woken
+    }
+
+    mutating func addCurrentWaiter(_ client: String, _ waiter: CurrentWaiter) {
+        currentWaiters[client, default: [:]][waiter.id] = waiter
+        count += 1
+    }
+
+    mutating func removeCurrentWaiter(_ client: String, _ id: UInt64) -> Parked? {
+        guard let waiter = currentWaiters[client]?.removeValue(forKey: id) else { return nil }
+        if currentWaiters[client]?.isEmpty == true { currentWaiters[client] = nil }
+        count -= 1
+        return .current(waiter)
+    }
+
+    mutating func addAlertWaiter(_ alertID: AlertID, _ waiter: AlertWaiter) {
+        alertWaiters[alertID, default: [:]][waiter.id] = waiter
+        count += 1
+    }
+
+    mutating func removeAlertWaiter(_ alertID: AlertID, _ id: UInt64) -> Parked? {
+        guard let waiter = alertWaiters[alertID]?.removeValue(forKey: id) else { return nil }
+        if alertWaiters[alertID]?.isEmpty == true { alertWaiters[alertID] = nil }
+        count -= 1
+        return .alert(waiter, nil)
+    }
+
+    mutating func takeAlertWaiters(_ alertID: AlertID) -> [AlertWaiter] {
+        guard let parked = alertWaiters.removeValue(forKey: alertID) else { return [] }
+        count -= parked.count
+        return Array(parked.values)
+    }
+
+    /// Takes every parked waiter and stops parking new ones.
+    mutating func takeAll() -> [Parked] {
+        draining = true
+        var all: [Parked] = currentWaiters.values.flatMap { $0.values.map(Parked.current) }
+        all += alertWaiters.values.flatMap { $0.values.map { Parked.alert($0, nil) } }
+        currentWaiters = [:]
+        alertWaiters = [:]
+        count = 0
+        return all
+    }
+}

@@ -1,0 +1,109 @@
+/// The endpoints of §4 this daemon serves.
+public enum Endpoint: Sendable, Hashable {
+    case healthz
+    case readyz
+    case listClients
+    case postAlert(client: String)
+    case listAlerts(client: String)
+    case currentAlert(client: String)
+    case getAlert(client: String, id: String)
+    case withdrawAlert(client: String, id: String)
+    case choose(client: String, id: String)
+}
+
+/// What a route needs to be allowed (checked by auth once tokens exist).
+public enum Permission: Sendable, Hashable {
+    case open
+    case read
+    case post
+    case answer
+    case admin
+}
+
+/// A table of routes: method, path pattern, endpoint. Patterns are `/`-separated
+/// segments; `{name}` captures a segment; literal segments win over captures.
+public struct Router: Sendable {
+    public struct Route: Sendable {
+        let method: String
+        let segments: [Segment]
+        let permission: Permission
+        let make: @Sendable ([String: String]) -> Endpoint
+
+        enum Segment: Sendable, Equatable {
+            case literal(String)
+            case capture(String)
+        }
+    }
+
+    let routes: [Route]
+
+    public enum Match: Sendable {
+        case found(Endpoint, Permission)
+        /// The path exists with other methods.
+        case methodNotAllowed(allow: [String])
+        case notFound
+    }
+
+    public static let api = Router(routes: [
+        route("GET", "/healthz", .open) { _ in .healthz },
+        route("GET", "/readyz", .open) { _ in .readyz },
+        route("GET", "/v1/clients", .read) { _ in .listClients },
+        route("POST", "/v1/clients/{client}/alerts", .post) { .postAlert(client: $0["client"]!) },
+        route("GET", "/v1/clients/{client}/alerts", .read) { .listAlerts(client: $0["client"]!) },
+        route("GET", "/v1/clients/{client}/alerts/current", .read) { .currentAlert(client: $0["client"]!) },
+        route("GET", "/v1/clients/{client}/alerts/{id}", .read) { .getAlert(client: $0["client"]!, id: $0["id"]!) },
+        route("DELETE", "/v1/clients/{client}/alerts/{id}", .post) {
+            .withdrawAlert(client: $0["client"]!, id: $0["id"]!)
+        },
+        route("POST", "/v1/clients/{client}/alerts/{id}/choice", .answer) {
+            .choose(client: $0["client"]!, id: $0["id"]!)
+        },
+    ])
+
+    static func route(
+        _ method: String, _ pattern: String, _ permission: Permission,
+        _ make: @escaping @Sendable ([String: String]) -> Endpoint
+    ) -> Route {
+        let segments = pattern.split(separator: "/").map { part -> Route.Segment in
+            part.hasPrefix("{") && part.hasSuffix("}")
+                ? .capture(String(part.dropFirst().dropLast())) : .literal(String(part))
+        }
+        return Route(method: method, segments: segments, permission: permission, make: make)
+    }
+
+    /// Finds the route of a request. HEAD is served as GET.
+    public func match(method: String, path: String) -> Match {
+        guard path.hasPrefix("/") else { return .notFound }
+        let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        if parts.contains(where: \.isEmpty), path != "/" { return .notFound }
+        let wanted = method == "HEAD" ? "GET" : method
+        var best: (route: Route, captures: [String: String], literals: Int)?
+        var allowed: [String] = []
+        for route in routes where route.segments.count == parts.count {
+            var captures: [String: String] = [:]
+            var literals = 0
+            var matches = true
+            for (segment, part) in zip(route.segments, parts) {
+                switch segment {
+                case .literal(let text):
+                    if text != part { matches = false } else { literals += 1 }
+                case .capture(let name):
+                    captures[name] = String(part)
+                }
+                if !matches { break }
+            }
+            guard matches else { continue }
+            // A literal match (`current`) hides a capture match (`{id}`) for the same method.
+            if route.method == wanted {
+                if best == nil || literals > best!.literals { best = (route, captures, literals) }
+            }
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+        }
+        if let best {
+            return .found(best.route.make(best.captures), best.route.permission)
+        }
+        if allowed.isEmpty { return .notFound }
+        if allowed.contains("GET") { allowed.append("HEAD") }
+        return .methodNotAllowed(allow: allowed)
+    }
+}

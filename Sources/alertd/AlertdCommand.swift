@@ -1,0 +1,56 @@
+import AlertdAPI
+import ArgumentParser
+import Foundation
+import Logging
+
+struct AlertdCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "alertd",
+        abstract: "Lets programs ask people questions over HTTP.",
+        discussion: """
+            Reads the YAML config at --config (default \(Config.defaultPath)); with no config \
+            file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
+            --listen and --state-dir override the file.
+            """)
+
+    @Option(name: .long, help: "The YAML config file.")
+    var config: String?
+
+    @Option(name: .long, help: "HOST:PORT to listen on (port 0: any free port).")
+    var listen: String?
+
+    @Option(name: .customLong("state-dir"), help: "Where the SQLite store lives.")
+    var stateDir: String?
+
+    func run() async throws {
+        var settings: Config
+        do {
+            if let path = config {
+                settings = try Config.load(path: path)
+            } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
+                settings = try Config.load(path: Config.defaultPath)
+            } else {
+                settings = Config()
+            }
+            if let listen { settings.listen = listen }
+            if let stateDir { settings.stateDir = stateDir }
+            _ = try settings.listenAddress()
+        } catch {
+            Self.fail("\(error)")
+        }
+        let level = settings.logLevel
+        LoggingSystem.bootstrap { label in LogfmtHandler(label: label, level: level) }
+        let logger = Logger(label: "alertd")
+        do {
+            try await Application.run(config: settings, logger: logger)
+        } catch {
+            logger.critical("cannot run", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("alertd: \(message)\n".utf8))
+        Foundation.exit(2)
+    }
+}
