@@ -1,0 +1,135 @@
+import AlertdCore
+import AlertdStore
+import AlertdWire
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// Wraps a real store; its first commit waits until the test opens the gate,
+/// so the test can queue many submissions behind it deterministically.
+final class GatedStore: AlertStore, @unchecked Sendable {
+    let inner: SQLiteStore
+    let entered = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let commits = Mutex<[Int]>([])
+    let failing = Atomic<Bool>(false)
+    private let first = Atomic<Bool>(true)
+
+    init(_ inner: SQLiteStore) { self.inner = inner }
+
+    func commit(_ writes: [StoreWrite]) throws {
+        if first.exchange(false, ordering: .relaxed) {
+            entered.signal()
+            gate.wait()
+        }
+        if failing.load(ordering: .relaxed) { throw Failure() }
+        commits.withLock { $0.append(writes.count) }
+        try inner.commit(writes)
+    }
+
+    struct Failure: Error {}
+
+    func load() throws -> StoredState { try inner.load() }
+    func alert(_ id: AlertID) throws -> Alert? { try inner.alert(id) }
+    func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws -> [Alert] {
+        try inner.decided(on: client, states: states, before: before, limit: limit)
+    }
+    func idempotency(client: String, key: String) throws -> IdempotencyRecord? { try inner.idempotency(client: client, key: key) }
+    func isWritable() -> Bool { inner.isWritable() }
+}
+
+@Suite("Group commit")
+struct GroupCommitterTests {
+    @Test("writes queued during a commit go to disk together in one transaction, answered in order")
+    func batches() throws {
+        let dir = TempDir()
+        let store = GatedStore(try SQLiteStore(directory: dir.path, durability: .full))
+        let committer = GroupCommitter(store: store, logger: Logger(label: "test"))
+        committer.start()
+        var ids = AlertIDGenerator()
+        let order = Mutex<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { _ in
+            order.withLock { $0.append(-1) }
+            done.signal()
+        }
+        store.entered.wait()  // the writer is inside its first commit now
+        for index in 0..<200 {
+            committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { result in
+                if case .success = result { order.withLock { $0.append(index) } }
+                done.signal()
+            }
+        }
+        store.gate.signal()
+        for _ in 0...200 { done.wait() }
+        #expect(order.withLock { $0 } == [-1] + Array(0..<200))
+        #expect(store.commits.withLock { $0 } == [1, 200], "the 200 queued writes share one transaction")
+        #expect(try store.load().pending.count == 201)
+        committer.shutdown()
+    }
+
+    @Test("an empty write set completes only after everything submitted before it is committed")
+    func barrier() throws {
+        let dir = TempDir()
+        let store = GatedStore(try SQLiteStore(directory: dir.path, durability: .normal))
+        let committer = GroupCommitter(store: store, logger: Logger(label: "test"))
+        committer.start()
+        var ids = AlertIDGenerator()
+        let id = ids.next(at: Timestamp(milliseconds: 1))
+        let seen = Mutex<Alert?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        committer.submit([.alert(makeAlert(id))]) { _ in }
+        store.entered.wait()
+        committer.submit([]) { _ in
+            seen.withLock { $0 = try? store.alert(id) }
+            done.signal()
+        }
+        store.gate.signal()
+        done.wait()
+        #expect(seen.withLock { $0 }?.id == id)
+        committer.shutdown()
+    }
+
+    @Test("a failed commit fails every request of its batch and reports the failure")
+    func failure() throws {
+        let dir = TempDir()
+        let store = GatedStore(try SQLiteStore(directory: dir.path, durability: .normal))
+        let reported = Mutex<Int>(0)
+        let committer = GroupCommitter(store: store, logger: Logger(label: "test")) { _ in reported.withLock { $0 += 1 } }
+        committer.start()
+        store.failing.store(true, ordering: .relaxed)
+        var ids = AlertIDGenerator()
+        let results = Mutex<[Bool]>([])
+        let done = DispatchSemaphore(value: 0)
+        for _ in 0..<3 {
+            committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { result in
+                results.withLock { if case .success = result { $0.append(true) } else { $0.append(false) } }
+                done.signal()
+            }
+        }
+        store.entered.wait()
+        store.gate.signal()
+        for _ in 0..<3 { done.wait() }
+        #expect(results.withLock { $0 } == [false, false, false])
+        #expect(reported.withLock { $0 } >= 1)
+        #expect(try store.load().pending.isEmpty)
+        committer.shutdown()
+    }
+
+    @Test("shutdown commits what is queued before the thread stops")
+    func shutdownDrains() throws {
+        let dir = TempDir()
+        let store = try SQLiteStore(directory: dir.path, durability: .full)
+        let committer = GroupCommitter(store: store, logger: Logger(label: "test"))
+        committer.start()
+        var ids = AlertIDGenerator()
+        let completed = Mutex(0)
+        for _ in 0..<50 {
+            committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { _ in completed.withLock { $0 += 1 } }
+        }
+        committer.shutdown()
+        #expect(completed.withLock { $0 } == 50)
+        #expect(try store.load().pending.count == 50)
+    }
+}
