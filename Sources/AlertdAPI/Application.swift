@@ -22,14 +22,60 @@ public enum Application {
             )
         }
         raiseOpenFileLimit(logger: logger)
+        let core = try build(config: config, clock: SystemClock(), logger: logger)
+        let (committer, service, handler) = (core.committer, core.service, core.handler)
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listen: .address(host: host, port: port),
+                maxConnections: config.limits.maxConnections,
+                maxBodyBytes: config.limits.maxBodyBytes),
+            handler: handler, logger: logger)
+        try server.start()
+        logger.info(
+            "listening",
+            metadata: [
+                "address": "\(server.boundAddress)", "state_dir": "\(config.stateDir)",
+                "durability": "\(config.durability.rawValue)", "pending": "\(core.restoredPending)",
+            ])
 
+        let signals = SignalService(logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: StoreService(committer: committer)),
+                    .init(service: PurgeService(service: service)),
+                    .init(service: HTTPService(server: server, service: service, logger: logger)),
+                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                logger: logger))
+        try await group.run()
+        logger.info("stopped")
+    }
+
+    /// Everything but the listening socket and the services: the store opened and
+    /// restored, the committer running, the service and its HTTP handler.
+    /// The daemon and the in-process tests build alertd through this one function.
+    struct Core {
+        let store: SQLiteStore
+        let committer: GroupCommitter
+        let service: AlertService
+        let handler: APIHandler
+        let restoredPending: Int
+
+        /// Answers waiters, commits what is queued and stops the threads (without HTTP).
+        func shutdown() {
+            service.drain()
+            committer.shutdown()
+            service.stopTimers()
+        }
+    }
+
+    static func build(config: Config, clock: any WallClock, logger: Logger) throws -> Core {
         let store = try SQLiteStore(directory: config.stateDir, durability: config.durability)
-        let clock = SystemClock()
         let stored = try store.load()
         var board = AlertBoard(settings: config.queueSettings, rules: config.alertRules, lastID: stored.lastID)
         let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
 
-        let storeFailed = Atomic<Bool>(false)
         let failure = FailureFlag()
         let committer = GroupCommitter(store: store, logger: logger) { error in
             failure.set("\(error)")
@@ -47,7 +93,6 @@ public enum Application {
             try result.withLock { try $0.get() }
             board.committed(normalized)
         }
-        _ = storeFailed
 
         let service = AlertService(
             board: board, store: store, committer: committer, clock: clock,
@@ -56,35 +101,9 @@ public enum Application {
                 retentionSeconds: config.retentionSeconds),
             logger: logger)
         service.start()
-
         let readiness = Readiness(store: store, failure: failure, service: service)
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(
-                listen: .address(host: host, port: port),
-                maxConnections: config.limits.maxConnections,
-                maxBodyBytes: config.limits.maxBodyBytes),
-            handler: handler, logger: logger)
-        try server.start()
-        logger.info(
-            "listening",
-            metadata: [
-                "address": "\(server.boundAddress)", "state_dir": "\(config.stateDir)",
-                "durability": "\(config.durability.rawValue)", "pending": "\(stored.pending.count)",
-            ])
-
-        let signals = SignalService(logger: logger)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [
-                    .init(service: StoreService(committer: committer)),
-                    .init(service: PurgeService(service: service)),
-                    .init(service: HTTPService(server: server, service: service, logger: logger)),
-                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
-                logger: logger))
-        try await group.run()
-        logger.info("stopped")
+        return Core(store: store, committer: committer, service: service, handler: handler, restoredPending: stored.pending.count)
     }
 
     static func raiseOpenFileLimit(logger: Logger) {

@@ -412,7 +412,8 @@ private struct Parser {
         switch JSONNumberGrammar.scan(UnsafeRawBufferPointer(bytes), from: start) {
         case .success(let end):
             pos = end
-            return JSONNumber(unchecked: String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
+            let literal = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+            return JSONNumber(unchecked: literal)
         case .failure(let error):
             throw error
         }
@@ -425,7 +426,9 @@ private struct Parser {
         let base = UnsafeRawPointer(bytes.baseAddress!)  // Not nil: the input is not empty.
         while true {
             // Plain ASCII, eight bytes at a time.
-            while pos &+ 8 <= count && StringBytes.isPlainASCII(base.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
+            while pos &+ 8 <= count,
+                StringBytes.isPlainASCII(base.loadUnaligned(fromByteOffset: pos, as: UInt64.self))
+            {
                 pos &+= 8
             }
             guard pos < count else { break }

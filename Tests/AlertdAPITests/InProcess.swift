@@ -1,0 +1,122 @@
+import AlertdCore
+import AlertdHTTP
+import AlertdWire
+import Foundation
+import Logging
+import Synchronization
+
+@testable import AlertdAPI
+
+/// alertd built exactly as the daemon builds it (`Application.build`), with a
+/// manual clock and a temp state dir, driven through its HTTP handler without sockets.
+final class InProcessDaemon: @unchecked Sendable {
+    let clock: ManualClock
+    let stateDir: String
+    let config: Config
+    let core: Application.Core
+    private let ownsDir: Bool
+
+    init(config yaml: String = "", stateDir: String? = nil, clock: ManualClock = ManualClock()) throws {
+        self.clock = clock
+        self.ownsDir = stateDir == nil
+        self.stateDir = stateDir ?? NSTemporaryDirectory() + "alertd-api-\(UUID().uuidString)"
+        var config = try Config.parse(yaml: yaml)
+        config.stateDir = self.stateDir
+        self.config = config
+        core = try Application.build(config: config, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+    }
+
+    /// Stops this instance (like a crash would, minus losing anything committed).
+    func stop() { core.shutdown() }
+
+    /// A new instance on the same state dir: a restart.
+    func restart(config yaml: String = "") throws -> InProcessDaemon {
+        stop()
+        return try InProcessDaemon(config: yaml, stateDir: stateDir, clock: clock)
+    }
+
+    func cleanUp() {
+        stop()
+        if ownsDir { try? FileManager.default.removeItem(atPath: stateDir) }
+    }
+
+    /// Starts a request; its answer may come later (a parked waiter).
+    func start(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = []) -> PendingAnswer {
+        let pending = PendingAnswer()
+        let parts = target.split(separator: "?", maxSplits: 1)
+        let query: [(name: String, value: String)] =
+            parts.count > 1
+            ? parts[1].split(separator: "&").map { pair in
+                let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
+            } : []
+        var allHeaders = headers.map { (name: $0.0, value: $0.1) }
+        if json != nil { allHeaders.append((name: "Content-Type", value: "application/json")) }
+        let request = HTTPRequest(
+            method: method, path: String(parts[0]), query: query, headers: allHeaders, body: Array((json ?? "").utf8))
+        core.handler.handle(request, responder: Responder.inProcess { pending.fulfil($0) })
+        return pending
+    }
+
+    /// Sends a request and waits (at most 10 s) for its answer.
+    func send(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = []) throws -> HTTPResponse {
+        try start(method, target, json: json, headers: headers).wait()
+    }
+
+    /// Fires the deadlines due at the manual clock's time and waits for their commit.
+    func fireDeadlines() {
+        _ = core.service.fireDeadlines()
+        barrier()
+    }
+
+    /// Returns once everything submitted so far is committed and published.
+    func barrier() {
+        let done = DispatchSemaphore(value: 0)
+        core.committer.submit([]) { _ in done.signal() }
+        done.wait()
+    }
+
+    func post(_ client: String, _ json: String) throws -> [String: Any] {
+        let response = try send("POST", "/v1/clients/\(client)/alerts", json: json)
+        guard response.status == 201 else { throw Unexpected(response) }
+        return try response.object()
+    }
+}
+
+struct Unexpected: Error, CustomStringConvertible {
+    let response: HTTPResponse
+    init(_ response: HTTPResponse) { self.response = response }
+    var description: String { "unexpected \(response.status): \(String(decoding: response.body, as: UTF8.self))" }
+}
+
+/// The answer of a request made in process.
+final class PendingAnswer: Sendable {
+    private let answer = Mutex<HTTPResponse?>(nil)
+    private let arrived = DispatchSemaphore(value: 0)
+
+    func fulfil(_ response: HTTPResponse) {
+        answer.withLock { $0 = response }
+        arrived.signal()
+    }
+
+    var isAnswered: Bool { answer.withLock { $0 != nil } }
+
+    struct TimedOut: Error {}
+
+    func wait(seconds: Double = 10) throws -> HTTPResponse {
+        guard arrived.wait(timeout: .now() + seconds) == .success else { throw TimedOut() }
+        arrived.signal()
+        return answer.withLock { $0! }
+    }
+}
+
+extension HTTPResponse {
+    func object() throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw Unexpected(self)
+        }
+        return object
+    }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
