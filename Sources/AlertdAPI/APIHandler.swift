@@ -50,7 +50,16 @@ final class APIHandler: HTTPHandler {
         case .readyz:
             _ = try Query(request, allowed: [])
             if readiness() {
-                respond(json(200, Array(#"{"status":"ready"}"#.utf8)))
+                var out = JSONWriter(capacity: 64)
+                out.beginObject()
+                out.key("status")
+                out.string("ready")
+                out.key("pending")
+                out.int(service.pendingTotal)
+                out.key("waiters")
+                out.int(service.waiterCount)
+                out.endObject()
+                respond(json(200, out.bytes))
             } else {
                 respond(render(Problem(.unavailable, service.isDraining ? "alertd is shutting down" : "the store is not writable")))
             }

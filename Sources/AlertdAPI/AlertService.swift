@@ -405,6 +405,11 @@ final class AlertService: Sendable {
         }
     }
 
+    /// Pending alerts on every client.
+    var pendingTotal: Int { state.withLock { $0.board.pendingTotal } }
+    /// Requests parked right now.
+    var waiterCount: Int { hub.withLock { $0.count } }
+
     func policy(of client: String) -> QueuePolicy {
         state.withLock { $0.board.settings[client].policy }
     }

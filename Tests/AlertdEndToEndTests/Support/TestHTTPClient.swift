@@ -98,7 +98,8 @@ struct TestHTTPError: Error, CustomStringConvertible {
 /// let client = daemon.client()
 /// let created = try client.post("/v1/clients/ops/alerts", json: jsonBody(["title": "Deploy?"]))
 /// #expect(created.status == 201)
-/// try client.sendRaw(Array("POST /v1/clients/ops/alerts HTTP/1.1\r\nContent-Length: 2\r\n\r\n\u{FF}\u{FE}".utf8))
+/// let head = "POST /v1/clients/ops/alerts HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
+/// try client.sendRaw(Array(head.utf8) + [0xFF, 0xFE])  // a body that is not UTF-8
 /// #expect(try client.readResponse().status == 400)
 /// ```
 final class TestHTTPClient {
@@ -116,11 +117,8 @@ final class TestHTTPClient {
     /// Bytes read past the end of the last response.
     private var buffer: [UInt8] = []
 
-    init(host: String = "127.0.0.1", port: Int, timeout: Double = 30) {
-        self.init(host: host, port: port, timeout: timeout, owner: nil)
-    }
-
-    init(host: String, port: Int, timeout: Double, owner: AnyObject?) {
+    /// `owner`: an object to keep alive as long as this client (`Daemon.client()` passes itself).
+    init(host: String = "127.0.0.1", port: Int, timeout: Double = 30, owner: AnyObject? = nil) {
         self.host = host
         self.port = port
         self.timeout = timeout
@@ -130,7 +128,7 @@ final class TestHTTPClient {
     deinit { close() }
 
     /// True while a connection is open and the server has not closed its end.
-    var isConnected: Bool { fd >= 0 && Socket.peerIsOpen(fd) }
+    var isConnected: Bool { fd >= 0 && TestSocket.peerIsOpen(fd) }
 
     /// Sends one request and reads its final response (interim 1xx answers are skipped).
     ///
@@ -180,7 +178,7 @@ final class TestHTTPClient {
     /// `readResponse()` can still collect what the server said before closing.
     func sendRaw(_ bytes: [UInt8]) throws {
         _ = try openIfNeeded()
-        try Socket.sendAll(fd, bytes)
+        try TestSocket.sendAll(fd, bytes)
     }
 
     /// Reads the next response on the connection, including an interim `100 Continue`.
@@ -195,7 +193,7 @@ final class TestHTTPClient {
     /// Waits until the server closes the connection; false if it is still open after `timeout`.
     /// Bytes that arrive meanwhile are kept for `readResponse()` only if it stays open.
     func awaitServerClose(timeout: Double) -> Bool {
-        let deadline = Deadline(after: timeout)
+        let deadline = TestDeadline(after: timeout)
         while fd >= 0 {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = Glibc.poll(&poller, 1, deadline.millisecondsLeft)
@@ -204,7 +202,7 @@ final class TestHTTPClient {
                 if errno == EINTR { continue }
                 return false
             }
-            switch Socket.receive(fd, into: &buffer, wait: false) {
+            switch TestSocket.receive(fd, into: &buffer, wait: false) {
             case .data, .wouldBlock: continue
             case .closed, .failed: close()
             }
@@ -240,10 +238,10 @@ final class TestHTTPClient {
     /// Returns whether an already open connection is being reused.
     private func openIfNeeded() throws -> Bool {
         if fd >= 0 {
-            if Socket.peerIsOpen(fd) { return true }
+            if TestSocket.peerIsOpen(fd) { return true }
             close()
         }
-        fd = try Socket.connect(host: host, port: port, timeout: timeout)
+        fd = try TestSocket.connect(host: host, port: port, timeout: timeout)
         connectionsOpened += 1
         return false
     }
@@ -251,9 +249,10 @@ final class TestHTTPClient {
     private func exchange(_ wire: [UInt8], method: String, closeAfter: Bool) throws -> TestResponse {
         let noBody = method.uppercased() == "HEAD"
         do {
-            try Socket.sendAll(fd, wire)
-        } catch let writeError as TestHTTPError where writeError.code == .connectionClosed {
-            // The server may have answered (413, 400…) and closed before reading everything.
+            try TestSocket.sendAll(fd, wire)
+        } catch let writeError as TestHTTPError where writeError.code == .connectionClosed || writeError.code == .timedOut {
+            // The server may have answered (413, 400…) and closed or stopped reading before
+            // taking everything.
             if let early = try? readFinal(noBody: noBody) { return early }
             close()
             throw writeError
@@ -273,14 +272,14 @@ final class TestHTTPClient {
     private func readOne(noBody: Bool) throws -> TestResponse {
         do {
             while true {
-                if let parsed = try HTTPResponseParser.parse(buffer, noBody: noBody, atEOF: false) {
+                if let parsed = try TestResponseParser.parse(buffer, noBody: noBody, atEOF: false) {
                     return finish(parsed)
                 }
-                switch Socket.receive(fd, into: &buffer, wait: true) {
+                switch TestSocket.receive(fd, into: &buffer, wait: true) {
                 case .data:
                     continue
                 case .closed:
-                    guard let parsed = try HTTPResponseParser.parse(buffer, noBody: noBody, atEOF: true) else {
+                    guard let parsed = try TestResponseParser.parse(buffer, noBody: noBody, atEOF: true) else {
                         throw TestHTTPError(.malformedResponse, "incomplete response at end of stream")
                     }
                     let response = finish(parsed)
@@ -300,7 +299,7 @@ final class TestHTTPClient {
         }
     }
 
-    private func finish(_ parsed: HTTPResponseParser.Parsed) -> TestResponse {
+    private func finish(_ parsed: TestResponseParser.Parsed) -> TestResponse {
         buffer.removeFirst(parsed.consumed)
         if !parsed.keepAlive { close() }
         return parsed.response
@@ -353,12 +352,12 @@ final class ParkedRequests {
         slots.reserveCapacity(count)
         for index in 0..<count {
             do {
-                let fd = try Socket.connect(host: host, port: port, timeout: timeout)
+                let fd = try TestSocket.connect(host: host, port: port, timeout: timeout)
                 slots.append(Slot(fd: fd))
-                try Socket.sendAll(fd, wire)
-            } catch {
+                try TestSocket.sendAll(fd, wire)
+            } catch let error as TestHTTPError {
                 close()
-                throw TestHTTPError(.ioFailed, "parking request \(index + 1) of \(count): \(error)")
+                throw TestHTTPError(error.code, "parking request \(index + 1) of \(count): \(error.detail)")
             }
         }
     }
@@ -382,7 +381,7 @@ final class ParkedRequests {
     /// the order the requests were sent. Throws when `timeout` passes first, or when a
     /// server closed a connection without a complete response; both name how many answered.
     func awaitAll(timeout: Double) throws -> [TestResponse] {
-        let deadline = Deadline(after: timeout)
+        let deadline = TestDeadline(after: timeout)
         while true {
             let pending = slots.indices.filter { !slots[$0].done }
             if pending.isEmpty { break }
@@ -421,7 +420,7 @@ final class ParkedRequests {
     private func readAvailable(_ index: Int) {
         var slot = slots[index]
         defer { slots[index] = slot }
-        let outcome = Socket.receive(slot.fd, into: &slot.buffer, wait: false)
+        let outcome = TestSocket.receive(slot.fd, into: &slot.buffer, wait: false)
         let atEOF: Bool
         switch outcome {
         case .data: atEOF = false
@@ -434,7 +433,7 @@ final class ParkedRequests {
             return
         }
         do {
-            if let parsed = try HTTPResponseParser.parse(slot.buffer, noBody: noBody, atEOF: atEOF) {
+            if let parsed = try TestResponseParser.parse(slot.buffer, noBody: noBody, atEOF: atEOF) {
                 slot.response = parsed.response
             } else if atEOF {
                 slot.failure = "incomplete response at end of stream"
@@ -473,7 +472,7 @@ func jsonBody(_ object: Any, sourceLocation: SourceLocation = #_sourceLocation) 
 
 /// Parses one response from the front of a byte buffer; pure, so it serves both the
 /// blocking client and the poll-driven `ParkedRequests`.
-enum HTTPResponseParser {
+enum TestResponseParser {
     struct Parsed {
         let response: TestResponse
         /// Bytes of the buffer this response used.
@@ -612,7 +611,7 @@ enum HTTPResponseParser {
 // MARK: - Sockets
 
 /// A point in time expressed for poll(2).
-struct Deadline {
+struct TestDeadline {
     private let end: ContinuousClock.Instant
 
     init(after seconds: Double) {
@@ -631,7 +630,7 @@ struct Deadline {
 }
 
 /// Thin wrappers over the socket calls, with errors turned into `TestHTTPError`.
-enum Socket {
+enum TestSocket {
     enum Received {
         case data, closed, wouldBlock
         case failed(TestHTTPError)
