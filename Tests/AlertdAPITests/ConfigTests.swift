@@ -1,0 +1,167 @@
+import AlertdCore
+import AlertdStore
+import Testing
+
+@testable import AlertdAPI
+
+@Suite("The config file")
+struct ConfigTests {
+    @Test("an empty file means every default of §8")
+    func defaults() throws {
+        let config = try Config.parse(yaml: "")
+        #expect(config.listen == "127.0.0.1:8080")
+        #expect(config.stateDir == "./alertd-state")
+        #expect(config.durability == .full)
+        #expect(config.limits.maxBodyBytes == 65_536)
+        #expect(config.limits.maxPendingPerClient == 10_000)
+        #expect(config.limits.maxWaitSeconds == 60)
+        #expect(config.limits.maxWaiters == 20_000)
+        #expect(config.limits.maxConnections == 30_000)
+        #expect(config.alertRules == AlertRules(defaultExpiresIn: 86_400, maxExpiresIn: 604_800, defaultDismissAfter: 2))
+        #expect(config.retentionSeconds == 604_800)
+        #expect(config.callbacks.deny == ["169.254.0.0/16", "fe80::/10"])
+    }
+
+    @Test("every key this version supports is read")
+    func everyKey() throws {
+        let config = try Config.parse(yaml: """
+            listen: "0.0.0.0:9000"
+            state_dir: /var/lib/alertd
+            durability: normal
+            limits:
+              max_body_bytes: 32768
+              max_pending_per_client: 50
+              max_wait_seconds: 30
+              max_waiters: 100
+              max_connections: 1000
+            log: { level: debug }
+            metrics: { require_token: true }
+            alerts: { default_expires_in: 60, max_expires_in: 120, default_dismiss_after: 0.5, retention: 3600 }
+            clients:
+              ops: { policy: stack, max_pending: 100 }
+              kiosk: { policy: fifo }
+            auth: { allow_anonymous: true }
+            callbacks: { signing_secret: s, timeout: 5, max_age: 60, retry_initial_seconds: 2, retry_max_interval_seconds: 30, deny: ["10.0.0.0/8"] }
+            """)
+        #expect(config.listen == "0.0.0.0:9000")
+        #expect(config.durability == .normal)
+        #expect(config.limits.maxWaitSeconds == 30)
+        #expect(config.logLevel == .debug)
+        #expect(config.metricsRequireToken)
+        #expect(config.alertRules.defaultDismissAfter == 0.5)
+        #expect(config.clients["ops"] == ClientSettings(policy: .stack, maxPending: 100))
+        #expect(config.clients["kiosk"] == ClientSettings(policy: .fifo, maxPending: 50), "max_pending defaults to limits.max_pending_per_client")
+        #expect(config.allowAnonymous)
+        #expect(config.callbacks.deny == ["10.0.0.0/8"])
+        #expect(config.queueSettings["other"] == ClientSettings(policy: .fifo, maxPending: 50))
+    }
+
+    @Test("an unknown or misplaced key is an error that names it", arguments: [
+        ("listn: x", "listn"),
+        ("limits: { max_wiat_seconds: 5 }", "limits.max_wiat_seconds"),
+        ("clients: { ops: { polcy: stack } }", "clients.ops.polcy"),
+        ("log: { level: info, format: json }", "log.format"),
+        ("alerts: { retention_days: 3 }", "alerts.retention_days"),
+    ])
+    func unknownKey(yaml: String, key: String) {
+        #expect {
+            try Config.parse(yaml: yaml)
+        } throws: { error in
+            "\(error)".contains("unknown key \(key)")
+        }
+    }
+
+    @Test("a wrong value is an error naming the key", arguments: [
+        ("durability: fast", "durability"),
+        ("limits: { max_wait_seconds: soon }", "limits.max_wait_seconds"),
+        ("limits: { max_wait_seconds: -1 }", "limits.max_wait_seconds"),
+        ("log: { level: loud }", "log.level"),
+        ("clients: { ops: { policy: lifo } }", "clients.ops.policy"),
+        ("clients: { '-bad': { policy: fifo } }", "clients.-bad"),
+        ("alerts: { default_expires_in: 0 }", "alerts.default_expires_in"),
+        ("alerts: { default_expires_in: 100, max_expires_in: 50 }", "alerts.default_expires_in"),
+        ("metrics: { require_token: maybe }", "metrics.require_token"),
+        ("limits: [1, 2]", "limits"),
+        ("durability: full\ndurability: normal", "durability"),
+    ])
+    func wrongValue(yaml: String, key: String) {
+        #expect {
+            try Config.parse(yaml: yaml)
+        } throws: { error in
+            "\(error)".contains(key)
+        }
+    }
+
+    @Test("keys of capabilities this version lacks are refused instead of silently ignored", arguments: [
+        "auth: { tokens: [] }", "webhooks: []", "limits: { rate_per_second: 10 }", "limits: { rate_burst: 10 }",
+    ])
+    func notYet(yaml: String) {
+        #expect(throws: ConfigError.self) { try Config.parse(yaml: yaml) }
+    }
+
+    @Test("listen parses host and port, IPv6 in brackets")
+    func listen() throws {
+        var config = Config()
+        config.listen = "[::1]:8081"
+        #expect(try config.listenAddress() == ("::1", 8081))
+        config.listen = "127.0.0.1:0"
+        #expect(try config.listenAddress() == ("127.0.0.1", 0))
+        for bad in ["8080", ":8080", "host:", "host:70000", "host:x"] {
+            config.listen = bad
+            #expect(throws: ConfigError.self) { try config.listenAddress() }
+        }
+        #expect(Config.isLoopback("127.0.0.1") && Config.isLoopback("::1") && Config.isLoopback("localhost"))
+        #expect(!Config.isLoopback("0.0.0.0") && !Config.isLoopback("10.1.2.3") && !Config.isLoopback("::"))
+    }
+}
+
+@Suite("Routing and problem codes")
+struct RoutingTests {
+    @Test("the problem codes are exactly §4's, with their statuses")
+    func codes() {
+        let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
+        #expect(table == [
+            "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
+            "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "payload-too-large": 413,
+            "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
+            "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503,
+        ])
+    }
+
+    @Test("each path and method reaches its endpoint", arguments: [
+        ("GET", "/healthz", Endpoint.healthz),
+        ("GET", "/readyz", .readyz),
+        ("GET", "/v1/clients", .listClients),
+        ("POST", "/v1/clients/ops/alerts", .postAlert(client: "ops")),
+        ("GET", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
+        ("HEAD", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
+        ("GET", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
+        ("GET", "/v1/clients/ops/alerts/X1", .getAlert(client: "ops", id: "X1")),
+        ("DELETE", "/v1/clients/ops/alerts/X1", .withdrawAlert(client: "ops", id: "X1")),
+        ("POST", "/v1/clients/ops/alerts/X1/choice", .choose(client: "ops", id: "X1")),
+    ])
+    func routes(method: String, path: String, endpoint: Endpoint) {
+        guard case .found(let found, _) = Router.api.match(method: method, path: path) else {
+            Issue.record("no route for \(method) \(path)")
+            return
+        }
+        #expect(found == endpoint)
+    }
+
+    @Test("a known path with another method is 405 with the methods it allows")
+    func methodNotAllowed() {
+        guard case .methodNotAllowed(let allow) = Router.api.match(method: "PUT", path: "/v1/clients/ops/alerts/X1") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(Set(allow) == ["GET", "HEAD", "DELETE"])
+    }
+
+    @Test("unknown paths are 404", arguments: ["/", "/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz"])
+    func notFound(path: String) {
+        guard case .notFound = Router.api.match(method: "GET", path: path) else {
+            Issue.record("expected 404 for \(path)")
+            return
+        }
+    }
+}
