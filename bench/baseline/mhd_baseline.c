@@ -18,6 +18,7 @@
  * it is not a pre-built shared response.
  *
  * usage: mhd-baseline PORT [THREADS (default nproc)] [CONNECTION_LIMIT (default 30000)]
+ *                     [CONNECTION_MEMORY_LIMIT bytes (default 0: libmicrohttpd's 32 KiB)]
  * Runs until SIGINT or SIGTERM. Prints "ready port=... threads=... connection_limit=..."
  * on stderr once listening.
  *
@@ -69,14 +70,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *connection,
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 4) {
-        fprintf(stderr, "usage: %s PORT [THREADS] [CONNECTION_LIMIT]\n", argv[0]);
+    if (argc < 2 || argc > 5) {
+        fprintf(stderr, "usage: %s PORT [THREADS] [CONNECTION_LIMIT] [CONNECTION_MEMORY_LIMIT]\n", argv[0]);
         return 2;
     }
     int port = atoi(argv[1]);
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned int threads = argc >= 3 ? (unsigned int)atoi(argv[2]) : (unsigned int)(nproc > 0 ? nproc : 1);
     unsigned int conn_limit = argc >= 4 ? (unsigned int)atoi(argv[3]) : 30000;
+    size_t mem_limit = argc >= 5 ? (size_t)strtoul(argv[4], NULL, 10) : 0;
     if (port <= 0 || port > 65535 || threads == 0 || conn_limit == 0) {
         fprintf(stderr, "bad arguments\n");
         return 2;
@@ -103,13 +105,15 @@ int main(int argc, char **argv) {
         MHD_OPTION_CONNECTION_LIMIT, conn_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
+        /* 0 would be taken literally: pass the option only when it is set */
+        mem_limit ? MHD_OPTION_CONNECTION_MEMORY_LIMIT : MHD_OPTION_END, mem_limit,
         MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, "MHD_start_daemon failed (port %d in use?)\n", port);
         return 1;
     }
-    fprintf(stderr, "ready port=%d threads=%u connection_limit=%u mhd=%s\n",
-            port, threads, conn_limit, MHD_get_version());
+    fprintf(stderr, "ready port=%d threads=%u connection_limit=%u memory_limit=%zu mhd=%s\n",
+            port, threads, conn_limit, mem_limit, MHD_get_version());
 
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0) {}

@@ -6,7 +6,7 @@ Python 3 standard library only. All traffic goes to 127.0.0.1.
   load     POST --count alerts (default 100 000, each with two buttons, so they
            stay pending) spread over --clients clients named PREFIX-0..PREFIX-(k-1),
            through --conns keep-alive connections with up to --depth requests
-           pipelined on each (default 64 x 1), bounded by --timeout. One alert per
+           pipelined on each (default 64 x 4), bounded by --timeout. One alert per
            client is posted first, then VmRSS of --pid is read ("before"); after
            the load and once RSS is stable, VmRSS is read again. Reports
            (after - before) / count in KiB per pending alert, and the load rate.
@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchhttp import (Conn, ResponseParser, alive, build_request, fd_count,  # noqa: E402
                        hwm_kib, raise_nofile, rss_kib, settle, write_json)
@@ -284,7 +285,7 @@ def cmd_restart(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     lo = sub.add_parser("load", help="post many pending alerts, report RSS per alert")
@@ -294,7 +295,7 @@ def main():
     lo.add_argument("--clients", type=int, default=4)
     lo.add_argument("--prefix", default="pend")
     lo.add_argument("--conns", type=int, default=64)
-    lo.add_argument("--depth", type=int, default=1, help="requests pipelined per connection (default 1)")
+    lo.add_argument("--depth", type=int, default=4, help="requests pipelined per connection (default 4)")
     lo.add_argument("--timeout", type=float, default=300.0, help="time bound for the load (default 300 s)")
     lo.add_argument("--settle-timeout", type=float, default=30.0)
     lo.add_argument("--json")
