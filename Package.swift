@@ -65,7 +65,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
-        .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore"]),
+        .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "AlertdAPITests", dependencies: ["AlertdAPI", "AlertdHTTP"]),
         // Starts the real alertd binary and speaks HTTP over real sockets.

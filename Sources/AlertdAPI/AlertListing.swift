@@ -10,12 +10,14 @@ import AlertdWire
 struct AlertListing {
     enum Cursor: Equatable {
         case pending(priority: Int, id: AlertID)
-        case terminal(AlertID)
+        /// The terminal part, after the given alert (nil: from its start).
+        case terminal(AlertID?)
 
         var text: String {
             switch self {
             case .pending(let priority, let id): "p.\(priority).\(id)"
-            case .terminal(let id): "t.\(id)"
+            case .terminal(let id?): "t.\(id)"
+            case .terminal(nil): "t"
             }
         }
 
@@ -27,6 +29,8 @@ struct AlertListing {
                 self = .pending(priority: priority, id: id)
             } else if parts.count == 2, parts[0] == "t", let id = AlertID(parts[1]) {
                 self = .terminal(id)
+            } else if text == "t" {
+                self = .terminal(nil)
             } else {
                 return nil
             }
@@ -93,7 +97,7 @@ struct AlertListing {
                 page = items
             }
         }
-        if next == nil, wantsTerminal, page.count < limit {
+        if next == nil, wantsTerminal {
             var before: AlertID?
             if case .terminal(let id) = cursor { before = id }
             let room = limit - page.count
@@ -104,8 +108,10 @@ struct AlertListing {
                 throw Problem(.unavailable, "the store cannot be read: \(error)")
             }
             page += decided.prefix(room).map { ($0, nil) }
-            if decided.count > room, let last = decided.prefix(room).last {
-                next = .terminal(last.id)
+            if decided.count > room {
+                // A full page: go on after its last terminal alert, or from the
+                // start of the terminal part when the pending part filled it.
+                next = .terminal(decided.prefix(room).last?.id)
             }
         }
 

@@ -258,13 +258,16 @@ public struct AlertBoard: Sendable {
         while let next = deadlines.min, next.at <= now {
             _ = deadlines.popMin()
             guard let alert = alerts[next.id], alert.isPending else { continue }
+            // Each deadline takes effect at its own time, even when it fires late
+            // (after a restart): what it displays next is displayed from then, and
+            // a later deadline of that alert still applies in order.
             switch next.kind {
             case .expire where alert.expiresAt == next.at:
-                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, now: now, &before) {
+                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, now: next.at, &before) {
                     change.merge(fired)
                 }
             case .dismiss where alert.dismissAt == next.at:
-                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, now: now, &before) {
+                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, now: next.at, &before) {
                     change.merge(fired)
                 }
             default:

@@ -292,9 +292,9 @@ public enum CallbackURL {
         var host = Substring(hostPort)
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else { return "has an unterminated IPv6 address" }
-            let port = host[host.index(after: close)...]
+            let rest = host[host.index(after: close)...]
             host = host[host.index(after: host.startIndex)..<close]
-            if !port.isEmpty, !isPort(port) { return "has an invalid port" }
+            if !rest.isEmpty, rest.first != ":" || !isPort(rest.dropFirst()) { return "has an invalid port" }
         } else if let colon = host.lastIndex(of: ":") {
             let port = host[host.index(after: colon)...]
             host = host[..<colon]

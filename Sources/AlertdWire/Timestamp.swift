@@ -58,7 +58,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         }
         guard b.count >= 20, b[4] == 45, b[7] == 45, b[10] == 84 || b[10] == 116, b[13] == 58, b[16] == 58,
             let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
-            let s = num(17, 2), (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+            let s = num(17, 2), (1...12).contains(mo), (1...Self.daysIn(month: mo, year: y)).contains(d), h < 24, mi < 60,
+            s < 61
         else { return nil }
         var i = 19
         var fraction: Int64 = 0
@@ -71,13 +72,17 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                 i += 1
             }
             guard digits > 0 else { return nil }
-            for _ in digits..<3 where digits < 3 { fraction *= 10 }
+            if digits < 3 {
+                for _ in digits..<3 { fraction *= 10 }
+            }
         }
         guard i < b.count else { return nil }
         var offsetMinutes: Int64 = 0
         if b[i] == 90 || b[i] == 122 {
             i += 1
-        } else if b[i] == 43 || b[i] == 45, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 58, let om = num(i + 4, 2) {
+        } else if b[i] == 43 || b[i] == 45, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 58,
+            let om = num(i + 4, 2), oh < 24, om < 60
+        {
             offsetMinutes = (oh * 60 + om) * (b[i] == 45 ? -1 : 1)
             i += 6
         } else {
@@ -86,6 +91,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         guard i == b.count else { return nil }
         let days = Self.days(fromCivil: y, mo, d)
         milliseconds = ((days * 24 + h) * 60 + mi - offsetMinutes) * 60_000 + s * 1000 + fraction
+    }
+
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 
     // Howard Hinnant's civil-from-days algorithms.

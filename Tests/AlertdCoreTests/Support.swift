@@ -1,0 +1,65 @@
+import AlertdCore
+import AlertdWire
+import Testing
+
+/// The time most tests start at: 2026-11-18T11:06:40.000Z.
+let start = Timestamp(milliseconds: 1_795_000_000_000)
+
+/// `start` plus some milliseconds.
+func at(_ milliseconds: Int64) -> Timestamp { start.adding(milliseconds: milliseconds) }
+
+/// An alert with two buttons, "Yes" (default) and "No" (cancel).
+func question(_ title: String, priority: Int = 0, expiresIn: Double? = nil) -> AlertDraft {
+    AlertDraft(
+        title: title, buttons: [Button(title: "Yes"), Button(title: "No", style: .cancel)], priority: priority,
+        expiresIn: expiresIn)
+}
+
+/// A buttonless alert, dismissed after it has been displayed for a while.
+func notice(_ title: String, priority: Int = 0, dismissAfter: Double? = nil, expiresIn: Double? = nil) -> AlertDraft {
+    AlertDraft(title: title, priority: priority, expiresIn: expiresIn, dismissAfter: dismissAfter)
+}
+
+extension AlertBoard {
+    /// Posts, commits the change at once, and returns the alert as posted.
+    @discardableResult
+    mutating func postCommitted(_ draft: AlertDraft, to client: String = "ops", now: Timestamp) throws(BoardError) -> Alert {
+        let (alert, change) = try post(draft, to: client, now: now)
+        committed(change)
+        return alert
+    }
+
+    /// Titles of a client's pending alerts in display order.
+    func titles(on client: String = "ops") -> [String] { pending(on: client).map(\.title) }
+
+    /// The current state of an alert held in memory.
+    func state(of alert: Alert) -> AlertState? { self.alert(alert.id)?.state }
+
+    /// The position of the latest version of an alert held in memory.
+    func currentPosition(of alert: Alert) -> Int? {
+        self.alert(alert.id).flatMap { position(of: $0) }
+    }
+}
+
+extension AlertBoard.Visibility {
+    var committedAlert: Alert? {
+        if case .alert(let alert) = self { return alert }
+        return nil
+    }
+
+    var isNotYetCommitted: Bool {
+        if case .notYetCommitted = self { return true }
+        return false
+    }
+
+    var isUnknown: Bool {
+        if case .unknown = self { return true }
+        return false
+    }
+}
+
+/// An id from a new generator: unrelated to any board's ids.
+func freshID(at time: Timestamp) -> AlertID {
+    var generator = AlertIDGenerator()
+    return generator.next(at: time)
+}
