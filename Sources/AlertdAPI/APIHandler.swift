@@ -17,35 +17,43 @@ final class APIHandler: HTTPHandler {
         self.readiness = readiness
     }
 
-    func payloadTooLarge(limit: Int) -> HTTPResponse {
-        render(Problem(.payloadTooLarge, "the body is larger than \(limit) bytes"))
+    func reject(_ rejection: HTTPRejection) -> HTTPResponse {
+        switch rejection {
+        case .payloadTooLarge(let limit): render(Problem(.payloadTooLarge, "the body is larger than \(limit) bytes"))
+        case .badFraming(let detail): render(Problem(.badRequest, detail))
+        }
     }
 
     func handle(_ request: HTTPRequest, responder: Responder) {
-        let respond: @Sendable (HTTPResponse) -> Void = { responder.respond($0) }
+        // Answers that come from a commit's completion are built lazily, on the
+        // connection's thread, not on the store writer's.
+        let respond: Reply = { make in responder.respond(building: make) }
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
-            respond(render(Problem(.notFound, "no such resource: \(request.path)")))
+            responder.respond(render(Problem(.notFound, "no such resource: \(request.path)")))
         case .methodNotAllowed(let allow):
             var problem = Problem(.methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
             problem.headers = [("Allow", allow.joined(separator: ", "))]
-            respond(render(problem))
+            responder.respond(render(problem))
         case .found(let endpoint, _):
             do {
                 try dispatch(endpoint, request, respond)
             } catch let problem as Problem {
-                respond(render(problem))
+                responder.respond(render(problem))
             } catch {
-                respond(render(Problem(.badRequest, "\(error)")))
+                responder.respond(render(Problem(.badRequest, "\(error)")))
             }
         }
     }
 
-    private func dispatch(_ endpoint: Endpoint, _ request: HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) throws {
+    typealias Reply = @Sendable (@escaping @Sendable () -> HTTPResponse) -> Void
+
+    private func dispatch(_ endpoint: Endpoint, _ request: HTTPRequest, _ reply: @escaping Reply) throws {
+        func respond(now response: HTTPResponse) { reply { response } }
         switch endpoint {
         case .healthz:
             _ = try Query(request, allowed: [])
-            respond(json(200, Array(#"{"status":"ok"}"#.utf8)))
+            respond(now: json(200, Array(#"{"status":"ok"}"#.utf8)))
 
         case .readyz:
             _ = try Query(request, allowed: [])
@@ -59,9 +67,9 @@ final class APIHandler: HTTPHandler {
                 out.key("waiters")
                 out.int(service.waiterCount)
                 out.endObject()
-                respond(json(200, out.bytes))
+                respond(now: json(200, out.bytes))
             } else {
-                respond(render(Problem(.unavailable, service.isDraining ? "alertd is shutting down" : "the store is not writable")))
+                respond(now: render(Problem(.unavailable, service.isDraining ? "alertd is shutting down" : "the store is not writable")))
             }
 
         case .listClients:
@@ -82,7 +90,7 @@ final class APIHandler: HTTPHandler {
             }
             out.endArray()
             out.endObject()
-            respond(json(200, out.bytes))
+            respond(now: json(200, out.bytes))
 
         case .postAlert(let client):
             try Self.check(client: client)
@@ -92,11 +100,13 @@ final class APIHandler: HTTPHandler {
             service.post(client: client, body: request.body, idempotencyKey: key) { [self] result in
                 switch result {
                 case .success(let (alert, created)):
-                    var response = json(created ? 201 : 200, service.render(alert))
-                    response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(alert.id)"))
-                    respond(response)
+                    reply { [self] in
+                        var response = json(created ? 201 : 200, service.render(alert))
+                        response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(alert.id)"))
+                        return response
+                    }
                 case .failure(let problem):
-                    respond(render(problem))
+                    reply { [self] in render(problem) }
                 }
             }
 
@@ -113,9 +123,9 @@ final class APIHandler: HTTPHandler {
             }
             service.awaitCurrent(client: client, wait: wait, after: after) { [self] result in
                 switch result {
-                case .success(let body?): respond(json(200, body))
-                case .success(nil): respond(HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]))
-                case .failure(let problem): respond(render(problem))
+                case .success(let body?): reply { [self] in json(200, body) }
+                case .success(nil): reply { HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]) }
+                case .failure(let problem): reply { [self] in render(problem) }
                 }
             }
 
@@ -125,7 +135,7 @@ final class APIHandler: HTTPHandler {
             let wait = try query.wait()
             let id = try Self.alertID(idText, client: client)
             service.awaitAlert(id, client: client, wait: wait) { [self] result in
-                respond(alertResponse(result))
+                reply { [self] in alertResponse(result) }
             }
 
         case .withdrawAlert(let client, let idText):
@@ -133,7 +143,7 @@ final class APIHandler: HTTPHandler {
             _ = try Query(request, allowed: [])
             let id = try Self.alertID(idText, client: client)
             service.decide(.withdraw, id: id, client: client, by: nil) { [self] result in
-                respond(alertResponse(result))
+                reply { [self] in alertResponse(result) }
             }
 
         case .choose(let client, let idText):
@@ -143,14 +153,14 @@ final class APIHandler: HTTPHandler {
             let selection = try Self.selection(request.body)
             let id = try Self.alertID(idText, client: client)
             service.decide(.choose(selection), id: id, client: client, by: nil) { [self] result in
-                respond(alertResponse(result))
+                reply { [self] in alertResponse(result) }
             }
 
         case .listAlerts(let client):
             try Self.check(client: client)
             let query = try Query(request, allowed: ["state", "limit", "cursor"])
             let page = try AlertListing(query: query)
-            respond(json(200, try page.render(client: client, service: service)))
+            respond(now: json(200, try page.render(client: client, service: service)))
         }
     }
 
@@ -169,8 +179,8 @@ final class APIHandler: HTTPHandler {
 
     static func requireJSON(_ request: HTTPRequest) throws {
         let type = request.header("content-type") ?? ""
-        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        guard media == "application/json" else {
+        let media = type.utf8.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 32 && $0 != 9 }
+        guard media.count == 16, String(decoding: media, as: UTF8.self).lowercased() == "application/json" else {
             throw Problem(.unsupportedMediaType, type.isEmpty ? "Content-Type must be application/json" : "Content-Type must be application/json, not \(type)")
         }
     }

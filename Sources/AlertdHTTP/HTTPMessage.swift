@@ -54,6 +54,14 @@ public struct HTTPResponse: Sendable {
 /// parks a long-poll waiter without holding a thread.
 public protocol HTTPHandler: Sendable {
     func handle(_ request: HTTPRequest, responder: Responder)
-    /// The answer for a body over the configured limit (413 in alertd's problem format).
-    func payloadTooLarge(limit: Int) -> HTTPResponse
+    /// The answer for a request the server refuses before routing it.
+    func reject(_ rejection: HTTPRejection) -> HTTPResponse
+}
+
+/// Why the server refused a request before it reached the handler.
+public enum HTTPRejection: Sendable, Equatable {
+    /// The body is (or would be) larger than the limit.
+    case payloadTooLarge(limit: Int)
+    /// The message framing is ambiguous (conflicting lengths), a request-smuggling risk.
+    case badFraming(String)
 }

@@ -58,8 +58,7 @@ public final class HTTPServer: Sendable {
     let handler: any HTTPHandler
     let logger: Logger
 
-    private let daemon = Mutex<DaemonHandle?>(nil)
-    private let listenFD = Mutex<Int32>(-1)
+    private let daemons = Mutex<[DaemonHandle]>([])
     private let _boundAddress = Mutex<String>("")
     private let active = Atomic<Int>(0)
     private let suspended = Atomic<Int>(0)
@@ -79,18 +78,38 @@ public final class HTTPServer: Sendable {
     public var suspendedRequests: Int { suspended.load(ordering: .relaxed) }
 
     /// Binds (unless given a socket) and starts the polling threads.
+    ///
+    /// Given an address, each polling thread gets its own `SO_REUSEPORT` socket
+    /// and its own single-threaded MHD daemon, so the kernel spreads connections
+    /// across threads (with one shared socket, whichever thread wakes first
+    /// accepts a whole burst of connections and the others idle). Given an
+    /// inherited socket, one MHD daemon serves it with a pool of threads.
     public func start() throws {
-        let fd: Int32
-        switch configuration.listen {
-        case .address(let host, let port):
-            fd = try Self.bindListener(host: host, port: port)
-        case .socket(let inherited):
-            fd = inherited
+        let threads = max(1, configuration.threads)
+        var started: [DaemonHandle] = []
+        do {
+            switch configuration.listen {
+            case .address(let host, let port):
+                var boundPort = port
+                for _ in 0..<threads {
+                    let fd = try Self.bindListener(host: host, port: boundPort, reusePort: true)
+                    if boundPort == 0 { boundPort = Self.port(of: fd) }
+                    if started.isEmpty { _boundAddress.withLock { $0 = Self.localAddress(of: fd) } }
+                    started.append(try startDaemon(on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads)))
+                }
+            case .socket(let fd):
+                _boundAddress.withLock { $0 = Self.localAddress(of: fd) }
+                started.append(try startDaemon(on: fd, poolSize: threads, connectionLimit: configuration.maxConnections))
+            }
+        } catch {
+            for handle in started { MHD_stop_daemon(handle.pointer) }
+            throw error
         }
-        listenFD.withLock { $0 = fd }
-        let address = Self.localAddress(of: fd)
-        _boundAddress.withLock { $0 = address }
+        daemons.withLock { $0 = started }
+        logger.debug("http server started", metadata: ["address": "\(boundAddress)", "threads": "\(threads)"])
+    }
 
+    private func startDaemon(on fd: Int32, poolSize: Int, connectionLimit: Int) throws -> DaemonHandle {
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if Self.family(of: fd) == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
@@ -98,54 +117,45 @@ public final class HTTPServer: Sendable {
         let this = Unmanaged.passUnretained(self).toOpaque()
         var options: [MHD_OptionItem] = [
             // The logger first, or MHD logs the options before it on its own.
-            MHD_OptionItem(
-                option: .EXTERNAL_LOGGER,
-                value: alertd_mhd_logger_address(),
-                ptr_value: this
-            ),
+            MHD_OptionItem(option: .EXTERNAL_LOGGER, value: alertd_mhd_logger_address(), ptr_value: this),
             item(.LISTEN_SOCKET, Int(fd)),
-            item(.THREAD_POOL_SIZE, max(1, configuration.threads)),
-            item(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
+            item(.CONNECTION_LIMIT, connectionLimit),
             item(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
             item(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
             item(.LISTEN_BACKLOG_SIZE, 1024),
-            MHD_OptionItem(
-                option: .NOTIFY_COMPLETED,
-                value: unsafeBitCast(requestCompleted, to: Int.self),
-                ptr_value: this
-            ),
-            item(.END, 0),
+            MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompleted, to: Int.self), ptr_value: this),
         ]
-        let started = options.withUnsafeMutableBufferPointer { buffer in
+        if poolSize > 1 { options.append(item(.THREAD_POOL_SIZE, poolSize)) }
+        options.append(item(.END, 0))
+        let daemon = options.withUnsafeMutableBufferPointer { buffer in
             alertd_start_daemon(UInt32(flags), accessHandler, this, buffer.baseAddress)
         }
-        guard let started else {
-            if case .address = configuration.listen { close(fd) }
-            throw HTTPServerError(description: "libmicrohttpd did not start on \(address)")
+        guard let daemon else {
+            throw HTTPServerError(description: "libmicrohttpd did not start on \(Self.localAddress(of: fd))")
         }
-        daemon.withLock { $0 = DaemonHandle(pointer: started) }
-        logger.debug("http server started", metadata: ["address": "\(address)", "threads": "\(configuration.threads)"])
+        return DaemonHandle(pointer: daemon)
     }
 
     /// Stops accepting connections; requests already read go on. From then on
     /// every answer carries `Connection: close`.
     public func stopAccepting() {
         draining.store(true, ordering: .relaxed)
-        daemon.withLock { handle in
-            guard let handle else { return }
-            let fd = MHD_quiesce_daemon(handle.pointer)
-            if fd >= 0 { close(fd) }
+        daemons.withLock { handles in
+            for handle in handles {
+                let fd = MHD_quiesce_daemon(handle.pointer)
+                if fd >= 0 { close(fd) }
+            }
         }
     }
 
     /// Stops libmicrohttpd: closes every connection and joins its threads.
     /// Every suspended connection must have been answered first.
     public func stop() {
-        let handle = daemon.withLock { handle -> DaemonHandle? in
-            defer { handle = nil }
-            return handle
+        let handles = daemons.withLock { handles -> [DaemonHandle] in
+            defer { handles = [] }
+            return handles
         }
-        if let handle { MHD_stop_daemon(handle.pointer) }
+        for handle in handles { MHD_stop_daemon(handle.pointer) }
     }
 
     // MARK: - The access handler, on an MHD thread
@@ -165,11 +175,14 @@ public final class HTTPServer: Sendable {
             let context = RequestContext()
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
             active.add(1, ordering: .relaxed)
-            if let length = lookup(connection, .HEADER_KIND, "Content-Length"),
-                let declared = Int(length), declared > configuration.maxBodyBytes
-            {
+            let framing = Framing(connection)
+            if let problem = framing.problem {
                 context.phase = .answered
-                return queue(handler.payloadTooLarge(limit: configuration.maxBodyBytes), on: connection)
+                return queue(handler.reject(.badFraming(problem)), on: connection, close: true)
+            }
+            if let declared = framing.contentLength, declared > configuration.maxBodyBytes {
+                context.phase = .answered
+                return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
             }
             return .YES
         }
@@ -213,13 +226,13 @@ public final class HTTPServer: Sendable {
         // The request is complete.
         if context.tooLarge {
             context.phase = .answered
-            return queue(handler.payloadTooLarge(limit: configuration.maxBodyBytes), on: connection)
+            return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
         }
         let request = HTTPRequest(
             method: String(cString: method),
             path: String(cString: url),
-            query: values(connection, .GET_ARGUMENT_KIND),
-            headers: values(connection, .HEADER_KIND),
+            query: values(connection, .GET_ARGUMENT_KIND, collectArgument),
+            headers: values(connection, .HEADER_KIND, collectHeader),
             body: context.body
         )
         context.body = []
@@ -246,7 +259,7 @@ public final class HTTPServer: Sendable {
         logger.warning("libmicrohttpd", metadata: ["detail": "\(message)"])
     }
 
-    private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool = false) -> MHD_Result {
         let mhdResponse = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count,
@@ -259,7 +272,7 @@ public final class HTTPServer: Sendable {
         for header in response.headers {
             _ = MHD_add_response_header(mhdResponse, header.name, header.value)
         }
-        if draining.load(ordering: .relaxed) {
+        if close || draining.load(ordering: .relaxed) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
@@ -271,19 +284,17 @@ public final class HTTPServer: Sendable {
         MHD_OptionItem(option: option, value: value, ptr_value: nil)
     }
 
-    private func lookup(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ key: String) -> String? {
-        MHD_lookup_connection_value(connection, kind, key).map { String(cString: $0) }
-    }
-
-    private func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
+    private func values(
+        _ connection: OpaquePointer, _ kind: MHD_ValueKind, _ iterator: MHD_KeyValueIterator
+    ) -> [(name: String, value: String)] {
         var collected: [(name: String, value: String)] = []
         withUnsafeMutablePointer(to: &collected) { pointer in
-            _ = MHD_get_connection_values(connection, kind, collectValue, pointer)
+            _ = MHD_get_connection_values(connection, kind, iterator, pointer)
         }
         return collected
     }
 
-    static func bindListener(host: String, port: Int) throws -> Int32 {
+    static func bindListener(host: String, port: Int, reusePort: Bool) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
@@ -299,6 +310,7 @@ public final class HTTPServer: Sendable {
         guard fd >= 0 else { throw HTTPServerError(description: "socket: \(String(cString: strerror(errno)))") }
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if first.pointee.ai_family == AF_INET6 {
             setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
         }
@@ -313,6 +325,21 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(description: "listen on \(host):\(port): \(reason)")
         }
         return fd
+    }
+
+    static func port(of fd: Int32) -> Int {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let family = Int32(storage.ss_family)
+        return withUnsafePointer(to: &storage) { pointer in
+            if family == AF_INET6 {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
     }
 
     static func family(of fd: Int32) -> Int32 {
@@ -391,10 +418,57 @@ func alertdHTTPLog(_ cls: UnsafeMutableRawPointer?, _ message: UnsafePointer<CCh
     Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().log(text)
 }
 
-private let collectValue: MHD_KeyValueIterator = { cls, _, key, value in
+/// Header fields, names lower-cased (they are case-insensitive).
+private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
     let collected = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
     collected.pointee.append((name: String(cString: key).lowercased(), value: value.map { String(cString: $0) } ?? ""))
+    return .YES
+}
+
+/// Query arguments, names as sent (they are case-sensitive).
+private let collectArgument: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let collected = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
+    collected.pointee.append((name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+    return .YES
+}
+
+/// What the header block says about the body's length, read on the first
+/// handler call, before any of the body.
+private struct Framing {
+    var contentLength: Int?
+    var problem: String?
+
+    fileprivate struct Scan {
+        var lengths: [String] = []
+        var transferEncoding = false
+    }
+
+    init(_ connection: OpaquePointer) {
+        var scan = Scan()
+        withUnsafeMutablePointer(to: &scan) { pointer in
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, scanFraming, pointer)
+        }
+        let distinct = Set(scan.lengths.map { $0.trimmingCharacters(in: [" ", "\t"]) })
+        if distinct.count > 1 {
+            problem = "the request has conflicting Content-Length headers"
+        } else if !scan.lengths.isEmpty, scan.transferEncoding {
+            problem = "the request has both Content-Length and Transfer-Encoding"
+        } else if let text = distinct.first {
+            contentLength = Int(text)
+        }
+    }
+}
+
+private let scanFraming: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let scan = cls.assumingMemoryBound(to: Framing.Scan.self)
+    if strcasecmp(key, "Content-Length") == 0 {
+        scan.pointee.lengths.append(value.map { String(cString: $0) } ?? "")
+    } else if strcasecmp(key, "Transfer-Encoding") == 0 {
+        scan.pointee.transferEncoding = true
+    }
     return .YES
 }
 

@@ -14,8 +14,8 @@ public final class Responder: Sendable {
         case handling
         /// The connection is suspended, waiting for `respond`.
         case suspended
-        /// An answer is waiting for the MHD thread to queue it.
-        case ready(HTTPResponse)
+        /// An answer is waiting for the MHD thread to build (if lazy) and queue it.
+        case ready(@Sendable () -> HTTPResponse)
         /// The answer was queued.
         case done
     }
@@ -49,21 +49,27 @@ public final class Responder: Sendable {
 
     /// Answers the request. Calls after the first are ignored.
     public func respond(_ response: HTTPResponse) {
+        respond { response }
+    }
+
+    /// Answers the request with a response built on the connection's own thread
+    /// when it is sent: work a waking thread (the store writer) should not do.
+    public func respond(building make: @escaping @Sendable () -> HTTPResponse) {
         if let sink = inProcessSink {
             let first = state.withLock { state -> Bool in
                 if case .handling = state { state = .done; return true }
                 return false
             }
-            if first { sink(response) }
+            if first { sink(make()) }
             return
         }
         let resume = state.withLock { state -> Bool in
             switch state {
             case .handling:
-                state = .ready(response)
+                state = .ready(make)
                 return false
             case .suspended:
-                state = .ready(response)
+                state = .ready(make)
                 return true
             case .ready, .done:
                 return false
@@ -87,11 +93,11 @@ public final class Responder: Sendable {
     /// Called on the MHD thread once the handler returned: the answer to queue now,
     /// or nil after suspending the connection.
     func afterHandler() -> HTTPResponse? {
-        state.withLock { state -> HTTPResponse? in
+        let make = state.withLock { state -> (@Sendable () -> HTTPResponse)? in
             switch state {
-            case .ready(let response):
+            case .ready(let make):
                 state = .done
-                return response
+                return make
             case .handling:
                 if let connection {
                     MHD_suspend_connection(connection.pointer)
@@ -103,17 +109,19 @@ public final class Responder: Sendable {
                 return nil
             }
         }
+        return make?()
     }
 
     /// Called on the MHD thread when a resumed connection comes back.
     func takeResumedResponse() -> HTTPResponse? {
-        state.withLock { state -> HTTPResponse? in
-            if case .ready(let response) = state {
+        let make = state.withLock { state -> (@Sendable () -> HTTPResponse)? in
+            if case .ready(let make) = state {
                 state = .done
-                return response
+                return make
             }
             return nil
         }
+        return make?()
     }
 }
 

@@ -108,7 +108,9 @@ public final class SQLiteStore: AlertStore {
                     try db.cachedStatement(sql: "INSERT OR IGNORE INTO clients (id, created_at) VALUES (?, ?)")
                         .execute(arguments: [id, createdAt.milliseconds])
                 case .alert(let alert):
-                    try db.cachedStatement(sql: Self.upsertAlert).execute(arguments: Self.arguments(alert))
+                    let statement = try db.cachedStatement(sql: Self.upsertAlert)
+                    statement.setUncheckedArguments(Self.arguments(alert))
+                    try statement.execute()
                 case .idempotency(let record):
                     try db.cachedStatement(
                         sql: """
@@ -196,12 +198,16 @@ public final class SQLiteStore: AlertStore {
         let metadata: String? = alert.metadata.map {
             String(decoding: JSONValue.object($0).compactBytes(), as: UTF8.self)
         }
-        let values: [(any DatabaseValueConvertible)?] = [
-            alert.id.description, alert.client, alert.state.rawValue, alert.priority, alert.title, alert.message,
-            alert.style.rawValue, String(decoding: buttons.bytes, as: UTF8.self), alert.callbackURL, metadata,
-            alert.createdAt.milliseconds, alert.displayedAt?.milliseconds, alert.decidedAt?.milliseconds,
-            alert.expiresAt.milliseconds, alert.dismissAfterMilliseconds, alert.result?.buttonIndex,
-            alert.result?.decidedBy,
+        // Plain DatabaseValues, in column order: no existential boxing per value.
+        let values: [DatabaseValue] = [
+            alert.id.description.databaseValue, alert.client.databaseValue, alert.state.rawValue.databaseValue,
+            alert.priority.databaseValue, alert.title.databaseValue, alert.message?.databaseValue ?? .null,
+            alert.style.rawValue.databaseValue, String(decoding: buttons.bytes, as: UTF8.self).databaseValue,
+            alert.callbackURL?.databaseValue ?? .null, metadata?.databaseValue ?? .null,
+            alert.createdAt.milliseconds.databaseValue, alert.displayedAt?.milliseconds.databaseValue ?? .null,
+            alert.decidedAt?.milliseconds.databaseValue ?? .null, alert.expiresAt.milliseconds.databaseValue,
+            alert.dismissAfterMilliseconds?.databaseValue ?? .null, alert.result?.buttonIndex?.databaseValue ?? .null,
+            alert.result?.decidedBy?.databaseValue ?? .null,
         ]
         return StatementArguments(values)
     }
