@@ -47,13 +47,13 @@ enum Rendering {
         json.key("metadata")
         if let metadata = alert.metadata { json.value(.object(metadata)) } else { json.null() }
         json.key("created_at")
-        json.string(alert.createdAt.rfc3339)
+        json.timestamp(alert.createdAt)
         json.key("displayed_at")
-        json.string(alert.displayedAt?.rfc3339)
+        json.timestamp(alert.displayedAt)
         json.key("decided_at")
-        json.string(alert.decidedAt?.rfc3339)
+        json.timestamp(alert.decidedAt)
         json.key("expires_at")
-        json.string(alert.expiresAt.rfc3339)
+        json.timestamp(alert.expiresAt)
         json.key("result")
         if let result = alert.result {
             json.beginObject()

@@ -27,11 +27,17 @@ public struct Router: Sendable {
         let method: String
         let segments: [Segment]
         let permission: Permission
-        let make: @Sendable ([String: String]) -> Endpoint
+        /// Builds the endpoint from the captured segments, in path order.
+        let make: @Sendable ([String]) -> Endpoint
 
         enum Segment: Sendable, Equatable {
             case literal(String)
             case capture(String)
+
+            var isCapture: Bool {
+                if case .capture = self { return true }
+                return false
+            }
         }
     }
 
@@ -48,21 +54,17 @@ public struct Router: Sendable {
         route("GET", "/healthz", .open) { _ in .healthz },
         route("GET", "/readyz", .open) { _ in .readyz },
         route("GET", "/v1/clients", .read) { _ in .listClients },
-        route("POST", "/v1/clients/{client}/alerts", .post) { .postAlert(client: $0["client"]!) },
-        route("GET", "/v1/clients/{client}/alerts", .read) { .listAlerts(client: $0["client"]!) },
-        route("GET", "/v1/clients/{client}/alerts/current", .read) { .currentAlert(client: $0["client"]!) },
-        route("GET", "/v1/clients/{client}/alerts/{id}", .read) { .getAlert(client: $0["client"]!, id: $0["id"]!) },
-        route("DELETE", "/v1/clients/{client}/alerts/{id}", .post) {
-            .withdrawAlert(client: $0["client"]!, id: $0["id"]!)
-        },
-        route("POST", "/v1/clients/{client}/alerts/{id}/choice", .answer) {
-            .choose(client: $0["client"]!, id: $0["id"]!)
-        },
+        route("POST", "/v1/clients/{client}/alerts", .post) { .postAlert(client: $0[0]) },
+        route("GET", "/v1/clients/{client}/alerts", .read) { .listAlerts(client: $0[0]) },
+        route("GET", "/v1/clients/{client}/alerts/current", .read) { .currentAlert(client: $0[0]) },
+        route("GET", "/v1/clients/{client}/alerts/{id}", .read) { .getAlert(client: $0[0], id: $0[1]) },
+        route("DELETE", "/v1/clients/{client}/alerts/{id}", .post) { .withdrawAlert(client: $0[0], id: $0[1]) },
+        route("POST", "/v1/clients/{client}/alerts/{id}/choice", .answer) { .choose(client: $0[0], id: $0[1]) },
     ])
 
     static func route(
         _ method: String, _ pattern: String, _ permission: Permission,
-        _ make: @escaping @Sendable ([String: String]) -> Endpoint
+        _ make: @escaping @Sendable ([String]) -> Endpoint
     ) -> Route {
         let segments = pattern.split(separator: "/").map { part -> Route.Segment in
             part.hasPrefix("{") && part.hasSuffix("}")
@@ -77,30 +79,31 @@ public struct Router: Sendable {
         let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         if parts.contains(where: \.isEmpty), path != "/" { return .notFound }
         let wanted = method == "HEAD" ? "GET" : method
-        var best: (route: Route, captures: [String: String], literals: Int)?
+        var best: (route: Route, literals: Int)?
         var allowed: [String] = []
         for route in routes where route.segments.count == parts.count {
-            var captures: [String: String] = [:]
             var literals = 0
             var matches = true
             for (segment, part) in zip(route.segments, parts) {
-                switch segment {
-                case .literal(let text):
-                    if text != part { matches = false } else { literals += 1 }
-                case .capture(let name):
-                    captures[name] = String(part)
+                if case .literal(let text) = segment {
+                    guard part == text else {
+                        matches = false
+                        break
+                    }
+                    literals += 1
                 }
-                if !matches { break }
             }
             guard matches else { continue }
             // A literal match (`current`) hides a capture match (`{id}`) for the same method.
-            if route.method == wanted {
-                if best == nil || literals > best!.literals { best = (route, captures, literals) }
-            }
+            if route.method == wanted, best == nil || literals > best!.literals { best = (route, literals) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
         if let best {
-            return .found(best.route.make(best.captures), best.route.permission)
+            var captures: [String] = []
+            for (segment, part) in zip(best.route.segments, parts) where segment.isCapture {
+                captures.append(String(part))
+            }
+            return .found(best.route.make(captures), best.route.permission)
         }
         if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }

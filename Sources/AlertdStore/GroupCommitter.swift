@@ -105,7 +105,9 @@ public final class GroupCommitter: @unchecked Sendable {
     }
 
     private func commit(_ batch: [Submission]) {
-        let writes = batch.flatMap(\.writes)
+        var writes: [StoreWrite] = []
+        writes.reserveCapacity(batch.count * 2)
+        for submission in batch { writes.append(contentsOf: submission.writes) }
         var result: Result<Void, any Error> = .success(())
         if !writes.isEmpty {
             do {

@@ -199,6 +199,15 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// Writes a time as an RFC 3339 string, or null.
+    public mutating func timestamp(_ time: Timestamp?) {
+        guard let time else { return null() }
+        separate()
+        bytes.append(34)
+        bytes.append(contentsOf: time.rfc3339Bytes)
+        bytes.append(34)
+    }
+
     /// Writes an already encoded JSON value as is.
     public mutating func raw(_ bytes: [UInt8]) {
         separate()

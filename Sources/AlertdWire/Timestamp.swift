@@ -21,27 +21,30 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public var description: String { rfc3339 }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-    public var rfc3339: String {
+    public var rfc3339: String { String(decoding: rfc3339Bytes, as: UTF8.self) }
+
+    /// The 24 bytes of ``rfc3339``.
+    public var rfc3339Bytes: [UInt8] {
         var ms = milliseconds
         let days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
         ms -= days * 86_400_000
         let (year, month, day) = Self.civil(fromDays: days)
-        let hour = ms / 3_600_000, minute = ms / 60_000 % 60, second = ms / 1000 % 60, milli = ms % 1000
-        var out = [UInt8]()
-        out.reserveCapacity(24)
-        func put(_ value: Int64, _ width: Int) {
-            var digits = [UInt8](repeating: 48, count: width)
+        var out: [UInt8] = Array("0000-00-00T00:00:00.000Z".utf8)
+        func put(_ value: Int64, at end: Int, width: Int) {
             var v = value
-            for i in stride(from: width - 1, through: 0, by: -1) {
-                digits[i] = UInt8(48 + v % 10)
+            for i in stride(from: end, to: end - width, by: -1) {
+                out[i] = UInt8(48 + v % 10)
                 v /= 10
             }
-            out.append(contentsOf: digits)
         }
-        put(year, 4); out.append(45); put(month, 2); out.append(45); put(day, 2)
-        out.append(84); put(hour, 2); out.append(58); put(minute, 2); out.append(58); put(second, 2)
-        out.append(46); put(milli, 3); out.append(90)
-        return String(decoding: out, as: UTF8.self)
+        put(year, at: 3, width: 4)
+        put(month, at: 6, width: 2)
+        put(day, at: 9, width: 2)
+        put(ms / 3_600_000, at: 12, width: 2)
+        put(ms / 60_000 % 60, at: 15, width: 2)
+        put(ms / 1000 % 60, at: 18, width: 2)
+        put(ms % 1000, at: 22, width: 3)
+        return out
     }
 
     /// Parses RFC 3339 with a `Z` or numeric offset and up to nine fraction digits.
