@@ -71,10 +71,18 @@ public enum Application {
     }
 
     static func build(config: Config, clock: any WallClock, logger: Logger) throws -> Core {
+        let started = DeadlineTimer.now()
         let store = try SQLiteStore(directory: config.stateDir, durability: config.durability)
         let stored = try store.load()
+        let loaded = DeadlineTimer.now()
         var board = AlertBoard(settings: config.queueSettings, rules: config.alertRules, lastID: stored.lastID)
         let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
+        logger.info(
+            "restored",
+            metadata: [
+                "pending": "\(stored.pending.count)", "clients": "\(stored.clients.count)",
+                "load_ms": "\((loaded - started) / 1_000_000)", "restore_ms": "\((DeadlineTimer.now() - loaded) / 1_000_000)",
+            ])
 
         let failure = FailureFlag()
         let committer = GroupCommitter(store: store, logger: logger) { error in

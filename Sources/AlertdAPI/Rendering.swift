@@ -45,7 +45,7 @@ enum Rendering {
         json.key("callback_url")
         json.string(alert.callbackURL)
         json.key("metadata")
-        if let metadata = alert.metadata { json.value(.object(metadata)) } else { json.null() }
+        if let metadata = alert.metadata { json.raw(metadata.bytes) } else { json.null() }
         json.key("created_at")
         json.timestamp(alert.createdAt)
         json.key("displayed_at")

@@ -65,8 +65,8 @@ public struct Alert: Sendable, Hashable {
     public var buttons: [Button]
     public var priority: Int
     public var callbackURL: String?
-    /// Kept as posted (member order and number literals included).
-    public var metadata: JSONObject?
+    /// Kept as posted (member order and number literals included), encoded.
+    public var metadata: CompactJSON?
     public var state: AlertState
     public var createdAt: Timestamp
     public var displayedAt: Timestamp?
@@ -78,7 +78,7 @@ public struct Alert: Sendable, Hashable {
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
-        buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: JSONObject? = nil,
+        buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: CompactJSON? = nil,
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
         result: AlertResult? = nil
@@ -112,11 +112,15 @@ public struct Alert: Sendable, Hashable {
 
 /// A client id: `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
 public enum ClientID {
-    public static func isValid(_ id: some StringProtocol) -> Bool {
-        let bytes = id.utf8
-        guard let first = bytes.first, bytes.count <= 64, isAlnum(first) else { return false }
-        return bytes.allSatisfy { isAlnum($0) || $0 == 46 || $0 == 95 || $0 == 45 }
+    public static func isValid(_ id: String) -> Bool {
+        var id = id
+        return id.withUTF8 { bytes in
+            guard let first = bytes.first, bytes.count <= 64, isAlnum(first) else { return false }
+            return bytes.allSatisfy { isAlnum($0) || $0 == 46 || $0 == 95 || $0 == 45 }
+        }
     }
+
+    public static func isValid(_ id: Substring) -> Bool { isValid(String(id)) }
 
     private static func isAlnum(_ b: UInt8) -> Bool {
         (48...57).contains(b) || (65...90).contains(b) || (97...122).contains(b)

@@ -195,7 +195,7 @@ public struct AlertBoard: Sendable {
         let dismissAfter = draft.buttons.isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
         let alert = Alert(
             id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style,
-            buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL, metadata: draft.metadata,
+            buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL, metadata: draft.metadata.map(CompactJSON.init),
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) }
         )
@@ -304,24 +304,32 @@ public struct AlertBoard: Sendable {
         for client in clients where queues[client] == nil {
             queues[client] = ClientQueue(policy: settings[client].policy)
         }
-        // Displayed ones first, so that a queue never holds two displayed alerts.
-        for alert in pending.sorted(by: { ($0.state == .displayed ? 0 : 1) < ($1.state == .displayed ? 0 : 1) }) {
-            if queues[alert.client] == nil { queues[alert.client] = ClientQueue(policy: settings[alert.client].policy) }
-            alerts[alert.id] = alert
-            var restored = alert
-            let wasDisplayed = alert.state == .displayed && queues[alert.client]!.displayed == nil
-            if !wasDisplayed, alert.state == .displayed {
-                restored.state = .queued
-                restored.displayedAt = nil
-                alerts[alert.id] = restored
-            }
-            queues[alert.client]!.restore(entry(alert), displayed: wasDisplayed)
-            deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
-            if let dismissAt = restored.dismissAt {
-                deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
+        // Displayed ones first, so that a queue never holds two displayed alerts
+        // (two passes: sorting would copy every alert).
+        for displayedPass in [true, false] {
+            for alert in pending where (alert.state == .displayed) == displayedPass {
+                restoreOne(alert)
             }
         }
         return normalizeAll(now: now)
+    }
+
+    private mutating func restoreOne(_ alert: Alert) {
+        if queues[alert.client] == nil { queues[alert.client] = ClientQueue(policy: settings[alert.client].policy) }
+        var restored = alert
+        let shown = alert.state == .displayed && queues[alert.client]!.displayed == nil
+        if !shown, alert.state == .displayed {
+            // A second displayed alert on one client (cannot happen, but never trust a
+            // store blindly): it waits in the queue.
+            restored.state = .queued
+            restored.displayedAt = nil
+        }
+        alerts[alert.id] = restored
+        queues[alert.client]!.restore(entry(alert), displayed: shown)
+        deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
+        if let dismissAt = restored.dismissAt {
+            deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
+        }
     }
 
     /// Applies new per-client settings (a reload): policies re-order queues.

@@ -42,17 +42,26 @@ public struct AlertID: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// Parses the 26-character form (case-insensitive); nil for anything else.
-    public init?(_ text: some StringProtocol) {
-        let utf8 = text.utf8
-        guard utf8.count == 26 else { return nil }
+    public init?(_ text: String) {
+        var text = text
+        guard let parsed = text.withUTF8({ Self.parse($0) }) else { return nil }
+        self = parsed
+    }
+
+    public init?(_ text: Substring) {
+        self.init(String(text))
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> AlertID? {
+        guard bytes.count == 26 else { return nil }
         var hi: UInt64 = 0, lo: UInt64 = 0
-        for (index, char) in utf8.enumerated() {
-            let value = Self.decoding[Int(char)]
+        for index in 0..<26 {
+            let value = decoding[Int(bytes[index])]
             guard value >= 0, index > 0 || value < 8 else { return nil }
             hi = (hi << 5) | (lo >> 59)
             lo = (lo << 5) | UInt64(value)
         }
-        self.init(high: hi, low: lo)
+        return AlertID(high: hi, low: lo)
     }
 }
 

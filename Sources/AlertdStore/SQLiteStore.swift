@@ -91,7 +91,7 @@ public final class SQLiteStore: AlertStore {
         try pool.read { db in
             let clients = try String.fetchAll(db, sql: "SELECT id FROM clients ORDER BY id")
             var pending: [Alert] = []
-            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM alerts WHERE state IN ('queued', 'displayed')")
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.columns) FROM alerts WHERE state IN ('queued', 'displayed')")
             while let row = try rows.next() {
                 pending.append(try Self.alert(from: row))
             }
@@ -134,7 +134,7 @@ public final class SQLiteStore: AlertStore {
 
     public func alert(_ id: AlertID) throws -> Alert? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM alerts WHERE id = ?", arguments: [id.description])
+            try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM alerts WHERE id = ?", arguments: [id.description])
                 .map(Self.alert(from:))
         }
     }
@@ -145,7 +145,7 @@ public final class SQLiteStore: AlertStore {
         let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
         var arguments: StatementArguments = [client]
         arguments += StatementArguments(wanted)
-        var sql = "SELECT * FROM alerts WHERE client = ? AND state IN (\(marks))"
+        var sql = "SELECT \(Self.columns) FROM alerts WHERE client = ? AND state IN (\(marks))"
         if let before {
             sql += " AND id < ?"
             arguments += [before.description]
@@ -177,6 +177,12 @@ public final class SQLiteStore: AlertStore {
 
     // MARK: - Rows
 
+    /// The columns `alert(from:)` reads, by position (reading by name searches the row each time).
+    static let columns = """
+        id, client, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by
+        """
+
     static let upsertAlert = """
         INSERT OR REPLACE INTO alerts (id, client, state, priority, title, message, style, buttons, callback_url,
             metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by)
@@ -195,9 +201,7 @@ public final class SQLiteStore: AlertStore {
             buttons.endObject()
         }
         buttons.endArray()
-        let metadata: String? = alert.metadata.map {
-            String(decoding: JSONValue.object($0).compactBytes(), as: UTF8.self)
-        }
+        let metadata: String? = alert.metadata.map { String(decoding: $0.bytes, as: UTF8.self) }
         // Plain DatabaseValues, in column order: no existential boxing per value.
         let values: [DatabaseValue] = [
             alert.id.description.databaseValue, alert.client.databaseValue, alert.state.rawValue.databaseValue,
@@ -217,16 +221,17 @@ public final class SQLiteStore: AlertStore {
     }
 
     static func alert(from row: Row) throws -> Alert {
-        let idText: String = row["id"]
+        let idText: String = row[0]
         guard let id = AlertID(idText) else { throw CorruptRow(description: "bad alert id \(idText)") }
-        let stateText: String = row["state"]
-        let styleText: String = row["style"]
+        let stateText: String = row[2]
+        let styleText: String = row[6]
         guard let state = AlertState(rawValue: stateText), let style = AlertStyle(rawValue: styleText) else {
             throw CorruptRow(description: "bad state or style in alert \(idText)")
         }
-        let buttonsText: String = row["buttons"]
+        let buttonsText: String = row[7]
         var buttons: [Button] = []
         if case .array(let items) = try JSONParser.parse(Array(buttonsText.utf8)) {
+            buttons.reserveCapacity(items.count)
             for case .object(let fields) in items {
                 guard case .string(let title)? = fields["title"], case .string(let styleName)? = fields["style"],
                     let buttonStyle = ButtonStyle(rawValue: styleName)
@@ -234,26 +239,27 @@ public final class SQLiteStore: AlertStore {
                 buttons.append(Button(title: title, style: buttonStyle))
             }
         }
-        var metadata: JSONObject?
-        if let text = row["metadata"] as String?, case .object(let object) = try JSONParser.parse(Array(text.utf8)) {
-            metadata = object
-        }
+        // Written by this store from a validated object: no need to parse it again.
+        let metadata = (row[9] as String?).map { CompactJSON(trusting: Array($0.utf8)) }
         var result: AlertResult?
         if state.isTerminal {
-            let index: Int? = row["button_index"]
+            let index: Int? = row[15]
             let button = index.flatMap { buttons.indices.contains($0) ? buttons[$0] : nil }
             result = AlertResult(
                 outcome: state, button: button?.title, buttonIndex: button == nil ? nil : index,
-                cancelled: button?.style == .cancel, decidedBy: row["decided_by"])
+                cancelled: button?.style == .cancel, decidedBy: row[16])
         }
-        func time(_ column: String) -> Timestamp? {
+        func time(_ column: Int) -> Timestamp? {
             (row[column] as Int64?).map { Timestamp(milliseconds: $0) }
         }
+        guard let createdAt = time(10), let expiresAt = time(13) else {
+            throw CorruptRow(description: "alert \(idText) lacks created_at or expires_at")
+        }
         return Alert(
-            id: id, client: row["client"], title: row["title"], message: row["message"], style: style,
-            buttons: buttons, priority: row["priority"], callbackURL: row["callback_url"], metadata: metadata,
-            state: state, createdAt: time("created_at")!, displayedAt: time("displayed_at"),
-            decidedAt: time("decided_at"), expiresAt: time("expires_at")!,
-            dismissAfterMilliseconds: row["dismiss_after_ms"], result: result)
+            id: id, client: row[1], title: row[4], message: row[5], style: style,
+            buttons: buttons, priority: row[3], callbackURL: row[8], metadata: metadata,
+            state: state, createdAt: createdAt, displayedAt: time(11),
+            decidedAt: time(12), expiresAt: expiresAt,
+            dismissAfterMilliseconds: row[14], result: result)
     }
 }

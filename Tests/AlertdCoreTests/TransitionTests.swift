@@ -335,7 +335,7 @@ struct PostChangeTests {
         #expect(alert.buttons == deploy.buttons)
         #expect(alert.priority == 42)
         #expect(alert.callbackURL == "https://example.com/cb")
-        #expect(alert.metadata == ["k": "v"])
+        #expect(alert.metadata?.object == ["k": "v"])
         #expect(alert.createdAt == at(0))
         #expect(alert.expiresAt == at(90_000))
         #expect(alert.dismissAfterMilliseconds == nil)

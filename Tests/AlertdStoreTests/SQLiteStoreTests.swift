@@ -21,9 +21,9 @@ func makeAlert(
     Alert(
         id: id, client: client, title: "Deploy build 1234?", message: "ünïcode ✓", style: .actionSheet,
         buttons: buttons, priority: priority, callbackURL: "https://example.test/hook",
-        metadata: try! { () throws -> JSONObject in
+        metadata: try! { () throws -> CompactJSON in
             guard case .object(let o) = try JSONParser.parse(Array(#"{"z":1,"a":[1.50,"x"],"n":null}"#.utf8)) else { fatalError() }
-            return o
+            return CompactJSON(o)
         }(),
         state: state, createdAt: Timestamp(milliseconds: ms), displayedAt: state == .displayed ? Timestamp(milliseconds: ms + 5) : nil,
         expiresAt: Timestamp(milliseconds: ms + 86_400_000))
@@ -55,7 +55,7 @@ struct SQLiteStoreTests {
         let reopened = try SQLiteStore(directory: dir.path, durability: .full)
         let loaded = try #require(try reopened.alert(id))
         #expect(loaded == answered)
-        #expect(String(decoding: JSONValue.object(loaded.metadata!).compactBytes(), as: UTF8.self) == #"{"z":1,"a":[1.50,"x"],"n":null}"#)
+        #expect(loaded.metadata?.description == #"{"z":1,"a":[1.50,"x"],"n":null}"#)
     }
 
     @Test("load returns every client, only pending alerts, and the greatest id ever issued")
