@@ -20,7 +20,7 @@
 #   BASELINE_IDLE_RSS [1] also measure the baseline's RSS per idle keep-alive connection
 #   BASELINE_MEMORY_LIMIT [0] baseline's MHD_OPTION_CONNECTION_MEMORY_LIMIT in bytes (0: MHD's 32 KiB)
 #   LOG_LEVEL [info] alertd log.level
-  DURABILITY [full] alertd durability (full or normal) for every phase
+#   DURABILITY [full] alertd durability (full or normal) for every phase
 #
 # Everything runs on 127.0.0.1. Raw output goes to bench/out/<timestamp>/ (gitignored;
 # bench/out/latest points at the newest), the summary table to stdout and summary.txt.
