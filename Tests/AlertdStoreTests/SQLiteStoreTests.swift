@@ -144,3 +144,15 @@ struct SQLiteStoreTests {
         #expect(third.isWritable())
     }
 }
+
+@Suite("Store migrations")
+struct MigrationTests {
+    @Test("listing decided alerts by client uses the partial index of migration v2")
+    func decidedListingUsesIndex() throws {
+        let dir = TempDir()
+        let store = try SQLiteStore(directory: dir.path, durability: .normal)
+        let plan = try store.explain(
+            "SELECT id FROM alerts WHERE client = 'ops' AND decided_at IS NOT NULL AND state IN ('answered') ORDER BY id DESC LIMIT 10")
+        #expect(plan.contains("alerts_decided_by_client"), "plan: \(plan)")
+    }
+}
