@@ -182,3 +182,28 @@ struct WaiterTests {
         #expect(try refused.object()["code"] as? String == "unavailable")
     }
 }
+
+@Suite("Retention")
+struct RetentionTests {
+    @Test("decided alerts are deleted once alerts.retention has passed, pending ones never")
+    func purge() throws {
+        let daemon = try InProcessDaemon(config: "alerts: { retention: 3600 }")
+        defer { daemon.cleanUp() }
+        let decided = try daemon.post("ops", #"{"title":"Old","buttons":[{"title":"OK"}]}"#)
+        let pending = try daemon.post("ops", #"{"title":"Still waiting","buttons":[{"title":"OK"}]}"#)
+        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(decided["id"] as! String)/choice", json: #"{"button":"OK"}"#)
+
+        daemon.clock.advance(seconds: 3599)
+        daemon.core.service.purge()
+        daemon.barrier()
+        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 200)
+
+        daemon.clock.advance(seconds: 2)
+        daemon.core.service.purge()
+        daemon.barrier()
+        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 404)
+        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(pending["id"] as! String)").status == 200)
+        let listed = try daemon.send("GET", "/v1/clients/ops/alerts?state=answered").object()["alerts"] as! [Any]
+        #expect(listed.isEmpty)
+    }
+}
