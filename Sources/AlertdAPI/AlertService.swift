@@ -43,10 +43,16 @@ final class AlertService: Sendable {
     let settings: Settings
     let logger: Logger
     let timer: DeadlineTimer
-    let storeFailed = Atomic<Bool>(false)
+    /// Set when a commit failed: memory may then hold changes the store lacks,
+    /// so no change is taken any more until a restart restores from the store.
+    let failure: FailureFlag
     private let ticker = Ticker()
 
-    init(board: AlertBoard, store: any AlertStore, committer: GroupCommitter, clock: any WallClock, settings: Settings, logger: Logger) {
+    init(
+        board: AlertBoard, store: any AlertStore, committer: GroupCommitter, clock: any WallClock, settings: Settings,
+        failure: FailureFlag, logger: Logger
+    ) {
+        self.failure = failure
         self.state = Mutex(State(board: board))
         self.hub = Mutex(Hub())
         self.store = store
@@ -113,7 +119,7 @@ final class AlertService: Sendable {
         // Everything, the store lookup of a key included, under the board lock:
         // two posts with one key can never both create.
         let outcome: Outcome = state.withLock { state in
-            if state.draining { return .failed(Self.unavailable) }
+            if let refusal = refusal(state) { return .failed(refusal) }
             var keyRef: KeyRef?
             if let idempotencyKey, let digest {
                 let ref = KeyRef(client: client, key: idempotencyKey)
@@ -194,7 +200,7 @@ final class AlertService: Sendable {
             case changed(Alert, BoardChange, [(String, Alert?)])
         }
         let outcome: Outcome = state.withLock { state in
-            if state.draining { return .failed(Self.unavailable) }
+            if let refusal = refusal(state) { return .failed(refusal) }
             switch state.board.visible(id) {
             case .notYetCommitted:
                 return .failed(Problem(.notFound, "no alert \(id) on client \(client)"))
@@ -261,7 +267,7 @@ final class AlertService: Sendable {
     func fireDeadlines() -> Timestamp? {
         let now = clock.now()
         let (change, next): (BoardChange, Timestamp?) = state.withLock { state in
-            if state.draining { return (BoardChange(), nil) }
+            if refusal(state) != nil { return (BoardChange(), nil) }
             let change = state.board.fireDeadlines(now: now)
             let displays = Self.displays(change, state.board)
             if !change.saved.isEmpty {
@@ -289,7 +295,7 @@ final class AlertService: Sendable {
             .purge(decidedBefore: now.adding(seconds: -settings.retentionSeconds), keysBefore: now.adding(seconds: -86_400))
         ]
         state.withLock { state in
-            guard !state.draining else { return }
+            guard refusal(state) == nil else { return }
             committer.submit(writes) { _ in }
         }
     }
@@ -426,7 +432,14 @@ final class AlertService: Sendable {
 
     // MARK: - Internals
 
-    static let unavailable = Problem(.unavailable, "alertd is shutting down")
+    /// Why changes are refused right now, if they are.
+    private func refusal(_ state: State) -> Problem? {
+        if state.draining { return Problem(.unavailable, "alertd is shutting down") }
+        if let reason = failure.failure {
+            return Problem(.unavailable, "the store failed (\(reason)); alertd takes no changes until it is restarted")
+        }
+        return nil
+    }
 
     static func storeProblem(_ error: any Error) -> Problem {
         Problem(.unavailable, "the change could not be committed: \(error)")

@@ -56,7 +56,7 @@ public enum Application {
     /// restored, the committer running, the service and its HTTP handler.
     /// The daemon and the in-process tests build alertd through this one function.
     struct Core {
-        let store: SQLiteStore
+        let store: any AlertStore
         let committer: GroupCommitter
         let service: AlertService
         let handler: APIHandler
@@ -70,9 +70,12 @@ public enum Application {
         }
     }
 
-    static func build(config: Config, clock: any WallClock, logger: Logger) throws -> Core {
+    static func build(
+        config: Config, clock: any WallClock, logger: Logger,
+        openStore: (Config) throws -> any AlertStore = { try SQLiteStore(directory: $0.stateDir, durability: $0.durability) }
+    ) throws -> Core {
         let started = DeadlineTimer.now()
-        let store = try SQLiteStore(directory: config.stateDir, durability: config.durability)
+        let store = try openStore(config)
         let stored = try store.load()
         let loaded = DeadlineTimer.now()
         var board = AlertBoard(settings: config.queueSettings, rules: config.alertRules, lastID: stored.lastID)
@@ -87,6 +90,7 @@ public enum Application {
         let failure = FailureFlag()
         let committer = GroupCommitter(store: store, logger: logger) { error in
             failure.set("\(error)")
+            logger.critical("a commit failed: alertd takes no changes until it is restarted", metadata: ["error": "\(error)"])
         }
         committer.start()
         if !normalized.saved.isEmpty {
@@ -107,7 +111,7 @@ public enum Application {
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                 retentionSeconds: config.retentionSeconds),
-            logger: logger)
+            failure: failure, logger: logger)
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
@@ -134,12 +138,12 @@ final class FailureFlag: Sendable {
 /// `/readyz`: the store takes writes and the daemon is not shutting down.
 /// The store check runs at most once a second.
 final class Readiness: Sendable {
-    let store: SQLiteStore
+    let store: any AlertStore
     let failure: FailureFlag
     let service: AlertService
     private let cache = Mutex<(at: UInt64, ready: Bool)>((0, false))
 
-    init(store: SQLiteStore, failure: FailureFlag, service: AlertService) {
+    init(store: any AlertStore, failure: FailureFlag, service: AlertService) {
         self.store = store
         self.failure = failure
         self.service = service

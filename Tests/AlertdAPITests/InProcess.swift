@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdHTTP
+import AlertdStore
 import AlertdWire
 import Foundation
 import Logging
@@ -16,14 +17,19 @@ final class InProcessDaemon: @unchecked Sendable {
     let core: Application.Core
     private let ownsDir: Bool
 
-    init(config yaml: String = "", stateDir: String? = nil, clock: ManualClock = ManualClock()) throws {
+    init(
+        config yaml: String = "", stateDir: String? = nil, clock: ManualClock = ManualClock(),
+        wrapStore: (any AlertStore) -> any AlertStore = { $0 }
+    ) throws {
         self.clock = clock
         self.ownsDir = stateDir == nil
         self.stateDir = stateDir ?? NSTemporaryDirectory() + "alertd-api-\(UUID().uuidString)"
         var config = try Config.parse(yaml: yaml)
         config.stateDir = self.stateDir
         self.config = config
-        core = try Application.build(config: config, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        core = try Application.build(config: config, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
+            wrapStore(try SQLiteStore(directory: $0.stateDir, durability: $0.durability))
+        }
     }
 
     /// Stops this instance (like a crash would, minus losing anything committed).
