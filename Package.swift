@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "alertd", targets: ["alertd"]),
         .library(name: "AlertdWire", targets: ["AlertdWire"]),
+        .library(name: "AlertdClient", targets: ["AlertdClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -23,8 +24,8 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
-        // JSON types shared by the server and the SDK, and the strict JSON parser.
-        .target(name: "AlertdWire"),
+        // JSON types shared by the server and the SDK, the strict JSON parser, webhook signatures.
+        .target(name: "AlertdWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
         // SQLite through GRDB: schema, migrations, group commit.
@@ -56,6 +57,19 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // Callback delivery: retry policy, deny list, event bodies.
+        .target(
+            name: "AlertdDelivery",
+            dependencies: [
+                "AlertdCore", "AlertdWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The Swift SDK: for now the webhook verifier for receivers.
+        .target(
+            name: "AlertdClient",
+            dependencies: ["AlertdWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .executableTarget(
             name: "alertd",
             dependencies: [
@@ -67,6 +81,8 @@ let package = Package(
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdWire", "AlertdClient"]),
+        .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdWire"]),
         .testTarget(name: "AlertdAPITests", dependencies: ["AlertdAPI", "AlertdHTTP"]),
         // Starts the real alertd binary and speaks HTTP over real sockets.
         .testTarget(name: "AlertdEndToEndTests", dependencies: ["alertd", "AlertdWire"]),

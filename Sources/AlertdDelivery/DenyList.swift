@@ -1,0 +1,208 @@
+/// The callback targets alertd refuses to call: `callbacks.deny` in the config.
+///
+/// Each entry is one of
+/// - an IPv4 or IPv6 block, `169.254.0.0/16`, `fe80::/10`, or a single address
+///   without a prefix, `10.0.0.7`. IPv4 blocks also catch the IPv4-mapped
+///   IPv6 forms of their addresses (`::ffff:169.254.169.254`), since a
+///   connection to one reaches the other;
+/// - a host glob, `metadata.google.internal` or `*.internal`, compared without
+///   regard to case and to a trailing dot. `*` stands for one or more whole
+///   labels: `*.internal` matches `db.internal` and `a.b.internal` but not
+///   `internal` itself; `api.*.corp` matches `api.eu.corp` and `api.eu.west.corp`.
+///   A `*` inside a label (`db*.internal`) is not valid.
+///
+/// Check the host name and every address it resolves to before each attempt,
+/// then connect to one of those same addresses, so that a name re-resolving
+/// elsewhere between the check and the connection cannot get past it.
+///
+/// ```swift
+/// let deny = try DenyList(["169.254.0.0/16", "fe80::/10", "*.internal"])
+/// deny.refuses(host: "example.com", addresses: [IPAddress("169.254.169.254")!])
+/// // "169.254.169.254 is in callbacks.deny entry 169.254.0.0/16"
+/// deny.refuses(host: "localhost", addresses: [IPAddress("127.0.0.1")!])  // nil
+/// ```
+public struct DenyList: Sendable {
+    /// The default: link-local addresses, where cloud metadata endpoints live
+    /// (169.254.169.254 on AWS, GCP, Azure and others). AWS's IPv6 endpoint
+    /// `fd00:ec2::254` is not link-local: list it where that matters.
+    public static let defaultEntries = ["169.254.0.0/16", "fe80::/10"]
+
+    /// The list made of ``defaultEntries``.
+    public static let standard = DenyList(validated: defaultEntries)
+
+    /// The entries as written in the config.
+    public let entries: [String]
+
+    private struct NetworkRule: Sendable {
+        let entry: String
+        let network: IPNetwork
+    }
+
+    private struct HostRule: Sendable {
+        let entry: String
+        let pattern: HostPattern
+    }
+
+    private var networks: [NetworkRule] = []
+    private var hosts: [HostRule] = []
+
+    /// Parses `entries`.
+    ///
+    /// - Throws: ``DenyListError`` naming the first entry that is neither an
+    ///   address block nor a host glob.
+    public init(_ entries: [String]) throws(DenyListError) {
+        self.entries = entries
+        for entry in entries {
+            switch try Self.parse(entry) {
+            case .network(let network): networks.append(NetworkRule(entry: entry, network: network))
+            case .host(let pattern): hosts.append(HostRule(entry: entry, pattern: pattern))
+            }
+        }
+    }
+
+    private init(validated entries: [String]) {
+        do {
+            try self.init(entries)
+        } catch {
+            preconditionFailure("built-in deny list entry is invalid: \(error)")
+        }
+    }
+
+    /// Why a target is refused: the host and the entry it matched, or the
+    /// address and the block it is in; nil when nothing matches.
+    ///
+    /// `host` is the URL's host (brackets around an IPv6 literal and a
+    /// trailing dot are allowed); `addresses` are those it resolved to. A host
+    /// that is itself an address literal is checked as an address too.
+    public func refuses(host: String, addresses: [IPAddress]) -> String? {
+        var name = Substring(host)
+        if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
+        if name.hasSuffix(".") { name = name.dropLast() }
+        let lowercased = name.lowercased()
+
+        if !hosts.isEmpty {
+            let labels = lowercased.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            for rule in hosts where rule.pattern.matches(labels) {
+                return "host \(lowercased) matches callbacks.deny entry \(rule.entry)"
+            }
+        }
+        var candidates = addresses
+        if let literal = IPAddress(lowercased) { candidates.insert(literal, at: 0) }
+        for address in candidates {
+            for rule in networks where rule.network.contains(address) {
+                return "\(address) is in callbacks.deny entry \(rule.entry)"
+            }
+        }
+        return nil
+    }
+
+    // MARK: Entries
+
+    private enum Rule {
+        case network(IPNetwork)
+        case host(HostPattern)
+    }
+
+    private static func parse(_ entry: String) throws(DenyListError) -> Rule {
+        guard !entry.isEmpty else { throw .empty(entry) }
+        if let slash = entry.firstIndex(of: "/") {
+            guard IPAddress(entry[..<slash]) != nil else { throw .invalidAddress(entry) }
+            guard let network = IPNetwork(entry) else { throw .invalidPrefixLength(entry) }
+            return .network(network)
+        }
+        if let address = IPAddress(entry), let network = IPNetwork(address: address, prefixLength: address.family == .v4 ? 32 : 128) {
+            return .network(network)
+        }
+        // Something with a colon, or ending in a numeric label, was meant as an address.
+        let labels = entry.lowercased().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        if entry.contains(":") || labels.last?.allSatisfy({ $0.isASCII && $0.isNumber }) == true {
+            throw .invalidAddress(entry)
+        }
+        guard let pattern = HostPattern(labels) else { throw .invalidHostPattern(entry) }
+        return .host(pattern)
+    }
+}
+
+/// A host glob: labels, where `*` stands for one or more whole labels.
+struct HostPattern: Sendable, Hashable {
+    private let labels: [String]
+
+    /// Lowercase labels; each is `*` or letters, digits, `-` and `_`.
+    init?(_ labels: [String]) {
+        for label in labels {
+            guard label == "*" || (!label.isEmpty && label.utf8.allSatisfy(Self.isLabelByte)) else { return nil }
+        }
+        self.labels = labels
+    }
+
+    private static func isLabelByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+        default: false
+        }
+    }
+
+    /// Whether the lowercase `host` labels match.
+    ///
+    /// Dynamic programming over (pattern label, host label) pairs, so many
+    /// stars never make matching exponential.
+    func matches(_ host: [String]) -> Bool {
+        // matched[j]: the pattern labels seen so far match the first j host labels.
+        var matched = [Bool](repeating: false, count: host.count + 1)
+        matched[0] = true
+        for label in labels {
+            var next = [Bool](repeating: false, count: host.count + 1)
+            if label == "*" {
+                // One or more labels: next[j] if matched[i] for some i < j.
+                var reachable = false
+                for j in stride(from: 1, through: host.count, by: 1) {
+                    reachable = reachable || matched[j - 1]
+                    next[j] = reachable
+                }
+            } else {
+                for j in stride(from: 1, through: host.count, by: 1) {
+                    next[j] = matched[j - 1] && host[j - 1] == label
+                }
+            }
+            matched = next
+        }
+        return matched[host.count]
+    }
+}
+
+/// A `callbacks.deny` entry that is neither an address block nor a host glob.
+public struct DenyListError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Sendable, Hashable {
+        case empty, invalidAddress, invalidPrefixLength, invalidHostPattern
+    }
+
+    private let code: Code
+    /// The entry as written.
+    public let entry: String
+
+    private init(_ code: Code, _ entry: String) {
+        self.code = code
+        self.entry = entry
+    }
+
+    /// The entry is an empty string.
+    public static func empty(_ entry: String) -> DenyListError { DenyListError(.empty, entry) }
+    /// The entry looks like an address (it has a `/` or `:`, or ends in a number) but is not one.
+    public static func invalidAddress(_ entry: String) -> DenyListError { DenyListError(.invalidAddress, entry) }
+    /// The prefix length after `/` is not a number from 0 to 32 (IPv4) or 128 (IPv6).
+    public static func invalidPrefixLength(_ entry: String) -> DenyListError { DenyListError(.invalidPrefixLength, entry) }
+    /// The entry is not a host glob: labels of letters, digits, `-` and `_`, or `*` alone.
+    public static func invalidHostPattern(_ entry: String) -> DenyListError { DenyListError(.invalidHostPattern, entry) }
+
+    public var description: String {
+        let why =
+            switch code {
+            case .empty: "is empty"
+            case .invalidAddress: "is not a valid IPv4 or IPv6 address or block"
+            case .invalidPrefixLength: "has a prefix length that is not 0–32 for IPv4 or 0–128 for IPv6"
+            case .invalidHostPattern:
+                "is not a host glob (labels of letters, digits, - and _, separated by dots; * alone stands for one or more labels)"
+            }
+        return "callbacks.deny entry \"\(entry)\" \(why)"
+    }
+}

@@ -1,0 +1,133 @@
+import AlertdWire
+
+/// When to try a callback again: exponential backoff with jitter, for at most
+/// ``maxAge`` seconds after the event was created.
+///
+/// The nominal wait after attempt *n* fails is `initial × 2^(n−1)` seconds, at
+/// most ``maxInterval``. The actual wait is drawn with **equal jitter**:
+/// uniformly from the upper half of the nominal wait, `[w/2, w]`.
+///
+/// Why equal jitter and not full jitter (`[0, w]`): full jitter spreads load
+/// best when many clients compete for one server, but it may retry almost at
+/// once after a failure, and a later wait can be shorter than an earlier one.
+/// A callback receiver that is down gets no relief from a 20 ms retry. Equal
+/// jitter still scatters the events that failed together (so a receiver that
+/// comes back is not hit by all of them in the same instant), while every wait
+/// is at least half the nominal one, and waits never shrink from one attempt
+/// to the next until the cap: attempt *n+1* waits at least `w(n+1)/2 = w(n)`.
+///
+/// ```swift
+/// let policy = RetryPolicy(initial: 1, maxInterval: 300, maxAge: 86_400)
+/// var rng = SystemRandomNumberGenerator()
+/// switch policy.decide(.response(status: 503, retryAfter: "30"), attempt: 1,
+///                      eventCreatedAt: event.timestamp, now: clock.now(), using: &rng) {
+/// case .delivered, .stopped, .expired: // done with this target
+/// case .retry(let at): // schedule the next attempt at `at`
+/// }
+/// ```
+public struct RetryPolicy: Sendable, Hashable {
+    /// The nominal wait after the first failed attempt, in seconds.
+    public var initial: Double
+    /// The longest nominal wait, in seconds.
+    public var maxInterval: Double
+    /// Seconds after the event's creation when its last attempt is made.
+    public var maxAge: Double
+
+    /// The defaults are those of the config: `callbacks.retry_initial_seconds`,
+    /// `callbacks.retry_max_interval_seconds` and `callbacks.max_age`.
+    ///
+    /// - Precondition: `initial > 0`, `maxInterval >= initial`, `maxAge >= 0`,
+    ///   all finite. The config loader checks this and names the key.
+    public init(initial: Double = 1, maxInterval: Double = 300, maxAge: Double = 86_400) {
+        precondition(initial.isFinite && initial > 0, "initial must be a positive number of seconds")
+        precondition(maxInterval.isFinite && maxInterval >= initial, "maxInterval must be at least initial")
+        precondition(maxAge.isFinite && maxAge >= 0, "maxAge must be a non-negative number of seconds")
+        self.initial = initial
+        self.maxInterval = maxInterval
+        self.maxAge = maxAge
+    }
+
+    /// The nominal wait, in seconds, after `attempt` attempts (counting from 1)
+    /// have failed: `initial × 2^(attempt−1)`, at most ``maxInterval``.
+    public func backoff(after attempt: Int) -> Double {
+        let doublings = min(max(attempt, 1) - 1, 62)
+        return min(maxInterval, initial * Double(Int64(1) << Int64(doublings)))
+    }
+
+    /// The range the jittered wait after `attempt` failed attempts is drawn from.
+    public func jitterRange(after attempt: Int) -> ClosedRange<Double> {
+        let nominal = backoff(after: attempt)
+        return (nominal / 2)...nominal
+    }
+
+    /// When to make the next attempt after attempt number `attempt` (counting
+    /// from 1) failed at `now`; nil to give up because ``maxAge`` has passed.
+    ///
+    /// The wait is the jittered backoff, or `retryAfter` seconds when the
+    /// receiver asked for longer — a `Retry-After` is a lower bound, never a
+    /// way to retry sooner than the backoff. An attempt that would fall after
+    /// `eventCreatedAt + maxAge` is moved to that instant, the last attempt.
+    public func nextAttempt(
+        after attempt: Int,
+        eventCreatedAt: Timestamp,
+        now: Timestamp,
+        retryAfter: Double? = nil,
+        using rng: inout some RandomNumberGenerator
+    ) -> Timestamp? {
+        let deadline = eventCreatedAt.adding(seconds: maxAge)
+        guard now < deadline else { return nil }
+        var wait = Double.random(in: jitterRange(after: attempt), using: &rng)
+        if let retryAfter, retryAfter.isFinite, retryAfter > wait { wait = min(retryAfter, maxAge) }
+        return min(now.adding(seconds: wait), deadline)
+    }
+
+    /// What to do after an attempt: done, stop, or retry and when.
+    ///
+    /// 2xx is delivered; 410 Gone stops deliveries of this event to this
+    /// target; any other status, a timeout and a failure to connect (refused,
+    /// unreachable, refused by the deny list) are retried until ``maxAge``. A
+    /// `Retry-After` (seconds or an HTTP date) is honoured on 429 and 503.
+    public func decide(
+        _ outcome: AttemptOutcome,
+        attempt: Int,
+        eventCreatedAt: Timestamp,
+        now: Timestamp,
+        using rng: inout some RandomNumberGenerator
+    ) -> DeliveryDecision {
+        var retryAfter: Double?
+        if case .response(let status, let header) = outcome {
+            switch status {
+            case 200...299: return .delivered
+            case 410: return .stopped
+            case 429, 503: retryAfter = header.flatMap { RetryAfter.parse($0, now: now) }
+            default: break
+            }
+        }
+        guard let next = nextAttempt(after: attempt, eventCreatedAt: eventCreatedAt, now: now, retryAfter: retryAfter, using: &rng)
+        else { return .expired }
+        return .retry(at: next)
+    }
+}
+
+/// How one delivery attempt ended.
+public enum AttemptOutcome: Sendable, Hashable {
+    /// The receiver answered with `status`; `retryAfter` is its `Retry-After` header, if any.
+    case response(status: Int, retryAfter: String? = nil)
+    /// No answer within the attempt's timeout.
+    case timedOut
+    /// No request was made or completed: connection refused, name not found,
+    /// TLS failure, target refused by the deny list. `reason` is recorded.
+    case failed(reason: String)
+}
+
+/// What ``RetryPolicy/decide(_:attempt:eventCreatedAt:now:using:)`` says to do next.
+public enum DeliveryDecision: Sendable, Hashable {
+    /// A 2xx: the target has the event.
+    case delivered
+    /// A 410 Gone: the target wants no more of this event; no more attempts.
+    case stopped
+    /// Try again at this time.
+    case retry(at: Timestamp)
+    /// The event is older than `maxAge`: give up on this target.
+    case expired
+}

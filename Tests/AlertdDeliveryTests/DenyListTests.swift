@@ -1,0 +1,146 @@
+import AlertdDelivery
+import Testing
+
+private func addresses(_ texts: [String]) -> [IPAddress] { texts.map { IPAddress($0)! } }
+
+@Suite("The default deny list refuses link-local targets")
+struct DefaultDenyListTests {
+    @Test(
+        "Link-local addresses, however written, are refused",
+        arguments: [
+            ("example.com", ["169.254.169.254"]),
+            ("example.com", ["93.184.216.34", "169.254.169.254"]),
+            ("example.com", ["fe80::1"]),
+            ("example.com", ["::ffff:169.254.169.254"]),
+            ("169.254.169.254", []),
+            ("[fe80::1]", []),
+            ("[::ffff:a9fe:a9fe]", []),
+        ]
+    )
+    func refused(host: String, resolved: [String]) {
+        #expect(DenyList.standard.refuses(host: host, addresses: addresses(resolved)) != nil)
+    }
+
+    @Test(
+        "Everything else is allowed, loopback included",
+        arguments: [
+            ("localhost", ["127.0.0.1", "::1"]),
+            ("127.0.0.1", ["127.0.0.1"]),
+            ("example.com", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]),
+            ("internal.corp", ["10.0.0.1", "192.168.1.1", "172.16.0.1"]),
+            ("edge", ["169.255.0.1", "169.253.255.255", "fec0::1", "fe7f::1"]),
+            ("metadata.google.internal", []),
+        ]
+    )
+    func allowed(host: String, resolved: [String]) {
+        #expect(DenyList.standard.refuses(host: host, addresses: addresses(resolved)) == nil)
+    }
+
+    @Test("The reason names the address and the entry it matched")
+    func reason() {
+        #expect(
+            DenyList.standard.refuses(host: "example.com", addresses: addresses(["169.254.169.254"]))
+                == "169.254.169.254 is in callbacks.deny entry 169.254.0.0/16")
+        #expect(DenyList.standard.refuses(host: "x", addresses: addresses(["fe80::1"])) == "fe80::1 is in callbacks.deny entry fe80::/10")
+        #expect(
+            DenyList.standard.refuses(host: "x", addresses: addresses(["::ffff:169.254.169.254"]))
+                == "::ffff:169.254.169.254 is in callbacks.deny entry 169.254.0.0/16")
+    }
+
+    @Test("The default entries are those of the config example")
+    func defaults() {
+        #expect(DenyList.defaultEntries == ["169.254.0.0/16", "fe80::/10"])
+        #expect(DenyList.standard.entries == DenyList.defaultEntries)
+    }
+
+    @Test("An empty list refuses nothing")
+    func empty() throws {
+        #expect(try DenyList([]).refuses(host: "169.254.169.254", addresses: addresses(["169.254.169.254"])) == nil)
+    }
+}
+
+@Suite("Deny list entries are blocks, addresses and host globs")
+struct DenyListEntryTests {
+    let deny: DenyList
+
+    init() throws {
+        deny = try DenyList([
+            "10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "::1", "*.internal", "metadata.google.internal", "api.*.corp", "Mixed.Case.Example",
+        ])
+    }
+
+    @Test(
+        "Addresses in a listed block, or equal to a listed address, are refused",
+        arguments: [
+            (["10.1.2.3"], true), (["::ffff:10.1.2.3"], true), (["11.0.0.1"], false),
+            (["192.0.2.7"], true), (["192.0.2.8"], false),
+            (["2001:db8:1::5"], true), (["2001:db9::5"], false),
+            (["::1"], true), (["127.0.0.1"], false),
+            (["203.0.113.1", "10.0.0.1"], true), ([], false),
+        ]
+    )
+    func addressEntries(resolved: [String], refused: Bool) {
+        #expect((deny.refuses(host: "target.example", addresses: addresses(resolved)) != nil) == refused)
+    }
+
+    @Test(
+        "Host globs match whole labels, in any case, with or without a trailing dot",
+        arguments: [
+            ("db.internal", true), ("a.b.internal", true), ("DB.INTERNAL", true), ("db.internal.", true), ("internal", false),
+            ("internal.example", false), ("db.internalx", false), ("dbinternal", false),
+            ("metadata.google.internal", true), ("metadata.google.com", false),
+            ("api.eu.corp", true), ("api.eu.west.corp", true), ("API.EU.CORP", true), ("api.corp", false), ("xapi.eu.corp", false),
+            ("web.eu.corp", false), ("mixed.case.example", true), ("MIXED.case.EXAMPLE.", true), ("other.case.example", false),
+        ]
+    )
+    func hostEntries(host: String, refused: Bool) {
+        #expect((deny.refuses(host: host, addresses: addresses(["203.0.113.1"])) != nil) == refused)
+    }
+
+    @Test("The reason names the host and the glob it matched")
+    func reason() {
+        #expect(deny.refuses(host: "Vault.Internal", addresses: []) == "host vault.internal matches callbacks.deny entry *.internal")
+    }
+
+    @Test("A lone * refuses every host")
+    func starAlone() throws {
+        let all = try DenyList(["*"])
+        #expect(all.refuses(host: "example.com", addresses: []) != nil)
+        #expect(all.refuses(host: "localhost", addresses: []) != nil)
+    }
+
+    @Test("Many stars match without blowing up")
+    func manyStars() throws {
+        let stars = try DenyList([Array(repeating: "*", count: 20).joined(separator: ".") + ".x"])
+        let longHost = Array(repeating: "a", count: 100).joined(separator: ".")
+        #expect(stars.refuses(host: longHost, addresses: []) == nil)
+        #expect(stars.refuses(host: longHost + ".x", addresses: []) != nil)
+    }
+
+    @Test(
+        "Invalid entries are config errors that name the entry",
+        arguments: [
+            ("", DenyListError.empty("")),
+            ("10.0.0.0/33", .invalidPrefixLength("10.0.0.0/33")),
+            ("fe80::/129", .invalidPrefixLength("fe80::/129")),
+            ("10.0.0.0/", .invalidPrefixLength("10.0.0.0/")),
+            ("10.0.0.0/x", .invalidPrefixLength("10.0.0.0/x")),
+            ("/8", .invalidAddress("/8")),
+            ("999.1.1.1", .invalidAddress("999.1.1.1")),
+            ("10.0.0", .invalidAddress("10.0.0")),
+            ("999.1.1.1/8", .invalidAddress("999.1.1.1/8")),
+            ("fe80:::/10", .invalidAddress("fe80:::/10")),
+            ("fe80::1%eth0", .invalidAddress("fe80::1%eth0")),
+            ("db*.internal", .invalidHostPattern("db*.internal")),
+            ("*internal", .invalidHostPattern("*internal")),
+            ("a..b", .invalidHostPattern("a..b")),
+            (".internal", .invalidHostPattern(".internal")),
+            ("exa mple.com", .invalidHostPattern("exa mple.com")),
+            ("https://example.com", .invalidAddress("https://example.com")),
+        ]
+    )
+    func invalid(entry: String, error: DenyListError) {
+        #expect(throws: error) { try DenyList(["169.254.0.0/16", entry]) }
+        #expect(error.description.contains("\"\(entry)\""))
+    }
+}
