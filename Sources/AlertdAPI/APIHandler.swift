@@ -156,6 +156,67 @@ final class APIHandler: HTTPHandler {
                 reply { [self] in alertResponse(result) }
             }
 
+        case .createWebhook(let client):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            try Self.requireJSON(request)
+            let (url, secret) = try Self.webhookBody(request.body)
+            service.createWebhook(client: client, url: url, secret: secret) { result in
+                reply { [self] in
+                    switch result {
+                    case .success(let webhook):
+                        var out = JSONWriter(capacity: 256)
+                        out.beginObject()
+                        out.key("id")
+                        out.string(webhook.id)
+                        out.key("url")
+                        out.string(webhook.url)
+                        out.key("secret")
+                        out.string(webhook.secret)
+                        out.endObject()
+                        var response = json(201, out.bytes)
+                        response.headers.append(("Location", "/v1/clients/\(client)/webhooks/\(webhook.id)"))
+                        return response
+                    case .failure(let problem):
+                        return render(problem)
+                    }
+                }
+            }
+
+        case .listWebhooks(let client):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            var out = JSONWriter(capacity: 256)
+            out.beginObject()
+            out.key("webhooks")
+            out.beginArray()
+            for webhook in service.webhooks(of: client) { Self.write(webhook, into: &out) }
+            out.endArray()
+            out.endObject()
+            respond(now: json(200, out.bytes))
+
+        case .getWebhook(let client, let id):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            guard let webhook = service.webhooks(of: client).first(where: { $0.id == id }) else {
+                throw Problem(.notFound, "no webhook \(id) on client \(client)")
+            }
+            var out = JSONWriter(capacity: 128)
+            Self.write(webhook, into: &out)
+            respond(now: json(200, out.bytes))
+
+        case .deleteWebhook(let client, let id):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            service.deleteWebhook(client: client, id: id) { result in
+                reply { [self] in
+                    switch result {
+                    case .success: HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
+                    case .failure(let problem): render(problem)
+                    }
+                }
+            }
+
         case .listAlerts(let client):
             try Self.check(client: client)
             let query = try Query(request, allowed: ["state", "limit", "cursor"])
@@ -219,6 +280,38 @@ final class APIHandler: HTTPHandler {
         case (_?, _?):
             throw Problem(.badRequest, "send exactly one of button and button_index, not both")
         }
+    }
+
+    /// `{"url": "https://…", "secret": optional}`.
+    static func webhookBody(_ body: [UInt8]) throws -> (url: String, secret: String?) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(body)
+        } catch {
+            throw Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")
+        }
+        guard case .object(let object) = value else { throw Problem(.badRequest, "the body must be a JSON object") }
+        if let unknown = object.keys.first(where: { $0 != "url" && $0 != "secret" }) {
+            throw Problem(.badRequest, "unknown field \(unknown); send {\"url\": …, \"secret\": optional}")
+        }
+        guard case .string(let url)? = object["url"] else { throw Problem(.badRequest, "url is required and must be a string") }
+        switch object["secret"] {
+        case nil, .null?: return (url, nil)
+        case .string(let secret)?: return (url, secret)
+        default: throw Problem(.badRequest, "secret must be a string")
+        }
+    }
+
+    /// A webhook as listed: never its secret.
+    static func write(_ webhook: Webhook, into out: inout JSONWriter) {
+        out.beginObject()
+        out.key("id")
+        out.string(webhook.id)
+        out.key("url")
+        out.string(webhook.url)
+        out.key("source")
+        out.string(webhook.source.rawValue)
+        out.endObject()
     }
 
     // MARK: - Rendering

@@ -28,6 +28,9 @@ final class AlertService: Sendable {
         var board: AlertBoard
         var pendingKeys: [KeyRef: (alertID: AlertID, digest: [UInt8])] = [:]
         var draining = false
+        /// Registered webhooks by client, config ones first.
+        var webhooks: [String: [Webhook]] = [:]
+        var webhookIDs = AlertIDGenerator()
     }
 
     struct KeyRef: Hashable, Sendable {
@@ -50,10 +53,12 @@ final class AlertService: Sendable {
 
     init(
         board: AlertBoard, store: any AlertStore, committer: GroupCommitter, clock: any WallClock, settings: Settings,
-        failure: FailureFlag, logger: Logger
+        failure: FailureFlag, webhooks: [Webhook] = [], logger: Logger
     ) {
         self.failure = failure
-        self.state = Mutex(State(board: board))
+        var state = State(board: board)
+        for webhook in webhooks { state.webhooks[webhook.client, default: []].append(webhook) }
+        self.state = Mutex(state)
         self.hub = Mutex(Hub())
         self.store = store
         self.committer = committer
@@ -428,6 +433,64 @@ final class AlertService: Sendable {
                 return (alert, state.board.position(of: latest))
             }
         }
+    }
+
+    // MARK: - Webhooks
+
+    /// Registers a webhook; `secret` nil: a new `whsec_` secret is generated.
+    func createWebhook(client: String, url: String, secret: String?, respond: @escaping @Sendable (Result<Webhook, Problem>) -> Void) {
+        if let problem = CallbackURL.problem(url) {
+            return respond(.failure(Problem(.badRequest, "url \(problem)")))
+        }
+        if let secret {
+            do {
+                _ = try WebhookKey(secret: secret)
+            } catch {
+                return respond(.failure(Problem(.badRequest, "secret: \(error)")))
+            }
+        }
+        let now = clock.now()
+        let outcome: Result<Webhook, Problem> = state.withLock { state in
+            if let refusal = refusal(state) { return .failure(refusal) }
+            let webhook = Webhook(
+                id: Webhook.newID(&state.webhookIDs, at: now), client: client, url: url,
+                secret: secret ?? WebhookSignature.generateSecret(), createdAt: now, source: .api)
+            state.webhooks[client, default: []].append(webhook)
+            committer.submit([.webhook(webhook)]) { result in
+                switch result {
+                case .success: respond(.success(webhook))
+                case .failure(let error): respond(.failure(Self.storeProblem(error)))
+                }
+            }
+            return .success(webhook)
+        }
+        if case .failure(let problem) = outcome { respond(.failure(problem)) }
+    }
+
+    func webhooks(of client: String) -> [Webhook] {
+        state.withLock { $0.webhooks[client] ?? [] }
+    }
+
+    /// Removes an API webhook; config ones stay (403), unknown ones are 404.
+    func deleteWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, Problem>) -> Void) {
+        let outcome: Problem? = state.withLock { state in
+            if let refusal = refusal(state) { return refusal }
+            guard let index = state.webhooks[client]?.firstIndex(where: { $0.id == id }) else {
+                return Problem(.notFound, "no webhook \(id) on client \(client)")
+            }
+            guard state.webhooks[client]![index].source == .api else {
+                return Problem(.forbidden, "webhook \(id) is defined in the config file; remove it there")
+            }
+            state.webhooks[client]!.remove(at: index)
+            committer.submit([.deleteWebhook(id: id)]) { result in
+                switch result {
+                case .success: respond(.success(()))
+                case .failure(let error): respond(.failure(Self.storeProblem(error)))
+                }
+            }
+            return nil
+        }
+        if let outcome { respond(.failure(outcome)) }
     }
 
     // MARK: - Internals

@@ -1,6 +1,8 @@
 import AlertdCore
 import AlertdHTTP
 import AlertdStore
+import AlertdWire
+import Crypto
 import Foundation
 import Glibc
 import Logging
@@ -111,11 +113,21 @@ public enum Application {
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                 retentionSeconds: config.retentionSeconds),
-            failure: failure, logger: logger)
+            failure: failure, webhooks: try configWebhooks(config, at: clock.now()) + store.webhooks(), logger: logger)
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
         return Core(store: store, committer: committer, service: service, handler: handler, restoredPending: stored.pending.count)
+    }
+
+    /// The config's webhooks, with ids that stay the same across restarts.
+    static func configWebhooks(_ config: Config, at time: Timestamp) throws -> [Webhook] {
+        config.webhooks.map { entry in
+            let digest = SHA256.hash(data: Array("\(entry.client)\n\(entry.url)".utf8))
+            let hex = digest.prefix(10).map { String(format: "%02x", $0) }.joined()
+            return Webhook(
+                id: "wh_cfg_" + hex, client: entry.client, url: entry.url, secret: entry.secret, createdAt: time, source: .config)
+        }
     }
 
     static func raiseOpenFileLimit(logger: Logger) {

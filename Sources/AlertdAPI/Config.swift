@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdStore
+import AlertdWire
 import Foundation
 import Logging
 import Yams
@@ -19,6 +20,14 @@ public struct Config: Sendable {
     public var clients: [String: ClientSettings] = [:]
     public var allowAnonymous = false
     public var callbacks = Callbacks()
+    /// The `webhooks:` list: registered callback URLs besides the API's.
+    public var webhooks: [ConfigWebhook] = []
+
+    public struct ConfigWebhook: Sendable, Hashable {
+        public var client: String
+        public var url: String
+        public var secret: String
+    }
 
     public struct Limits: Sendable {
         public var maxBodyBytes = 65_536
@@ -166,8 +175,29 @@ extension Config {
             if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
             if let v = try callbacks.strings("deny") { config.callbacks.deny = v }
         }
-        if root.has("webhooks") {
-            throw ConfigError("\(source): webhooks: callback delivery is not in this version yet; remove the key")
+        if let list = try root.list("webhooks") {
+            for (index, node) in list.enumerated() {
+                let entry = try Section(node, path: "webhooks[\(index)]", source: source)
+                try entry.only(["client", "url", "secret"])
+                guard let client = try entry.string("client"), ClientID.isValid(client) else {
+                    throw ConfigError("\(source): webhooks[\(index)].client must be a client id")
+                }
+                guard let url = try entry.string("url") else {
+                    throw ConfigError("\(source): webhooks[\(index)].url is required")
+                }
+                if let problem = CallbackURL.problem(url) {
+                    throw ConfigError("\(source): webhooks[\(index)].url \(problem)")
+                }
+                guard let secret = try entry.string("secret") else {
+                    throw ConfigError("\(source): webhooks[\(index)].secret is required (the receiver verifies with it)")
+                }
+                do {
+                    _ = try WebhookKey(secret: secret)
+                } catch {
+                    throw ConfigError("\(source): webhooks[\(index)].secret: \(error)")
+                }
+                config.webhooks.append(ConfigWebhook(client: client, url: url, secret: secret))
+            }
         }
         return config
     }
@@ -266,6 +296,12 @@ private struct Section {
         guard let node = value(key) else { return nil }
         guard let v = node.bool else { throw ConfigError("\(source): \(name(key)) must be true or false") }
         return v
+    }
+
+    func list(_ key: String) throws -> [Node]? {
+        guard let node = value(key) else { return nil }
+        guard case .sequence(let sequence) = node else { throw ConfigError("\(source): \(name(key)) must be a list") }
+        return Array(sequence)
     }
 
     func strings(_ key: String) throws -> [String]? {

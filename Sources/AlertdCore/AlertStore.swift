@@ -25,6 +25,10 @@ public enum StoreWrite: Sendable {
     case idempotency(IdempotencyRecord)
     /// Deletes terminal alerts decided before the first time and keys created before the second.
     case purge(decidedBefore: Timestamp, keysBefore: Timestamp)
+    /// Registers an API webhook.
+    case webhook(Webhook)
+    /// Removes an API webhook.
+    case deleteWebhook(id: String)
 }
 
 /// What the daemon restores on start.
@@ -51,6 +55,8 @@ public protocol AlertStore: Sendable {
     /// Terminal alerts of a client in the given states, newest first, with ids below `before`.
     func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws -> [Alert]
     func idempotency(client: String, key: String) throws -> IdempotencyRecord?
+    /// Every webhook registered through the API.
+    func webhooks() throws -> [Webhook]
     /// Whether a write can be made now (for readiness).
     func isWritable() -> Bool
 }

@@ -98,6 +98,18 @@ public final class SQLiteStore: AlertStore {
                     CREATE INDEX alerts_decided_by_client ON alerts(client, id) WHERE decided_at IS NOT NULL;
                     """)
         }
+        migrator.registerMigration("v3: webhooks") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE webhooks (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        client TEXT NOT NULL,
+                        url TEXT NOT NULL,
+                        secret TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 
@@ -137,6 +149,12 @@ public final class SQLiteStore: AlertStore {
                         record.client, record.key, record.alertID.description, Data(record.bodyDigest),
                         record.createdAt.milliseconds,
                     ])
+                case .webhook(let webhook):
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO webhooks (id, client, url, secret, created_at) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [webhook.id, webhook.client, webhook.url, webhook.secret, webhook.createdAt.milliseconds])
+                case .deleteWebhook(let id):
+                    try db.execute(sql: "DELETE FROM webhooks WHERE id = ?", arguments: [id])
                 case .purge(let decidedBefore, let keysBefore):
                     try db.execute(
                         sql: "DELETE FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
@@ -184,6 +202,16 @@ public final class SQLiteStore: AlertStore {
             return IdempotencyRecord(
                 client: client, key: key, alertID: id, bodyDigest: Array(digest),
                 createdAt: Timestamp(milliseconds: row["created_at"]))
+        }
+    }
+
+    public func webhooks() throws -> [Webhook] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, client, url, secret, created_at FROM webhooks ORDER BY id").map { row in
+                Webhook(
+                    id: row[0], client: row[1], url: row[2], secret: row[3],
+                    createdAt: Timestamp(milliseconds: row[4]), source: .api)
+            }
         }
     }
 

@@ -1,11 +1,23 @@
 import AlertdCore
 import AlertdStore
+import Foundation
 import Testing
 
 @testable import AlertdAPI
 
 @Suite("The config file")
 struct ConfigTests {
+    @Test("the commented example in config/ is a valid config with the defaults")
+    func shippedExample() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let config = try Config.load(path: repository.appendingPathComponent("config/alertd.yaml").path)
+        #expect(config.listen == Config().listen)
+        #expect(config.durability == .full)
+        #expect(config.limits.maxWaitSeconds == 60)
+        #expect(config.alertRules == AlertRules())
+        #expect(config.webhooks.isEmpty)
+    }
+
     @Test("an empty file means every default of §8")
     func defaults() throws {
         let config = try Config.parse(yaml: "")
@@ -93,10 +105,42 @@ struct ConfigTests {
     }
 
     @Test("keys of capabilities this version lacks are refused instead of silently ignored", arguments: [
-        "auth: { tokens: [] }", "webhooks: []", "limits: { rate_per_second: 10 }", "limits: { rate_burst: 10 }",
+        "auth: { tokens: [] }", "limits: { rate_per_second: 10 }", "limits: { rate_burst: 10 }",
     ])
     func notYet(yaml: String) {
         #expect(throws: ConfigError.self) { try Config.parse(yaml: yaml) }
+    }
+
+    @Test("webhooks lists client, url and secret per entry")
+    func webhooks() throws {
+        let config = try Config.parse(yaml: """
+            webhooks:
+              - client: ops
+                url: "http://127.0.0.1:9000/hook"
+                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+              - { client: team-1, url: "https://hooks.example/a", secret: "plain text secret" }
+            """)
+        #expect(config.webhooks == [
+            .init(client: "ops", url: "http://127.0.0.1:9000/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            .init(client: "team-1", url: "https://hooks.example/a", secret: "plain text secret"),
+        ])
+        #expect(try Config.parse(yaml: "webhooks: []").webhooks.isEmpty)
+    }
+
+    @Test("a bad webhooks entry is an error naming it", arguments: [
+        ("webhooks: [{ client: ops, url: 'ftp://x/y', secret: s }]", "webhooks[0].url"),
+        ("webhooks: [{ client: '-x', url: 'http://x/y', secret: s }]", "webhooks[0].client"),
+        ("webhooks: [{ client: ops, url: 'http://x/y' }]", "webhooks[0].secret"),
+        ("webhooks: [{ client: ops, url: 'http://x/y', secret: 'whsec_!!' }]", "webhooks[0].secret"),
+        ("webhooks: [{ client: ops, url: 'http://x/y', secret: s, colour: red }]", "webhooks[0].colour"),
+        ("webhooks: { client: ops }", "webhooks"),
+    ])
+    func badWebhook(yaml: String, key: String) {
+        #expect {
+            try Config.parse(yaml: yaml)
+        } throws: { error in
+            "\(error)".contains(key)
+        }
     }
 
     @Test("listen parses host and port, IPv6 in brackets")
@@ -139,6 +183,10 @@ struct RoutingTests {
         ("GET", "/v1/clients/ops/alerts/X1", .getAlert(client: "ops", id: "X1")),
         ("DELETE", "/v1/clients/ops/alerts/X1", .withdrawAlert(client: "ops", id: "X1")),
         ("POST", "/v1/clients/ops/alerts/X1/choice", .choose(client: "ops", id: "X1")),
+        ("POST", "/v1/clients/ops/webhooks", .createWebhook(client: "ops")),
+        ("GET", "/v1/clients/ops/webhooks", .listWebhooks(client: "ops")),
+        ("GET", "/v1/clients/ops/webhooks/wh_1", .getWebhook(client: "ops", id: "wh_1")),
+        ("DELETE", "/v1/clients/ops/webhooks/wh_1", .deleteWebhook(client: "ops", id: "wh_1")),
     ])
     func routes(method: String, path: String, endpoint: Endpoint) {
         guard case .found(let found, _) = Router.api.match(method: method, path: path) else {

@@ -30,6 +30,7 @@ final class FailingStore: AlertStore, Sendable {
         try inner.decided(on: client, states: states, before: before, limit: limit)
     }
     func idempotency(client: String, key: String) throws -> IdempotencyRecord? { try inner.idempotency(client: client, key: key) }
+    func webhooks() throws -> [Webhook] { try inner.webhooks() }
     func isWritable() -> Bool { !failing.load(ordering: .relaxed) && inner.isWritable() }
 }
 

@@ -36,6 +36,7 @@ final class GatedStore: AlertStore, @unchecked Sendable {
         try inner.decided(on: client, states: states, before: before, limit: limit)
     }
     func idempotency(client: String, key: String) throws -> IdempotencyRecord? { try inner.idempotency(client: client, key: key) }
+    func webhooks() throws -> [Webhook] { try inner.webhooks() }
     func isWritable() -> Bool { inner.isWritable() }
 }
 

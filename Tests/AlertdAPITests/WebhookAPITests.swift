@@ -1,0 +1,102 @@
+import AlertdWire
+import Foundation
+import Testing
+
+@testable import AlertdAPI
+
+@Suite("Registered webhooks")
+struct WebhookAPITests {
+    static let config = """
+        webhooks:
+          - { client: ops, url: "http://127.0.0.1:9000/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }
+        """
+
+    @Test("registering without a secret generates a whsec_ secret of 32 random bytes, shown once")
+    func generatedSecret() throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let created = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#)
+        #expect(created.status == 201)
+        let body = try created.object()
+        let id = try #require(body["id"] as? String)
+        #expect(id.hasPrefix("wh_"))
+        #expect(created.header("Location") == "/v1/clients/ops/webhooks/\(id)")
+        let secret = try #require(body["secret"] as? String)
+        #expect(secret.hasPrefix("whsec_"))
+        #expect(Data(base64Encoded: String(secret.dropFirst(6)))?.count == 32)
+        let other = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#).object()
+        #expect(other["secret"] as? String != secret)
+
+        let listed = try daemon.send("GET", "/v1/clients/ops/webhooks")
+        #expect(listed.text.contains(secret) == false, "secrets are not shown again")
+        let one = try daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").object()
+        #expect(one["url"] as? String == "https://hooks.example/alerts")
+        #expect(one["secret"] == nil)
+    }
+
+    @Test("a given secret is kept, and webhooks survive a restart")
+    func givenSecretAndRestart() throws {
+        var daemon = try InProcessDaemon()
+        let created = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://[::1]:9000/h","secret":"my secret"}"#)
+        #expect(try created.object()["secret"] as? String == "my secret")
+        let id = try created.object()["id"] as! String
+        daemon = try daemon.restart()
+        defer { daemon.cleanUp() }
+        let list = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(list.map { $0["id"] as? String } == [id])
+        #expect(list.first?["source"] as? String == "api")
+        #expect((try daemon.send("GET", "/v1/clients/other/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+    }
+
+    @Test("deleting removes it for good; an unknown id is 404")
+    func delete() throws {
+        var daemon = try InProcessDaemon()
+        let id = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://a.example/h"}"#).object()["id"] as! String
+        #expect(try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
+        #expect(try daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").status == 404)
+        #expect(try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 404)
+        #expect(try daemon.send("DELETE", "/v1/clients/other/webhooks/\(id)").status == 404)
+        daemon = try daemon.restart()
+        defer { daemon.cleanUp() }
+        #expect((try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+    }
+
+    @Test("webhooks from the config are listed with source config and cannot be deleted through the API")
+    func configWebhooks() throws {
+        var daemon = try InProcessDaemon(config: Self.config)
+        let list = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(list.count == 1)
+        let id = try #require(list.first?["id"] as? String)
+        #expect(id.hasPrefix("wh_cfg_"))
+        #expect(list.first?["source"] as? String == "config")
+        let refused = try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)")
+        #expect(refused.status == 403)
+        #expect(try refused.object()["code"] as? String == "forbidden")
+        daemon = try daemon.restart(config: Self.config)
+        defer { daemon.cleanUp() }
+        let again = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(again.first?["id"] as? String == id, "config webhook ids are stable across restarts")
+    }
+
+    @Test("an invalid registration is 400 with the reason", arguments: [
+        (#"{"url":"ftp://x/hook"}"#, "http or https"),
+        (#"{"url":"http:///hook"}"#, "host"),
+        (#"{"url":"http://x:99999/"}"#, "port"),
+        (#"{"url":"https://x/","secret":"whsec_!!!"}"#, "base64"),
+        (#"{"url":"https://x/","secret":""}"#, "secret"),
+        (#"{"url":"https://x/","events":["all"]}"#, "unknown field events"),
+        (#"{"secret":"s"}"#, "url is required"),
+        (#"{"url":5}"#, "url is required"),
+        (#"["https://x/"]"#, "JSON object"),
+        (#"{"url":"#, "not valid JSON"),
+    ])
+    func invalid(body: String, reason: String) throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let response = try daemon.send("POST", "/v1/clients/ops/webhooks", json: body)
+        #expect(response.status == 400)
+        #expect(try response.object()["code"] as? String == "bad-request")
+        #expect((try response.object()["detail"] as? String ?? "").contains(reason), "\(response.text)")
+        #expect((try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+    }
+}
