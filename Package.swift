@@ -50,7 +50,7 @@ let package = Package(
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire",
+                "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -83,7 +83,10 @@ let package = Package(
         .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdWire", "AlertdClient"]),
         .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdWire"]),
-        .testTarget(name: "AlertdAPITests", dependencies: ["AlertdAPI", "AlertdHTTP"]),
+        .testTarget(
+            name: "AlertdAPITests",
+            dependencies: ["AlertdAPI", "AlertdHTTP", "AlertdStore", "AlertdClient", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // Starts the real alertd binary and speaks HTTP over real sockets.
         .testTarget(name: "AlertdEndToEndTests", dependencies: ["alertd", "AlertdWire"]),
     ]

@@ -156,6 +156,56 @@ final class APIHandler: HTTPHandler {
                 reply { [self] in alertResponse(result) }
             }
 
+        case .deliveries(let client, let idText):
+            try Self.check(client: client)
+            _ = try Query(request, allowed: [])
+            let id = try Self.alertID(idText, client: client)
+            guard case .success(_?) = service.lookup(id, client: client) else {
+                throw Problem(.notFound, "no alert \(idText) on client \(client)")
+            }
+            let records: [DeliveryRecord]
+            do {
+                records = try service.store.deliveries(of: id)
+            } catch {
+                throw Problem(.unavailable, "the store cannot be read: \(error)")
+            }
+            var out = JSONWriter(capacity: 256 + records.count * 256)
+            out.beginObject()
+            out.key("deliveries")
+            out.beginArray()
+            for record in records {
+                out.beginObject()
+                out.key("id")
+                out.string(record.id)
+                out.key("event_id")
+                out.string(record.eventID)
+                out.key("target")
+                out.string(record.target)
+                out.key("webhook_id")
+                out.string(record.webhookID)
+                out.key("state")
+                out.string(record.state.rawValue)
+                out.key("attempts")
+                out.beginArray()
+                for attempt in record.attempts {
+                    out.beginObject()
+                    out.key("at")
+                    out.timestamp(attempt.at)
+                    out.key("status_code")
+                    if let code = attempt.statusCode { out.int(code) } else { out.null() }
+                    out.key("error")
+                    out.string(attempt.error)
+                    out.endObject()
+                }
+                out.endArray()
+                out.key("next_attempt_at")
+                out.timestamp(record.state == .pending ? record.nextAttemptAt : nil)
+                out.endObject()
+            }
+            out.endArray()
+            out.endObject()
+            respond(now: json(200, out.bytes))
+
         case .createWebhook(let client):
             try Self.check(client: client)
             _ = try Query(request, allowed: [])

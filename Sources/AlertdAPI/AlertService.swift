@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdDelivery
 import AlertdHTTP
 import AlertdStore
 import AlertdWire
@@ -21,6 +22,8 @@ final class AlertService: Sendable {
         var maxWaitSeconds: Int
         var maxWaiters: Int
         var retentionSeconds: Double
+        /// Signs deliveries to an alert's `callback_url`; without it no alert may have one.
+        var signingSecret: String? = nil
     }
 
     /// The board and the idempotency keys whose alert is not committed yet.
@@ -31,6 +34,8 @@ final class AlertService: Sendable {
         /// Registered webhooks by client, config ones first.
         var webhooks: [String: [Webhook]] = [:]
         var webhookIDs = AlertIDGenerator()
+        var eventIDs = CallbackEventIDGenerator()
+        var deliveryIDs = AlertIDGenerator()
     }
 
     struct KeyRef: Hashable, Sendable {
@@ -111,6 +116,13 @@ final class AlertService: Sendable {
         case .failure(let invalid):
             var problem = Problem(.invalidAlert, invalid.errors.count == 1 ? "1 field is invalid" : "\(invalid.errors.count) fields are invalid")
             problem.errors = invalid.errors
+            return respond(.failure(problem))
+        }
+        if draft.callbackURL != nil, settings.signingSecret == nil {
+            var problem = Problem(.invalidAlert, "1 field is invalid")
+            problem.errors = [
+                FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
+            ]
             return respond(.failure(problem))
         }
         let digest = idempotencyKey.map { _ in Array(SHA256.hash(data: body)) }
@@ -202,7 +214,7 @@ final class AlertService: Sendable {
             case failed(Problem)
             case stored
             case unchanged
-            case changed(Alert, BoardChange, [(String, Alert?)])
+            case changed(Alert, BoardChange, [(String, Alert?)], [StoreWrite])
         }
         let outcome: Outcome = state.withLock { state in
             if let refusal = refusal(state) { return .failed(refusal) }
@@ -223,7 +235,7 @@ final class AlertService: Sendable {
                     }
                     if change.saved.isEmpty { return .unchanged }
                     if let next = state.board.nextDeadline { ticker.poke(at: next) }
-                    return .changed(alert, change, Self.displays(change, state.board))
+                    return .changed(alert, change, Self.displays(change, state.board), writes(for: change, &state, now: now))
                 } catch {
                     return .failed(Problem(error))
                 }
@@ -257,8 +269,8 @@ final class AlertService: Sendable {
                 case .failure(let problem): respond(.failure(problem))
                 }
             }
-        case .changed(let alert, let change, let displays):
-            committer.submit(change.saved.map { .alert($0) }) { [self] result in
+        case .changed(let alert, let change, let displays, let writes):
+            committer.submit(writes) { [self] result in
                 if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
                 finish(change, displays: displays) { _ in () }
                 respond(.success(alert))
@@ -276,7 +288,7 @@ final class AlertService: Sendable {
             let change = state.board.fireDeadlines(now: now)
             let displays = Self.displays(change, state.board)
             if !change.saved.isEmpty {
-                committer.submit(change.saved.map { .alert($0) }) { [self] result in
+                committer.submit(writes(for: change, &state, now: now)) { [self] result in
                     if case .failure = result { return }
                     finish(change, displays: displays) { _ in () }
                 }
@@ -512,6 +524,42 @@ final class AlertService: Sendable {
         var problem = Problem(.tooManyWaiters, "\(max) requests are already waiting; retry later")
         problem.headers = [("Retry-After", "1")]
         return problem
+    }
+
+    /// The writes of a change: its alerts, and for each alert it decided, the
+    /// event with one delivery per target (§5) — in the same write set, so in
+    /// the same transaction as the terminal state.
+    private func writes(for change: BoardChange, _ state: inout State, now: Timestamp) -> [StoreWrite] {
+        var writes: [StoreWrite] = change.saved.map { .alert($0) }
+        for alert in change.decided {
+            var deliveries: [OutboxDelivery] = []
+            if let url = alert.callbackURL {
+                if let secret = settings.signingSecret {
+                    deliveries.append(
+                        OutboxDelivery(id: "dl_" + state.deliveryIDs.next(at: now).description, target: url, webhookID: nil, secret: secret))
+                } else {
+                    logger.warning(
+                        "callback_url not called: callbacks.signing_secret is not set",
+                        metadata: ["alert": "\(alert.id)", "client": "\(alert.client)"])
+                }
+            }
+            for webhook in state.webhooks[alert.client] ?? [] {
+                deliveries.append(
+                    OutboxDelivery(
+                        id: "dl_" + state.deliveryIDs.next(at: now).description, target: webhook.url, webhookID: webhook.id,
+                        secret: webhook.secret))
+            }
+            guard !deliveries.isEmpty else { continue }
+            let event = CallbackEvent(
+                id: state.eventIDs.next(at: now), state: alert.state, timestamp: alert.decidedAt ?? now,
+                renderedAlert: Rendering.alert(alert, position: nil))
+            writes.append(
+                .event(
+                    OutboxEvent(
+                        id: event.id.description, alertID: alert.id, client: alert.client, type: event.type, createdAt: now,
+                        body: event.body, deliveries: deliveries)))
+        }
+        return writes
     }
 
     /// The displayed alert of each client whose display the change touched, as of the change.

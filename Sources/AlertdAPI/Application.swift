@@ -112,7 +112,7 @@ public enum Application {
             board: board, store: store, committer: committer, clock: clock,
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
-                retentionSeconds: config.retentionSeconds),
+                retentionSeconds: config.retentionSeconds, signingSecret: config.callbacks.signingSecret),
             failure: failure, webhooks: try configWebhooks(config, at: clock.now()) + store.webhooks(), logger: logger)
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)

@@ -168,7 +168,14 @@ extension Config {
         }
         if let callbacks = try root.section("callbacks") {
             try callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny"])
-            config.callbacks.signingSecret = try callbacks.string("signing_secret")
+            if let secret = try callbacks.string("signing_secret") {
+                do {
+                    _ = try WebhookKey(secret: secret)
+                } catch {
+                    throw ConfigError("\(source): callbacks.signing_secret: \(error)")
+                }
+                config.callbacks.signingSecret = secret
+            }
             if let v = try callbacks.seconds("timeout") { config.callbacks.timeout = v }
             if let v = try callbacks.seconds("max_age") { config.callbacks.maxAge = v }
             if let v = try callbacks.seconds("retry_initial_seconds") { config.callbacks.retryInitialSeconds = v }

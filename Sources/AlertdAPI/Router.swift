@@ -9,6 +9,7 @@ public enum Endpoint: Sendable, Hashable {
     case getAlert(client: String, id: String)
     case withdrawAlert(client: String, id: String)
     case choose(client: String, id: String)
+    case deliveries(client: String, id: String)
     case createWebhook(client: String)
     case listWebhooks(client: String)
     case getWebhook(client: String, id: String)
@@ -64,6 +65,7 @@ public struct Router: Sendable {
         route("GET", "/v1/clients/{client}/alerts/{id}", .read) { .getAlert(client: $0[0], id: $0[1]) },
         route("DELETE", "/v1/clients/{client}/alerts/{id}", .post) { .withdrawAlert(client: $0[0], id: $0[1]) },
         route("POST", "/v1/clients/{client}/alerts/{id}/choice", .answer) { .choose(client: $0[0], id: $0[1]) },
+        route("GET", "/v1/clients/{client}/alerts/{id}/deliveries", .read) { .deliveries(client: $0[0], id: $0[1]) },
         route("POST", "/v1/clients/{client}/webhooks", .admin) { .createWebhook(client: $0[0]) },
         route("GET", "/v1/clients/{client}/webhooks", .admin) { .listWebhooks(client: $0[0]) },
         route("GET", "/v1/clients/{client}/webhooks/{id}", .admin) { .getWebhook(client: $0[0], id: $0[1]) },

@@ -17,6 +17,91 @@ public struct IdempotencyRecord: Sendable, Hashable {
     }
 }
 
+/// The terminal event of an alert and its deliveries, one per target (§5):
+/// written in the same transaction as the alert's terminal state.
+public struct OutboxEvent: Sendable, Hashable {
+    /// `msg_…`: the `webhook-id` every target receives.
+    public var id: String
+    public var alertID: AlertID
+    public var client: String
+    /// `alert.<terminal state>`.
+    public var type: String
+    public var createdAt: Timestamp
+    /// The exact bytes every attempt sends and signs.
+    public var body: [UInt8]
+    public var deliveries: [OutboxDelivery]
+
+    public init(id: String, alertID: AlertID, client: String, type: String, createdAt: Timestamp, body: [UInt8], deliveries: [OutboxDelivery]) {
+        self.id = id
+        self.alertID = alertID
+        self.client = client
+        self.type = type
+        self.createdAt = createdAt
+        self.body = body
+        self.deliveries = deliveries
+    }
+}
+
+/// One target of an event.
+public struct OutboxDelivery: Sendable, Hashable {
+    /// `dl_…`.
+    public var id: String
+    public var target: String
+    /// The webhook it goes to; nil for the alert's `callback_url`.
+    public var webhookID: String?
+    /// The secret that signs it, fixed when the event is written.
+    public var secret: String
+
+    public init(id: String, target: String, webhookID: String?, secret: String) {
+        self.id = id
+        self.target = target
+        self.webhookID = webhookID
+        self.secret = secret
+    }
+}
+
+/// Where a delivery stands.
+public enum DeliveryState: String, Sendable, Hashable {
+    case pending, delivered, failed
+}
+
+/// One attempt to deliver: its time and the status code or error.
+public struct DeliveryAttempt: Sendable, Hashable {
+    public var at: Timestamp
+    public var statusCode: Int?
+    public var error: String?
+
+    public init(at: Timestamp, statusCode: Int?, error: String?) {
+        self.at = at
+        self.statusCode = statusCode
+        self.error = error
+    }
+}
+
+/// A delivery as the deliveries API shows it.
+public struct DeliveryRecord: Sendable, Hashable {
+    public var id: String
+    public var eventID: String
+    public var target: String
+    public var webhookID: String?
+    public var state: DeliveryState
+    public var attempts: [DeliveryAttempt]
+    public var nextAttemptAt: Timestamp?
+
+    public init(
+        id: String, eventID: String, target: String, webhookID: String?, state: DeliveryState, attempts: [DeliveryAttempt],
+        nextAttemptAt: Timestamp?
+    ) {
+        self.id = id
+        self.eventID = eventID
+        self.target = target
+        self.webhookID = webhookID
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
 /// One durable change.
 public enum StoreWrite: Sendable {
     case client(String, createdAt: Timestamp)
@@ -29,6 +114,8 @@ public enum StoreWrite: Sendable {
     case webhook(Webhook)
     /// Removes an API webhook.
     case deleteWebhook(id: String)
+    /// Records a terminal event and its pending deliveries (due at once).
+    case event(OutboxEvent)
 }
 
 /// What the daemon restores on start.
@@ -57,6 +144,8 @@ public protocol AlertStore: Sendable {
     func idempotency(client: String, key: String) throws -> IdempotencyRecord?
     /// Every webhook registered through the API.
     func webhooks() throws -> [Webhook]
+    /// The deliveries of an alert's events, oldest first, with their attempts.
+    func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
     /// Whether a write can be made now (for readiness).
     func isWritable() -> Bool
 }

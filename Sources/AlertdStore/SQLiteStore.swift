@@ -110,6 +110,39 @@ public final class SQLiteStore: AlertStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v4: the callback outbox") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE events (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        alert_id TEXT NOT NULL,
+                        client TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        body BLOB NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE TABLE deliveries (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        event_id TEXT NOT NULL,
+                        alert_id TEXT NOT NULL,
+                        target TEXT NOT NULL,
+                        webhook_id TEXT,
+                        secret TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        next_attempt_at INTEGER
+                    ) WITHOUT ROWID;
+                    CREATE INDEX deliveries_due ON deliveries(next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX deliveries_by_alert ON deliveries(alert_id, id);
+                    CREATE TABLE delivery_attempts (
+                        delivery_id TEXT NOT NULL,
+                        number INTEGER NOT NULL,
+                        at INTEGER NOT NULL,
+                        status_code INTEGER,
+                        error TEXT,
+                        PRIMARY KEY (delivery_id, number)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 
@@ -155,7 +188,35 @@ public final class SQLiteStore: AlertStore {
                         arguments: [webhook.id, webhook.client, webhook.url, webhook.secret, webhook.createdAt.milliseconds])
                 case .deleteWebhook(let id):
                     try db.execute(sql: "DELETE FROM webhooks WHERE id = ?", arguments: [id])
+                case .event(let event):
+                    try db.execute(
+                        sql: "INSERT INTO events (id, alert_id, client, type, created_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+                        arguments: [
+                            event.id, event.alertID.description, event.client, event.type, event.createdAt.milliseconds,
+                            Data(event.body),
+                        ])
+                    for delivery in event.deliveries {
+                        try db.execute(
+                            sql: """
+                                INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at)
+                                VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)
+                                """,
+                            arguments: [
+                                delivery.id, event.id, event.alertID.description, delivery.target, delivery.webhookID,
+                                delivery.secret, event.createdAt.milliseconds,
+                            ])
+                    }
                 case .purge(let decidedBefore, let keysBefore):
+                    // Events, deliveries and attempts go with their alert.
+                    let purged = "SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?"
+                    try db.execute(
+                        sql: """
+                            DELETE FROM delivery_attempts WHERE delivery_id IN
+                                (SELECT id FROM deliveries WHERE alert_id IN (\(purged)))
+                            """,
+                        arguments: [decidedBefore.milliseconds])
+                    try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
+                    try db.execute(sql: "DELETE FROM events WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
                     try db.execute(
                         sql: "DELETE FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
                         arguments: [decidedBefore.milliseconds])
@@ -211,6 +272,30 @@ public final class SQLiteStore: AlertStore {
                 Webhook(
                     id: row[0], client: row[1], url: row[2], secret: row[3],
                     createdAt: Timestamp(milliseconds: row[4]), source: .api)
+            }
+        }
+    }
+
+    public func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] {
+        try pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
+                    WHERE alert_id = ? ORDER BY id
+                    """,
+                arguments: [alertID.description])
+            return try rows.map { row in
+                let id: String = row[0]
+                let attempts = try Row.fetchAll(
+                    db, sql: "SELECT at, status_code, error FROM delivery_attempts WHERE delivery_id = ? ORDER BY number",
+                    arguments: [id]
+                ).map { DeliveryAttempt(at: Timestamp(milliseconds: $0[0]), statusCode: $0[1], error: $0[2]) }
+                let stateText: String = row[4]
+                return DeliveryRecord(
+                    id: id, eventID: row[1], target: row[2], webhookID: row[3],
+                    state: DeliveryState(rawValue: stateText) ?? .pending, attempts: attempts,
+                    nextAttemptAt: (row[5] as Int64?).map { Timestamp(milliseconds: $0) })
             }
         }
     }

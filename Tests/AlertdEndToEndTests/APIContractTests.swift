@@ -1202,7 +1202,7 @@ extension APIContractTests {
 /// through `SharedAlertd.daemon()`. A nested suite with its own trait gets its own daemon.
 struct SharedAlertd: SuiteTrait, TestScoping {
     /// Fast commits (these tests are not about durability) and the `listening` log line.
-    static let baseConfig = "durability: normal\nlog:\n  level: info\n"
+    static let baseConfig = "durability: normal\nlog:\n  level: info\ncallbacks:\n  signing_secret: e2e-signing-secret\n"
 
     let config: String
     /// Runs once after the daemon started, before any test of the suite.

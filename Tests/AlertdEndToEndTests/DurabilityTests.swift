@@ -97,6 +97,32 @@ struct DurabilityTests {
         #expect(missing.isEmpty, "\(missing.count) of \(acked.count) acknowledged posts are gone")
     }
 
+    @Test("the callback events of an acknowledged choice survive kill -9 right after it")
+    func outboxSurvives() throws {
+        let config = """
+            callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }
+            webhooks:
+              - { client: ops, url: "http://127.0.0.1:9/hook", secret: "s" }
+            """
+        let first = try Daemon.start(.init(config: config))
+        let http = first.client()
+        var decided: [String] = []
+        for index in 0..<10 {
+            let alert = try http.postAlert("ops", #"{"title":"n\#(index)","buttons":[{"title":"OK"}],"callback_url":"http://127.0.0.1:9/cb"}"#)
+            #expect(try http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
+            decided.append(id(alert))
+        }
+        first.kill9()
+        let second = try first.restart()
+        defer { second.cleanup() }
+        let after = second.client()
+        for alertID in decided {
+            let deliveries = try after.get("/v1/clients/ops/alerts/\(alertID)/deliveries").jsonObject()["deliveries"] as! [[String: Any]]
+            #expect(deliveries.count == 2, "alert \(alertID)")
+            #expect(Set(deliveries.compactMap { $0["event_id"] as? String }).count == 1)
+        }
+    }
+
     @Test("an Idempotency-Key still replays the first alert after kill -9")
     func idempotencySurvives() throws {
         let first = try Daemon.start()
