@@ -128,15 +128,11 @@ final class AlertService: Sendable {
         let digest = idempotencyKey.map { _ in Array(SHA256.hash(data: body)) }
         let now = clock.now()
 
-        enum Outcome {
-            case failed(Problem)
-            case replay(AlertID)
-            case created(Alert, BoardChange, [StoreWrite], KeyRef?, [(String, Alert?)])
-        }
         // Everything, the store lookup of a key included, under the board lock:
-        // two posts with one key can never both create.
-        let outcome: Outcome = state.withLock { state in
-            if let refusal = refusal(state) { return .failed(refusal) }
+        // two posts with one key can never both create. Writes are submitted
+        // under it too, so the store applies them in board order.
+        let failure: Problem? = state.withLock { state in
+            if let refusal = refusal(state) { return refusal }
             var keyRef: KeyRef?
             if let idempotencyKey, let digest {
                 let ref = KeyRef(client: client, key: idempotencyKey)
@@ -149,14 +145,23 @@ final class AlertService: Sendable {
                             existing = (record.alertID, record.bodyDigest)
                         }
                     } catch {
-                        return .failed(Problem(.unavailable, "the store cannot be read: \(error)"))
+                        return Problem(.unavailable, "the store cannot be read: \(error)")
                     }
                 }
                 if let existing {
                     guard existing.digest == digest else {
-                        return .failed(Problem(.idempotencyMismatch, "Idempotency-Key \(idempotencyKey) was used for a different body"))
+                        return Problem(.idempotencyMismatch, "Idempotency-Key \(idempotencyKey) was used for a different body")
                     }
-                    return .replay(existing.alertID)
+                    // Answered once everything before it, the original post included, is committed.
+                    committer.submit([]) { [self] result in
+                        if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                        switch lookup(existing.alertID, client: client) {
+                        case .success(let alert?): respond(.success((alert, created: false)))
+                        case .success(nil): respond(.failure(Problem(.notFound, "the alert of this Idempotency-Key is gone (purged)")))
+                        case .failure(let problem): respond(.failure(problem))
+                        }
+                    }
+                    return nil
                 }
                 keyRef = ref
             }
@@ -165,7 +170,7 @@ final class AlertService: Sendable {
             do throws(BoardError) {
                 (alert, change) = try state.board.post(draft, to: client, now: now)
             } catch {
-                return .failed(Problem(error))
+                return Problem(error)
             }
             var writes: [StoreWrite] = change.newClients.map { .client($0, createdAt: now) }
             writes += change.saved.map { .alert($0) }
@@ -174,23 +179,8 @@ final class AlertService: Sendable {
                 state.pendingKeys[keyRef] = (alert.id, digest)
             }
             if let next = state.board.nextDeadline { ticker.poke(at: next) }
-            return .created(alert, change, writes, keyRef, Self.displays(change, state.board))
-        }
-
-        switch outcome {
-        case .failed(let problem):
-            respond(.failure(problem))
-        case .replay(let id):
-            committer.submit([]) { [self] result in
-                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
-                switch lookup(id, client: client) {
-                case .success(let alert?): respond(.success((alert, created: false)))
-                case .success(nil): respond(.failure(Problem(.notFound, "the alert of this Idempotency-Key is gone (purged)")))
-                case .failure(let problem): respond(.failure(problem))
-                }
-            }
-        case .created(let alert, let change, let writes, let keyRef, let displays):
-            committer.submit(writes) { [self] result in
+            let displays = Self.displays(change, state.board)
+            committer.submit(writes) { [self, keyRef] result in
                 if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
                 let visible = finish(change, displays: displays) { state in
                     if let keyRef { state.pendingKeys[keyRef] = nil }
@@ -198,7 +188,9 @@ final class AlertService: Sendable {
                 }
                 respond(.success((visible, created: true)))
             }
+            return nil
         }
+        if let failure { respond(.failure(failure)) }
     }
 
     // MARK: - Choosing and withdrawing
@@ -211,11 +203,11 @@ final class AlertService: Sendable {
     func decide(_ decision: Decision, id: AlertID, client: String, by decider: String?, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void) {
         let now = clock.now()
         enum Outcome {
+            case done
             case failed(Problem)
             case stored
-            case unchanged
-            case changed(Alert, BoardChange, [(String, Alert?)], [StoreWrite])
         }
+        // Writes (and barriers) are submitted under the board lock: store order is board order.
         let outcome: Outcome = state.withLock { state in
             if let refusal = refusal(state) { return .failed(refusal) }
             switch state.board.visible(id) {
@@ -233,15 +225,36 @@ final class AlertService: Sendable {
                     case .withdraw:
                         (alert, change) = try state.board.withdraw(id, on: client, by: decider, now: now)
                     }
-                    if change.saved.isEmpty { return .unchanged }
+                    if change.saved.isEmpty {
+                        // A safe retry of a decision that may still be committing: answer
+                        // after it, and only if it did commit.
+                        committer.submit([]) { [self] result in
+                            if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                            if let refusal = storeRefusal { return respond(.failure(refusal)) }
+                            switch lookup(id, client: client) {
+                            case .success(let stored?) where stored.state == alert.state: respond(.success(stored))
+                            case .success: respond(.failure(Problem(.unavailable, "the decision on alert \(id) was not committed")))
+                            case .failure(let problem): respond(.failure(problem))
+                            }
+                        }
+                        return .done
+                    }
                     if let next = state.board.nextDeadline { ticker.poke(at: next) }
-                    return .changed(alert, change, Self.displays(change, state.board), writes(for: change, &state, now: now))
+                    let displays = Self.displays(change, state.board)
+                    committer.submit(writes(for: change, &state, now: now)) { [self] result in
+                        if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
+                        finish(change, displays: displays) { _ in () }
+                        respond(.success(alert))
+                    }
+                    return .done
                 } catch {
                     return .failed(Problem(error))
                 }
             }
         }
         switch outcome {
+        case .done:
+            break
         case .failed(let problem):
             respond(.failure(problem))
         case .stored:
@@ -258,22 +271,6 @@ final class AlertService: Sendable {
                 } catch {
                     respond(.failure(Problem(error)))
                 }
-            }
-        case .unchanged:
-            // A safe retry of a decision that may still be committing: answer after it.
-            committer.submit([]) { [self] result in
-                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
-                switch lookup(id, client: client) {
-                case .success(let alert?): respond(.success(alert))
-                case .success(nil): respond(.failure(Problem(.notFound, "no alert \(id) on client \(client)")))
-                case .failure(let problem): respond(.failure(problem))
-                }
-            }
-        case .changed(let alert, let change, let displays, let writes):
-            committer.submit(writes) { [self] result in
-                if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
-                finish(change, displays: displays) { _ in () }
-                respond(.success(alert))
             }
         }
     }
@@ -510,10 +507,12 @@ final class AlertService: Sendable {
     /// Why changes are refused right now, if they are.
     private func refusal(_ state: State) -> Problem? {
         if state.draining { return Problem(.unavailable, "alertd is shutting down") }
-        if let reason = failure.failure {
-            return Problem(.unavailable, "the store failed (\(reason)); alertd takes no changes until it is restarted")
-        }
-        return nil
+        return storeRefusal
+    }
+
+    /// Set once a commit failed.
+    private var storeRefusal: Problem? {
+        failure.failure.map { Problem(.unavailable, "the store failed (\($0)); alertd takes no changes until it is restarted") }
     }
 
     static func storeProblem(_ error: any Error) -> Problem {
