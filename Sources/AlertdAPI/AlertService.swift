@@ -247,6 +247,20 @@ final class AlertService: Sendable {
                         respond(.success(alert))
                     }
                     return .done
+                } catch where error.code == .alreadyDecided {
+                    // The decision that came first may still be committing: answer
+                    // once it is, with the alert as committed (or 503 if it failed).
+                    committer.submit([]) { [self] result in
+                        if case .failure(let failed) = result { return respond(.failure(Self.storeProblem(failed))) }
+                        if let refusal = storeRefusal { return respond(.failure(refusal)) }
+                        switch lookup(id, client: client) {
+                        case .success(let stored?) where stored.state.isTerminal:
+                            respond(.failure(Problem(BoardError(.alreadyDecided, error.detail, alert: stored))))
+                        case .success: respond(.failure(Problem(.unavailable, "the decision on alert \(id) was not committed")))
+                        case .failure(let problem): respond(.failure(problem))
+                        }
+                    }
+                    return .done
                 } catch {
                     return .failed(Problem(error))
                 }
@@ -334,8 +348,10 @@ final class AlertService: Sendable {
         }
     }
 
+    /// The position readers see: 0 for the (committed) displayed alert.
     func position(of alert: Alert) -> Int? {
-        state.withLock { $0.board.position(of: alert) }
+        if alert.state == .displayed { return 0 }
+        return state.withLock { $0.board.position(of: alert) }
     }
 
     func render(_ alert: Alert) -> [UInt8] {
@@ -417,8 +433,14 @@ final class AlertService: Sendable {
     }
 
     func clients() -> [ClientSummary] {
+        // Pending as readers see them: committed versions, not alerts still committing.
         let counts = state.withLock { state in
-            state.board.clients.map { ($0, state.board.pendingCount(on: $0)) }
+            state.board.clients.map { client in
+                (client, state.board.pending(on: client).count { latest in
+                    if case .alert(let alert) = state.board.visible(latest.id) { return alert.isPending }
+                    return false
+                })
+            }
         }
         return hub.withLock { hub in
             counts.map { ClientSummary(client: $0.0, pending: $0.1, displayed: hub.display($0.0).id) }
@@ -439,7 +461,7 @@ final class AlertService: Sendable {
         state.withLock { state in
             state.board.pending(on: client).compactMap { latest -> (Alert, Int?)? in
                 guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { return nil }
-                return (alert, state.board.position(of: latest))
+                return (alert, alert.state == .displayed ? 0 : state.board.position(of: latest))
             }
         }
     }
@@ -628,6 +650,9 @@ final class Ticker: @unchecked Sendable {
             _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 60)))
         }
         poked = false
+        // Awake and about to fire: any deadline added from now on must make the
+        // next sleep short, whatever the last planned wake-up was.
+        wakeAt = nil
         return !stopped
     }
 

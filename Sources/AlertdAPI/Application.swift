@@ -44,6 +44,7 @@ public enum Application {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
+                    .init(service: StateLockService(lock: core.lock)),
                     .init(service: StoreService(committer: committer)),
                     .init(service: PurgeService(service: service)),
                     .init(service: HTTPService(server: server, service: service, logger: logger)),
@@ -63,12 +64,14 @@ public enum Application {
         let service: AlertService
         let handler: APIHandler
         let restoredPending: Int
+        let lock: StateLock
 
         /// Answers waiters, commits what is queued and stops the threads (without HTTP).
         func shutdown() {
             service.drain()
             committer.shutdown()
             service.stopTimers()
+            lock.release()
         }
     }
 
@@ -77,7 +80,14 @@ public enum Application {
         openStore: (Config) throws -> any AlertStore = { try SQLiteStore(directory: $0.stateDir, durability: $0.durability) }
     ) throws -> Core {
         let started = DeadlineTimer.now()
-        let store = try openStore(config)
+        let lock = try StateLock(directory: config.stateDir)
+        let store: any AlertStore
+        do {
+            store = try openStore(config)
+        } catch {
+            lock.release()
+            throw error
+        }
         let stored = try store.load()
         let loaded = DeadlineTimer.now()
         var board = AlertBoard(settings: config.queueSettings, rules: config.alertRules, lastID: stored.lastID)
@@ -117,7 +127,9 @@ public enum Application {
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
-        return Core(store: store, committer: committer, service: service, handler: handler, restoredPending: stored.pending.count)
+        return Core(
+            store: store, committer: committer, service: service, handler: handler, restoredPending: stored.pending.count,
+            lock: lock)
     }
 
     /// The config's webhooks, with ids that stay the same across restarts.
@@ -216,5 +228,15 @@ struct HTTPService: Service {
         }
         server.stop()
         service.stopTimers()
+    }
+}
+
+/// Releases the state directory once everything else stopped.
+struct StateLockService: Service {
+    let lock: StateLock
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        lock.release()
     }
 }

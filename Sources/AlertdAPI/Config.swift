@@ -291,10 +291,16 @@ private struct Section {
         return v
     }
 
+    /// The longest duration alertd takes: a century, far inside its millisecond timestamps.
+    static let maxSeconds: Double = 100 * 365.25 * 86_400
+
     func seconds(_ key: String) throws -> Double? {
         guard let node = value(key) else { return nil }
         guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0 else {
             throw ConfigError("\(source): \(name(key)) must be a number of seconds greater than 0")
+        }
+        guard v <= Self.maxSeconds else {
+            throw ConfigError("\(source): \(name(key)) must be at most \(Int(Self.maxSeconds)) seconds (100 years)")
         }
         return v
     }

@@ -64,6 +64,9 @@ struct AlertTable: Sendable {
 
     private var boxes: [AlertID: Box] = [:]
 
+    var count: Int { boxes.count }
+    var all: some Sequence<Alert> { boxes.values.lazy.map(\.alert) }
+
     subscript(id: AlertID) -> Alert? {
         get { boxes[id]?.alert }
         set { boxes[id] = newValue.map(Box.init) }
@@ -273,7 +276,7 @@ public struct AlertBoard: Sendable {
         var change = BoardChange()
         var before = Before()
         while let next = deadlines.min, next.at <= now {
-            _ = deadlines.popMin()
+            deadlines.popMin()
             guard let alert = alerts[next.id], alert.isPending else { continue }
             // Each deadline takes effect at its own time, even when it fires late
             // (after a restart): what it displays next is displayed from then, and
@@ -362,8 +365,32 @@ public struct AlertBoard: Sendable {
         alerts[alert.id] = alert
     }
 
+    /// Whether a heap entry still describes a deadline of a pending alert.
+    private func isLive(_ deadline: Deadline) -> Bool {
+        guard let alert = alerts[deadline.id], alert.isPending else { return false }
+        switch deadline.kind {
+        case .expire: return alert.expiresAt == deadline.at
+        case .dismiss: return alert.dismissAt == deadline.at
+        }
+    }
+
+    /// Drops dead entries (decided or re-displayed alerts) from the top, so
+    /// ``nextDeadline`` is a live one; rebuilds the heap once dead entries
+    /// outnumber live ones, so deciding alerts never leaves memory behind.
+    private mutating func pruneDeadlines() {
+        while let top = deadlines.min, !isLive(top) { deadlines.popMin() }
+        guard deadlines.count > 2 * alerts.count + 1024 else { return }
+        var rebuilt = Heap<Deadline>()
+        for alert in alerts.all where alert.isPending {
+            rebuilt.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
+            if let dismissAt = alert.dismissAt { rebuilt.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss)) }
+        }
+        deadlines = rebuilt
+    }
+
     /// Deduplicates the saved versions and marks them in flight until ``committed(_:)``.
     private mutating func finish(_ change: inout BoardChange, _ before: Before) {
+        pruneDeadlines()
         change.saved = deduplicated(change.saved)
         for alert in change.saved {
             if var flight = inFlight[alert.id] {

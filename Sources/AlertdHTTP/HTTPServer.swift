@@ -90,6 +90,9 @@ public final class HTTPServer: Sendable {
         do {
             switch configuration.listen {
             case .address(let host, let port):
+                // SO_REUSEPORT would let another process share the port silently:
+                // first make sure nobody listens there.
+                if port != 0 { close(try Self.bindListener(host: host, port: port, reusePort: false, listening: false)) }
                 var boundPort = port
                 for _ in 0..<threads {
                     let fd = try Self.bindListener(host: host, port: boundPort, reusePort: true)
@@ -206,8 +209,9 @@ public final class HTTPServer: Sendable {
             uploadDataSize.pointee = 0
             if context.tooLarge {
                 context.discarded += size
-                // Past a generous margin, stop reading a body nobody wants.
-                return context.discarded > 4 * configuration.maxBodyBytes ? .NO : .YES
+                // Read and drop the rest so the client gets its 413; past a generous
+                // margin, hang up instead of reading a body nobody wants.
+                return context.discarded > max(16 << 20, 4 * configuration.maxBodyBytes) ? .NO : .YES
             }
             if context.body.count + size > configuration.maxBodyBytes {
                 context.tooLarge = true
@@ -311,7 +315,7 @@ public final class HTTPServer: Sendable {
         return collected
     }
 
-    static func bindListener(host: String, port: Int, reusePort: Bool) throws -> Int32 {
+    static func bindListener(host: String, port: Int, reusePort: Bool, listening: Bool = true) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
@@ -336,7 +340,7 @@ public final class HTTPServer: Sendable {
             close(fd)
             throw HTTPServerError(description: "cannot listen on \(host):\(port): \(reason)")
         }
-        guard listen(fd, 1024) == 0 else {
+        guard !listening || listen(fd, 1024) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw HTTPServerError(description: "listen on \(host):\(port): \(reason)")

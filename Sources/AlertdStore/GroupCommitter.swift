@@ -23,6 +23,9 @@ public final class GroupCommitter: @unchecked Sendable {
     private var stopping = false
     private var running = false
     private var batches = 0
+    /// The first commit failure. Everything queued after it was computed on a
+    /// state that includes the failed change, so it is failed too, never committed.
+    private var failure: (any Error)?
     private let condition = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
 
@@ -109,12 +112,15 @@ public final class GroupCommitter: @unchecked Sendable {
         writes.reserveCapacity(batch.count * 2)
         for submission in batch { writes.append(contentsOf: submission.writes) }
         var result: Result<Void, any Error> = .success(())
-        if !writes.isEmpty {
+        if let failure {
+            result = .failure(failure)
+        } else if !writes.isEmpty {
             do {
                 try store.commit(writes)
             } catch {
                 logger.critical("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
                 result = .failure(error)
+                failure = error
                 onFailure(error)
             }
         }
