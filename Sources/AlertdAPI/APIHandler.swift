@@ -21,6 +21,8 @@ final class APIHandler: HTTPHandler {
         switch rejection {
         case .payloadTooLarge(let limit): render(Problem(.payloadTooLarge, "the body is larger than \(limit) bytes"))
         case .badFraming(let detail): render(Problem(.badRequest, detail))
+        case .headersTooLarge(let limit): render(Problem(.badRequest, "the request line and headers take more than \(limit) bytes"))
+        case .shuttingDown: render(Problem(.unavailable, "alertd is shutting down"))
         }
     }
 

@@ -348,8 +348,11 @@ final class AlertService: Sendable {
         }
     }
 
-    /// The position readers see: 0 for the (committed) displayed alert.
+    /// The position of one alert: 0 for the (committed) displayed alert, else
+    /// its place in the live queue, O(log n). While a change ahead of it is still
+    /// committing, that may count it a moment early; lists count exactly.
     func position(of alert: Alert) -> Int? {
+        guard alert.isPending else { return nil }
         if alert.state == .displayed { return 0 }
         return state.withLock { $0.board.position(of: alert) }
     }
@@ -459,10 +462,12 @@ final class AlertService: Sendable {
     /// Pending alerts (visible versions, with positions) in display order.
     func pendingAlerts(on client: String) -> [(Alert, Int?)] {
         state.withLock { state in
-            state.board.pending(on: client).compactMap { latest -> (Alert, Int?)? in
-                guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { return nil }
-                return (alert, alert.state == .displayed ? 0 : state.board.position(of: latest))
+            var visible: [(Alert, Int?)] = []
+            for latest in state.board.pending(on: client) {
+                guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { continue }
+                visible.append((alert, visible.count))
             }
+            return visible
         }
     }
 

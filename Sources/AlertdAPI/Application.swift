@@ -47,6 +47,7 @@ public enum Application {
                     .init(service: StateLockService(lock: core.lock)),
                     .init(service: StoreService(committer: committer)),
                     .init(service: PurgeService(service: service)),
+                    .init(service: ReadinessService(readiness: core.readiness)),
                     .init(service: HTTPService(server: server, service: service, logger: logger)),
                     .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
                 ],
@@ -65,6 +66,7 @@ public enum Application {
         let handler: APIHandler
         let restoredPending: Int
         let lock: StateLock
+        let readiness: Readiness
 
         /// Answers waiters, commits what is queued and stops the threads (without HTTP).
         func shutdown() {
@@ -129,7 +131,7 @@ public enum Application {
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
         return Core(
             store: store, committer: committer, service: service, handler: handler, restoredPending: stored.pending.count,
-            lock: lock)
+            lock: lock, readiness: readiness)
     }
 
     /// The config's webhooks, with ids that stay the same across restarts.
@@ -160,26 +162,42 @@ final class FailureFlag: Sendable {
 }
 
 /// `/readyz`: the store takes writes and the daemon is not shutting down.
-/// The store check runs at most once a second.
+/// The store is probed by ``ReadinessService`` off the HTTP threads (a probe
+/// waits for the writer); requests read the last result.
 final class Readiness: Sendable {
     let store: any AlertStore
     let failure: FailureFlag
     let service: AlertService
-    private let cache = Mutex<(at: UInt64, ready: Bool)>((0, false))
+    private let writable: Atomic<Bool>
 
     init(store: any AlertStore, failure: FailureFlag, service: AlertService) {
         self.store = store
         self.failure = failure
         self.service = service
+        self.writable = Atomic(store.isWritable())
     }
 
     func isReady() -> Bool {
-        guard failure.failure == nil, !service.isDraining else { return false }
-        let now = DeadlineTimer.now()
-        if let cached = cache.withLock({ now - $0.at < 1_000_000_000 ? $0.ready : nil }) { return cached }
-        let ready = store.isWritable()
-        cache.withLock { $0 = (now, ready) }
-        return ready
+        failure.failure == nil && !service.isDraining && writable.load(ordering: .relaxed)
+    }
+
+    /// Probes the store now.
+    func refresh() {
+        writable.store(store.isWritable(), ordering: .relaxed)
+    }
+}
+
+/// Probes the store for `/readyz` every two seconds.
+struct ReadinessService: Service {
+    let readiness: Readiness
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(2))
+                readiness.refresh()
+            }
+        }
     }
 }
 
@@ -222,6 +240,16 @@ struct HTTPService: Service {
         let deadline = DeadlineTimer.now() + 10_000_000_000
         while server.activeRequests > 0, DeadlineTimer.now() < deadline {
             try? await Task.sleep(for: .milliseconds(5))
+        }
+        if server.suspendedRequests > 0 {
+            // A commit stuck past the deadline (a stalled disk): answer 503 rather
+            // than leave its client hanging, and let the connections resume.
+            logger.warning("answering requests still waiting with 503", metadata: ["requests": "\(server.suspendedRequests)"])
+            server.answerSuspended()
+            let grace = DeadlineTimer.now() + 2_000_000_000
+            while server.suspendedRequests > 0, DeadlineTimer.now() < grace {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
         }
         if server.activeRequests > 0 {
             logger.warning("closing requests still open", metadata: ["requests": "\(server.activeRequests)"])

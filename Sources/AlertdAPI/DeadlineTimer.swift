@@ -1,10 +1,12 @@
 import AlertdCore
 import Foundation
 import Glibc
+import Synchronization
 
 /// Runs callbacks at monotonic deadlines from one thread: the deadlines of
 /// parked waiters. Cancelling is O(1); a cancelled entry is skipped when due.
-final class DeadlineTimer: @unchecked Sendable {
+/// Waits are on the monotonic clock, so a step of the wall clock moves nothing.
+final class DeadlineTimer: Sendable {
     typealias Token = UInt64
 
     private struct Entry: Comparable, Sendable {
@@ -13,12 +15,17 @@ final class DeadlineTimer: @unchecked Sendable {
         static func < (a: Entry, b: Entry) -> Bool { a.at != b.at ? a.at < b.at : a.token < b.token }
     }
 
-    // Guarded by `condition`.
-    private var heap = Heap<Entry>()
-    private var actions: [Token: @Sendable () -> Void] = [:]
-    private var nextToken: Token = 1
-    private var stopped = false
-    private let condition = NSCondition()
+    private struct State: Sendable {
+        var heap = Heap<Entry>()
+        var actions: [Token: @Sendable () -> Void] = [:]
+        var nextToken: Token = 1
+        var stopped = false
+        /// When the thread will wake up by itself (nil: awake).
+        var sleepingUntil: UInt64?
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
 
     init(name: String) {
         let thread = Thread { [self] in self.run() }
@@ -26,61 +33,62 @@ final class DeadlineTimer: @unchecked Sendable {
         thread.start()
     }
 
-    static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
+    /// Monotonic nanoseconds.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// Calls `action` on the timer thread once `seconds` have passed, unless cancelled.
     func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Token {
         let at = Self.now() + UInt64(max(0, seconds) * 1e9)
-        condition.lock()
-        defer { condition.unlock() }
-        let token = nextToken
-        nextToken += 1
-        actions[token] = action
-        heap.insert(Entry(at: at, token: token))
-        if heap.min?.token == token { condition.signal() }
+        let (token, wakeUp) = state.withLock { state -> (Token, Bool) in
+            let token = state.nextToken
+            state.nextToken += 1
+            state.actions[token] = action
+            state.heap.insert(Entry(at: at, token: token))
+            return (token, state.sleepingUntil.map { at < $0 } ?? false)
+        }
+        if wakeUp { wake.signal() }
         return token
     }
 
     /// Cancels a scheduled action; true when it had not run yet.
     @discardableResult
     func cancel(_ token: Token) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return actions.removeValue(forKey: token) != nil
+        state.withLock { $0.actions.removeValue(forKey: token) != nil }
     }
 
     func stop() {
-        condition.lock()
-        stopped = true
-        actions.removeAll()
-        condition.signal()
-        condition.unlock()
+        state.withLock { state in
+            state.stopped = true
+            state.actions.removeAll()
+        }
+        wake.signal()
     }
 
     private func run() {
-        condition.lock()
-        while !stopped {
-            guard let first = heap.min else {
-                condition.wait()
+        while true {
+            let (due, next, stopped) = state.withLock { state -> ([@Sendable () -> Void], UInt64?, Bool) in
+                var due: [@Sendable () -> Void] = []
+                let now = Self.now()
+                while let first = state.heap.min, first.at <= now {
+                    state.heap.popMin()
+                    if let action = state.actions.removeValue(forKey: first.token) { due.append(action) }
+                }
+                state.heap.shrink()
+                let next = state.heap.min?.at
+                state.sleepingUntil = due.isEmpty ? (next ?? .max) : nil
+                return (due, next, state.stopped)
+            }
+            if stopped { return }
+            if !due.isEmpty {
+                for action in due { action() }
                 continue
             }
-            let now = Self.now()
-            if first.at > now {
-                let wait = Double(first.at - now) / 1e9
-                _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
-                continue
+            if let next {
+                _ = wake.wait(timeout: DispatchTime(uptimeNanoseconds: next))
+            } else {
+                wake.wait()
             }
-            heap.popMin()
-            heap.shrink()
-            guard let action = actions.removeValue(forKey: first.token) else { continue }
-            condition.unlock()
-            action()
-            condition.lock()
+            state.withLock { $0.sleepingUntil = nil }
         }
-        condition.unlock()
     }
 }

@@ -64,4 +64,8 @@ public enum HTTPRejection: Sendable, Equatable {
     case payloadTooLarge(limit: Int)
     /// The message framing is ambiguous (conflicting lengths), a request-smuggling risk.
     case badFraming(String)
+    /// The request line and headers take more than the limit.
+    case headersTooLarge(limit: Int)
+    /// Shutting down: the request was still waiting when the drain ran out of time.
+    case shuttingDown
 }

@@ -61,7 +61,8 @@ public final class HTTPServer: Sendable {
     private let daemons = Mutex<[DaemonHandle]>([])
     private let _boundAddress = Mutex<String>("")
     private let active = Atomic<Int>(0)
-    private let suspended = Atomic<Int>(0)
+    /// Requests whose connection is suspended, so a shutdown can answer them.
+    private let suspendedResponders = Mutex<[ObjectIdentifier: Responder]>([:])
     private let draining = Atomic<Bool>(false)
 
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger) {
@@ -75,7 +76,14 @@ public final class HTTPServer: Sendable {
     /// Requests between their first byte and their completion, parked ones included.
     public var activeRequests: Int { active.load(ordering: .relaxed) }
     /// Requests whose connection is suspended (parked waiters, pending commits).
-    public var suspendedRequests: Int { suspended.load(ordering: .relaxed) }
+    public var suspendedRequests: Int { suspendedResponders.withLock { $0.count } }
+
+    /// Answers every request still suspended (the drain ran out of time): a
+    /// suspended connection must not outlive `stop()`.
+    public func answerSuspended() {
+        let waiting = suspendedResponders.withLock { Array($0.values) }
+        for responder in waiting { responder.respond(handler.reject(.shuttingDown)) }
+    }
 
     /// Binds (unless given a socket) and starts the polling threads.
     ///
@@ -152,8 +160,14 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops libmicrohttpd: closes every connection and joins its threads.
-    /// Every suspended connection must have been answered first.
+    /// Every suspended connection must have been answered first
+    /// (``answerSuspended()``): libmicrohttpd aborts the process otherwise, so
+    /// this refuses to stop it while any is left, and the process exit closes them.
     public func stop() {
+        if suspendedRequests > 0 {
+            logger.error("not stopping libmicrohttpd: requests are still suspended", metadata: ["requests": "\(suspendedRequests)"])
+            return
+        }
         let handles = daemons.withLock { handles -> [DaemonHandle] in
             defer { handles = [] }
             return handles
@@ -179,6 +193,13 @@ public final class HTTPServer: Sendable {
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
             active.add(1, ordering: .relaxed)
             let framing = Framing(connection)
+            // The request line and headers live in the connection's memory pool,
+            // and so must the answer's header: refuse while there is room to answer.
+            let headerLimit = configuration.connectionMemoryLimit * 3 / 4
+            if strlen(url) + framing.headerBytes > headerLimit {
+                context.phase = .answered
+                return queue(handler.reject(.headersTooLarge(limit: headerLimit)), on: connection, close: true)
+            }
             if let problem = framing.problem {
                 context.phase = .answered
                 return queue(handler.reject(.badFraming(problem)), on: connection, close: true)
@@ -240,8 +261,14 @@ public final class HTTPServer: Sendable {
             body: context.body
         )
         context.body = []
-        let responder = Responder(connection: ConnectionHandle(pointer: connection)) { [self] isSuspended in
-            suspended.add(isSuspended ? 1 : -1, ordering: .relaxed)
+        let responder = Responder(connection: ConnectionHandle(pointer: connection)) { [self] responder, isSuspended in
+            suspendedResponders.withLock { registry in
+                if isSuspended {
+                    registry[ObjectIdentifier(responder)] = responder
+                } else {
+                    registry[ObjectIdentifier(responder)] = nil
+                }
+            }
         }
         handler.handle(request, responder: responder)
         if let response = responder.afterHandler() {
@@ -462,10 +489,13 @@ private let collectArgument: MHD_KeyValueIterator = { cls, _, key, value in
 private struct Framing {
     var contentLength: Int?
     var problem: String?
+    /// The header fields' size as sent, about (names, values, separators).
+    var headerBytes = 0
 
     fileprivate struct Scan {
         var lengths: [String] = []
         var transferEncoding = false
+        var bytes = 0
     }
 
     init(_ connection: OpaquePointer) {
@@ -473,6 +503,7 @@ private struct Framing {
         withUnsafeMutablePointer(to: &scan) { pointer in
             _ = MHD_get_connection_values(connection, .HEADER_KIND, scanFraming, pointer)
         }
+        headerBytes = scan.bytes
         let distinct = Set(scan.lengths.map { $0.trimmingCharacters(in: [" ", "\t"]) })
         if distinct.count > 1 {
             problem = "the request has conflicting Content-Length headers"
@@ -487,6 +518,7 @@ private struct Framing {
 private let scanFraming: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
     let scan = cls.assumingMemoryBound(to: Framing.Scan.self)
+    scan.pointee.bytes += strlen(key) + (value.map { strlen($0) } ?? 0) + 4
     if strcasecmp(key, "Content-Length") == 0 {
         scan.pointee.lengths.append(value.map { String(cString: $0) } ?? "")
     } else if strcasecmp(key, "Transfer-Encoding") == 0 {

@@ -22,12 +22,12 @@ public final class Responder: Sendable {
 
     private let state = Mutex(State.handling)
     private let connection: ConnectionHandle?
-    private let onSuspend: (@Sendable (Bool) -> Void)?
+    private let onSuspend: (@Sendable (Responder, Bool) -> Void)?
 
     /// - Parameters:
     ///   - connection: the MHD connection, or nil for an in-process responder (tests).
     ///   - onSuspend: told true when the connection is suspended and false when resumed.
-    init(connection: ConnectionHandle?, onSuspend: (@Sendable (Bool) -> Void)? = nil) {
+    init(connection: ConnectionHandle?, onSuspend: (@Sendable (Responder, Bool) -> Void)? = nil) {
         self.connection = connection
         self.onSuspend = onSuspend
         self.inProcessSink = nil
@@ -76,7 +76,7 @@ public final class Responder: Sendable {
             }
         }
         if resume, let connection {
-            onSuspend?(false)
+            onSuspend?(self, false)
             MHD_resume_connection(connection.pointer)
         }
     }
@@ -101,7 +101,7 @@ public final class Responder: Sendable {
             case .handling:
                 if let connection {
                     MHD_suspend_connection(connection.pointer)
-                    onSuspend?(true)
+                    onSuspend?(self, true)
                 }
                 state = .suspended
                 return nil
