@@ -306,15 +306,24 @@ final class APIHandler: HTTPHandler {
         return key
     }
 
-    /// `{"button": "Deploy"}` or `{"button_index": 0}`, exactly one.
-    static func selection(_ body: [UInt8]) throws -> ButtonSelection {
-        let value: JSONValue
+    /// A body that must be a JSON object.
+    static func jsonObject(_ body: [UInt8]) throws -> JSONObject {
+        guard case .object(let object) = try parseJSON(body) else { throw Problem(.badRequest, "the body must be a JSON object") }
+        return object
+    }
+
+    /// Any JSON body; malformed JSON (invalid UTF-8 included) is 400 with where it broke.
+    static func parseJSON(_ body: [UInt8]) throws(Problem) -> JSONValue {
         do {
-            value = try JSONParser.parse(body)
+            return try JSONParser.parse(body)
         } catch {
             throw Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")
         }
-        guard case .object(let object) = value else { throw Problem(.badRequest, "the body must be a JSON object") }
+    }
+
+    /// `{"button": "Deploy"}` or `{"button_index": 0}`, exactly one.
+    static func selection(_ body: [UInt8]) throws -> ButtonSelection {
+        let object = try jsonObject(body)
         if let unknown = object.keys.first(where: { $0 != "button" && $0 != "button_index" }) {
             throw Problem(.badRequest, "unknown field \(unknown); send {\"button\": title} or {\"button_index\": n}")
         }
@@ -336,13 +345,7 @@ final class APIHandler: HTTPHandler {
 
     /// `{"url": "https://…", "secret": optional}`.
     static func webhookBody(_ body: [UInt8]) throws -> (url: String, secret: String?) {
-        let value: JSONValue
-        do {
-            value = try JSONParser.parse(body)
-        } catch {
-            throw Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")
-        }
-        guard case .object(let object) = value else { throw Problem(.badRequest, "the body must be a JSON object") }
+        let object = try jsonObject(body)
         if let unknown = object.keys.first(where: { $0 != "url" && $0 != "secret" }) {
             throw Problem(.badRequest, "unknown field \(unknown); send {\"url\": …, \"secret\": optional}")
         }

@@ -106,9 +106,9 @@ final class AlertService: Sendable {
     func post(client: String, body: [UInt8], idempotencyKey: String?, respond: @escaping @Sendable (Result<(Alert, created: Bool), Problem>) -> Void) {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(body)
+            value = try APIHandler.parseJSON(body)
         } catch {
-            return respond(.failure(Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")))
+            return respond(.failure(error))
         }
         let draft: AlertDraft
         switch AlertDraft.validate(value, rules: state.withLock { $0.board.rules }) {

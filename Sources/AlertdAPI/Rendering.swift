@@ -26,16 +26,7 @@ enum Rendering {
         json.key("style")
         json.string(alert.style.rawValue)
         json.key("buttons")
-        json.beginArray()
-        for button in alert.buttons {
-            json.beginObject()
-            json.key("title")
-            json.string(button.title)
-            json.key("style")
-            json.string(button.style.rawValue)
-            json.endObject()
-        }
-        json.endArray()
+        json.buttons(alert.buttons)
         json.key("priority")
         json.int(alert.priority)
         json.key("expires_in")

@@ -126,3 +126,19 @@ public enum ClientID {
         (48...57).contains(b) || (65...90).contains(b) || (97...122).contains(b)
     }
 }
+
+extension JSONWriter {
+    /// `[{"title": …, "style": …}, …]`: how buttons look in the API and in the store.
+    public mutating func buttons(_ buttons: [Button]) {
+        beginArray()
+        for button in buttons {
+            beginObject()
+            key("title")
+            string(button.title)
+            key("style")
+            string(button.style.rawValue)
+            endObject()
+        }
+        endArray()
+    }
+}

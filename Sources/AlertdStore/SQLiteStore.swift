@@ -320,16 +320,7 @@ public final class SQLiteStore: AlertStore {
 
     static func arguments(_ alert: Alert) -> StatementArguments {
         var buttons = JSONWriter(capacity: 64)
-        buttons.beginArray()
-        for button in alert.buttons {
-            buttons.beginObject()
-            buttons.key("title")
-            buttons.string(button.title)
-            buttons.key("style")
-            buttons.string(button.style.rawValue)
-            buttons.endObject()
-        }
-        buttons.endArray()
+        buttons.buttons(alert.buttons)
         let metadata: String? = alert.metadata.map { String(decoding: $0.bytes, as: UTF8.self) }
         // Plain DatabaseValues, in column order: no existential boxing per value.
         let values: [DatabaseValue] = [
