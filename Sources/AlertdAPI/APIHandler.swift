@@ -34,7 +34,8 @@ final class APIHandler: HTTPHandler {
         case .notFound:
             responder.respond(render(Problem(.notFound, "no such resource: \(request.path)")))
         case .methodNotAllowed(let allow):
-            var problem = Problem(.methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
+            var problem = Problem(
+                .methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
             problem.headers = [("Allow", allow.joined(separator: ", "))]
             responder.respond(render(problem))
         case .found(let endpoint, _):
@@ -294,7 +295,9 @@ final class APIHandler: HTTPHandler {
         let type = request.header("content-type") ?? ""
         let media = type.utf8.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 32 && $0 != 9 }
         guard media.count == 16, String(decoding: media, as: UTF8.self).lowercased() == "application/json" else {
-            throw Problem(.unsupportedMediaType, type.isEmpty ? "Content-Type must be application/json" : "Content-Type must be application/json, not \(type)")
+            throw Problem(
+                .unsupportedMediaType,
+                type.isEmpty ? "Content-Type must be application/json" : "Content-Type must be application/json, not \(type)")
         }
     }
 
@@ -396,7 +399,11 @@ struct Query {
     init(_ request: HTTPRequest, allowed: Set<String>) throws {
         for (name, value) in request.query {
             guard allowed.contains(name) else {
-                throw Problem(.badRequest, allowed.isEmpty ? "this endpoint takes no query parameters, got \(name)" : "unknown query parameter \(name); this endpoint takes \(allowed.sorted().joined(separator: ", "))")
+                throw Problem(
+                    .badRequest,
+                    allowed.isEmpty
+                        ? "this endpoint takes no query parameters, got \(name)"
+                        : "unknown query parameter \(name); this endpoint takes \(allowed.sorted().joined(separator: ", "))")
             }
             guard values.updateValue(value, forKey: name) == nil else {
                 throw Problem(.badRequest, "query parameter \(name) is given twice")

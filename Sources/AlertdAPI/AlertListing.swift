@@ -48,7 +48,8 @@ struct AlertListing {
             var states: Set<AlertState> = []
             for name in text.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let state = AlertState(rawValue: String(name)) else {
-                    throw Problem(.badRequest, "unknown state \"\(name)\"; states are \(AlertState.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw Problem(
+                        .badRequest, "unknown state \"\(name)\"; states are \(AlertState.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 states.insert(state)
             }

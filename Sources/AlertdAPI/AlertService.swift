@@ -103,7 +103,10 @@ final class AlertService: Sendable {
 
     // MARK: - Posting
 
-    func post(client: String, body: [UInt8], idempotencyKey: String?, respond: @escaping @Sendable (Result<(Alert, created: Bool), Problem>) -> Void) {
+    func post(
+        client: String, body: [UInt8], idempotencyKey: String?,
+        respond: @escaping @Sendable (Result<(Alert, created: Bool), Problem>) -> Void
+    ) {
         let value: JSONValue
         do {
             value = try APIHandler.parseJSON(body)
@@ -114,7 +117,8 @@ final class AlertService: Sendable {
         switch AlertDraft.validate(value, rules: state.withLock { $0.board.rules }) {
         case .success(let valid): draft = valid
         case .failure(let invalid):
-            var problem = Problem(.invalidAlert, invalid.errors.count == 1 ? "1 field is invalid" : "\(invalid.errors.count) fields are invalid")
+            var problem = Problem(
+                .invalidAlert, invalid.errors.count == 1 ? "1 field is invalid" : "\(invalid.errors.count) fields are invalid")
             problem.errors = invalid.errors
             return respond(.failure(problem))
         }
@@ -175,7 +179,8 @@ final class AlertService: Sendable {
             var writes: [StoreWrite] = change.newClients.map { .client($0, createdAt: now) }
             writes += change.saved.map { .alert($0) }
             if let keyRef, let digest {
-                writes.append(.idempotency(IdempotencyRecord(client: client, key: keyRef.key, alertID: alert.id, bodyDigest: digest, createdAt: now)))
+                writes.append(
+                    .idempotency(IdempotencyRecord(client: client, key: keyRef.key, alertID: alert.id, bodyDigest: digest, createdAt: now)))
                 state.pendingKeys[keyRef] = (alert.id, digest)
             }
             if let next = state.board.nextDeadline { ticker.poke(at: next) }
@@ -200,7 +205,10 @@ final class AlertService: Sendable {
         case withdraw
     }
 
-    func decide(_ decision: Decision, id: AlertID, client: String, by decider: String?, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void) {
+    func decide(
+        _ decision: Decision, id: AlertID, client: String, by decider: String?,
+        respond: @escaping @Sendable (Result<Alert, Problem>) -> Void
+    ) {
         let now = clock.now()
         enum Outcome {
             case done
@@ -247,7 +255,7 @@ final class AlertService: Sendable {
                         respond(.success(alert))
                     }
                     return .done
-                } catch where error.code == .alreadyDecided {
+                } catch  where error.code == .alreadyDecided {
                     // The decision that came first may still be committing: answer
                     // once it is, with the alert as committed (or 503 if it failed).
                     committer.submit([]) { [self] result in
@@ -394,9 +402,10 @@ final class AlertService: Sendable {
         switch outcome {
         case .now(let result): respond(result)
         case .stored:
-            respond(lookup(id, client: client).flatMap { found in
-                found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(id) on client \(client)"))
-            })
+            respond(
+                lookup(id, client: client).flatMap { found in
+                    found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(id) on client \(client)"))
+                })
         case .parked: break
         case .tooMany: respond(.failure(Self.tooManyWaiters(settings.maxWaiters)))
         }
@@ -439,10 +448,13 @@ final class AlertService: Sendable {
         // Pending as readers see them: committed versions, not alerts still committing.
         let counts = state.withLock { state in
             state.board.clients.map { client in
-                (client, state.board.pending(on: client).count { latest in
-                    if case .alert(let alert) = state.board.visible(latest.id) { return alert.isPending }
-                    return false
-                })
+                (
+                    client,
+                    state.board.pending(on: client).count { latest in
+                        if case .alert(let alert) = state.board.visible(latest.id) { return alert.isPending }
+                        return false
+                    }
+                )
             }
         }
         return hub.withLock { hub in
@@ -562,7 +574,8 @@ final class AlertService: Sendable {
             if let url = alert.callbackURL {
                 if let secret = settings.signingSecret {
                     deliveries.append(
-                        OutboxDelivery(id: "dl_" + state.deliveryIDs.next(at: now).description, target: url, webhookID: nil, secret: secret))
+                        OutboxDelivery(id: "dl_" + state.deliveryIDs.next(at: now).description, target: url, webhookID: nil, secret: secret)
+                    )
                 } else {
                     logger.warning(
                         "callback_url not called: callbacks.signing_secret is not set",
@@ -626,9 +639,11 @@ final class AlertService: Sendable {
             if let decided {
                 waiting.respond(.success(decided))
             } else {
-                waiting.respond(lookup(waiting.alertID, client: waiting.client).flatMap { found in
-                    found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
-                })
+                waiting.respond(
+                    lookup(waiting.alertID, client: waiting.client).flatMap { found in
+                        found.map { .success($0) }
+                            ?? .failure(Problem(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
+                    })
             }
         }
     }

@@ -111,7 +111,8 @@ extension Config {
             if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v }
             if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v }
             for key in ["rate_per_second", "rate_burst"] where limits.has(key) {
-                throw ConfigError("\(source): limits.\(key): per-token rate limits need token auth, which this version does not have yet; remove the key")
+                throw ConfigError(
+                    "\(source): limits.\(key): per-token rate limits need token auth, which this version does not have yet; remove the key")
             }
         }
         if let log = try root.section("log") {
@@ -163,7 +164,9 @@ extension Config {
             try auth.only(["allow_anonymous", "tokens"])
             if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v }
             if auth.has("tokens") {
-                throw ConfigError("\(source): auth.tokens: token authentication is not in this version yet; remove the key (and keep the daemon on loopback)")
+                throw ConfigError(
+                    "\(source): auth.tokens: token authentication is not in this version yet; remove the key (and keep the daemon on loopback)"
+                )
             }
         }
         if let callbacks = try root.section("callbacks") {
@@ -261,7 +264,9 @@ private struct Section {
 
     private func value(_ key: String) -> Node? {
         guard let node = entries.first(where: { $0.key == key })?.value else { return nil }
-        if case .scalar(let scalar) = node, scalar.string == "~" || scalar.string == "null" || (scalar.string.isEmpty && scalar.style == .plain) {
+        if case .scalar(let scalar) = node,
+            scalar.string == "~" || scalar.string == "null" || (scalar.string.isEmpty && scalar.style == .plain)
+        {
             return nil
         }
         return node

@@ -33,9 +33,11 @@ public struct LogfmtHandler: LogHandler {
 
     /// Quotes a value when it holds spaces, quotes, `=` or control characters.
     static func quote(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.unicodeScalars.contains {
-            $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
-        }
+        let needsQuotes =
+            value.isEmpty
+            || value.unicodeScalars.contains {
+                $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
+            }
         guard needsQuotes else { return value }
         var out = "\""
         for scalar in value.unicodeScalars {

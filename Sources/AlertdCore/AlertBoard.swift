@@ -198,7 +198,8 @@ public struct AlertBoard: Sendable {
         let dismissAfter = draft.buttons.isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
         let alert = Alert(
             id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style,
-            buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL, metadata: draft.metadata.map(CompactJSON.init),
+            buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL,
+            metadata: draft.metadata.map(CompactJSON.init),
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) }
         )
@@ -247,14 +248,18 @@ public struct AlertBoard: Sendable {
             case .index(let index): alert.buttons.indices.contains(index) ? index : nil
             }
         guard let index else {
-            throw BoardError(.unknownButton, alert.buttons.isEmpty ? "alert \(alert.id) has no buttons" : "alert \(alert.id) has no button \(selection.description)")
+            throw BoardError(
+                .unknownButton,
+                alert.buttons.isEmpty ? "alert \(alert.id) has no buttons" : "alert \(alert.id) has no button \(selection.description)")
         }
         if alert.state == .answered, alert.result?.buttonIndex == index { return alert }
         throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
     }
 
     /// Withdraws a pending alert.
-    public mutating func withdraw(_ id: AlertID, on client: String, by decider: String?, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
+    public mutating func withdraw(_ id: AlertID, on client: String, by decider: String?, now: Timestamp) throws(BoardError) -> (
+        Alert, BoardChange
+    ) {
         guard let alert = alerts[id], alert.client == client else {
             throw BoardError(.notFound, "no alert \(id) on client \(client)")
         }
@@ -416,7 +421,9 @@ public struct AlertBoard: Sendable {
             throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
         }
         if outcome == .answered, alert.state != .displayed {
-            throw BoardError(.notDisplayed, "alert \(alert.id) is queued at position \(position(of: alert) ?? 0); only the displayed alert can be answered")
+            throw BoardError(
+                .notDisplayed,
+                "alert \(alert.id) is queued at position \(position(of: alert) ?? 0); only the displayed alert can be answered")
         }
         var decided = alert
         decided.state = outcome

@@ -31,7 +31,9 @@ public struct OutboxEvent: Sendable, Hashable {
     public var body: [UInt8]
     public var deliveries: [OutboxDelivery]
 
-    public init(id: String, alertID: AlertID, client: String, type: String, createdAt: Timestamp, body: [UInt8], deliveries: [OutboxDelivery]) {
+    public init(
+        id: String, alertID: AlertID, client: String, type: String, createdAt: Timestamp, body: [UInt8], deliveries: [OutboxDelivery]
+    ) {
         self.id = id
         self.alertID = alertID
         self.client = client

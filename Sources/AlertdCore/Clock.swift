@@ -2,7 +2,7 @@ import AlertdWire
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the domain reads the time. Injected, so deadlines are tested with a manual clock.

@@ -121,7 +121,8 @@ public final class HTTPServer: Sendable {
     }
 
     private func startDaemon(on fd: Int32, poolSize: Int, connectionLimit: Int) throws -> DaemonHandle {
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if Self.family(of: fd) == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
 
@@ -409,8 +410,9 @@ public final class HTTPServer: Sendable {
         var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
         let status = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
-                            NI_NUMERICHOST | NI_NUMERICSERV)
+                getnameinfo(
+                    $0, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
+                    NI_NUMERICHOST | NI_NUMERICSERV)
             }
         }
         guard status == 0 else { return "?" }

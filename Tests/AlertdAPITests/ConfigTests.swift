@@ -36,25 +36,26 @@ struct ConfigTests {
 
     @Test("every key this version supports is read")
     func everyKey() throws {
-        let config = try Config.parse(yaml: """
-            listen: "0.0.0.0:9000"
-            state_dir: /var/lib/alertd
-            durability: normal
-            limits:
-              max_body_bytes: 32768
-              max_pending_per_client: 50
-              max_wait_seconds: 30
-              max_waiters: 100
-              max_connections: 1000
-            log: { level: debug }
-            metrics: { require_token: true }
-            alerts: { default_expires_in: 60, max_expires_in: 120, default_dismiss_after: 0.5, retention: 3600 }
-            clients:
-              ops: { policy: stack, max_pending: 100 }
-              kiosk: { policy: fifo }
-            auth: { allow_anonymous: true }
-            callbacks: { signing_secret: s, timeout: 5, max_age: 60, retry_initial_seconds: 2, retry_max_interval_seconds: 30, deny: ["10.0.0.0/8"] }
-            """)
+        let config = try Config.parse(
+            yaml: """
+                listen: "0.0.0.0:9000"
+                state_dir: /var/lib/alertd
+                durability: normal
+                limits:
+                  max_body_bytes: 32768
+                  max_pending_per_client: 50
+                  max_wait_seconds: 30
+                  max_waiters: 100
+                  max_connections: 1000
+                log: { level: debug }
+                metrics: { require_token: true }
+                alerts: { default_expires_in: 60, max_expires_in: 120, default_dismiss_after: 0.5, retention: 3600 }
+                clients:
+                  ops: { policy: stack, max_pending: 100 }
+                  kiosk: { policy: fifo }
+                auth: { allow_anonymous: true }
+                callbacks: { signing_secret: s, timeout: 5, max_age: 60, retry_initial_seconds: 2, retry_max_interval_seconds: 30, deny: ["10.0.0.0/8"] }
+                """)
         #expect(config.listen == "0.0.0.0:9000")
         #expect(config.durability == .normal)
         #expect(config.limits.maxWaitSeconds == 30)
@@ -62,19 +63,23 @@ struct ConfigTests {
         #expect(config.metricsRequireToken)
         #expect(config.alertRules.defaultDismissAfter == 0.5)
         #expect(config.clients["ops"] == ClientSettings(policy: .stack, maxPending: 100))
-        #expect(config.clients["kiosk"] == ClientSettings(policy: .fifo, maxPending: 50), "max_pending defaults to limits.max_pending_per_client")
+        #expect(
+            config.clients["kiosk"] == ClientSettings(policy: .fifo, maxPending: 50),
+            "max_pending defaults to limits.max_pending_per_client")
         #expect(config.allowAnonymous)
         #expect(config.callbacks.deny == ["10.0.0.0/8"])
         #expect(config.queueSettings["other"] == ClientSettings(policy: .fifo, maxPending: 50))
     }
 
-    @Test("an unknown or misplaced key is an error that names it", arguments: [
-        ("listn: x", "listn"),
-        ("limits: { max_wiat_seconds: 5 }", "limits.max_wiat_seconds"),
-        ("clients: { ops: { polcy: stack } }", "clients.ops.polcy"),
-        ("log: { level: info, format: json }", "log.format"),
-        ("alerts: { retention_days: 3 }", "alerts.retention_days"),
-    ])
+    @Test(
+        "an unknown or misplaced key is an error that names it",
+        arguments: [
+            ("listn: x", "listn"),
+            ("limits: { max_wiat_seconds: 5 }", "limits.max_wiat_seconds"),
+            ("clients: { ops: { polcy: stack } }", "clients.ops.polcy"),
+            ("log: { level: info, format: json }", "log.format"),
+            ("alerts: { retention_days: 3 }", "alerts.retention_days"),
+        ])
     func unknownKey(yaml: String, key: String) {
         #expect {
             try Config.parse(yaml: yaml)
@@ -83,19 +88,21 @@ struct ConfigTests {
         }
     }
 
-    @Test("a wrong value is an error naming the key", arguments: [
-        ("durability: fast", "durability"),
-        ("limits: { max_wait_seconds: soon }", "limits.max_wait_seconds"),
-        ("limits: { max_wait_seconds: -1 }", "limits.max_wait_seconds"),
-        ("log: { level: loud }", "log.level"),
-        ("clients: { ops: { policy: lifo } }", "clients.ops.policy"),
-        ("clients: { '-bad': { policy: fifo } }", "clients.-bad"),
-        ("alerts: { default_expires_in: 0 }", "alerts.default_expires_in"),
-        ("alerts: { default_expires_in: 100, max_expires_in: 50 }", "alerts.default_expires_in"),
-        ("metrics: { require_token: maybe }", "metrics.require_token"),
-        ("limits: [1, 2]", "limits"),
-        ("durability: full\ndurability: normal", "durability"),
-    ])
+    @Test(
+        "a wrong value is an error naming the key",
+        arguments: [
+            ("durability: fast", "durability"),
+            ("limits: { max_wait_seconds: soon }", "limits.max_wait_seconds"),
+            ("limits: { max_wait_seconds: -1 }", "limits.max_wait_seconds"),
+            ("log: { level: loud }", "log.level"),
+            ("clients: { ops: { policy: lifo } }", "clients.ops.policy"),
+            ("clients: { '-bad': { policy: fifo } }", "clients.-bad"),
+            ("alerts: { default_expires_in: 0 }", "alerts.default_expires_in"),
+            ("alerts: { default_expires_in: 100, max_expires_in: 50 }", "alerts.default_expires_in"),
+            ("metrics: { require_token: maybe }", "metrics.require_token"),
+            ("limits: [1, 2]", "limits"),
+            ("durability: full\ndurability: normal", "durability"),
+        ])
     func wrongValue(yaml: String, key: String) {
         #expect {
             try Config.parse(yaml: yaml)
@@ -104,37 +111,43 @@ struct ConfigTests {
         }
     }
 
-    @Test("keys of capabilities this version lacks are refused instead of silently ignored", arguments: [
-        "auth: { tokens: [] }", "limits: { rate_per_second: 10 }", "limits: { rate_burst: 10 }",
-    ])
+    @Test(
+        "keys of capabilities this version lacks are refused instead of silently ignored",
+        arguments: [
+            "auth: { tokens: [] }", "limits: { rate_per_second: 10 }", "limits: { rate_burst: 10 }",
+        ])
     func notYet(yaml: String) {
         #expect(throws: ConfigError.self) { try Config.parse(yaml: yaml) }
     }
 
     @Test("webhooks lists client, url and secret per entry")
     func webhooks() throws {
-        let config = try Config.parse(yaml: """
-            webhooks:
-              - client: ops
-                url: "http://127.0.0.1:9000/hook"
-                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-              - { client: team-1, url: "https://hooks.example/a", secret: "plain text secret" }
-            """)
-        #expect(config.webhooks == [
-            .init(client: "ops", url: "http://127.0.0.1:9000/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
-            .init(client: "team-1", url: "https://hooks.example/a", secret: "plain text secret"),
-        ])
+        let config = try Config.parse(
+            yaml: """
+                webhooks:
+                  - client: ops
+                    url: "http://127.0.0.1:9000/hook"
+                    secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                  - { client: team-1, url: "https://hooks.example/a", secret: "plain text secret" }
+                """)
+        #expect(
+            config.webhooks == [
+                .init(client: "ops", url: "http://127.0.0.1:9000/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+                .init(client: "team-1", url: "https://hooks.example/a", secret: "plain text secret"),
+            ])
         #expect(try Config.parse(yaml: "webhooks: []").webhooks.isEmpty)
     }
 
-    @Test("a bad webhooks entry is an error naming it", arguments: [
-        ("webhooks: [{ client: ops, url: 'ftp://x/y', secret: s }]", "webhooks[0].url"),
-        ("webhooks: [{ client: '-x', url: 'http://x/y', secret: s }]", "webhooks[0].client"),
-        ("webhooks: [{ client: ops, url: 'http://x/y' }]", "webhooks[0].secret"),
-        ("webhooks: [{ client: ops, url: 'http://x/y', secret: 'whsec_!!' }]", "webhooks[0].secret"),
-        ("webhooks: [{ client: ops, url: 'http://x/y', secret: s, colour: red }]", "webhooks[0].colour"),
-        ("webhooks: { client: ops }", "webhooks"),
-    ])
+    @Test(
+        "a bad webhooks entry is an error naming it",
+        arguments: [
+            ("webhooks: [{ client: ops, url: 'ftp://x/y', secret: s }]", "webhooks[0].url"),
+            ("webhooks: [{ client: '-x', url: 'http://x/y', secret: s }]", "webhooks[0].client"),
+            ("webhooks: [{ client: ops, url: 'http://x/y' }]", "webhooks[0].secret"),
+            ("webhooks: [{ client: ops, url: 'http://x/y', secret: 'whsec_!!' }]", "webhooks[0].secret"),
+            ("webhooks: [{ client: ops, url: 'http://x/y', secret: s, colour: red }]", "webhooks[0].colour"),
+            ("webhooks: { client: ops }", "webhooks"),
+        ])
     func badWebhook(yaml: String, key: String) {
         #expect {
             try Config.parse(yaml: yaml)
@@ -164,30 +177,33 @@ struct RoutingTests {
     @Test("the problem codes are exactly §4's, with their statuses")
     func codes() {
         let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
-        #expect(table == [
-            "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
-            "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "payload-too-large": 413,
-            "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
-            "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503,
-        ])
+        #expect(
+            table == [
+                "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
+                "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "payload-too-large": 413,
+                "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
+                "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503,
+            ])
     }
 
-    @Test("each path and method reaches its endpoint", arguments: [
-        ("GET", "/healthz", Endpoint.healthz),
-        ("GET", "/readyz", .readyz),
-        ("GET", "/v1/clients", .listClients),
-        ("POST", "/v1/clients/ops/alerts", .postAlert(client: "ops")),
-        ("GET", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
-        ("HEAD", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
-        ("GET", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
-        ("GET", "/v1/clients/ops/alerts/X1", .getAlert(client: "ops", id: "X1")),
-        ("DELETE", "/v1/clients/ops/alerts/X1", .withdrawAlert(client: "ops", id: "X1")),
-        ("POST", "/v1/clients/ops/alerts/X1/choice", .choose(client: "ops", id: "X1")),
-        ("POST", "/v1/clients/ops/webhooks", .createWebhook(client: "ops")),
-        ("GET", "/v1/clients/ops/webhooks", .listWebhooks(client: "ops")),
-        ("GET", "/v1/clients/ops/webhooks/wh_1", .getWebhook(client: "ops", id: "wh_1")),
-        ("DELETE", "/v1/clients/ops/webhooks/wh_1", .deleteWebhook(client: "ops", id: "wh_1")),
-    ])
+    @Test(
+        "each path and method reaches its endpoint",
+        arguments: [
+            ("GET", "/healthz", Endpoint.healthz),
+            ("GET", "/readyz", .readyz),
+            ("GET", "/v1/clients", .listClients),
+            ("POST", "/v1/clients/ops/alerts", .postAlert(client: "ops")),
+            ("GET", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
+            ("HEAD", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
+            ("GET", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
+            ("GET", "/v1/clients/ops/alerts/X1", .getAlert(client: "ops", id: "X1")),
+            ("DELETE", "/v1/clients/ops/alerts/X1", .withdrawAlert(client: "ops", id: "X1")),
+            ("POST", "/v1/clients/ops/alerts/X1/choice", .choose(client: "ops", id: "X1")),
+            ("POST", "/v1/clients/ops/webhooks", .createWebhook(client: "ops")),
+            ("GET", "/v1/clients/ops/webhooks", .listWebhooks(client: "ops")),
+            ("GET", "/v1/clients/ops/webhooks/wh_1", .getWebhook(client: "ops", id: "wh_1")),
+            ("DELETE", "/v1/clients/ops/webhooks/wh_1", .deleteWebhook(client: "ops", id: "wh_1")),
+        ])
     func routes(method: String, path: String, endpoint: Endpoint) {
         guard case .found(let found, _) = Router.api.match(method: method, path: path) else {
             Issue.record("no route for \(method) \(path)")
@@ -205,7 +221,9 @@ struct RoutingTests {
         #expect(Set(allow) == ["GET", "HEAD", "DELETE"])
     }
 
-    @Test("unknown paths are 404", arguments: ["/", "/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz"])
+    @Test(
+        "unknown paths are 404",
+        arguments: ["/", "/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz"])
     func notFound(path: String) {
         guard case .notFound = Router.api.match(method: "GET", path: path) else {
             Issue.record("expected 404 for \(path)")

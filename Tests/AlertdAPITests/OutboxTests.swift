@@ -53,9 +53,10 @@ struct OutboxTests {
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Deploy"}"#)
         let deliveries = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries").object()["deliveries"] as! [[String: Any]]
         #expect(deliveries.count == 3)
-        #expect(Set(deliveries.compactMap { $0["target"] as? String }) == [
-            "http://127.0.0.1:9002/cb", "http://127.0.0.1:9000/config-hook", "http://127.0.0.1:9001/api-hook",
-        ])
+        #expect(
+            Set(deliveries.compactMap { $0["target"] as? String }) == [
+                "http://127.0.0.1:9002/cb", "http://127.0.0.1:9000/config-hook", "http://127.0.0.1:9001/api-hook",
+            ])
         #expect(Set(deliveries.compactMap { $0["event_id"] as? String }).count == 1, "one webhook-id per event")
         #expect(deliveries.allSatisfy { $0["state"] as? String == "pending" && ($0["attempts"] as? [Any])?.isEmpty == true })
         #expect(deliveries.allSatisfy { $0["next_attempt_at"] is String })
@@ -81,9 +82,10 @@ struct OutboxTests {
                 try verifier.verify(id: row.eventID, timestamp: String(now), signature: signature, body: row.body)
             }
         }
-        #expect(Set(rows.map(\.secret)) == [
-            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "config secret", registered["secret"] as! String,
-        ])
+        #expect(
+            Set(rows.map(\.secret)) == [
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "config secret", registered["secret"] as! String,
+            ])
     }
 
     @Test("each terminal state makes an event of its own type", arguments: ["answered", "withdrawn", "dismissed", "expired"])

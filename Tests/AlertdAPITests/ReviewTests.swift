@@ -72,11 +72,14 @@ struct ReviewVisibilityTests {
 
         let stored = try SQLiteStore(directory: daemon.stateDir, durability: .normal).load()
         let displayed = stored.pending.filter { $0.client == "ops" && $0.state == .displayed }
-        #expect(displayed.count == 1, "the store holds \(displayed.count) displayed alerts on one client: writes were committed out of board order")
+        #expect(
+            displayed.count == 1,
+            "the store holds \(displayed.count) displayed alerts on one client: writes were committed out of board order")
 
         // What readers see agrees with itself: `current` is the first alert of the list.
         let current = try daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String
-        let first = (try daemon.send("GET", "/v1/clients/ops/alerts?limit=1").object()["alerts"] as? [[String: Any]])?.first?["id"] as? String
+        let first =
+            (try daemon.send("GET", "/v1/clients/ops/alerts?limit=1").object()["alerts"] as? [[String: Any]])?.first?["id"] as? String
         #expect(current == first, "current shows \(current ?? "nil") but the displayed alert is \(first ?? "nil")")
     }
 
@@ -179,7 +182,8 @@ struct ReviewVisibilityTests {
         #expect(shown != "B", "B's post failed with 503, yet dashboards display B")
 
         daemon = try daemon.restart()
-        let titles = (try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]])?
+        let titles =
+            (try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]])?
             .compactMap { $0["title"] as? String } ?? []
         #expect(!titles.contains("B"), "B's post failed with 503, yet B is in the store after a restart")
     }
@@ -233,7 +237,9 @@ struct ReviewPositionTests {
 
         #expect(listed.map { $0["title"] as? String } == ["A", "B"], "C is not committed: readers do not see it")
         withKnownIssue("a single alert's position comes from the live queue (O(log n)); lists count exactly", isIntermittent: true) {
-            #expect(withCommitting["position"] as? Int == 1, "B reads position \(withCommitting["position"] ?? "nil") behind an alert no reader can see")
+            #expect(
+                withCommitting["position"] as? Int == 1,
+                "B reads position \(withCommitting["position"] ?? "nil") behind an alert no reader can see")
         }
         #expect(listed.last?["position"] as? Int == 1)
     }

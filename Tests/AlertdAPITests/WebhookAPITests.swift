@@ -78,18 +78,20 @@ struct WebhookAPITests {
         #expect(again.first?["id"] as? String == id, "config webhook ids are stable across restarts")
     }
 
-    @Test("an invalid registration is 400 with the reason", arguments: [
-        (#"{"url":"ftp://x/hook"}"#, "http or https"),
-        (#"{"url":"http:///hook"}"#, "host"),
-        (#"{"url":"http://x:99999/"}"#, "port"),
-        (#"{"url":"https://x/","secret":"whsec_!!!"}"#, "base64"),
-        (#"{"url":"https://x/","secret":""}"#, "secret"),
-        (#"{"url":"https://x/","events":["all"]}"#, "unknown field events"),
-        (#"{"secret":"s"}"#, "url is required"),
-        (#"{"url":5}"#, "url is required"),
-        (#"["https://x/"]"#, "JSON object"),
-        (#"{"url":"#, "not valid JSON"),
-    ])
+    @Test(
+        "an invalid registration is 400 with the reason",
+        arguments: [
+            (#"{"url":"ftp://x/hook"}"#, "http or https"),
+            (#"{"url":"http:///hook"}"#, "host"),
+            (#"{"url":"http://x:99999/"}"#, "port"),
+            (#"{"url":"https://x/","secret":"whsec_!!!"}"#, "base64"),
+            (#"{"url":"https://x/","secret":""}"#, "secret"),
+            (#"{"url":"https://x/","events":["all"]}"#, "unknown field events"),
+            (#"{"secret":"s"}"#, "url is required"),
+            (#"{"url":5}"#, "url is required"),
+            (#"["https://x/"]"#, "JSON object"),
+            (#"{"url":"#, "not valid JSON"),
+        ])
     func invalid(body: String, reason: String) throws {
         let daemon = try InProcessDaemon()
         defer { daemon.cleanUp() }

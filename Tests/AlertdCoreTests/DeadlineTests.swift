@@ -31,7 +31,9 @@ struct DismissTests {
         #expect(board.displayed(on: "ops") == nil)
     }
 
-    @Test("A configured default and a posted dismiss_after are both honoured", arguments: [(nil, 5000), (0.25, 250), (1.5, 1500)] as [(Double?, Int64)])
+    @Test(
+        "A configured default and a posted dismiss_after are both honoured",
+        arguments: [(nil, 5000), (0.25, 250), (1.5, 1500)] as [(Double?, Int64)])
     func durations(dismissAfter: Double?, milliseconds: Int64) throws {
         var board = AlertBoard(rules: AlertRules(defaultDismissAfter: 5))
         let alert = try board.postCommitted(notice("n", dismissAfter: dismissAfter), now: at(0))

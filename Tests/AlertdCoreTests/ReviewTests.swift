@@ -23,6 +23,8 @@ struct ReviewBoardTests {
             board.committed(change)
         }
         #expect(board.pendingTotal == 0)
-        #expect(board.nextDeadline == nil, "nothing is pending, yet the board still holds a deadline at \(board.nextDeadline.map { "\($0.milliseconds)" } ?? "")")
+        #expect(
+            board.nextDeadline == nil,
+            "nothing is pending, yet the board still holds a deadline at \(board.nextDeadline.map { "\($0.milliseconds)" } ?? "")")
     }
 }

@@ -105,7 +105,9 @@ struct ChoiceTests {
         #expect(board.state(of: alert) == .displayed)
     }
 
-    @Test("Repeating the same button returns the answered alert with an empty change", arguments: [ButtonSelection.title("Cancel"), .index(2)])
+    @Test(
+        "Repeating the same button returns the answered alert with an empty change",
+        arguments: [ButtonSelection.title("Cancel"), .index(2)])
     func repeatSameButton(repeated: ButtonSelection) throws {
         var board = AlertBoard()
         let alert = try board.postCommitted(deploy, now: at(0))
@@ -213,7 +215,8 @@ struct WithdrawTests {
         let (withdrawn, change) = try board.withdraw(first.id, on: "ops", by: "deployer", now: at(7))
         #expect(withdrawn.state == .withdrawn)
         #expect(withdrawn.decidedAt == at(7))
-        #expect(withdrawn.result == AlertResult(outcome: .withdrawn, button: nil, buttonIndex: nil, cancelled: false, decidedBy: "deployer"))
+        #expect(
+            withdrawn.result == AlertResult(outcome: .withdrawn, button: nil, buttonIndex: nil, cancelled: false, decidedBy: "deployer"))
         #expect(board.displayed(on: "ops")?.id == second.id)
         #expect(change.decided.map(\.id) == [first.id])
         #expect(change.saved.map(\.state) == [.withdrawn, .displayed])
@@ -263,7 +266,8 @@ struct WithdrawTests {
 struct QueueFullTests {
     @Test("A client's post beyond its max_pending is queue-full; other clients use the default")
     func limit() throws {
-        var board = AlertBoard(settings: QueueSettings(standard: ClientSettings(maxPending: 3), clients: ["kiosk": ClientSettings(maxPending: 2)]))
+        var board = AlertBoard(
+            settings: QueueSettings(standard: ClientSettings(maxPending: 3), clients: ["kiosk": ClientSettings(maxPending: 2)]))
         let first = try board.postCommitted(deploy, to: "kiosk", now: at(0))
         try board.postCommitted(deploy, to: "kiosk", now: at(1))
         let error = #expect(throws: BoardError.self) { try board.post(deploy, to: "kiosk", now: at(2)) }

@@ -456,14 +456,17 @@ struct RawCase: Sendable, CustomTestStringConvertible {
             RawCase("a request line of one word", "GARBAGE\r\n\r\n", status: 400, code: "bad-request", layer: .closes),
             RawCase("binary junk", bytes: Array(1...8) + Array("\r\n\r\n".utf8), status: 400, code: "bad-request", layer: .closes),
             RawCase("an HTTP/0.9 request line", "GET /healthz\r\n\r\n", status: 400, code: "bad-request", layer: .libmicrohttpd),
-            RawCase("a request line without a target", "GET  HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 400, code: "bad-request", layer: .libmicrohttpd),
+            RawCase(
+                "a request line without a target", "GET  HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 400, code: "bad-request",
+                layer: .libmicrohttpd),
             RawCase(
                 "a control character in the path", "GET /v1/clients/fix\u{01}ture/alerts HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 400,
                 code: "bad-request"),
             RawCase(
                 "an unknown method", "BREW /v1/clients/fixture/alerts HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 405,
                 code: "method-not-allowed"),
-            RawCase("an unknown HTTP version", "GET /healthz HTTP/9.9\r\nHost: alertd\r\n\r\n", status: 505, code: nil, layer: .libmicrohttpd),
+            RawCase(
+                "an unknown HTTP version", "GET /healthz HTTP/9.9\r\nHost: alertd\r\n\r\n", status: 505, code: nil, layer: .libmicrohttpd),
             RawCase(
                 "a header line without a colon", "GET /healthz HTTP/1.1\r\nHost: alertd\r\nNoColonHere\r\n\r\n", status: 400,
                 code: "bad-request", layer: .libmicrohttpd),
@@ -485,7 +488,8 @@ struct RawCase: Sendable, CustomTestStringConvertible {
                 status: 413, code: "payload-too-large", layer: .libmicrohttpd),
             RawCase(
                 "a header block larger than the daemon takes",
-                "GET /healthz HTTP/1.1\r\nHost: alertd\r\nX-Padding: \(String(repeating: "p", count: 9000))\r\n\r\n", status: 431, code: nil,
+                "GET /healthz HTTP/1.1\r\nHost: alertd\r\nX-Padding: \(String(repeating: "p", count: 9000))\r\n\r\n", status: 431,
+                code: nil,
                 layer: .libmicrohttpd),
             RawCase(
                 "a request target longer than the daemon takes",

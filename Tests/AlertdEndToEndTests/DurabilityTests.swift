@@ -14,7 +14,9 @@ struct DurabilityTests {
         var answered: [String: String] = [:]  // id → button
         for index in 0..<30 {
             let client = "team-\(index % 3)"
-            let alert = try http.postAlert(client, #"{"title":"Alert \#(index)","buttons":[{"title":"Yes"},{"title":"No","style":"cancel"}],"metadata":{"n":\#(index)}}"#)
+            let alert = try http.postAlert(
+                client,
+                #"{"title":"Alert \#(index)","buttons":[{"title":"Yes"},{"title":"No","style":"cancel"}],"metadata":{"n":\#(index)}}"#)
             expected[id(alert)] = alert["state"] as? String
         }
         // Answer the displayed alert of each client twice, withdraw one queued alert each.
@@ -38,7 +40,9 @@ struct DurabilityTests {
         defer { second.cleanup() }
         let after = second.client()
         for (alertID, state) in expected {
-            let client = try after.get("/v1/clients/team-0/alerts/\(alertID)").status == 200 ? "team-0"
+            let client =
+                try after.get("/v1/clients/team-0/alerts/\(alertID)").status == 200
+                ? "team-0"
                 : try after.get("/v1/clients/team-1/alerts/\(alertID)").status == 200 ? "team-1" : "team-2"
             let alert = try after.get("/v1/clients/\(client)/alerts/\(alertID)").jsonObject()
             #expect(alert["state"] as? String == state, "alert \(alertID)")
@@ -66,7 +70,9 @@ struct DurabilityTests {
                 let http = TestHTTPClient(port: port, timeout: 5)
                 var count = 0
                 while count < 2000 {
-                    guard let response = try? http.post("/v1/clients/load-\(worker % 2)/alerts", json: #"{"title":"n\#(count)","buttons":[{"title":"OK"}]}"#),
+                    guard
+                        let response = try? http.post(
+                            "/v1/clients/load-\(worker % 2)/alerts", json: #"{"title":"n\#(count)","buttons":[{"title":"OK"}]}"#),
                         response.status == 201, let alert = try? response.jsonObject()
                     else { return }  // the daemon died under us
                     acknowledged.withLock { $0.append(alert["id"] as! String) }
@@ -108,7 +114,8 @@ struct DurabilityTests {
         let http = first.client()
         var decided: [String] = []
         for index in 0..<10 {
-            let alert = try http.postAlert("ops", #"{"title":"n\#(index)","buttons":[{"title":"OK"}],"callback_url":"http://127.0.0.1:9/cb"}"#)
+            let alert = try http.postAlert(
+                "ops", #"{"title":"n\#(index)","buttons":[{"title":"OK"}],"callback_url":"http://127.0.0.1:9/cb"}"#)
             #expect(try http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
             decided.append(id(alert))
         }
@@ -165,7 +172,8 @@ struct ShutdownTests {
         defer { daemon.cleanup() }
         let http = daemon.client()
         let alert = try http.postAlert("ops", #"{"title":"Still here","buttons":[{"title":"OK"}]}"#)
-        let onCurrent = try ParkedRequests(port: daemon.port, count: 20, method: "GET", path: "/v1/clients/ops/alerts/current?wait=60&after=\(id(alert))")
+        let onCurrent = try ParkedRequests(
+            port: daemon.port, count: 20, method: "GET", path: "/v1/clients/ops/alerts/current?wait=60&after=\(id(alert))")
         let onAlert = try ParkedRequests(port: daemon.port, count: 20, method: "GET", path: "/v1/clients/ops/alerts/\(id(alert))?wait=60")
         let onEmpty = try ParkedRequests(port: daemon.port, count: 5, method: "GET", path: "/v1/clients/empty/alerts/current?wait=60")
         try http.awaitWaiters(45)

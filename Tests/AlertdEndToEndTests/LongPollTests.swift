@@ -25,7 +25,8 @@ struct LongPollTests {
         let http = daemon.client()
         let first = try http.postAlert("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         let second = try http.postAlert("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
-        let parked = try ParkedRequests(port: daemon.port, count: 1, method: "GET", path: "/v1/clients/ops/alerts/current?wait=60&after=\(id(first))")
+        let parked = try ParkedRequests(
+            port: daemon.port, count: 1, method: "GET", path: "/v1/clients/ops/alerts/current?wait=60&after=\(id(first))")
         try http.awaitWaiters(1)
         #expect(!parked.anyAnswered())
         #expect(try http.choose("ops", id(first), #"{"button":"OK"}"#).status == 200)
@@ -39,7 +40,8 @@ struct LongPollTests {
         let daemon = try Daemon.start()
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let alert = try http.postAlert("ops", #"{"title":"Restart db?","buttons":[{"title":"Restart","style":"destructive"},{"title":"No","style":"cancel"}]}"#)
+        let alert = try http.postAlert(
+            "ops", #"{"title":"Restart db?","buttons":[{"title":"Restart","style":"destructive"},{"title":"No","style":"cancel"}]}"#)
         let parked = try ParkedRequests(port: daemon.port, count: 1, method: "GET", path: "/v1/clients/ops/alerts/\(id(alert))?wait=60")
         try http.awaitWaiters(1)
         #expect(try http.choose("ops", id(alert), #"{"button":"No"}"#).status == 200)
@@ -87,7 +89,8 @@ struct LongPollTests {
         let http = daemon.client()
         let first = try http.postAlert("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         let second = try http.postAlert("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
-        let onCurrent = try ParkedRequests(port: daemon.port, count: 200, method: "GET", path: "/v1/clients/ops/alerts/current?wait=60&after=\(id(first))")
+        let onCurrent = try ParkedRequests(
+            port: daemon.port, count: 200, method: "GET", path: "/v1/clients/ops/alerts/current?wait=60&after=\(id(first))")
         let onAlert = try ParkedRequests(port: daemon.port, count: 100, method: "GET", path: "/v1/clients/ops/alerts/\(id(first))?wait=60")
         try http.awaitWaiters(300)
         #expect(!onCurrent.anyAnswered() && !onAlert.anyAnswered())

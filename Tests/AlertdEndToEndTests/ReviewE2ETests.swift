@@ -38,7 +38,9 @@ struct ReviewE2ETests {
             if try client.get("/v1/clients/ops/alerts/current").status == 204 { empty += 1 }
             client.close()
         }
-        Issue.record("a second alertd started on port \(first.port) with the same state dir; \(empty) of 16 new connections see no displayed alert right after one was posted")
+        Issue.record(
+            "a second alertd started on port \(first.port) with the same state dir; \(empty) of 16 new connections see no displayed alert right after one was posted"
+        )
     }
 
     /// HTTPServer.access drops the connection (returns MHD_NO) once more than

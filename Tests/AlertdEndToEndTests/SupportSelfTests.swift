@@ -99,11 +99,12 @@ final class SelfTestConnection {
         while true {
             if let end = buffer.firstRange(of: Array("\r\n\r\n".utf8)) {
                 let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
-                let length = head.split(separator: "\r\n").compactMap { line -> Int? in
-                    let parts = line.split(separator: ":", maxSplits: 1)
-                    guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-                    return Int(parts[1].trimmingCharacters(in: .whitespaces))
-                }.first ?? 0
+                let length =
+                    head.split(separator: "\r\n").compactMap { line -> Int? in
+                        let parts = line.split(separator: ":", maxSplits: 1)
+                        guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                        return Int(parts[1].trimmingCharacters(in: .whitespaces))
+                    }.first ?? 0
                 if buffer.count - end.upperBound >= length {
                     let total = end.upperBound + length
                     let body = Array(buffer[end.upperBound..<total])
@@ -321,8 +322,9 @@ struct HTTPClientSelfTests {
         _ = try client.request("POST", "/b", headers: [("Content-Length", "2")], body: Array("hi".utf8))
         let sent = server.receivedRequests.map { String(decoding: $0, as: UTF8.self) }
         #expect(sent.count == 2)
-        #expect(sent.first == "POST /a HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n"
-            + "Content-Type: application/json\r\nContent-Length: 14\r\n\r\n{\"title\":\"é\"}")
+        #expect(
+            sent.first == "POST /a HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 14\r\n\r\n{\"title\":\"é\"}")
         #expect(sent.last?.components(separatedBy: "Content-Length").count == 2)
     }
 
@@ -438,52 +440,52 @@ struct ParkedRequestsSelfTests {
 /// `FAKE_MODE`: `crash` exits 3 at once, `silent` never logs listening,
 /// `ignore-term` ignores SIGTERM.
 private let fakeDaemonScript = #"""
-#!/usr/bin/env python3
-import http.server, json, os, signal, sys, time
+    #!/usr/bin/env python3
+    import http.server, json, os, signal, sys, time
 
-args = sys.argv[1:]
-def flag(name):
-    return args[args.index(name) + 1]
-config, listen, state = flag("--config"), flag("--listen"), flag("--state-dir")
-mode = os.environ.get("FAKE_MODE", "normal")
+    args = sys.argv[1:]
+    def flag(name):
+        return args[args.index(name) + 1]
+    config, listen, state = flag("--config"), flag("--listen"), flag("--state-dir")
+    mode = os.environ.get("FAKE_MODE", "normal")
 
-def log(msg, **fields):
-    extra = "".join(f" {k}={v}" for k, v in fields.items())
-    sys.stderr.write(f"ts={time.strftime('%Y-%m-%dT%H:%M:%S.000Z', time.gmtime())} level=info msg={msg}{extra}\n")
-    sys.stderr.flush()
+    def log(msg, **fields):
+        extra = "".join(f" {k}={v}" for k, v in fields.items())
+        sys.stderr.write(f"ts={time.strftime('%Y-%m-%dT%H:%M:%S.000Z', time.gmtime())} level=info msg={msg}{extra}\n")
+        sys.stderr.flush()
 
-if mode == "crash":
-    log("config-invalid", reason="boom")
-    sys.exit(3)
-signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore-term" else (lambda *_: os._exit(0)))
-log("starting", config=config)
-body = open(config).read()
-boots_file = os.path.join(state, "boots")
-boots = int(open(boots_file).read()) + 1 if os.path.exists(boots_file) else 1
-open(boots_file, "w").write(str(boots))
+    if mode == "crash":
+        log("config-invalid", reason="boom")
+        sys.exit(3)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore-term" else (lambda *_: os._exit(0)))
+    log("starting", config=config)
+    body = open(config).read()
+    boots_file = os.path.join(state, "boots")
+    boots = int(open(boots_file).read()) + 1 if os.path.exists(boots_file) else 1
+    open(boots_file, "w").write(str(boots))
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        if self.path == "/spam":
-            for i in range(4000):
-                sys.stderr.write("level=debug msg=spam line=%d padding=%s\n" % (i, "x" * 100))
-            log("spam-done")
-        payload = json.dumps({"boots": boots, "config": body, "state_dir": state, "env": os.environ.get("FAKE_ENV")}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-    def log_message(self, *_):
-        pass
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def do_GET(self):
+            if self.path == "/spam":
+                for i in range(4000):
+                    sys.stderr.write("level=debug msg=spam line=%d padding=%s\n" % (i, "x" * 100))
+                log("spam-done")
+            payload = json.dumps({"boots": boots, "config": body, "state_dir": state, "env": os.environ.get("FAKE_ENV")}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        def log_message(self, *_):
+            pass
 
-host, port = listen.rsplit(":", 1)
-server = http.server.ThreadingHTTPServer((host, int(port)), Handler)
-if mode != "silent":
-    log("listening", address=f'"{host}:{server.server_address[1]}"')
-server.serve_forever()
-"""#
+    host, port = listen.rsplit(":", 1)
+    server = http.server.ThreadingHTTPServer((host, int(port)), Handler)
+    if mode != "silent":
+        log("listening", address=f'"{host}:{server.server_address[1]}"')
+    server.serve_forever()
+    """#
 
 /// Whether python3 is on PATH, to run the fake daemon.
 private let pythonAvailable: Bool = {
@@ -500,8 +502,9 @@ struct DaemonSelfTests {
     init() throws {
         scratch = try ScratchDirectory()
         fakeDaemon = scratch.url.appendingPathComponent("fake-alertd").path
-        try #require(FileManager.default.createFile(
-            atPath: fakeDaemon, contents: Data(fakeDaemonScript.utf8), attributes: [.posixPermissions: 0o755]))
+        try #require(
+            FileManager.default.createFile(
+                atPath: fakeDaemon, contents: Data(fakeDaemonScript.utf8), attributes: [.posixPermissions: 0o755]))
     }
 
     private func options(_ mode: String = "normal", config: String? = nil) -> Daemon.Options {
@@ -615,8 +618,10 @@ struct DaemonSelfTests {
         #expect(try Daemon.locateBinary(override: nil, environment: ["ALERTD_BINARY": "/bin/sh"], testExecutable: "/x/y") == "/bin/sh")
         let directory = try ScratchDirectory()
         let binary = directory.url.appendingPathComponent("alertd").path
-        #expect(FileManager.default.createFile(atPath: binary, contents: Data("#!/bin/sh\n".utf8),
-                                               attributes: [.posixPermissions: 0o755]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: binary, contents: Data("#!/bin/sh\n".utf8),
+                attributes: [.posixPermissions: 0o755]))
         let bundle = directory.url.appendingPathComponent("alertdPackageTests.xctest").path
         #expect(try Daemon.locateBinary(override: nil, environment: [:], testExecutable: bundle) == binary)
         #expect(try Daemon.locateBinary(override: nil, environment: ["ALERTD_BINARY": ""], testExecutable: bundle) == binary)
@@ -629,21 +634,25 @@ struct DaemonSelfTests {
 
 @Suite("Daemon's log parsing")
 struct DaemonLogParsingSelfTests {
-    @Test("finds the port in a listening line, quoted or not", arguments: [
-        "ts=2026-11-21T19:01:00.123Z level=info msg=listening address=127.0.0.1:40123\n",
-        "level=info msg=\"listening\" address=\"127.0.0.1:40123\"\n",
-        "level=info msg=starting\nlevel=info msg=listening address=[::1]:40123 extra\n",
-    ])
+    @Test(
+        "finds the port in a listening line, quoted or not",
+        arguments: [
+            "ts=2026-11-21T19:01:00.123Z level=info msg=listening address=127.0.0.1:40123\n",
+            "level=info msg=\"listening\" address=\"127.0.0.1:40123\"\n",
+            "level=info msg=starting\nlevel=info msg=listening address=[::1]:40123 extra\n",
+        ])
     func port(line: String) {
         #expect(Daemon.listeningPort(in: Array(line.utf8)) == 40123)
     }
 
-    @Test("ignores incomplete and unrelated lines", arguments: [
-        "level=info msg=listening address=127.0.0.1:40123",  // no newline yet
-        "level=info msg=\"listening soon\" address=127.0.0.1:40123\n",
-        "level=info msg=listening\n",
-        "level=info msg=listening address=127.0.0.1:0\n",
-    ])
+    @Test(
+        "ignores incomplete and unrelated lines",
+        arguments: [
+            "level=info msg=listening address=127.0.0.1:40123",  // no newline yet
+            "level=info msg=\"listening soon\" address=127.0.0.1:40123\n",
+            "level=info msg=listening\n",
+            "level=info msg=listening address=127.0.0.1:0\n",
+        ])
     func noPort(line: String) {
         #expect(Daemon.listeningPort(in: Array(line.utf8)) == nil)
     }

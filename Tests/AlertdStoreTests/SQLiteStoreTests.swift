@@ -31,9 +31,11 @@ func makeAlert(
 
 @Suite("The SQLite store")
 struct SQLiteStoreTests {
-    @Test("durability full sets synchronous FULL on the writer, normal sets NORMAL", arguments: [
-        (Durability.full, 2), (Durability.normal, 1),
-    ])
+    @Test(
+        "durability full sets synchronous FULL on the writer, normal sets NORMAL",
+        arguments: [
+            (Durability.full, 2), (Durability.normal, 1),
+        ])
     func synchronousPragma(durability: Durability, expected: Int) throws {
         let dir = TempDir()
         let store = try SQLiteStore(directory: dir.path, durability: durability)
@@ -91,7 +93,8 @@ struct SQLiteStoreTests {
             let state: AlertState = index % 2 == 0 ? .answered : .withdrawn
             var alert = makeAlert(id, state: state)
             alert.decidedAt = now
-            alert.result = AlertResult(outcome: state, button: state == .answered ? "Deploy" : nil, buttonIndex: state == .answered ? 0 : nil)
+            alert.result = AlertResult(
+                outcome: state, button: state == .answered ? "Deploy" : nil, buttonIndex: state == .answered ? 0 : nil)
             if state == .answered { answeredIDs.append(id) }
             writes.append(.alert(alert))
         }
@@ -116,7 +119,8 @@ struct SQLiteStoreTests {
         oldDecided.decidedAt = old
         var newDecided = makeAlert(newID, state: .dismissed, at: 9_000_000)
         newDecided.decidedAt = recent
-        let record = IdempotencyRecord(client: "ops", key: "k-1", alertID: pendingID, bodyDigest: Array(repeating: 7, count: 32), createdAt: old)
+        let record = IdempotencyRecord(
+            client: "ops", key: "k-1", alertID: pendingID, bodyDigest: Array(repeating: 7, count: 32), createdAt: old)
         try store.commit([
             .alert(makeAlert(pendingID, at: 1_000_000)), .alert(oldDecided), .alert(newDecided), .idempotency(record),
             .idempotency(IdempotencyRecord(client: "ops", key: "k-2", alertID: newID, bodyDigest: [1], createdAt: recent)),

@@ -225,9 +225,10 @@ struct RoundTripTests {
     }
 
     /// Foundation carries numbers as Int, UInt64 or Double, so these stay within their range and precision.
-    static let codableDocuments = documents.filter { !$0.hasPrefix("[1,") } + [
-        "[1,-0,1E+2,-1.50e3,0.000001,9007199254740993,18446744073709551615,-9223372036854775808,2.5e-300]"
-    ]
+    static let codableDocuments =
+        documents.filter { !$0.hasPrefix("[1,") } + [
+            "[1,-0,1E+2,-1.50e3,0.000001,9007199254740993,18446744073709551615,-9223372036854775808,2.5e-300]"
+        ]
 
     @Test("Codable round trip through Foundation's JSONEncoder and JSONDecoder", arguments: codableDocuments)
     func codable(document: String) throws {

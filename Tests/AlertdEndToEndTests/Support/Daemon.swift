@@ -133,8 +133,9 @@ final class Daemon: Sendable {
             return status
         }
         process.killAndReap()
-        throw DaemonError("alertd (pid \(pid)) did not exit within \(timeout) s of SIGTERM; sent SIGKILL",
-                          exitStatus: process.exitStatus, stderr: stderrText)
+        throw DaemonError(
+            "alertd (pid \(pid)) did not exit within \(timeout) s of SIGTERM; sent SIGKILL",
+            exitStatus: process.exitStatus, stderr: stderrText)
     }
 
     /// SIGKILL (a crash as far as the daemon can tell), then reaps it. No-op once exited.
@@ -167,8 +168,9 @@ final class Daemon: Sendable {
         }
         guard found == true else {
             let why = found == false ? "stderr closed" : "waited \(timeout) s"
-            throw DaemonError("alertd stderr never contained \(text.debugDescription) (\(why))",
-                              exitStatus: process.exitStatus, stderr: stderrText)
+            throw DaemonError(
+                "alertd stderr never contained \(text.debugDescription) (\(why))",
+                exitStatus: process.exitStatus, stderr: stderrText)
         }
     }
 
@@ -217,17 +219,20 @@ final class Daemon: Sendable {
         }
         switch outcome {
         case .listening(let port):
-            return Daemon(options: options, stateDir: stateDir, configFile: configFile, port: port,
-                          process: process, scratch: scratch)
+            return Daemon(
+                options: options, stateDir: stateDir, configFile: configFile, port: port,
+                process: process, scratch: scratch)
         case .ended:
             let status = process.waitForExit(timeout: 10)
             if status == nil { process.killAndReap() }
-            throw DaemonError("alertd (\(binary)) closed stderr before logging msg=listening",
-                              exitStatus: status ?? process.exitStatus, stderr: process.stderr.text)
+            throw DaemonError(
+                "alertd (\(binary)) closed stderr before logging msg=listening",
+                exitStatus: status ?? process.exitStatus, stderr: process.stderr.text)
         case nil:
             process.killAndReap()
-            throw DaemonError("alertd (\(binary)) logged no msg=listening line within \(options.startTimeout) s; killed it",
-                              exitStatus: process.exitStatus, stderr: process.stderr.text)
+            throw DaemonError(
+                "alertd (\(binary)) logged no msg=listening line within \(options.startTimeout) s; killed it",
+                exitStatus: process.exitStatus, stderr: process.stderr.text)
         }
     }
 
@@ -279,8 +284,8 @@ final class Daemon: Sendable {
             lineStart = index + 1
             let fields = logfmtFields(line)
             guard fields["msg"] == "listening", let address = fields["address"],
-                  let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
-                  (1...65535).contains(port)
+                let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+                (1...65535).contains(port)
             else { continue }
             return port
         }
@@ -605,10 +610,10 @@ private enum DeathSignal {
     static let setpriv: String? = {
         let candidates: [String] = ["/usr/bin/setpriv", "/bin/setpriv"]
         guard let path = candidates.first(where: { access($0, X_OK) == 0 }),
-              let probe = try? DaemonProcess.spawn(
-                  path, arguments: ["--pdeathsig", "KILL", "--", "true"],
-                  environment: ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" },
-                  dieWithParent: false)
+            let probe = try? DaemonProcess.spawn(
+                path, arguments: ["--pdeathsig", "KILL", "--", "true"],
+                environment: ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" },
+                dieWithParent: false)
         else { return nil }
         guard let status = probe.waitForExit(timeout: 10) else {
             probe.killAndReap()

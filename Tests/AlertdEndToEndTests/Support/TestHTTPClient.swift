@@ -287,7 +287,8 @@ final class TestHTTPClient {
                     return response
                 case .wouldBlock:
                     throw TestHTTPError(
-                        .timedOut, "no complete response from \(host):\(port) within \(timeout) s"
+                        .timedOut,
+                        "no complete response from \(host):\(port) within \(timeout) s"
                             + (buffer.isEmpty ? "" : "; got \(buffer.count) bytes: \(Self.preview(buffer))"))
                 case .failed(let error):
                     throw error
@@ -524,8 +525,9 @@ enum TestResponseParser {
         let bodyStart = end.upperBound
 
         func done(_ body: [UInt8], consumed: Int, extra: [(String, String)] = []) -> Parsed {
-            Parsed(response: TestResponse(status: status, headers: headers + extra, body: body),
-                   consumed: consumed, keepAlive: keepAlive)
+            Parsed(
+                response: TestResponse(status: status, headers: headers + extra, body: body),
+                consumed: consumed, keepAlive: keepAlive)
         }
 
         if noBody || (100..<200).contains(status) || status == 204 || status == 304 {
@@ -653,8 +655,9 @@ enum TestSocket {
         var candidate = found
         while let info = candidate {
             candidate = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
-                            info.pointee.ai_protocol)
+            let fd = socket(
+                info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
+                info.pointee.ai_protocol)
             if fd < 0 {
                 lastError = errnoText()
                 continue
