@@ -172,42 +172,7 @@ final class APIHandler: HTTPHandler {
             } catch {
                 throw Problem(.unavailable, "the store cannot be read: \(error)")
             }
-            var out = JSONWriter(capacity: 256 + records.count * 256)
-            out.beginObject()
-            out.key("deliveries")
-            out.beginArray()
-            for record in records {
-                out.beginObject()
-                out.key("id")
-                out.string(record.id)
-                out.key("event_id")
-                out.string(record.eventID)
-                out.key("target")
-                out.string(record.target)
-                out.key("webhook_id")
-                out.string(record.webhookID)
-                out.key("state")
-                out.string(record.state.rawValue)
-                out.key("attempts")
-                out.beginArray()
-                for attempt in record.attempts {
-                    out.beginObject()
-                    out.key("at")
-                    out.timestamp(attempt.at)
-                    out.key("status_code")
-                    if let code = attempt.statusCode { out.int(code) } else { out.null() }
-                    out.key("error")
-                    out.string(attempt.error)
-                    out.endObject()
-                }
-                out.endArray()
-                out.key("next_attempt_at")
-                out.timestamp(record.state == .pending ? record.nextAttemptAt : nil)
-                out.endObject()
-            }
-            out.endArray()
-            out.endObject()
-            respond(now: json(200, out.bytes))
+            respond(now: json(200, Rendering.deliveries(records)))
 
         case .createWebhook(let client):
             try Self.check(client: client)
@@ -218,16 +183,7 @@ final class APIHandler: HTTPHandler {
                 reply { [self] in
                     switch result {
                     case .success(let webhook):
-                        var out = JSONWriter(capacity: 256)
-                        out.beginObject()
-                        out.key("id")
-                        out.string(webhook.id)
-                        out.key("url")
-                        out.string(webhook.url)
-                        out.key("secret")
-                        out.string(webhook.secret)
-                        out.endObject()
-                        var response = json(201, out.bytes)
+                        var response = json(201, Rendering.createdWebhook(webhook))
                         response.headers.append(("Location", "/v1/clients/\(client)/webhooks/\(webhook.id)"))
                         return response
                     case .failure(let problem):
@@ -243,7 +199,7 @@ final class APIHandler: HTTPHandler {
             out.beginObject()
             out.key("webhooks")
             out.beginArray()
-            for webhook in service.webhooks(of: client) { Self.write(webhook, into: &out) }
+            for webhook in service.webhooks(of: client) { Rendering.write(webhook, into: &out) }
             out.endArray()
             out.endObject()
             respond(now: json(200, out.bytes))
@@ -255,7 +211,7 @@ final class APIHandler: HTTPHandler {
                 throw Problem(.notFound, "no webhook \(id) on client \(client)")
             }
             var out = JSONWriter(capacity: 128)
-            Self.write(webhook, into: &out)
+            Rendering.write(webhook, into: &out)
             respond(now: json(200, out.bytes))
 
         case .deleteWebhook(let client, let id):
@@ -358,18 +314,6 @@ final class APIHandler: HTTPHandler {
         case .string(let secret)?: return (url, secret)
         default: throw Problem(.badRequest, "secret must be a string")
         }
-    }
-
-    /// A webhook as listed: never its secret.
-    static func write(_ webhook: Webhook, into out: inout JSONWriter) {
-        out.beginObject()
-        out.key("id")
-        out.string(webhook.id)
-        out.key("url")
-        out.string(webhook.url)
-        out.key("source")
-        out.string(webhook.source.rawValue)
-        out.endObject()
     }
 
     // MARK: - Rendering

@@ -49,6 +49,8 @@ final class AlertService: Sendable {
     let store: any AlertStore
     let clock: any WallClock
     let settings: Settings
+    /// The board's validation rules; fixed once alertd runs, so posts read them without the lock.
+    let rules: AlertRules
     let logger: Logger
     let timer: DeadlineTimer
     /// Set when a commit failed: memory may then hold changes the store lacks,
@@ -61,6 +63,7 @@ final class AlertService: Sendable {
         failure: FailureFlag, webhooks: [Webhook] = [], logger: Logger
     ) {
         self.failure = failure
+        self.rules = board.rules
         var state = State(board: board)
         for webhook in webhooks { state.webhooks[webhook.client, default: []].append(webhook) }
         self.state = Mutex(state)
@@ -114,7 +117,7 @@ final class AlertService: Sendable {
             return respond(.failure(error))
         }
         let draft: AlertDraft
-        switch AlertDraft.validate(value, rules: state.withLock { $0.board.rules }) {
+        switch AlertDraft.validate(value, rules: rules) {
         case .success(let valid): draft = valid
         case .failure(let invalid):
             var problem = Problem(

@@ -84,8 +84,8 @@ struct Before {
 /// saying what to persist, which displays changed and what became terminal.
 /// The caller serialises access (one lock) and writes changes in that order.
 public struct AlertBoard: Sendable {
-    public private(set) var settings: QueueSettings
-    public var rules: AlertRules
+    public let settings: QueueSettings
+    public let rules: AlertRules
     /// Pending alerts, plus decided ones until their commit is in flight.
     private var alerts = AlertTable()
     private var queues: [String: ClientQueue] = [:]
@@ -338,15 +338,6 @@ public struct AlertBoard: Sendable {
         if let dismissAt = restored.dismissAt {
             deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
         }
-    }
-
-    /// Applies new per-client settings (a reload): policies re-order queues.
-    public mutating func update(settings: QueueSettings, now: Timestamp) -> BoardChange {
-        self.settings = settings
-        for client in queues.keys {
-            queues[client]!.setPolicy(settings[client].policy)
-        }
-        return normalizeAll(now: now)
     }
 
     // MARK: - Internals

@@ -13,7 +13,7 @@ struct ClientQueue: Sendable {
         var id: AlertID
     }
 
-    var policy: QueuePolicy
+    let policy: QueuePolicy
     private(set) var displayed: Entry?
     /// Sorted: `queued[0]` is displayed next.
     private(set) var queued: [Entry] = []
@@ -80,12 +80,6 @@ struct ClientQueue: Sendable {
             return DisplayChange(shown: first, covered: current)
         }
         return DisplayChange()
-    }
-
-    mutating func setPolicy(_ policy: QueuePolicy) {
-        guard policy != self.policy else { return }
-        self.policy = policy
-        queued.sort(by: precedes)
     }
 
     /// 0 when displayed, n when n alerts are ahead; nil when not pending here.

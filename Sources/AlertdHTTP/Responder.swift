@@ -81,15 +81,6 @@ public final class Responder: Sendable {
         }
     }
 
-    /// Whether an answer was given already.
-    public var hasResponded: Bool {
-        state.withLock { state in
-            if case .handling = state { return false }
-            if case .suspended = state { return false }
-            return true
-        }
-    }
-
     /// Called on the MHD thread once the handler returned: the answer to queue now,
     /// or nil after suspending the connection.
     func afterHandler() -> HTTPResponse? {

@@ -22,7 +22,6 @@ public final class GroupCommitter: @unchecked Sendable {
     private var queue: [Submission] = []
     private var stopping = false
     private var running = false
-    private var batches = 0
     /// The first commit failure. Everything queued after it was computed on a
     /// state that includes the failed change, so it is failed too, never committed.
     private var failure: (any Error)?
@@ -78,13 +77,6 @@ public final class GroupCommitter: @unchecked Sendable {
         if wasRunning { finished.wait() }
     }
 
-    /// Transactions committed so far.
-    public var committedBatches: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return batches
-    }
-
     public struct StoppedError: Error, CustomStringConvertible {
         public var description: String { "the store writer has stopped" }
     }
@@ -124,9 +116,6 @@ public final class GroupCommitter: @unchecked Sendable {
                 onFailure(error)
             }
         }
-        condition.lock()
-        batches += 1
-        condition.unlock()
         for submission in batch { submission.completion(result) }
     }
 }
