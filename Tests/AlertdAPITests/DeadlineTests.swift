@@ -207,3 +207,31 @@ struct RetentionTests {
         #expect(listed.isEmpty)
     }
 }
+
+@Suite("Idempotency window")
+struct IdempotencyWindowTests {
+    @Test("an Idempotency-Key replays for 24 hours, then the same key creates a new alert")
+    func twentyFourHours() throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let body = #"{"title":"Deploy?","buttons":[{"title":"Deploy"}],"expires_in":604800}"#
+        let key = [("Idempotency-Key", "deploy-7")]
+        let first = try daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
+        #expect(first.status == 201)
+        let firstID = try first.object()["id"] as? String
+
+        daemon.clock.advance(seconds: 86_399)
+        let replay = try daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
+        #expect(replay.status == 200)
+        #expect(try replay.object()["id"] as? String == firstID)
+        let mismatch = try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Other"}"#, headers: key)
+        #expect(mismatch.status == 422)
+
+        daemon.clock.advance(seconds: 2)
+        let fresh = try daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
+        #expect(fresh.status == 201)
+        #expect(try fresh.object()["id"] as? String != firstID)
+        // Keys belong to their client.
+        #expect(try daemon.send("POST", "/v1/clients/team/alerts", json: body, headers: key).status == 201)
+    }
+}
