@@ -16,6 +16,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Already in the graph through AsyncHTTPClient; named for the tests' webhook receivers.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // libmicrohttpd (Debian: libmicrohttpd-dev) plus a non-variadic starter. Not API.
@@ -50,7 +53,7 @@ let package = Package(
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
+                "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire", "AlertdDelivery", "AlertdCallbacks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -62,6 +65,18 @@ let package = Package(
             name: "AlertdDelivery",
             dependencies: [
                 "AlertdCore", "AlertdWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The delivery worker: sends due deliveries over AsyncHTTPClient and records each attempt.
+        .target(
+            name: "AlertdCallbacks",
+            dependencies: [
+                "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -81,13 +96,21 @@ let package = Package(
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdWire", "AlertdClient"]),
+        .testTarget(name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient"]),
         .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdWire"]),
         .testTarget(
             name: "AlertdAPITests",
             dependencies: ["AlertdAPI", "AlertdHTTP", "AlertdStore", "AlertdClient", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Starts the real alertd binary and speaks HTTP over real sockets.
-        .testTarget(name: "AlertdEndToEndTests", dependencies: ["alertd", "AlertdWire"]),
+        .testTarget(
+            name: "AlertdEndToEndTests",
+            dependencies: [
+                "alertd", "AlertdWire", "AlertdClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
     ]
 )

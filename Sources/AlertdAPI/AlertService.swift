@@ -53,6 +53,8 @@ final class AlertService: Sendable {
     let rules: AlertRules
     let logger: Logger
     let timer: DeadlineTimer
+    /// Takes the deliveries of committed events (the delivery worker's queue).
+    let outbox: @Sendable ([PendingDelivery]) -> Void
     /// Set when a commit failed: memory may then hold changes the store lacks,
     /// so no change is taken any more until a restart restores from the store.
     let failure: FailureFlag
@@ -60,9 +62,11 @@ final class AlertService: Sendable {
 
     init(
         board: AlertBoard, store: any AlertStore, committer: GroupCommitter, clock: any WallClock, settings: Settings,
-        failure: FailureFlag, webhooks: [Webhook] = [], logger: Logger
+        failure: FailureFlag, webhooks: [Webhook] = [], logger: Logger,
+        outbox: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in }
     ) {
         self.failure = failure
+        self.outbox = outbox
         self.rules = board.rules
         var state = State(board: board)
         for webhook in webhooks { state.webhooks[webhook.client, default: []].append(webhook) }
@@ -252,7 +256,7 @@ final class AlertService: Sendable {
                     }
                     if let next = state.board.nextDeadline { ticker.poke(at: next) }
                     let displays = Self.displays(change, state.board)
-                    committer.submit(writes(for: change, &state, now: now)) { [self] result in
+                    submitDecision(writes(for: change, &state, now: now)) { [self] result in
                         if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
                         finish(change, displays: displays) { _ in () }
                         respond(.success(alert))
@@ -310,7 +314,7 @@ final class AlertService: Sendable {
             let change = state.board.fireDeadlines(now: now)
             let displays = Self.displays(change, state.board)
             if !change.saved.isEmpty {
-                committer.submit(writes(for: change, &state, now: now)) { [self] result in
+                submitDecision(writes(for: change, &state, now: now)) { [self] result in
                     if case .failure = result { return }
                     finish(change, displays: displays) { _ in () }
                 }
@@ -602,6 +606,18 @@ final class AlertService: Sendable {
                         body: event.body, deliveries: deliveries)))
         }
         return writes
+    }
+
+    /// Submits the writes of a decision; once they are committed, and before
+    /// `completion`, hands the deliveries of their events to the worker.
+    private func submitDecision(_ writes: [StoreWrite], completion: @escaping GroupCommitter.Completion) {
+        var found: [PendingDelivery] = []
+        for case .event(let event) in writes { found += event.pendingDeliveries }
+        if found.isEmpty { return committer.submit(writes, completion: completion) }
+        committer.submit(writes) { [outbox, deliveries = found] result in
+            if case .success = result { outbox(deliveries) }
+            completion(result)
+        }
     }
 
     /// The displayed alert of each client whose display the change touched, as of the change.

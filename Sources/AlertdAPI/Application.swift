@@ -1,4 +1,6 @@
+import AlertdCallbacks
 import AlertdCore
+import AlertdDelivery
 import AlertdHTTP
 import AlertdStore
 import AlertdWire
@@ -46,6 +48,7 @@ public enum Application {
                 services: [
                     .init(service: StateLockService(lock: core.lock)),
                     .init(service: StoreService(committer: committer)),
+                    .init(service: DeliveryService(worker: core.deliveries)),
                     .init(service: PurgeService(service: service)),
                     .init(service: ReadinessService(readiness: core.readiness)),
                     .init(service: HTTPService(server: server, service: service, logger: logger)),
@@ -63,6 +66,7 @@ public enum Application {
         let store: any AlertStore
         let committer: GroupCommitter
         let service: AlertService
+        let deliveries: DeliveryWorker
         let handler: APIHandler
         let restoredPending: Int
         let lock: StateLock
@@ -71,6 +75,7 @@ public enum Application {
         /// Answers waiters, commits what is queued and stops the threads (without HTTP).
         func shutdown() {
             service.drain()
+            deliveries.shutdown()
             committer.shutdown()
             service.stopTimers()
             lock.release()
@@ -120,17 +125,24 @@ public enum Application {
             board.committed(normalized)
         }
 
+        let deliveries = DeliveryWorker(
+            settings: .init(
+                timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny)),
+            committer: committer, clock: clock, logger: logger)
         let service = AlertService(
             board: board, store: store, committer: committer, clock: clock,
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                 retentionSeconds: config.retentionSeconds, signingSecret: config.callbacks.signingSecret),
-            failure: failure, webhooks: try configWebhooks(config, at: clock.now()) + store.webhooks(), logger: logger)
+            failure: failure, webhooks: try configWebhooks(config, at: clock.now()) + store.webhooks(), logger: logger,
+            outbox: { deliveries.enqueue($0) })
         service.start()
+        deliveries.start(restoring: try store.pendingDeliveries())
         let readiness = Readiness(store: store, failure: failure, service: service)
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
         return Core(
-            store: store, committer: committer, service: service, handler: handler, restoredPending: stored.pending.count,
+            store: store, committer: committer, service: service, deliveries: deliveries, handler: handler,
+            restoredPending: stored.pending.count,
             lock: lock, readiness: readiness)
     }
 
@@ -208,6 +220,17 @@ struct StoreService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         committer.shutdown()
+    }
+}
+
+/// The delivery worker: stopped after the HTTP server (no new decisions) and
+/// before the committer (its last attempts are recorded).
+struct DeliveryService: Service {
+    let worker: DeliveryWorker
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        worker.shutdown()
     }
 }
 

@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdDelivery
 import AlertdStore
 import AlertdWire
 import Foundation
@@ -37,14 +38,19 @@ public struct Config: Sendable {
         public var maxConnections = 30_000
     }
 
-    /// Callback settings; delivery itself arrives with the callbacks capability.
+    /// Callback delivery (§5): signing, attempt timeout, retries, the deny list.
     public struct Callbacks: Sendable {
         public var signingSecret: String?
         public var timeout: Double = 10
         public var maxAge: Double = 86_400
         public var retryInitialSeconds: Double = 1
         public var retryMaxIntervalSeconds: Double = 300
-        public var deny = ["169.254.0.0/16", "fe80::/10"]
+        public var deny = DenyList.defaultEntries
+
+        /// The retry schedule these settings describe.
+        public var retryPolicy: RetryPolicy {
+            RetryPolicy(initial: retryInitialSeconds, maxInterval: retryMaxIntervalSeconds, maxAge: maxAge)
+        }
     }
 
     public init() {}
@@ -183,7 +189,19 @@ extension Config {
             if let v = try callbacks.seconds("max_age") { config.callbacks.maxAge = v }
             if let v = try callbacks.seconds("retry_initial_seconds") { config.callbacks.retryInitialSeconds = v }
             if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
-            if let v = try callbacks.strings("deny") { config.callbacks.deny = v }
+            if let v = try callbacks.strings("deny") {
+                do {
+                    _ = try DenyList(v)
+                } catch {
+                    throw ConfigError("\(source): callbacks.deny: \(error)")
+                }
+                config.callbacks.deny = v
+            }
+            if config.callbacks.retryMaxIntervalSeconds < config.callbacks.retryInitialSeconds {
+                throw ConfigError(
+                    "\(source): callbacks.retry_max_interval_seconds must be at least callbacks.retry_initial_seconds (\(config.callbacks.retryInitialSeconds))"
+                )
+            }
         }
         if let list = try root.list("webhooks") {
             for (index, node) in list.enumerated() {

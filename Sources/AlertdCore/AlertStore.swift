@@ -104,6 +104,68 @@ public struct DeliveryRecord: Sendable, Hashable {
     }
 }
 
+/// A delivery still to be made: what its next attempt sends, where, and when.
+public struct PendingDelivery: Sendable, Hashable {
+    /// `dl_…`.
+    public var id: String
+    /// `msg_…`: the `webhook-id`.
+    public var eventID: String
+    public var target: String
+    public var secret: String
+    /// The event body, sent and signed byte for byte.
+    public var body: [UInt8]
+    /// When the event was written: ``RetryPolicy`` gives up `max_age` after it.
+    public var eventCreatedAt: Timestamp
+    /// Attempts already made (and recorded).
+    public var attemptsMade: Int
+    /// When the next attempt is due.
+    public var due: Timestamp
+
+    public init(
+        id: String, eventID: String, target: String, secret: String, body: [UInt8], eventCreatedAt: Timestamp, attemptsMade: Int,
+        due: Timestamp
+    ) {
+        self.id = id
+        self.eventID = eventID
+        self.target = target
+        self.secret = secret
+        self.body = body
+        self.eventCreatedAt = eventCreatedAt
+        self.attemptsMade = attemptsMade
+        self.due = due
+    }
+}
+
+extension OutboxEvent {
+    /// The event's deliveries as the worker takes them: none attempted, all due at once.
+    public var pendingDeliveries: [PendingDelivery] {
+        deliveries.map {
+            PendingDelivery(
+                id: $0.id, eventID: id, target: $0.target, secret: $0.secret, body: body, eventCreatedAt: createdAt, attemptsMade: 0,
+                due: createdAt)
+        }
+    }
+}
+
+/// One attempt to record, and where its delivery stands after it.
+public struct AttemptRecord: Sendable, Hashable {
+    public var deliveryID: String
+    /// 1 for the first attempt.
+    public var number: Int
+    public var attempt: DeliveryAttempt
+    public var state: DeliveryState
+    /// nil unless `state` is pending.
+    public var nextAttemptAt: Timestamp?
+
+    public init(deliveryID: String, number: Int, attempt: DeliveryAttempt, state: DeliveryState, nextAttemptAt: Timestamp?) {
+        self.deliveryID = deliveryID
+        self.number = number
+        self.attempt = attempt
+        self.state = state
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
 /// One durable change.
 public enum StoreWrite: Sendable {
     case client(String, createdAt: Timestamp)
@@ -118,6 +180,9 @@ public enum StoreWrite: Sendable {
     case deleteWebhook(id: String)
     /// Records a terminal event and its pending deliveries (due at once).
     case event(OutboxEvent)
+    /// Records a delivery attempt and the delivery's new state (ignored if the
+    /// alert was purged meanwhile).
+    case attempt(AttemptRecord)
 }
 
 /// What the daemon restores on start.
@@ -148,6 +213,8 @@ public protocol AlertStore: Sendable {
     func webhooks() throws -> [Webhook]
     /// The deliveries of an alert's events, oldest first, with their attempts.
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
+    /// Every delivery still pending, with its event's body and how many attempts it had.
+    func pendingDeliveries() throws -> [PendingDelivery]
     /// Whether a write can be made now (for readiness).
     func isWritable() -> Bool
 }

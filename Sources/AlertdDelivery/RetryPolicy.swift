@@ -1,3 +1,4 @@
+import AlertdCore
 import AlertdWire
 
 /// When to try a callback again: exponential backoff with jitter, for at most
@@ -130,4 +131,37 @@ public enum DeliveryDecision: Sendable, Hashable {
     case retry(at: Timestamp)
     /// The event is older than `maxAge`: give up on this target.
     case expired
+}
+
+extension RetryPolicy {
+    /// Settles an attempt of `delivery` that started at `at` and ended at
+    /// `now`: the record to store and, if it is to be tried again, the
+    /// delivery with its next due time (the backoff counts from the end).
+    ///
+    /// A 2xx leaves it `delivered`; a 410, or a failure past `maxAge`, leaves it
+    /// `failed`; anything else keeps it `pending` with the next attempt's time.
+    public func settle(
+        _ delivery: PendingDelivery, outcome: AttemptOutcome, at: Timestamp, now: Timestamp? = nil,
+        using rng: inout some RandomNumberGenerator
+    ) -> (record: AttemptRecord, retry: PendingDelivery?) {
+        let number = delivery.attemptsMade + 1
+        let attempt: DeliveryAttempt
+        switch outcome {
+        case .response(let status, _): attempt = DeliveryAttempt(at: at, statusCode: status, error: nil)
+        case .timedOut: attempt = DeliveryAttempt(at: at, statusCode: nil, error: "timed out")
+        case .failed(let reason): attempt = DeliveryAttempt(at: at, statusCode: nil, error: reason)
+        }
+        let decision = decide(outcome, attempt: number, eventCreatedAt: delivery.eventCreatedAt, now: max(now ?? at, at), using: &rng)
+        switch decision {
+        case .delivered:
+            return (AttemptRecord(deliveryID: delivery.id, number: number, attempt: attempt, state: .delivered, nextAttemptAt: nil), nil)
+        case .stopped, .expired:
+            return (AttemptRecord(deliveryID: delivery.id, number: number, attempt: attempt, state: .failed, nextAttemptAt: nil), nil)
+        case .retry(let next):
+            var retry = delivery
+            retry.attemptsMade = number
+            retry.due = next
+            return (AttemptRecord(deliveryID: delivery.id, number: number, attempt: attempt, state: .pending, nextAttemptAt: next), retry)
+        }
+    }
 }

@@ -206,6 +206,19 @@ public final class SQLiteStore: AlertStore {
                                 delivery.secret, event.createdAt.milliseconds,
                             ])
                     }
+                case .attempt(let record):
+                    // The attempt goes in only if its delivery is still there (a purge may have taken it).
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT OR REPLACE INTO delivery_attempts (delivery_id, number, at, status_code, error)
+                            SELECT id, ?, ?, ?, ? FROM deliveries WHERE id = ?
+                            """
+                    ).execute(arguments: [
+                        record.number, record.attempt.at.milliseconds, record.attempt.statusCode, record.attempt.error,
+                        record.deliveryID,
+                    ])
+                    try db.cachedStatement(sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ?")
+                        .execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
                 case .purge(let decidedBefore, let keysBefore):
                     // Events, deliveries and attempts go with their alert.
                     let purged = "SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?"
@@ -297,6 +310,30 @@ public final class SQLiteStore: AlertStore {
                     state: DeliveryState(rawValue: stateText) ?? .pending, attempts: attempts,
                     nextAttemptAt: (row[5] as Int64?).map { Timestamp(milliseconds: $0) })
             }
+        }
+    }
+
+    public func pendingDeliveries() throws -> [PendingDelivery] {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
+                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id)
+                    FROM deliveries d JOIN events e ON e.id = d.event_id
+                    WHERE d.state = 'pending'
+                    ORDER BY d.next_attempt_at, d.id
+                    """)
+            var pending: [PendingDelivery] = []
+            while let row = try rows.next() {
+                let body: Data = row[4]
+                let created = Timestamp(milliseconds: row[5])
+                pending.append(
+                    PendingDelivery(
+                        id: row[0], eventID: row[1], target: row[2], secret: row[3], body: Array(body), eventCreatedAt: created,
+                        attemptsMade: row[7], due: (row[6] as Int64?).map { Timestamp(milliseconds: $0) } ?? created))
+            }
+            return pending
         }
     }
 

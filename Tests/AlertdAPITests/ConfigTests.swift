@@ -102,6 +102,10 @@ struct ConfigTests {
             ("metrics: { require_token: maybe }", "metrics.require_token"),
             ("limits: [1, 2]", "limits"),
             ("durability: full\ndurability: normal", "durability"),
+            ("callbacks: { deny: ['10.0.0.0/33'] }", "10.0.0.0/33"),
+            ("callbacks: { deny: ['db*.internal'] }", "callbacks.deny"),
+            ("callbacks: { retry_initial_seconds: 600 }", "callbacks.retry_max_interval_seconds"),
+            ("callbacks: { timeout: 0 }", "callbacks.timeout"),
         ])
     func wrongValue(yaml: String, key: String) {
         #expect {

@@ -32,6 +32,7 @@ final class FailingStore: AlertStore, Sendable {
     func idempotency(client: String, key: String) throws -> IdempotencyRecord? { try inner.idempotency(client: client, key: key) }
     func webhooks() throws -> [Webhook] { try inner.webhooks() }
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
+    func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
     func isWritable() -> Bool { !failing.load(ordering: .relaxed) && inner.isWritable() }
 }
 

@@ -1,0 +1,305 @@
+import AlertdCore
+import AlertdDelivery
+import AlertdStore
+import AlertdWire
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Delivers callback events (§5): takes due deliveries, POSTs each signed
+/// event over one shared `HTTPClient`, records every attempt through the group
+/// committer and schedules the retries.
+///
+/// - Deliveries arrive from two places: the store's pending ones at start
+///   (``start(restoring:)``), and new events once their transaction committed
+///   (``enqueue(_:)``). Nothing uncommitted is ever sent.
+/// - Each target (origin of its URL) has at most `maxInFlightPerTarget`
+///   attempts in flight (``DeliveryQueue``), so a slow or dead receiver holds
+///   its own slots and no one else's.
+/// - Before each attempt the host is resolved and checked against
+///   `callbacks.deny`. Plain-http attempts then connect to the checked address
+///   (the URL is rewritten to it, `Host` keeps the name), so a name that
+///   re-resolves elsewhere cannot slip past. https attempts connect by name:
+///   the certificate must match the name, so a re-resolved name reaches
+///   nothing it could talk to.
+/// - Redirects are not followed: the receiver's answer is the outcome.
+/// - Each attempt is signed at its own time with the event's one `webhook-id`.
+///
+/// Threads: one scheduling thread sleeps until the next due delivery or a
+/// new one; attempts run on the HTTP client's event loops.
+public final class DeliveryWorker: @unchecked Sendable {
+    public struct Settings: Sendable {
+        /// Seconds one attempt may take, connecting included.
+        public var timeout: Double
+        public var policy: RetryPolicy
+        public var deny: DenyList
+        /// Attempts in flight to one receiver at most.
+        public var maxInFlightPerTarget: Int
+        /// How long ``shutdown()`` lets attempts in flight finish, in seconds.
+        public var shutdownGrace: Double
+
+        public init(timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, shutdownGrace: Double = 5) {
+            self.timeout = timeout
+            self.policy = policy
+            self.deny = deny
+            self.maxInFlightPerTarget = maxInFlightPerTarget
+            self.shutdownGrace = shutdownGrace
+        }
+    }
+
+    // Guarded by `condition`.
+    private var queue: DeliveryQueue
+    private var stopping = false
+    private var running = false
+    private let condition = NSCondition()
+    private let loopFinished = DispatchSemaphore(value: 0)
+
+    private let client: HTTPClient
+    private let committer: GroupCommitter
+    private let clock: any WallClock
+    private let settings: Settings
+    private let logger: Logger
+    private static let userAgent = "alertd"
+
+    public init(settings: Settings, committer: GroupCommitter, clock: any WallClock, logger: Logger) {
+        self.settings = settings
+        self.committer = committer
+        self.clock = clock
+        self.logger = logger
+        queue = DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget)
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .milliseconds(Int64(settings.timeout * 1000))),
+            connectionPool: .init(idleTimeout: .seconds(60)),
+            ignoreUncleanSSLShutdown: false,
+            decompression: .disabled)
+        // One pool per receiver address; its default of 8 connections would
+        // cap a busy receiver below the in-flight bound.
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = settings.maxInFlightPerTarget
+        // A refused connection ends the attempt (and is retried on alertd's
+        // schedule), instead of being retried inside the pool until the deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.httpVersion = .http1Only
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Starts the scheduling thread with the deliveries the store holds as pending.
+    public func start(restoring pending: [PendingDelivery]) {
+        condition.lock()
+        for delivery in pending { queue.add(delivery) }
+        running = true
+        condition.unlock()
+        if !pending.isEmpty { logger.info("resuming deliveries", metadata: ["pending": "\(pending.count)"]) }
+        let thread = Thread { [self] in run() }
+        thread.name = "alertd-deliveries"
+        thread.start()
+    }
+
+    /// Hands over the deliveries of events that are committed.
+    public func enqueue(_ deliveries: [PendingDelivery]) {
+        guard !deliveries.isEmpty else { return }
+        condition.lock()
+        if !stopping {
+            for delivery in deliveries { queue.add(delivery) }
+            condition.signal()
+        }
+        condition.unlock()
+    }
+
+    /// Deliveries waiting and attempts in flight.
+    public var counts: (waiting: Int, inFlight: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (queue.waitingCount, queue.inFlightCount)
+    }
+
+    /// Stops taking deliveries, lets attempts in flight finish (for at most the
+    /// grace period; the rest are cut off and stay pending), then closes the
+    /// HTTP client. Call before the committer shuts down: finished attempts are
+    /// recorded through it. Every delivery not delivered stays pending in the
+    /// store and resumes at the next start.
+    public func shutdown() {
+        condition.lock()
+        let wasRunning = running
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+        if wasRunning { loopFinished.wait() }
+        condition.lock()
+        let deadline = Date(timeIntervalSinceNow: settings.shutdownGrace)
+        while queue.inFlightCount > 0 && condition.wait(until: deadline) {}
+        let cut = queue.inFlightCount
+        condition.unlock()
+        if cut > 0 { logger.notice("attempts cut off by shutdown; they stay pending", metadata: ["attempts": "\(cut)"]) }
+        do {
+            try client.syncShutdown()
+        } catch {
+            logger.warning("HTTP client shutdown", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: - Scheduling
+
+    private func run() {
+        condition.lock()
+        while !stopping {
+            let now = clock.now()
+            let due = queue.takeDue(now: now)
+            if due.isEmpty {
+                let seconds = queue.nextDue.map { Double(max(0, $0.milliseconds - now.milliseconds)) / 1000 } ?? 60
+                // At most a minute: a wall-clock jump is caught up with.
+                _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 60)))
+                continue
+            }
+            condition.unlock()
+            for delivery in due { attempt(delivery) }
+            condition.lock()
+        }
+        running = false
+        condition.unlock()
+        loopFinished.signal()
+    }
+
+    // MARK: - One attempt
+
+    private func attempt(_ delivery: PendingDelivery) {
+        let startedAt = clock.now()
+        guard let url = TargetURL(delivery.target) else {
+            return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt)
+        }
+        // A denied name is refused before anyone is asked to resolve it.
+        if let refusal = settings.deny.refuses(host: url.host, addresses: []) {
+            return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt)
+        }
+        let eventLoop = client.eventLoopGroup.next()
+        resolve(url, on: eventLoop).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
+            if let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
+                return eventLoop.makeSucceededFuture(.failed(reason: "refused: " + refusal))
+            }
+            return send(delivery, to: url, address: addresses.first, at: startedAt, on: eventLoop)
+        }.whenComplete { [self] result in
+            switch result {
+            case .success(let outcome): settle(delivery, outcome, at: startedAt)
+            case .failure(let error): settle(delivery, .failed(reason: Self.describe(error)), at: startedAt)
+            }
+        }
+    }
+
+    /// The addresses of the URL's host: the literal itself, or getaddrinfo's
+    /// answer computed on NIO's blocking-I/O pool.
+    private func resolve(_ url: TargetURL, on eventLoop: any EventLoop) -> EventLoopFuture<[IPAddress]> {
+        if let literal = url.address { return eventLoop.makeSucceededFuture([literal]) }
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+            try HostResolver.addresses(of: url.host, port: url.port)
+        }
+    }
+
+    private func send(
+        _ delivery: PendingDelivery, to url: TargetURL, address: IPAddress?, at startedAt: Timestamp, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<AttemptOutcome> {
+        let key: WebhookKey
+        do {
+            key = try WebhookKey(secret: delivery.secret)
+        } catch {
+            return eventLoop.makeSucceededFuture(.failed(reason: "bad signing secret: \(error)"))
+        }
+        let timestamp = startedAt.milliseconds / 1000
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(7)
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "user-agent", value: Self.userAgent)
+        headers.add(name: "webhook-id", value: delivery.eventID)
+        headers.add(name: "webhook-timestamp", value: String(timestamp))
+        headers.add(
+            name: "webhook-signature",
+            value: WebhookSignature.sign(id: delivery.eventID, timestamp: timestamp, body: delivery.body, key: key))
+        var target = delivery.target
+        if url.scheme == "http", let address, url.address == nil {
+            target = url.connecting(to: address)
+            headers.add(name: "host", value: url.hostHeader)
+        }
+        let request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(url: target, method: .POST, headers: headers, body: .bytes(delivery.body))
+        } catch {
+            return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
+        }
+        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
+        return client.execute(
+            request: request, delegate: StatusOnly(), eventLoop: .delegate(on: eventLoop), deadline: deadline
+        ).futureResult.map { head in
+            .response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
+        }.flatMapErrorThrowing { error in
+            if let error = error as? HTTPClientError,
+                error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout || error == .writeTimeout
+            {
+                return .timedOut
+            }
+            return .failed(reason: Self.describe(error))
+        }
+    }
+
+    /// Records the attempt and schedules the retry, if any.
+    private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp) {
+        var rng = SystemRandomNumberGenerator()
+        let (record, retry) = settings.policy.settle(delivery, outcome: outcome, at: startedAt, now: clock.now(), using: &rng)
+        condition.lock()
+        let stoppingNow = stopping
+        queue.finished(delivery)
+        if let retry, !stoppingNow { queue.retry(retry) }
+        condition.broadcast()
+        condition.unlock()
+        if case .failed(let reason) = outcome, reason.hasPrefix("refused: ") {
+            logger.warning(
+                "callback target refused", metadata: ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"])
+        }
+        logger.debug(
+            "delivery attempt",
+            metadata: [
+                "delivery": "\(delivery.id)", "event": "\(delivery.eventID)", "attempt": "\(record.number)",
+                "status": "\(record.attempt.statusCode.map(String.init) ?? record.attempt.error ?? "")",
+                "state": "\(record.state.rawValue)",
+            ])
+        committer.submit([.attempt(record)]) { [logger] result in
+            if case .failure(let error) = result {
+                logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// A short reason for the deliveries API: what failed, without NIO's type names where they help nobody.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError { return "\(error)" }
+        if let error = error as? NIOConnectionError {
+            let causes = error.connectionErrors.map { "\($0.target): \($0.error)" }
+            if let dns = error.dnsAAAAError ?? error.dnsAError { return "name resolution failed: \(dns)" }
+            return "could not connect" + (causes.isEmpty ? "" : " (" + causes.joined(separator: "; ") + ")")
+        }
+        if let error = error as? IOError { return "connection failed: \(error.description)" }
+        if let error = error as? ChannelError { return "connection failed: \(error)" }
+        return "\(error)"
+    }
+}
+
+/// Keeps the response head and drops the body: a receiver's answer is its status.
+private final class StatusOnly: HTTPClientResponseDelegate, @unchecked Sendable {
+    // Touched only on the request's event loop, one callback at a time.
+    private var head: HTTPResponseHead?
+
+    func didReceiveHead(task: HTTPClient.Task<HTTPResponseHead>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        self.head = head
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<HTTPResponseHead>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<HTTPResponseHead>) throws -> HTTPResponseHead {
+        guard let head else { throw HTTPClientError.remoteConnectionClosed }
+        return head
+    }
+}
