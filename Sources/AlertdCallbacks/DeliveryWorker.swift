@@ -76,9 +76,11 @@ public final class DeliveryWorker: @unchecked Sendable {
             connectionPool: .init(idleTimeout: .seconds(60)),
             ignoreUncleanSSLShutdown: false,
             decompression: .disabled)
-        // One pool per receiver address; its default of 8 connections would
-        // cap a busy receiver below the in-flight bound.
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = settings.maxInFlightPerTarget
+        // One pool per address the client connects to. Its default of 8
+        // connections would cap a busy receiver below the in-flight bound, and
+        // several receivers (names) may share one address (a reverse proxy):
+        // room for a few of them, so none waits for another's connections.
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = settings.maxInFlightPerTarget * 4
         // A refused connection ends the attempt (and is retried on alertd's
         // schedule), instead of being retried inside the pool until the deadline.
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -1,0 +1,446 @@
+// A real HTTP/1.1 server for the daemon's webhook callbacks to land on.
+//
+// SwiftNIO (ServerBootstrap + the NIOHTTP1 server pipeline, keep-alive and pipelining
+// included) on 127.0.0.1. Each request is recorded once it has been fully received, then
+// answered as scripted: a status at once, a status after a delay (scheduled on the event
+// loop, never blocking it), no answer at all, or a closed connection. Tests await the
+// requests they expect instead of sleeping.
+//
+// All receivers share NIO's singleton event loop group, which lives as long as the test
+// process; `stop()` closes the listener and every connection, so nothing outlives it.
+
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A scripted webhook endpoint for end-to-end tests.
+///
+/// ```swift
+/// let receiver = try WebhookReceiver.start()
+/// defer { receiver.stop() }
+/// receiver.script([.status(503, headers: [("Retry-After", "1")]), .close])  // then the standing `.status(204)`
+/// let daemon = try Daemon.start(.init(config: "callbacks:\n  url: \(receiver.url)\n"))
+/// let attempts = try await receiver.waitForRequests(count: 3, timeout: 20)
+/// #expect(attempts.map { $0.header("webhook-id") } == Array(repeating: attempts[0].header("webhook-id"), count: 3))
+/// ```
+///
+/// "Down for a while, then back": `stop()`, then `restart()` listens again on the same port
+/// and keeps what was recorded and scripted; `WebhookReceiver.start(port: old.port)` makes a
+/// fresh receiver there instead. The listener sets SO_REUSEADDR, so connections the receiver
+/// closed (left in TIME_WAIT) do not keep the port from being bound again.
+final class WebhookReceiver: Sendable {
+    /// How the receiver answers one request.
+    enum Behaviour: Sendable {
+        /// Answers at once with this status, an empty body and these extra headers.
+        case status(Int, headers: [(String, String)] = [])
+        /// Answers with this status (no extra headers) after `seconds`.
+        case delay(seconds: Double, status: Int)
+        /// Never answers; the connection stays open until the client or `stop()` closes it.
+        case hang
+        /// Closes the connection without answering.
+        case close
+    }
+
+    /// One request, recorded once its body had been fully received.
+    struct Received: Sendable, CustomStringConvertible {
+        let method: String
+        /// The request target as sent, query included.
+        let uri: String
+        /// `uri` without its query.
+        let path: String
+        /// In wire order, names lowercased.
+        let headers: [(String, String)]
+        let body: [UInt8]
+        let receivedAt: ContinuousClock.Instant
+        /// `receivedAt` on the wall clock, to compare with timestamps the daemon writes.
+        let receivedAtDate: Date
+        /// 1 for the first connection this receiver accepted, 2 for the next… (keep-alive checks).
+        let connection: Int
+
+        /// The first header with this name, compared case-insensitively.
+        func header(_ name: String) -> String? {
+            let lowered = name.lowercased()
+            return headers.first { $0.0 == lowered }?.1
+        }
+
+        /// The body decoded as UTF-8; invalid sequences become U+FFFD.
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        /// The body as a JSON object; throws when it is anything else.
+        func jsonObject() throws -> [String: Any] {
+            guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                throw WebhookReceiverError(.notJSON, "body is not a JSON object: \(text.prefix(500))", received: [self])
+            }
+            return object
+        }
+
+        var description: String {
+            let id = header("webhook-id").map { " webhook-id=\($0)" } ?? ""
+            return "\(method) \(uri)\(id) (\(body.count) bytes, connection \(connection))"
+        }
+    }
+
+    private struct Waiter {
+        let count: Int
+        let continuation: CheckedContinuation<[Received], any Error>
+        var timeout: Scheduled<Void>?
+    }
+
+    private struct State {
+        var port = 0
+        var listener: (any Channel)?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        var connectionsAccepted = 0
+        var behaviour = Behaviour.status(204)
+        var script: [Behaviour] = []
+        var requests: [Received] = []
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    /// Broadcast after every recorded request, for `waitForRequestsBlocking`. The requests
+    /// themselves live in `state`; this only wakes sleepers.
+    private let doorbell = NSCondition()
+
+    private static var group: MultiThreadedEventLoopGroup { .singleton }
+
+    private init() {}
+
+    deinit {
+        // Only reached once nothing holds the receiver; close without waiting.
+        state.withLock { state in
+            state.listener?.close(promise: nil)
+            state.connections.values.forEach { $0.close(promise: nil) }
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Listens on 127.0.0.1:`port`; 0 picks a free port.
+    static func start(port: Int = 0) throws -> WebhookReceiver {
+        let receiver = WebhookReceiver()
+        try receiver.listen(port: port)
+        return receiver
+    }
+
+    /// The port listened on; stays the same across `stop()` and `restart()`.
+    var port: Int { state.withLock { $0.port } }
+
+    /// `http://127.0.0.1:PORT/hook`. Any path is accepted; this is the one to configure.
+    var url: String { "http://127.0.0.1:\(port)/hook" }
+
+    /// Whether the receiver is listening.
+    var isRunning: Bool { state.withLock { $0.listener != nil } }
+
+    /// Closes the listener and every open connection (a `.hang` or `.delay` request ends
+    /// unanswered) and returns once all are closed, so the port can be bound again.
+    /// Recorded requests, the script and pending waiters stay. Idempotent.
+    func stop() {
+        let (listener, connections) = state.withLock { state in
+            defer {
+                state.listener = nil
+                state.connections = [:]
+            }
+            return (state.listener, Array(state.connections.values))
+        }
+        guard let listener else { return }
+        let closed = ([listener] + connections).map { channel in
+            channel.close(promise: nil)
+            return channel.closeFuture
+        }
+        try? EventLoopFuture.andAllComplete(closed, on: Self.group.any()).wait()
+    }
+
+    /// Listens again on the same port after `stop()`, keeping records, script and waiters.
+    func restart() throws {
+        guard !isRunning else {
+            throw WebhookReceiverError(.alreadyRunning, "restart() on a receiver that is listening on \(port)", received: [])
+        }
+        try listen(port: port)
+    }
+
+    // MARK: Behaviour
+
+    /// Sets the standing behaviour, used whenever the script is empty (initially `.status(204)`).
+    func behave(_ behaviour: Behaviour) {
+        state.withLock { $0.behaviour = behaviour }
+    }
+
+    /// Replaces the script: one behaviour per request, in order, before the standing one again.
+    func script(_ behaviours: [Behaviour]) {
+        state.withLock { $0.script = behaviours }
+    }
+
+    // MARK: Records
+
+    /// Every request recorded so far, in arrival order.
+    var requests: [Received] { state.withLock { $0.requests } }
+
+    /// TCP connections accepted so far, over all listening periods.
+    var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
+
+    /// `waitForRequests` calls currently suspended (for the receiver's own tests).
+    var pendingWaiters: Int { state.withLock { $0.waiters.count } }
+
+    /// Returns the requests recorded so far as soon as there are at least `count` of them.
+    ///
+    /// Resumed by the connection that records the `count`-th request; throws
+    /// `WebhookReceiverError` (`.timedOut`, carrying what did arrive) after `timeout` seconds,
+    /// and `CancellationError` when the task is cancelled.
+    func waitForRequests(count: Int, timeout: Double) async throws -> [Received] {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Received], any Error>) in
+                let ready: [Received]? = state.withLock { state in
+                    if state.requests.count >= count { return state.requests }
+                    state.waiters[id] = Waiter(count: count, continuation: continuation)
+                    return nil
+                }
+                if let ready { return continuation.resume(returning: ready) }
+                let timer = Self.group.any().scheduleTask(in: .nanoseconds(Int64(max(timeout, 0) * 1e9))) {
+                    self.expire(id, count: count, timeout: timeout)
+                }
+                let kept = state.withLock { state in
+                    state.waiters[id]?.timeout = timer
+                    return state.waiters[id] != nil
+                }
+                if !kept { timer.cancel() }
+                if Task.isCancelled { cancelWaiter(id) }
+            }
+        } onCancel: {
+            cancelWaiter(id)
+        }
+    }
+
+    /// `waitForRequests` for synchronous tests: blocks the calling thread on a condition
+    /// that every recorded request signals.
+    func waitForRequestsBlocking(count: Int, timeout: Double) throws -> [Received] {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        doorbell.lock()
+        defer { doorbell.unlock() }
+        while true {
+            // Read under the doorbell's lock: a request recorded after this read rings only
+            // once `wait` has released it, so no wake-up is lost.
+            let received = requests
+            if received.count >= count { return received }
+            if !doorbell.wait(until: deadline) {
+                let received = requests
+                if received.count >= count { return received }
+                throw Self.timedOut(count: count, timeout: timeout, received: received)
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    private func listen(port: Int) throws {
+        let bootstrap = ServerBootstrap(group: Self.group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [weak self] channel in
+                guard let self, let connection = self.adopt(channel) else {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(ReceiverHandler(receiver: self, connection: connection))
+                }
+            }
+        let listener: any Channel
+        do {
+            listener = try bootstrap.bind(host: "127.0.0.1", port: port).wait()
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "binding 127.0.0.1:\(port): \(error)", received: [])
+        }
+        state.withLock { state in
+            state.listener = listener
+            state.port = listener.localAddress?.port ?? port
+        }
+    }
+
+    /// Registers a new connection; nil when the receiver has stopped meanwhile.
+    private func adopt(_ channel: any Channel) -> Int? {
+        let key = ObjectIdentifier(channel)
+        let connection: Int? = state.withLock { state in
+            guard state.listener != nil else { return nil }
+            state.connections[key] = channel
+            state.connectionsAccepted += 1
+            return state.connectionsAccepted
+        }
+        guard connection != nil else { return nil }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.state.withLock { _ = $0.connections.removeValue(forKey: key) }
+        }
+        return connection
+    }
+
+    /// Records `request`, wakes whoever waits for it and returns how to answer it.
+    fileprivate func record(_ request: Received) -> Behaviour {
+        let (behaviour, satisfied) = state.withLock { state in
+            state.requests.append(request)
+            let behaviour = state.script.isEmpty ? state.behaviour : state.script.removeFirst()
+            let ids = state.waiters.filter { $0.value.count <= state.requests.count }.keys
+            let satisfied = ids.compactMap { state.waiters.removeValue(forKey: $0) }
+            return (behaviour, satisfied.map { ($0, state.requests) })
+        }
+        for (waiter, requests) in satisfied {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(returning: requests)
+        }
+        doorbell.lock()
+        doorbell.broadcast()
+        doorbell.unlock()
+        return behaviour
+    }
+
+    private func expire(_ id: UInt64, count: Int, timeout: Double) {
+        let expired = state.withLock { state in
+            state.waiters.removeValue(forKey: id).map { ($0, state.requests) }
+        }
+        guard let (waiter, received) = expired else { return }
+        waiter.continuation.resume(throwing: Self.timedOut(count: count, timeout: timeout, received: received))
+    }
+
+    private func cancelWaiter(_ id: UInt64) {
+        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        waiter.timeout?.cancel()
+        waiter.continuation.resume(throwing: CancellationError())
+    }
+
+    private static func timedOut(count: Int, timeout: Double, received: [Received]) -> WebhookReceiverError {
+        let listed = received.isEmpty ? "" : ": " + received.map(\.description).joined(separator: "; ")
+        return WebhookReceiverError(
+            .timedOut, "waited \(timeout) s for \(count) requests, \(received.count) arrived\(listed)", received: received)
+    }
+}
+
+/// What went wrong with a `WebhookReceiver`. Compare `code`; `detail` is for humans.
+struct WebhookReceiverError: Error, CustomStringConvertible {
+    struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        var description: String { name }
+
+        /// Fewer requests than awaited arrived in time; `received` holds those that did.
+        static let timedOut = Code("timed-out")
+        /// The port could not be bound (in use, or not a valid port).
+        static let bindFailed = Code("bind-failed")
+        /// `restart()` while still listening.
+        static let alreadyRunning = Code("already-running")
+        /// `Received.jsonObject()` on a body that is not a JSON object.
+        static let notJSON = Code("not-json")
+    }
+
+    let code: Code
+    let detail: String
+    /// The requests recorded when the error was thrown.
+    let received: [WebhookReceiver.Received]
+
+    init(_ code: Code, _ detail: String, received: [WebhookReceiver.Received]) {
+        self.code = code
+        self.detail = detail
+        self.received = received
+    }
+
+    var description: String { "WebhookReceiverError(\(code)): \(detail)" }
+}
+
+/// One connection's handler, after the HTTP/1.1 server pipeline: gathers each request,
+/// records it and answers as the receiver says. Pipelining is handled upstream, so at
+/// most one request per connection is being answered at a time.
+private final class ReceiverHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    // Weak: a `.hang` connection must not keep a receiver nobody references alive.
+    private weak var receiver: WebhookReceiver?
+    private let connection: Int
+    private var head: HTTPRequestHead?
+    private var body = ByteBuffer()
+    private var delayedAnswer: Scheduled<Void>?
+
+    init(receiver: WebhookReceiver, connection: Int) {
+        self.receiver = receiver
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch Self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.clear()
+        case .body(var chunk):
+            body.writeBuffer(&chunk)
+        case .end:
+            guard let head, let receiver else {
+                context.close(promise: nil)
+                return
+            }
+            self.head = nil
+            let now = (ContinuousClock.now, Date())
+            let request = WebhookReceiver.Received(
+                method: head.method.rawValue,
+                uri: head.uri,
+                path: String(head.uri.prefix { $0 != "?" }),
+                headers: head.headers.map { ($0.name.lowercased(), $0.value) },
+                body: Array(body.readableBytesView),
+                receivedAt: now.0,
+                receivedAtDate: now.1,
+                connection: connection)
+            body.clear()
+            answer(receiver.record(request), to: head, context: context)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        delayedAnswer?.cancel()
+        delayedAnswer = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func answer(_ behaviour: WebhookReceiver.Behaviour, to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        switch behaviour {
+        case .status(let status, let headers):
+            respond(status, headers: headers, to: head, context: context)
+        case .delay(let seconds, let status):
+            let delay = TimeAmount.nanoseconds(Int64(max(seconds, 0) * 1e9))
+            delayedAnswer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+                self.delayedAnswer = nil
+                self.respond(status, headers: [], to: head, context: context)
+            }
+        case .hang:
+            break
+        case .close:
+            context.close(promise: nil)
+        }
+    }
+
+    private func respond(_ status: Int, headers extra: [(String, String)], to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders(extra)
+        // RFC 9110 §8.6: no Content-Length on 1xx or 204 (304 would describe the resource).
+        let bodyless = (100..<200).contains(status) || status == 204 || status == 304
+        if !bodyless && !headers.contains(name: "content-length") {
+            headers.add(name: "content-length", value: "0")
+        }
+        if !head.isKeepAlive {
+            headers.replaceOrAdd(name: "connection", value: "close")
+        }
+        let response = HTTPResponseHead(version: head.version, status: .init(statusCode: status), headers: headers)
+        context.write(Self.wrapOutboundOut(.head(response)), promise: nil)
+        let written = context.writeAndFlush(Self.wrapOutboundOut(.end(nil)))
+        if !head.isKeepAlive {
+            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+}
