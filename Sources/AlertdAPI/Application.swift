@@ -125,19 +125,23 @@ public enum Application {
             board.committed(normalized)
         }
 
+        let webhooks = try configWebhooks(config, at: clock.now()) + store.webhooks()
+        let deny = try DenyList(config.callbacks.deny)
+        // The worker takes the stored pending deliveries before anything can
+        // decide an alert (the deadline thread starts with the service), so a
+        // new event is never both restored and handed over.
+        let pending = try store.pendingDeliveries()
         let deliveries = DeliveryWorker(
-            settings: .init(
-                timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny)),
+            settings: .init(timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: deny),
             committer: committer, clock: clock, logger: logger)
+        deliveries.start(restoring: pending)
         let service = AlertService(
             board: board, store: store, committer: committer, clock: clock,
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                 retentionSeconds: config.retentionSeconds, signingSecret: config.callbacks.signingSecret),
-            failure: failure, webhooks: try configWebhooks(config, at: clock.now()) + store.webhooks(), logger: logger,
-            outbox: { deliveries.enqueue($0) })
+            failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) })
         service.start()
-        deliveries.start(restoring: try store.pendingDeliveries())
         let readiness = Readiness(store: store, failure: failure, service: service)
         let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
         return Core(

@@ -58,6 +58,7 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let loopFinished = DispatchSemaphore(value: 0)
 
     private let client: HTTPClient
+    private let resolver = CachingResolver()
     private let committer: GroupCommitter
     private let clock: any WallClock
     private let settings: Settings
@@ -141,6 +142,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         } catch {
             logger.warning("HTTP client shutdown", metadata: ["error": "\(error)"])
         }
+        resolver.shutdown()
     }
 
     // MARK: - Scheduling
@@ -169,6 +171,8 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     private func attempt(_ delivery: PendingDelivery) {
         let startedAt = clock.now()
+        // The attempt's deadline covers resolving the name and connecting too.
+        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
         guard let url = TargetURL(delivery.target) else {
             return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt)
         }
@@ -177,11 +181,11 @@ public final class DeliveryWorker: @unchecked Sendable {
             return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt)
         }
         let eventLoop = client.eventLoopGroup.next()
-        resolve(url, on: eventLoop).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
+        resolve(url, on: eventLoop, deadline: deadline).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
             if let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
                 return eventLoop.makeSucceededFuture(.failed(reason: "refused: " + refusal))
             }
-            return send(delivery, to: url, address: addresses.first, at: startedAt, on: eventLoop)
+            return send(delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, on: eventLoop)
         }.whenComplete { [self] result in
             switch result {
             case .success(let outcome): settle(delivery, outcome, at: startedAt)
@@ -190,17 +194,27 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
     }
 
-    /// The addresses of the URL's host: the literal itself, or getaddrinfo's
-    /// answer computed on NIO's blocking-I/O pool.
-    private func resolve(_ url: TargetURL, on eventLoop: any EventLoop) -> EventLoopFuture<[IPAddress]> {
+    /// The addresses of the URL's host: the literal itself, or the resolver's
+    /// answer (one lookup per name at a time, answers kept for a second).
+    private func resolve(_ url: TargetURL, on eventLoop: any EventLoop, deadline: NIODeadline) -> EventLoopFuture<[IPAddress]> {
         if let literal = url.address { return eventLoop.makeSucceededFuture([literal]) }
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-            try HostResolver.addresses(of: url.host, port: url.port)
+        let answer = resolver.addresses(of: url.host, port: url.port, on: eventLoop)
+        // A name server that does not answer ends the attempt at its deadline.
+        let promise = eventLoop.makePromise(of: [IPAddress].self)
+        let timeout = eventLoop.scheduleTask(deadline: deadline) { promise.fail(HTTPClientError.deadlineExceeded) }
+        answer.whenComplete { result in
+            timeout.cancel()
+            promise.completeWith(result)
         }
+        return promise.futureResult
     }
 
+    /// Sends to the first address; when a connection cannot be made, to the
+    /// next one (a name with IPv6 and IPv4 addresses and a receiver on one of
+    /// them), within the attempt's deadline.
     private func send(
-        _ delivery: PendingDelivery, to url: TargetURL, address: IPAddress?, at startedAt: Timestamp, on eventLoop: any EventLoop
+        _ delivery: PendingDelivery, to url: TargetURL, addresses: ArraySlice<IPAddress>, at startedAt: Timestamp,
+        deadline: NIODeadline, on eventLoop: any EventLoop
     ) -> EventLoopFuture<AttemptOutcome> {
         let key: WebhookKey
         do {
@@ -218,30 +232,45 @@ public final class DeliveryWorker: @unchecked Sendable {
         headers.add(
             name: "webhook-signature",
             value: WebhookSignature.sign(id: delivery.eventID, timestamp: timestamp, body: delivery.body, key: key))
-        var target = delivery.target
-        if url.scheme == "http", let address, url.address == nil {
-            target = url.connecting(to: address)
-            headers.add(name: "host", value: url.hostHeader)
-        }
-        let request: HTTPClient.Request
-        do {
-            request = try HTTPClient.Request(url: target, method: .POST, headers: headers, body: .bytes(delivery.body))
-        } catch {
-            return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
-        }
-        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
-        return client.execute(
-            request: request, delegate: StatusOnly(), eventLoop: .delegate(on: eventLoop), deadline: deadline
-        ).futureResult.map { head in
-            .response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
-        }.flatMapErrorThrowing { error in
-            if let error = error as? HTTPClientError,
-                error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout || error == .writeTimeout
-            {
-                return .timedOut
+        // Plain http to a name connects to the address that was checked; an
+        // address literal or https goes to the URL as it is.
+        let rewrite = url.scheme == "http" && url.address == nil
+        if rewrite { headers.add(name: "host", value: url.hostHeader) }
+        let signed = headers
+
+        @Sendable func post(_ remaining: ArraySlice<IPAddress>) -> EventLoopFuture<AttemptOutcome> {
+            let target = rewrite ? (remaining.first.map { url.connecting(to: $0) } ?? delivery.target) : delivery.target
+            let request: HTTPClient.Request
+            do {
+                request = try HTTPClient.Request(url: target, method: .POST, headers: signed, body: .bytes(delivery.body))
+            } catch {
+                return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
             }
-            return .failed(reason: Self.describe(error))
+            return client.execute(
+                request: request, delegate: StatusOnly(), eventLoop: .delegate(on: eventLoop), deadline: deadline
+            ).futureResult.map { head in
+                AttemptOutcome.response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
+            }.flatMapError { error in
+                if rewrite, remaining.count > 1, Self.couldNotConnect(error), NIODeadline.now() < deadline {
+                    return post(remaining.dropFirst())
+                }
+                if let error = error as? HTTPClientError,
+                    error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout || error == .writeTimeout
+                {
+                    return eventLoop.makeSucceededFuture(.timedOut)
+                }
+                return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
+            }
         }
+        return post(addresses)
+    }
+
+    /// Whether no connection was made at all (so another address may be tried).
+    static func couldNotConnect(_ error: any Error) -> Bool {
+        if error is NIOConnectionError { return true }
+        if let error = error as? IOError { return [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(error.errnoCode) }
+        if let error = error as? ChannelError, case .connectTimeout = error { return true }
+        return false
     }
 
     /// Records the attempt and schedules the retry, if any.
@@ -249,10 +278,24 @@ public final class DeliveryWorker: @unchecked Sendable {
         var rng = SystemRandomNumberGenerator()
         let (record, retry) = settings.policy.settle(delivery, outcome: outcome, at: startedAt, now: clock.now(), using: &rng)
         condition.lock()
-        let stoppingNow = stopping
+        let cutOff = stopping && record.state != .delivered
+        condition.unlock()
+        // Recorded before the retry can be taken, so the store sees a
+        // delivery's attempts in order. An attempt that failed while alertd
+        // stops (most likely cut off by it) is not recorded: the delivery
+        // stays pending as it stood and resumes at the next start.
+        if !cutOff {
+            committer.submit([.attempt(record)]) { [logger] result in
+                if case .failure(let error) = result {
+                    logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
+                }
+            }
+        }
+        condition.lock()
         queue.finished(delivery)
-        if let retry, !stoppingNow { queue.retry(retry) }
-        condition.broadcast()
+        if let retry, !stopping { queue.retry(retry) }
+        // Wake the scheduler only if something may be taken now, or shutdown waits for the last attempt.
+        if stopping || queue.waitingCount > 0 { condition.broadcast() }
         condition.unlock()
         if case .failed(let reason) = outcome, reason.hasPrefix("refused: ") {
             logger.warning(
@@ -265,11 +308,6 @@ public final class DeliveryWorker: @unchecked Sendable {
                 "status": "\(record.attempt.statusCode.map(String.init) ?? record.attempt.error ?? "")",
                 "state": "\(record.state.rawValue)",
             ])
-        committer.submit([.attempt(record)]) { [logger] result in
-            if case .failure(let error) = result {
-                logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
-            }
-        }
     }
 
     /// A short reason for the deliveries API: what failed, without NIO's type names where they help nobody.

@@ -1,4 +1,7 @@
 import AlertdDelivery
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
     import Glibc
@@ -50,5 +53,78 @@ enum HostResolver {
         }
         guard !addresses.isEmpty else { throw Failure(host: host, reason: "no addresses") }
         return addresses
+    }
+}
+
+/// Resolves callback hosts off the event loops: at most one lookup per name
+/// at a time (attempts to a name wait for the lookup in flight), and each
+/// answer, failures included, kept for ``ttl`` seconds. A name server that
+/// hangs on one name therefore holds one thread of the pool, not one per
+/// attempt, and attempts to other names go on.
+final class CachingResolver: @unchecked Sendable {
+    private struct Answer {
+        var result: Result<[IPAddress], any Error>
+        var expires: NIODeadline
+    }
+
+    // Guarded by `lock`.
+    private var answers: [String: Answer] = [:]
+    private var inFlight: [String: [EventLoopPromise<[IPAddress]>]] = [:]
+    private let lock = NIOLock()
+
+    private let pool: NIOThreadPool
+    private let ttl: TimeAmount
+
+    /// - Parameter threads: lookups that may block at once (each on its own name).
+    init(threads: Int = 4, ttl: TimeAmount = .seconds(1)) {
+        pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+        self.ttl = ttl
+    }
+
+    func addresses(of host: String, port: Int, on eventLoop: any EventLoop) -> EventLoopFuture<[IPAddress]> {
+        let key = "\(host):\(port)"
+        let promise = eventLoop.makePromise(of: [IPAddress].self)
+        enum Next {
+            case answered(Result<[IPAddress], any Error>)
+            case lookUp, wait
+        }
+        let next: Next = lock.withLock {
+            if let answer = answers[key], answer.expires > .now() { return .answered(answer.result) }
+            answers[key] = nil
+            inFlight[key, default: []].append(promise)
+            // The first waiter of this name starts the lookup.
+            return inFlight[key]!.count == 1 ? .lookUp : .wait
+        }
+        switch next {
+        case .answered(let result):
+            promise.completeWith(result)
+            return promise.futureResult
+        case .wait:
+            return promise.futureResult
+        case .lookUp:
+            break
+        }
+        do {
+            pool.submit { [self] state in
+                let result: Result<[IPAddress], any Error>
+                if case .active = state {
+                    result = Result { try HostResolver.addresses(of: host, port: port) }
+                } else {
+                    result = .failure(HostResolver.Failure(host: host, reason: "alertd is stopping"))
+                }
+                let waiting = lock.withLock {
+                    answers[key] = Answer(result: result, expires: .now() + ttl)
+                    if answers.count > 10_000 { answers.removeAll(keepingCapacity: true) }
+                    return inFlight.removeValue(forKey: key) ?? []
+                }
+                for waiter in waiting { waiter.completeWith(result) }
+            }
+        }
+        return promise.futureResult
+    }
+
+    func shutdown() {
+        try? pool.syncShutdownGracefully()
     }
 }

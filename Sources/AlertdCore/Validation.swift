@@ -301,6 +301,7 @@ public enum CallbackURL {
             if !isPort(port) { return "has an invalid port" }
         }
         if host.isEmpty { return "must name a host" }
+        if host.contains("%") { return "must not percent-encode its host" }
         return nil
     }
 

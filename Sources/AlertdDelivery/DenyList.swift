@@ -88,6 +88,11 @@ public struct DenyList: Sendable {
         }
         var candidates = addresses
         if let literal = IPAddress(lowercased) { candidates.insert(literal, at: 0) }
+        // A connection to the unspecified address reaches this machine: it is
+        // checked as loopback too, so denying 127.0.0.0/8 or ::1 also covers it.
+        for address in candidates where address == Self.unspecifiedV4 || address == Self.unspecifiedV6 {
+            candidates += [IPAddress(ipv4: 0x7F00_0001), IPAddress(ipv6High: 0, low: 1)]
+        }
         for address in candidates {
             for rule in networks where rule.network.contains(address) {
                 return "\(address) is in callbacks.deny entry \(rule.entry)"
@@ -95,6 +100,9 @@ public struct DenyList: Sendable {
         }
         return nil
     }
+
+    private static let unspecifiedV4 = IPAddress(ipv4: 0)
+    private static let unspecifiedV6 = IPAddress(ipv6High: 0, low: 0)
 
     // MARK: Entries
 

@@ -66,7 +66,8 @@ public struct TargetURL: Sendable, Hashable {
         } else {
             hostText = hostPort
         }
-        guard !hostText.isEmpty else { return nil }
+        // A percent-encoded host would be decoded by the HTTP client after the deny list saw it encoded.
+        guard !hostText.isEmpty, !hostText.contains("%") else { return nil }
         host = hostText.lowercased()
         if let portText {
             guard let value = Int(portText), (1...65535).contains(value) else { return nil }

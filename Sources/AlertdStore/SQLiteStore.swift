@@ -207,21 +207,29 @@ public final class SQLiteStore: AlertStore {
                             ])
                     }
                 case .attempt(let record):
-                    // The attempt goes in only if its delivery is still there (a purge may have taken it).
+                    // One way only: an attempt counts while its delivery is pending and
+                    // still there (a purge may have taken it); a settled delivery, or an
+                    // attempt number already recorded, is never overwritten.
                     try db.cachedStatement(
                         sql: """
-                            INSERT OR REPLACE INTO delivery_attempts (delivery_id, number, at, status_code, error)
-                            SELECT id, ?, ?, ?, ? FROM deliveries WHERE id = ?
+                            INSERT OR IGNORE INTO delivery_attempts (delivery_id, number, at, status_code, error)
+                            SELECT id, ?, ?, ?, ? FROM deliveries WHERE id = ? AND state = 'pending'
                             """
                     ).execute(arguments: [
                         record.number, record.attempt.at.milliseconds, record.attempt.statusCode, record.attempt.error,
                         record.deliveryID,
                     ])
-                    try db.cachedStatement(sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ?")
-                        .execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
+                    try db.cachedStatement(
+                        sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ? AND state = 'pending'"
+                    ).execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
                 case .purge(let decidedBefore, let keysBefore):
-                    // Events, deliveries and attempts go with their alert.
-                    let purged = "SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?"
+                    // Events, deliveries and attempts go with their alert; an alert
+                    // with a delivery still pending stays until it is settled
+                    // (retention shorter than callbacks.max_age loses nothing).
+                    let purged = """
+                        SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?
+                        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')
+                        """
                     try db.execute(
                         sql: """
                             DELETE FROM delivery_attempts WHERE delivery_id IN
@@ -230,9 +238,7 @@ public final class SQLiteStore: AlertStore {
                         arguments: [decidedBefore.milliseconds])
                     try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
                     try db.execute(sql: "DELETE FROM events WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
-                    try db.execute(
-                        sql: "DELETE FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
-                        arguments: [decidedBefore.milliseconds])
+                    try db.execute(sql: "DELETE FROM alerts WHERE id IN (\(purged))", arguments: [decidedBefore.milliseconds])
                     try db.execute(
                         sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
                 }

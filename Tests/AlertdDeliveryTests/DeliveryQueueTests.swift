@@ -175,3 +175,13 @@ struct SettleTimingTests {
         #expect(wait >= 0.5 && wait <= 1)
     }
 }
+
+@Suite("A percent-encoded host is refused")
+struct PercentHostTests {
+    @Test(
+        "Neither the validation nor the target parser takes one", arguments: ["http://169.254.169.254%2e/x", "http://[fe80::1%25eth0]/x"])
+    func refused(url: String) {
+        #expect(TargetURL(url) == nil)
+        #expect(CallbackURL.problem(url) != nil)
+    }
+}

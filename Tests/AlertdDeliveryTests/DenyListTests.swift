@@ -144,3 +144,20 @@ struct DenyListEntryTests {
         #expect(error.description.contains("\"\(entry)\""))
     }
 }
+
+@Suite("The unspecified address is checked as loopback")
+struct UnspecifiedAddressTests {
+    let deny = try! DenyList(["127.0.0.0/8", "::1"])
+
+    @Test(
+        "0.0.0.0 and :: reach this machine, so denying loopback refuses them",
+        arguments: [("0.0.0.0", [String]()), ("[::]", []), ("example.com", ["0.0.0.0"]), ("example.com", ["::"])])
+    func refused(host: String, resolved: [String]) {
+        #expect(deny.refuses(host: host, addresses: addresses(resolved)) != nil)
+    }
+
+    @Test("Without a loopback entry they pass like any address")
+    func allowedByDefault() {
+        #expect(DenyList.standard.refuses(host: "0.0.0.0", addresses: []) == nil)
+    }
+}

@@ -165,7 +165,8 @@ struct WebhookReceiverSelfTests {
         #expect(error?.description.contains("1 arrived") == true)
         #expect(error?.description.contains("webhook-id=msg_2p7Yk") == true)
         #expect(elapsed >= .milliseconds(300))
-        #expect(elapsed < .seconds(5))
+        // Generous: under the full suite, synchronous tests occupy the cooperative pool this resumes on.
+        #expect(elapsed < .seconds(60))
         #expect(receiver.pendingWaiters == 0)
     }
 

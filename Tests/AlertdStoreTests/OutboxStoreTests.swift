@@ -61,28 +61,57 @@ struct OutboxStoreTests {
         #expect(records[2].attempts.map(\.statusCode) == [410])
     }
 
-    @Test("an attempt of a delivery purged meanwhile leaves nothing behind")
-    func attemptAfterPurge() throws {
+    @Test("purge keeps an alert while one of its deliveries is pending, and takes it with everything once settled")
+    func purgeWaitsForPendingDeliveries() throws {
         let dir = TempDir()
         let store = try SQLiteStore(directory: dir.path, durability: .normal)
         var ids = AlertIDGenerator()
         let alertID = ids.next(at: created)
         var alert = makeAlert(alertID, state: .answered)
         alert.decidedAt = created
-        try store.commit([.alert(alert), .event(event(alertID, id: "msg_2", targets: ["http://a/"]))])
-        try store.commit([.purge(decidedBefore: created.adding(seconds: 1), keysBefore: created)])
-        #expect(try store.pendingDeliveries().isEmpty)
-        try store.commit([
+        try store.commit([.alert(alert), .event(event(alertID, id: "msg_2", targets: ["http://a/", "http://b/"]))])
+        let purge = StoreWrite.purge(decidedBefore: created.adding(seconds: 1), keysBefore: created)
+        func settle(_ id: String, _ number: Int, _ state: DeliveryState) -> StoreWrite {
             .attempt(
                 AttemptRecord(
-                    deliveryID: "msg_2-dl0", number: 1, attempt: DeliveryAttempt(at: created, statusCode: 500, error: nil), state: .pending,
-                    nextAttemptAt: created.adding(seconds: 1)))
-        ])
-        #expect(try store.pendingDeliveries().isEmpty)
-        #expect(try store.deliveries(of: alertID).isEmpty)
-        let rows = try DatabaseQueue(path: dir.path + "/" + SQLiteStore.fileName).read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM delivery_attempts")
+                    deliveryID: id, number: number, attempt: DeliveryAttempt(at: created, statusCode: 200, error: nil), state: state,
+                    nextAttemptAt: nil))
         }
-        #expect(rows == 0, "no attempt row without its delivery")
+        try store.commit([settle("msg_2-dl0", 1, .delivered), purge])
+        #expect(try store.alert(alertID) != nil, "msg_2-dl1 is still pending")
+        #expect(try store.pendingDeliveries().map(\.id) == ["msg_2-dl1"])
+
+        try store.commit([settle("msg_2-dl1", 1, .failed), purge])
+        #expect(try store.alert(alertID) == nil)
+        #expect(try store.deliveries(of: alertID).isEmpty)
+        // A late record of an attempt of a purged delivery leaves nothing behind.
+        try store.commit([settle("msg_2-dl1", 2, .pending)])
+        let rows = try DatabaseQueue(path: dir.path + "/" + SQLiteStore.fileName).read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT (SELECT count(*) FROM delivery_attempts) + (SELECT count(*) FROM deliveries) + (SELECT count(*) FROM events)")
+        }
+        #expect(rows == 0, "no attempt, delivery or event left")
+    }
+
+    @Test("a settled delivery is never reopened or its attempts rewritten by a late record")
+    func oneWay() throws {
+        let dir = TempDir()
+        let store = try SQLiteStore(directory: dir.path, durability: .normal)
+        var ids = AlertIDGenerator()
+        let alertID = ids.next(at: created)
+        try store.commit([.event(event(alertID, id: "msg_3", targets: ["http://a/"]))])
+        let delivered = AttemptRecord(
+            deliveryID: "msg_3-dl0", number: 1, attempt: DeliveryAttempt(at: created, statusCode: 204, error: nil), state: .delivered,
+            nextAttemptAt: nil)
+        let late = AttemptRecord(
+            deliveryID: "msg_3-dl0", number: 1, attempt: DeliveryAttempt(at: created, statusCode: 500, error: nil), state: .pending,
+            nextAttemptAt: created.adding(seconds: 5))
+        try store.commit([.attempt(delivered)])
+        try store.commit([.attempt(late)])
+        let record = try #require(try store.deliveries(of: alertID).first)
+        #expect(record.state == .delivered && record.nextAttemptAt == nil)
+        #expect(record.attempts.map(\.statusCode) == [204])
+        #expect(try store.pendingDeliveries().isEmpty)
     }
 }
