@@ -54,6 +54,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     private var queue: DeliveryQueue
     private var stopping = false
     private var running = false
+    /// When the scheduling thread wakes up next; nil while it is awake.
+    private var sleepingUntil: Timestamp?
     private let condition = NSCondition()
     private let loopFinished = DispatchSemaphore(value: 0)
 
@@ -86,6 +88,9 @@ public final class DeliveryWorker: @unchecked Sendable {
         // schedule), instead of being retried inside the pool until the deadline.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.httpVersion = .http1Only
+        // No distributed tracing of callback requests: a span per attempt costs
+        // time at thousands of deliveries a second and nobody collects them.
+        configuration.tracing.tracer = nil
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -107,7 +112,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         condition.lock()
         if !stopping {
             for delivery in deliveries { queue.add(delivery) }
-            condition.signal()
+            wakeIfSooner()
         }
         condition.unlock()
     }
@@ -153,13 +158,16 @@ public final class DeliveryWorker: @unchecked Sendable {
             let now = clock.now()
             let due = queue.takeDue(now: now)
             if due.isEmpty {
-                let seconds = queue.nextDue.map { Double(max(0, $0.milliseconds - now.milliseconds)) / 1000 } ?? 60
+                let next = queue.nextDue
+                let seconds = next.map { Double(max(0, $0.milliseconds - now.milliseconds)) / 1000 } ?? 60
                 // At most a minute: a wall-clock jump is caught up with.
+                sleepingUntil = next ?? now.adding(seconds: 60)
                 _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 60)))
+                sleepingUntil = nil
                 continue
             }
             condition.unlock()
-            for delivery in due { attempt(delivery) }
+            for delivery in due { attempt(delivery, on: client.eventLoopGroup.next()) }
             condition.lock()
         }
         running = false
@@ -167,20 +175,26 @@ public final class DeliveryWorker: @unchecked Sendable {
         loopFinished.signal()
     }
 
+    /// Wakes the scheduling thread if it sleeps past what is due now. Under the lock.
+    private func wakeIfSooner() {
+        guard let sleepingUntil, let next = queue.nextDue, next < sleepingUntil else { return }
+        self.sleepingUntil = nil
+        condition.signal()
+    }
+
     // MARK: - One attempt
 
-    private func attempt(_ delivery: PendingDelivery) {
+    private func attempt(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
         let startedAt = clock.now()
         // The attempt's deadline covers resolving the name and connecting too.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
         guard let url = TargetURL(delivery.target) else {
-            return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt)
+            return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt, on: nil)
         }
         // A denied name is refused before anyone is asked to resolve it.
         if let refusal = settings.deny.refuses(host: url.host, addresses: []) {
-            return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt)
+            return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt, on: nil)
         }
-        let eventLoop = client.eventLoopGroup.next()
         resolve(url, on: eventLoop, deadline: deadline).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
             if let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
                 return eventLoop.makeSucceededFuture(.failed(reason: "refused: " + refusal))
@@ -188,8 +202,8 @@ public final class DeliveryWorker: @unchecked Sendable {
             return send(delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, on: eventLoop)
         }.whenComplete { [self] result in
             switch result {
-            case .success(let outcome): settle(delivery, outcome, at: startedAt)
-            case .failure(let error): settle(delivery, .failed(reason: Self.describe(error)), at: startedAt)
+            case .success(let outcome): settle(delivery, outcome, at: startedAt, on: eventLoop)
+            case .failure(let error): settle(delivery, .failed(reason: Self.describe(error)), at: startedAt, on: eventLoop)
             }
         }
     }
@@ -273,8 +287,10 @@ public final class DeliveryWorker: @unchecked Sendable {
         return false
     }
 
-    /// Records the attempt and schedules the retry, if any.
-    private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp) {
+    /// Records the attempt and schedules the retry, if any. On an event loop
+    /// (the attempt's), it goes on at once with what is due, so a busy
+    /// receiver's next delivery does not wait for the scheduling thread.
+    private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, on eventLoop: (any EventLoop)?) {
         var rng = SystemRandomNumberGenerator()
         let (record, retry) = settings.policy.settle(delivery, outcome: outcome, at: startedAt, now: clock.now(), using: &rng)
         condition.lock()
@@ -294,9 +310,17 @@ public final class DeliveryWorker: @unchecked Sendable {
         condition.lock()
         queue.finished(delivery)
         if let retry, !stopping { queue.retry(retry) }
-        // Wake the scheduler only if something may be taken now, or shutdown waits for the last attempt.
-        if stopping || queue.waitingCount > 0 { condition.broadcast() }
+        var next: [PendingDelivery] = []
+        if stopping {
+            condition.broadcast()  // shutdown waits for the last attempt
+        } else if eventLoop != nil {
+            next = queue.takeDue(now: clock.now(), limit: 4)
+            wakeIfSooner()
+        } else {
+            wakeIfSooner()
+        }
         condition.unlock()
+        if let eventLoop { for delivery in next { attempt(delivery, on: eventLoop) } }
         if case .failed(let reason) = outcome, reason.hasPrefix("refused: ") {
             logger.warning(
                 "callback target refused", metadata: ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"])

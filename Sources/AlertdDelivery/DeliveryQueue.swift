@@ -8,8 +8,8 @@ import AlertdWire
 /// URL, so callback URLs that differ only by path or query share one bound. A
 /// receiver that is slow or dead holds at most ``maxInFlightPerTarget``
 /// attempts; every other target's deliveries are taken as soon as they are
-/// due. Within a target, deliveries go in order of due time, then of id (ids
-/// grow with time, so events leave in the order they were written).
+/// due. Within a target, deliveries go in order of due time, then of arrival
+/// (so events due at once leave in the order they were handed over).
 ///
 /// Pure and single-threaded: the worker keeps it under its lock.
 ///
@@ -25,12 +25,19 @@ public struct DeliveryQueue: Sendable {
     /// The most attempts in flight to one target at once.
     public let maxInFlightPerTarget: Int
 
+    /// A heap entry: small and cheap to move, compared without touching the delivery.
     fileprivate struct Entry: Comparable, Sendable {
-        var delivery: PendingDelivery
-        static func < (a: Entry, b: Entry) -> Bool {
-            (a.delivery.due, a.delivery.id) < (b.delivery.due, b.delivery.id)
-        }
-        static func == (a: Entry, b: Entry) -> Bool { a.delivery.id == b.delivery.id && a.delivery.due == b.delivery.due }
+        var due: Timestamp
+        /// Order of arrival, for deliveries due at the same time.
+        var sequence: UInt64
+        var box: Box
+        static func < (a: Entry, b: Entry) -> Bool { (a.due, a.sequence) < (b.due, b.sequence) }
+        static func == (a: Entry, b: Entry) -> Bool { a.sequence == b.sequence }
+    }
+
+    fileprivate final class Box: Sendable {
+        let delivery: PendingDelivery
+        init(_ delivery: PendingDelivery) { self.delivery = delivery }
     }
 
     fileprivate struct Target: Sendable {
@@ -42,6 +49,7 @@ public struct DeliveryQueue: Sendable {
     /// Ids waiting or in flight: a delivery handed over twice (by a restore and
     /// by a commit racing it) is taken once.
     private var known: Set<String> = []
+    private var sequence: UInt64 = 0
 
     /// Deliveries waiting for an attempt.
     public private(set) var waitingCount = 0
@@ -58,7 +66,9 @@ public struct DeliveryQueue: Sendable {
     @discardableResult
     public mutating func add(_ delivery: PendingDelivery) -> Bool {
         guard known.insert(delivery.id).inserted else { return false }
-        targets[Self.origin(of: delivery.target), default: Target()].waiting.insert(Entry(delivery: delivery))
+        sequence &+= 1
+        targets[Self.origin(of: delivery.target), default: Target()].waiting.insert(
+            Entry(due: delivery.due, sequence: sequence, box: Box(delivery)))
         waitingCount += 1
         return true
     }
@@ -99,7 +109,7 @@ public struct DeliveryQueue: Sendable {
     public var nextDue: Timestamp? {
         var next: Timestamp?
         for target in targets.values where target.inFlight < maxInFlightPerTarget {
-            if let due = target.waiting.min?.delivery.due, next == nil || due < next! { next = due }
+            if let due = target.waiting.min?.due, next == nil || due < next! { next = due }
         }
         return next
     }
@@ -123,11 +133,10 @@ public struct DeliveryQueue: Sendable {
 
 extension DeliveryQueue.Target {
     fileprivate mutating func take(into taken: inout [PendingDelivery], now: Timestamp, max: Int, limit: Int) {
-        while inFlight < max, taken.count < limit, let first = waiting.min, first.delivery.due <= now {
+        while inFlight < max, taken.count < limit, let first = waiting.min, first.due <= now {
             waiting.popMin()
             inFlight += 1
-            taken.append(first.delivery)
+            taken.append(first.box.delivery)
         }
-        if waiting.isEmpty { waiting.shrink() }
     }
 }

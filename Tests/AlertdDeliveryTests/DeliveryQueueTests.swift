@@ -11,7 +11,7 @@ private func delivery(_ id: String, to target: String = "http://a.test/hook", du
 
 @Suite("The delivery queue takes due deliveries, bounded per target")
 struct DeliveryQueueTests {
-    @Test("Only deliveries that are due are taken, earliest first")
+    @Test("Only deliveries that are due are taken, earliest first, then in the order they came")
     func dueOnly() {
         var queue = DeliveryQueue(maxInFlightPerTarget: 10)
         queue.add(delivery("c", dueIn: 5))
@@ -19,7 +19,7 @@ struct DeliveryQueueTests {
         queue.add(delivery("a", dueIn: 1))
         #expect(queue.takeDue(now: eventTime).isEmpty)
         #expect(queue.nextDue == eventTime.adding(seconds: 1))
-        #expect(queue.takeDue(now: eventTime.adding(seconds: 1)).map(\.id) == ["a", "b"])
+        #expect(queue.takeDue(now: eventTime.adding(seconds: 1)).map(\.id) == ["b", "a"])
         #expect(queue.nextDue == eventTime.adding(seconds: 5))
         #expect(queue.takeDue(now: eventTime.adding(seconds: 10)).map(\.id) == ["c"])
         #expect(queue.nextDue == nil)
