@@ -104,14 +104,20 @@ let package = Package(
             dependencies: ["AlertdAPI", "AlertdHTTP", "AlertdStore", "AlertdClient", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Starts the real alertd binary and speaks HTTP over real sockets.
-        .testTarget(
-            name: "AlertdEndToEndTests",
+        // Real webhook receivers (SwiftNIO) for the tests that deliver callbacks.
+        .target(
+            name: "AlertdTestSupport",
             dependencies: [
-                "alertd", "AlertdWire", "AlertdClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            path: "Tests/AlertdTestSupport"
         ),
+        .testTarget(
+            name: "AlertdCallbacksTests",
+            dependencies: ["AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire", "AlertdTestSupport"]
+        ),
+        .testTarget(name: "AlertdEndToEndTests", dependencies: ["alertd", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
     ]
 )

@@ -40,13 +40,19 @@ public final class DeliveryWorker: @unchecked Sendable {
         public var maxInFlightPerTarget: Int
         /// How long ``shutdown()`` lets attempts in flight finish, in seconds.
         public var shutdownGrace: Double
+        /// How names are resolved: the system resolver, or a test's.
+        public var lookUp: HostLookup
 
-        public init(timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, shutdownGrace: Double = 5) {
+        public init(
+            timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, shutdownGrace: Double = 5,
+            lookUp: @escaping HostLookup = HostResolver.addresses(of:port:)
+        ) {
             self.timeout = timeout
             self.policy = policy
             self.deny = deny
             self.maxInFlightPerTarget = maxInFlightPerTarget
             self.shutdownGrace = shutdownGrace
+            self.lookUp = lookUp
         }
     }
 
@@ -60,7 +66,7 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let loopFinished = DispatchSemaphore(value: 0)
 
     private let client: HTTPClient
-    private let resolver = CachingResolver()
+    private let resolver: CachingResolver
     private let committer: GroupCommitter
     private let clock: any WallClock
     private let settings: Settings
@@ -73,6 +79,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         self.clock = clock
         self.logger = logger
         queue = DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget)
+        resolver = CachingResolver(lookUp: settings.lookUp)
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .milliseconds(Int64(settings.timeout * 1000))),
@@ -203,6 +210,8 @@ public final class DeliveryWorker: @unchecked Sendable {
         }.whenComplete { [self] result in
             switch result {
             case .success(let outcome): settle(delivery, outcome, at: startedAt, on: eventLoop)
+            case .failure(let error as HTTPClientError) where error == .deadlineExceeded:
+                settle(delivery, .timedOut, at: startedAt, on: eventLoop)
             case .failure(let error): settle(delivery, .failed(reason: Self.describe(error)), at: startedAt, on: eventLoop)
             }
         }

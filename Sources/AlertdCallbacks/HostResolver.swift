@@ -9,17 +9,20 @@ import NIOPosix
     import Darwin
 #endif
 
+/// A blocking name lookup: every address of a host, for TCP to a port.
+public typealias HostLookup = @Sendable (_ host: String, _ port: Int) throws -> [IPAddress]
+
 /// Name resolution for callback targets: the system resolver (getaddrinfo),
 /// which blocks, so callers run it off the event loops.
-enum HostResolver {
-    struct Failure: Error, CustomStringConvertible {
+public enum HostResolver {
+    public struct Failure: Error, CustomStringConvertible {
         let host: String
         let reason: String
-        var description: String { "could not resolve \(host): \(reason)" }
+        public var description: String { "could not resolve \(host): \(reason)" }
     }
 
     /// Every address `host` resolves to for TCP, in the resolver's order of preference, without repeats.
-    static func addresses(of host: String, port: Int) throws -> [IPAddress] {
+    public static func addresses(of host: String, port: Int) throws -> [IPAddress] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
@@ -74,12 +77,16 @@ final class CachingResolver: @unchecked Sendable {
 
     private let pool: NIOThreadPool
     private let ttl: TimeAmount
+    private let lookUp: HostLookup
 
-    /// - Parameter threads: lookups that may block at once (each on its own name).
-    init(threads: Int = 4, ttl: TimeAmount = .seconds(1)) {
+    /// - Parameters:
+    ///   - threads: lookups that may block at once (each on its own name).
+    ///   - lookUp: the blocking lookup; the system resolver unless a test gives another.
+    init(threads: Int = 4, ttl: TimeAmount = .seconds(1), lookUp: @escaping HostLookup = HostResolver.addresses(of:port:)) {
         pool = NIOThreadPool(numberOfThreads: threads)
         pool.start()
         self.ttl = ttl
+        self.lookUp = lookUp
     }
 
     func addresses(of host: String, port: Int, on eventLoop: any EventLoop) -> EventLoopFuture<[IPAddress]> {
@@ -109,7 +116,7 @@ final class CachingResolver: @unchecked Sendable {
             pool.submit { [self] state in
                 let result: Result<[IPAddress], any Error>
                 if case .active = state {
-                    result = Result { try HostResolver.addresses(of: host, port: port) }
+                    result = Result { try lookUp(host, port) }
                 } else {
                     result = .failure(HostResolver.Failure(host: host, reason: "alertd is stopping"))
                 }

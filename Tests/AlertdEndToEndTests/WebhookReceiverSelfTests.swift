@@ -1,6 +1,7 @@
 // Tests of the webhook receiver itself, driven by the plain `TestHTTPClient`. Nothing here
 // talks to alertd.
 
+import AlertdTestSupport
 import Foundation
 import Testing
 

@@ -30,9 +30,9 @@ import Synchronization
 /// and keeps what was recorded and scripted; `WebhookReceiver.start(port: old.port)` makes a
 /// fresh receiver there instead. The listener sets SO_REUSEADDR, so connections the receiver
 /// closed (left in TIME_WAIT) do not keep the port from being bound again.
-final class WebhookReceiver: Sendable {
+public final class WebhookReceiver: Sendable {
     /// How the receiver answers one request.
-    enum Behaviour: Sendable {
+    public enum Behaviour: Sendable {
         /// Answers at once with this status, an empty body and these extra headers.
         case status(Int, headers: [(String, String)] = [])
         /// Answers with this status (no extra headers) after `seconds`.
@@ -44,39 +44,39 @@ final class WebhookReceiver: Sendable {
     }
 
     /// One request, recorded once its body had been fully received.
-    struct Received: Sendable, CustomStringConvertible {
-        let method: String
+    public struct Received: Sendable, CustomStringConvertible {
+        public let method: String
         /// The request target as sent, query included.
-        let uri: String
+        public let uri: String
         /// `uri` without its query.
-        let path: String
+        public let path: String
         /// In wire order, names lowercased.
-        let headers: [(String, String)]
-        let body: [UInt8]
-        let receivedAt: ContinuousClock.Instant
+        public let headers: [(String, String)]
+        public let body: [UInt8]
+        public let receivedAt: ContinuousClock.Instant
         /// `receivedAt` on the wall clock, to compare with timestamps the daemon writes.
-        let receivedAtDate: Date
+        public let receivedAtDate: Date
         /// 1 for the first connection this receiver accepted, 2 for the next… (keep-alive checks).
-        let connection: Int
+        public let connection: Int
 
         /// The first header with this name, compared case-insensitively.
-        func header(_ name: String) -> String? {
+        public func header(_ name: String) -> String? {
             let lowered = name.lowercased()
             return headers.first { $0.0 == lowered }?.1
         }
 
         /// The body decoded as UTF-8; invalid sequences become U+FFFD.
-        var text: String { String(decoding: body, as: UTF8.self) }
+        public var text: String { String(decoding: body, as: UTF8.self) }
 
         /// The body as a JSON object; throws when it is anything else.
-        func jsonObject() throws -> [String: Any] {
+        public func jsonObject() throws -> [String: Any] {
             guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
                 throw WebhookReceiverError(.notJSON, "body is not a JSON object: \(text.prefix(500))", received: [self])
             }
             return object
         }
 
-        var description: String {
+        public var description: String {
             let id = header("webhook-id").map { " webhook-id=\($0)" } ?? ""
             return "\(method) \(uri)\(id) (\(body.count) bytes, connection \(connection))"
         }
@@ -120,25 +120,25 @@ final class WebhookReceiver: Sendable {
     // MARK: Lifecycle
 
     /// Listens on 127.0.0.1:`port`; 0 picks a free port.
-    static func start(port: Int = 0) throws -> WebhookReceiver {
+    public static func start(port: Int = 0) throws -> WebhookReceiver {
         let receiver = WebhookReceiver()
         try receiver.listen(port: port)
         return receiver
     }
 
     /// The port listened on; stays the same across `stop()` and `restart()`.
-    var port: Int { state.withLock { $0.port } }
+    public var port: Int { state.withLock { $0.port } }
 
     /// `http://127.0.0.1:PORT/hook`. Any path is accepted; this is the one to configure.
-    var url: String { "http://127.0.0.1:\(port)/hook" }
+    public var url: String { "http://127.0.0.1:\(port)/hook" }
 
     /// Whether the receiver is listening.
-    var isRunning: Bool { state.withLock { $0.listener != nil } }
+    public var isRunning: Bool { state.withLock { $0.listener != nil } }
 
     /// Closes the listener and every open connection (a `.hang` or `.delay` request ends
     /// unanswered) and returns once all are closed, so the port can be bound again.
     /// Recorded requests, the script and pending waiters stay. Idempotent.
-    func stop() {
+    public func stop() {
         let (listener, connections) = state.withLock { state in
             defer {
                 state.listener = nil
@@ -155,7 +155,7 @@ final class WebhookReceiver: Sendable {
     }
 
     /// Listens again on the same port after `stop()`, keeping records, script and waiters.
-    func restart() throws {
+    public func restart() throws {
         guard !isRunning else {
             throw WebhookReceiverError(.alreadyRunning, "restart() on a receiver that is listening on \(port)", received: [])
         }
@@ -165,32 +165,32 @@ final class WebhookReceiver: Sendable {
     // MARK: Behaviour
 
     /// Sets the standing behaviour, used whenever the script is empty (initially `.status(204)`).
-    func behave(_ behaviour: Behaviour) {
+    public func behave(_ behaviour: Behaviour) {
         state.withLock { $0.behaviour = behaviour }
     }
 
     /// Replaces the script: one behaviour per request, in order, before the standing one again.
-    func script(_ behaviours: [Behaviour]) {
+    public func script(_ behaviours: [Behaviour]) {
         state.withLock { $0.script = behaviours }
     }
 
     // MARK: Records
 
     /// Every request recorded so far, in arrival order.
-    var requests: [Received] { state.withLock { $0.requests } }
+    public var requests: [Received] { state.withLock { $0.requests } }
 
     /// TCP connections accepted so far, over all listening periods.
-    var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
+    public var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
 
     /// `waitForRequests` calls currently suspended (for the receiver's own tests).
-    var pendingWaiters: Int { state.withLock { $0.waiters.count } }
+    public var pendingWaiters: Int { state.withLock { $0.waiters.count } }
 
     /// Returns the requests recorded so far as soon as there are at least `count` of them.
     ///
     /// Resumed by the connection that records the `count`-th request; throws
     /// `WebhookReceiverError` (`.timedOut`, carrying what did arrive) after `timeout` seconds,
     /// and `CancellationError` when the task is cancelled.
-    func waitForRequests(count: Int, timeout: Double) async throws -> [Received] {
+    public func waitForRequests(count: Int, timeout: Double) async throws -> [Received] {
         let id = state.withLock { state in
             state.nextWaiter += 1
             return state.nextWaiter
@@ -220,7 +220,7 @@ final class WebhookReceiver: Sendable {
 
     /// `waitForRequests` for synchronous tests: blocks the calling thread on a condition
     /// that every recorded request signals.
-    func waitForRequestsBlocking(count: Int, timeout: Double) throws -> [Received] {
+    public func waitForRequestsBlocking(count: Int, timeout: Double) throws -> [Received] {
         let deadline = Date(timeIntervalSinceNow: timeout)
         doorbell.lock()
         defer { doorbell.unlock() }
@@ -322,26 +322,26 @@ final class WebhookReceiver: Sendable {
 }
 
 /// What went wrong with a `WebhookReceiver`. Compare `code`; `detail` is for humans.
-struct WebhookReceiverError: Error, CustomStringConvertible {
-    struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct WebhookReceiverError: Error, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
-        var description: String { name }
+        public var description: String { name }
 
         /// Fewer requests than awaited arrived in time; `received` holds those that did.
-        static let timedOut = Code("timed-out")
+        public static let timedOut = Code("timed-out")
         /// The port could not be bound (in use, or not a valid port).
-        static let bindFailed = Code("bind-failed")
+        public static let bindFailed = Code("bind-failed")
         /// `restart()` while still listening.
-        static let alreadyRunning = Code("already-running")
+        public static let alreadyRunning = Code("already-running")
         /// `Received.jsonObject()` on a body that is not a JSON object.
-        static let notJSON = Code("not-json")
+        public static let notJSON = Code("not-json")
     }
 
-    let code: Code
-    let detail: String
+    public let code: Code
+    public let detail: String
     /// The requests recorded when the error was thrown.
-    let received: [WebhookReceiver.Received]
+    public let received: [WebhookReceiver.Received]
 
     init(_ code: Code, _ detail: String, received: [WebhookReceiver.Received]) {
         self.code = code
@@ -349,7 +349,7 @@ struct WebhookReceiverError: Error, CustomStringConvertible {
         self.received = received
     }
 
-    var description: String { "WebhookReceiverError(\(code)): \(detail)" }
+    public var description: String { "WebhookReceiverError(\(code)): \(detail)" }
 }
 
 /// One connection's handler, after the HTTP/1.1 server pipeline: gathers each request,
