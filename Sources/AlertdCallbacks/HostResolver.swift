@@ -131,7 +131,9 @@ final class CachingResolver: @unchecked Sendable {
         return promise.futureResult
     }
 
+    /// Stops the pool without waiting: a lookup stuck in the system resolver
+    /// must not hold up alertd's exit; its answer goes to no one.
     func shutdown() {
-        try? pool.syncShutdownGracefully()
+        pool.shutdownGracefully { _ in }
     }
 }
