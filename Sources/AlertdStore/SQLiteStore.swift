@@ -331,12 +331,21 @@ public final class SQLiteStore: AlertStore {
                     ORDER BY d.next_attempt_at, d.id
                     """)
             var pending: [PendingDelivery] = []
+            // One copy of each event's body, shared by its deliveries.
+            var bodies: [String: [UInt8]] = [:]
             while let row = try rows.next() {
-                let body: Data = row[4]
+                let eventID: String = row[1]
+                let body: [UInt8]
+                if let shared = bodies[eventID] {
+                    body = shared
+                } else {
+                    body = Array(row[4] as Data)
+                    bodies[eventID] = body
+                }
                 let created = Timestamp(milliseconds: row[5])
                 pending.append(
                     PendingDelivery(
-                        id: row[0], eventID: row[1], target: row[2], secret: row[3], body: Array(body), eventCreatedAt: created,
+                        id: row[0], eventID: eventID, target: row[2], secret: row[3], body: body, eventCreatedAt: created,
                         attemptsMade: row[7], due: (row[6] as Int64?).map { Timestamp(milliseconds: $0) } ?? created))
             }
             return pending
