@@ -8,11 +8,14 @@ import Logging
 final class APIHandler: HTTPHandler {
     let service: AlertService
     let router = Router.api
+    let auth: Authenticator
     let logger: Logger
     let readiness: @Sendable () -> Bool
 
-    init(service: AlertService, logger: Logger, readiness: @escaping @Sendable () -> Bool) {
+    init(service: AlertService, auth: Authenticator = Authenticator(tokens: []), logger: Logger, readiness: @escaping @Sendable () -> Bool)
+    {
         self.service = service
+        self.auth = auth
         self.logger = logger
         self.readiness = readiness
     }
@@ -30,6 +33,14 @@ final class APIHandler: HTTPHandler {
         // Answers that come from a commit's completion are built lazily, on the
         // connection's thread, not on the store writer's.
         let respond: Reply = { make in responder.respond(building: make) }
+        // With tokens, every /v1 request shows one first: 401 comes before anything else.
+        var principal: Principal?
+        if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") {
+            switch auth.authenticate(request.header("authorization")) {
+            case .success(let found): principal = found
+            case .failure(let problem): return responder.respond(render(problem))
+            }
+        }
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             responder.respond(render(Problem(.notFound, "no such resource: \(request.path)")))
@@ -38,9 +49,10 @@ final class APIHandler: HTTPHandler {
                 .methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
             problem.headers = [("Allow", allow.joined(separator: ", "))]
             responder.respond(render(problem))
-        case .found(let endpoint, _):
+        case .found(let endpoint, let permission):
             do {
-                try dispatch(endpoint, request, respond)
+                if let principal { try Self.authorize(principal, permission, endpoint) }
+                try dispatch(endpoint, request, principal, respond)
             } catch let problem as Problem {
                 responder.respond(render(problem))
             } catch {
@@ -51,7 +63,18 @@ final class APIHandler: HTTPHandler {
 
     typealias Reply = @Sendable (@escaping @Sendable () -> HTTPResponse) -> Void
 
-    private func dispatch(_ endpoint: Endpoint, _ request: HTTPRequest, _ reply: @escaping Reply) throws {
+    /// 403 unless the token has a role for the route and its clients cover the route's client.
+    static func authorize(_ principal: Principal, _ permission: Permission, _ endpoint: Endpoint) throws {
+        guard principal.allows(permission) else {
+            let roles = principal.roles.map(\.rawValue).sorted().joined(separator: ", ")
+            throw Problem(.forbidden, "token \(principal.name) (roles: \(roles)) may not do this: it needs \(permission.roleNeeded)")
+        }
+        if let client = endpoint.client, !principal.mayTouch(client) {
+            throw Problem(.forbidden, "token \(principal.name) may not touch client \(client)")
+        }
+    }
+
+    private func dispatch(_ endpoint: Endpoint, _ request: HTTPRequest, _ principal: Principal?, _ reply: @escaping Reply) throws {
         func respond(now response: HTTPResponse) { reply { response } }
         switch endpoint {
         case .healthz:
@@ -81,7 +104,7 @@ final class APIHandler: HTTPHandler {
             out.beginObject()
             out.key("clients")
             out.beginArray()
-            for summary in service.clients() {
+            for summary in service.clients() where principal?.mayTouch(summary.client) ?? true {
                 out.beginObject()
                 out.key("client")
                 out.string(summary.client)
@@ -145,7 +168,7 @@ final class APIHandler: HTTPHandler {
             try Self.check(client: client)
             _ = try Query(request, allowed: [])
             let id = try Self.alertID(idText, client: client)
-            service.decide(.withdraw, id: id, client: client, by: nil) { [self] result in
+            service.decide(.withdraw, id: id, client: client, by: principal?.name) { [self] result in
                 reply { [self] in alertResponse(result) }
             }
 
@@ -155,7 +178,7 @@ final class APIHandler: HTTPHandler {
             try Self.requireJSON(request)
             let selection = try Self.selection(request.body)
             let id = try Self.alertID(idText, client: client)
-            service.decide(.choose(selection), id: id, client: client, by: nil) { [self] result in
+            service.decide(.choose(selection), id: id, client: client, by: principal?.name) { [self] result in
                 reply { [self] in alertResponse(result) }
             }
 

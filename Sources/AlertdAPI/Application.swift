@@ -20,9 +20,9 @@ import Synchronization
 public enum Application {
     public static func run(config: Config, logger: Logger) async throws {
         let (host, port) = try config.listenAddress()
-        if !Config.isLoopback(host), !config.allowAnonymous {
+        if !Config.isLoopback(host), config.tokens.isEmpty, !config.allowAnonymous {
             throw ConfigError(
-                "refusing to listen on \(config.listen): there are no tokens, so anyone who can reach it could post and answer alerts; listen on a loopback address or set auth.allow_anonymous: true"
+                "refusing to listen on \(config.listen): there are no auth.tokens, so anyone who can reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true"
             )
         }
         raiseOpenFileLimit(logger: logger)
@@ -143,7 +143,7 @@ public enum Application {
             failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) })
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
-        let handler = APIHandler(service: service, logger: logger) { readiness.isReady() }
+        let handler = APIHandler(service: service, auth: Authenticator(tokens: config.tokens), logger: logger) { readiness.isReady() }
         return Core(
             store: store, committer: committer, service: service, deliveries: deliveries, handler: handler,
             restoredPending: stored.pending.count,

@@ -20,6 +20,8 @@ public struct Config: Sendable {
     public var retentionSeconds: Double = 604_800
     public var clients: [String: ClientSettings] = [:]
     public var allowAnonymous = false
+    /// `auth.tokens`: when there are any, every `/v1` request needs one.
+    public var tokens: [Token] = []
     public var callbacks = Callbacks()
     /// The `webhooks:` list: registered callback URLs besides the API's.
     public var webhooks: [ConfigWebhook] = []
@@ -169,10 +171,48 @@ extension Config {
         if let auth = try root.section("auth") {
             try auth.only(["allow_anonymous", "tokens"])
             if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v }
-            if auth.has("tokens") {
-                throw ConfigError(
-                    "\(source): auth.tokens: token authentication is not in this version yet; remove the key (and keep the daemon on loopback)"
-                )
+            if let list = try auth.list("tokens") {
+                for (index, node) in list.enumerated() {
+                    let path = "auth.tokens[\(index)]"
+                    let entry = try Section(node, path: path, source: source)
+                    try entry.only(["name", "sha256", "roles", "clients"])
+                    guard let name = try entry.string("name"), !name.isEmpty, name.utf8.count <= 64,
+                        name.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
+                    else {
+                        throw ConfigError("\(source): \(path).name is required: up to 64 visible ASCII characters")
+                    }
+                    guard !config.tokens.contains(where: { $0.name == name }) else {
+                        throw ConfigError("\(source): \(path).name: \(name) is already the name of another token")
+                    }
+                    guard let hex = try entry.string("sha256"), let digest = Self.digest(hex: hex) else {
+                        throw ConfigError(
+                            "\(source): \(path).sha256 must be the 64 hex digits of the secret's SHA-256 (alertd token new prints it)")
+                    }
+                    guard !config.tokens.contains(where: { $0.digest == digest }) else {
+                        throw ConfigError("\(source): \(path).sha256 is the same secret as another token's")
+                    }
+                    guard let roleNames = try entry.strings("roles"), !roleNames.isEmpty else {
+                        throw ConfigError("\(source): \(path).roles must list at least one of read, post, answer, admin")
+                    }
+                    var roles: Set<Role> = []
+                    for roleName in roleNames {
+                        guard let role = Role(rawValue: roleName) else {
+                            throw ConfigError("\(source): \(path).roles: \(roleName) is not one of read, post, answer, admin")
+                        }
+                        roles.insert(role)
+                    }
+                    guard let patterns = try entry.strings("clients"), !patterns.isEmpty else {
+                        throw ConfigError("\(source): \(path).clients must list client ids or globs (\"*\" for every client)")
+                    }
+                    var clients: [ClientPattern] = []
+                    for text in patterns {
+                        guard let pattern = ClientPattern(text) else {
+                            throw ConfigError("\(source): \(path).clients: \(text) is not a client id glob (letters, digits, . _ - and *)")
+                        }
+                        clients.append(pattern)
+                    }
+                    config.tokens.append(Token(name: name, digest: digest, roles: roles, clients: clients))
+                }
             }
         }
         if let callbacks = try root.section("callbacks") {
@@ -245,6 +285,19 @@ extension Config {
     }
 
     /// Whether `host` can only be reached from this machine.
+    /// The 32 bytes of 64 hex digits.
+    static func digest(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
     public static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }

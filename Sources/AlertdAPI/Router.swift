@@ -16,13 +16,39 @@ public enum Endpoint: Sendable, Hashable {
     case deleteWebhook(client: String, id: String)
 }
 
-/// What a route needs to be allowed (checked by auth once tokens exist).
+extension Endpoint {
+    /// The client the request touches; nil for those that name none.
+    public var client: String? {
+        switch self {
+        case .healthz, .readyz, .listClients: nil
+        case .postAlert(let client), .listAlerts(let client), .currentAlert(let client), .createWebhook(let client),
+            .listWebhooks(let client):
+            client
+        case .getAlert(let client, _), .withdrawAlert(let client, _), .choose(let client, _), .deliveries(let client, _),
+            .getWebhook(let client, _), .deleteWebhook(let client, _):
+            client
+        }
+    }
+}
+
+/// What a route needs to be allowed: checked against the token's roles (§7).
 public enum Permission: Sendable, Hashable {
     case open
     case read
     case post
     case answer
     case admin
+
+    /// The roles that grant it, for error details.
+    var roleNeeded: String {
+        switch self {
+        case .open: "nothing"
+        case .read: "any role"
+        case .post: "the post or admin role"
+        case .answer: "the answer or admin role"
+        case .admin: "the admin role"
+        }
+    }
 }
 
 /// A table of routes: method, path pattern, endpoint. Patterns are `/`-separated

@@ -11,7 +11,8 @@ struct AlertdCommand: AsyncParsableCommand {
             Reads the YAML config at --config (default \(Config.defaultPath)); with no config \
             file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
-            """)
+            """,
+        subcommands: [TokenCommand.self])
 
     @Option(name: .long, help: "The YAML config file.")
     var config: String?

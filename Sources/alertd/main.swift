@@ -10,7 +10,14 @@ Signals.block()
 
 let command: AlertdCommand
 do {
-    command = try AlertdCommand.parse()
+    let parsed = try AlertdCommand.parseAsRoot()
+    guard let serve = parsed as? AlertdCommand else {
+        // A subcommand (`alertd token new …`): synchronous, and done here.
+        var other = parsed
+        try other.run()
+        exit(0)
+    }
+    command = serve
 } catch {
     AlertdCommand.exit(withError: error)
 }

@@ -257,7 +257,7 @@ final class Daemon: Sendable {
         return path
     }
 
-    private static func selfExecutablePath() -> String {
+    static func selfExecutablePath() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return CommandLine.arguments.first ?? "" }

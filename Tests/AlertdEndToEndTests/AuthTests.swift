@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+/// Runs `alertd token new` and returns the secret and the config entry it printed.
+private func newToken(_ name: String, roles: String, clients: String) throws -> (secret: String, entry: String) {
+    let process = Process()
+    process.executableURL = URL(
+        fileURLWithPath: try Daemon.locateBinary(
+            override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath()))
+    process.arguments = ["token", "new", name, "--roles", roles, "--clients", clients]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0)
+    let text = String(decoding: data, as: UTF8.self)
+    let secret = try #require(text.split(separator: "\n").first { $0.hasPrefix("secret: ") }).dropFirst("secret: ".count)
+    let entry = text.components(separatedBy: "# under auth.tokens in the config:\n").last ?? ""
+    return (String(secret), entry)
+}
+
+@Suite("Tokens and roles (§7) on the real daemon", .serialized)
+struct AuthTests {
+    /// A daemon with four tokens made by `alertd token new`, and their secrets.
+    static func start() throws -> (Daemon, [String: String]) {
+        var secrets: [String: String] = [:]
+        var config = "auth:\n  tokens:\n"
+        for (name, roles, clients) in [
+            ("reader", "read", "*"), ("deployer", "post", "ops,team-*"), ("console", "answer", "ops"), ("root", "admin", "*"),
+        ] {
+            let (secret, entry) = try newToken(name, roles: roles, clients: clients)
+            secrets[name] = secret
+            config += entry
+        }
+        return (try Daemon.start(.init(config: config)), secrets)
+    }
+
+    static func bearer(_ secret: String?) -> [(String, String)] { secret.map { [("Authorization", "Bearer \($0)")] } ?? [] }
+
+    @Test("without a token, or with a wrong one, every /v1 request is 401 — before 404 and 405; health stays open")
+    func unauthorized() throws {
+        let (daemon, _) = try Self.start()
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        for (method, path) in [("GET", "/v1/clients"), ("GET", "/v1/nowhere"), ("PUT", "/v1/clients"), ("GET", "/v1")] {
+            for headers in [[], [("Authorization", "Bearer wrong")], [("Authorization", "Basic YTpi")]] {
+                let response = try http.request(method, path, headers: headers)
+                #expect(response.status == 401, "\(method) \(path) \(headers)")
+                #expect(try response.jsonObject()["code"] as? String == "unauthorized")
+                #expect(response.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+            }
+        }
+        #expect(try http.get("/healthz").status == 200)
+        #expect(try http.get("/readyz").status == 200)
+        #expect(!daemon.stderrText.contains("Bearer wrong"), "no token value in the logs")
+    }
+
+    @Test("each role may do what §7 says, on its clients only; decided_by is the token's name")
+    func roles() throws {
+        let (daemon, secrets) = try Self.start()
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let as_: (String) -> [(String, String)] = { Self.bearer(secrets[$0]) }
+        let alert = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
+
+        // post: the deployer on its clients; not the reader, not on another client.
+        #expect(try http.post("/v1/clients/ops/alerts", json: alert, headers: as_("reader")).status == 403)
+        #expect(try http.post("/v1/clients/db/alerts", json: alert, headers: as_("deployer")).status == 403)
+        let posted = try http.post("/v1/clients/ops/alerts", json: alert, headers: as_("deployer"))
+        #expect(posted.status == 201)
+        let id = try posted.jsonObject()["id"] as! String
+        #expect(try http.post("/v1/clients/team-a/alerts", json: alert, headers: as_("deployer")).status == 201)
+
+        // read: everyone reads; GET /v1/clients lists only a token's clients.
+        #expect(try http.get("/v1/clients/ops/alerts/\(id)", headers: as_("reader")).status == 200)
+        let forConsole = try http.get("/v1/clients", headers: as_("console")).jsonObject()["clients"] as! [[String: Any]]
+        #expect(forConsole.map { $0["client"] as? String } == ["ops"])
+        let forReader = try http.get("/v1/clients", headers: as_("reader")).jsonObject()["clients"] as! [[String: Any]]
+        #expect(Set(forReader.map { $0["client"] as! String }) == ["ops", "team-a"])
+        #expect(try http.get("/v1/clients/team-a/alerts", headers: as_("console")).status == 403)
+
+        // answer: the console chooses; the deployer may not.
+        let denied = try http.post("/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Deploy"}"#, headers: as_("deployer"))
+        #expect(denied.status == 403)
+        #expect(try denied.jsonObject()["code"] as? String == "forbidden")
+        let chosen = try http.post("/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Deploy"}"#, headers: as_("console"))
+        #expect(chosen.status == 200)
+        #expect((try chosen.jsonObject()["result"] as? [String: Any])?["decided_by"] as? String == "console")
+
+        // withdraw is post's; decided_by names the deployer.
+        let other = try http.post("/v1/clients/team-a/alerts", json: alert, headers: as_("deployer")).jsonObject()["id"] as! String
+        #expect(try http.delete("/v1/clients/team-a/alerts/\(other)", headers: as_("reader")).status == 403)
+        let withdrawn = try http.delete("/v1/clients/team-a/alerts/\(other)", headers: as_("deployer"))
+        #expect(withdrawn.status == 200)
+        #expect((try withdrawn.jsonObject()["result"] as? [String: Any])?["decided_by"] as? String == "deployer")
+
+        // webhooks are admin's.
+        let hook = #"{"url":"http://127.0.0.1:9/hook"}"#
+        #expect(try http.post("/v1/clients/ops/webhooks", json: hook, headers: as_("deployer")).status == 403)
+        #expect(try http.get("/v1/clients/ops/webhooks", headers: as_("reader")).status == 403)
+        #expect(try http.post("/v1/clients/ops/webhooks", json: hook, headers: as_("root")).status == 201)
+    }
+
+    @Test("without tokens alertd refuses a non-loopback address unless allow_anonymous; with tokens it serves there")
+    func exposure() throws {
+        var options = Daemon.Options(config: "log: { level: info }\n")
+        options.listen = "0.0.0.0:0"
+        #expect {
+            try Daemon.start(options)
+        } throws: { error in
+            (error as? DaemonError)?.stderr.contains("refusing to listen on 0.0.0.0:0") == true
+        }
+        let (_, entry) = try newToken("ops", roles: "read", clients: "*")
+        options.config = "auth:\n  tokens:\n" + entry
+        let daemon = try Daemon.start(options)
+        defer { daemon.cleanup() }
+        #expect(try daemon.client().get("/v1/clients").status == 401)
+    }
+}
