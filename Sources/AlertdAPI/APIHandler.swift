@@ -9,13 +9,18 @@ final class APIHandler: HTTPHandler {
     let service: AlertService
     let router = Router.api
     let auth: Authenticator
+    /// Per-token request rate; nil when `limits.rate_per_second` is not set.
+    let rateLimiter: RateLimiter?
     let logger: Logger
     let readiness: @Sendable () -> Bool
 
-    init(service: AlertService, auth: Authenticator = Authenticator(tokens: []), logger: Logger, readiness: @escaping @Sendable () -> Bool)
-    {
+    init(
+        service: AlertService, auth: Authenticator = Authenticator(tokens: []), rateLimiter: RateLimiter? = nil, logger: Logger,
+        readiness: @escaping @Sendable () -> Bool
+    ) {
         self.service = service
         self.auth = auth
+        self.rateLimiter = rateLimiter
         self.logger = logger
         self.readiness = readiness
     }
@@ -39,6 +44,9 @@ final class APIHandler: HTTPHandler {
             switch auth.authenticate(request.header("authorization")) {
             case .success(let found): principal = found
             case .failure(let problem): return responder.respond(render(problem))
+            }
+            if let principal, let limited = rateLimiter?.admit(principal.name) {
+                return responder.respond(render(limited))
             }
         }
         switch router.match(method: request.method, path: request.path) {

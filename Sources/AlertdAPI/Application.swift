@@ -25,6 +25,9 @@ public enum Application {
                 "refusing to listen on \(config.listen): there are no auth.tokens, so anyone who can reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true"
             )
         }
+        if config.limits.ratePerSecond != nil, config.tokens.isEmpty {
+            logger.warning("limits.rate_per_second has no effect: it limits each token, and there are no auth.tokens")
+        }
         raiseOpenFileLimit(logger: logger)
         let core = try build(config: config, clock: SystemClock(), logger: logger)
         let (committer, service, handler) = (core.committer, core.service, core.handler)
@@ -143,7 +146,12 @@ public enum Application {
             failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) })
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
-        let handler = APIHandler(service: service, auth: Authenticator(tokens: config.tokens), logger: logger) { readiness.isReady() }
+        let rateLimiter = config.limits.ratePerSecond.map { rate in
+            RateLimiter(rate: rate, burst: Double(config.limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
+        }
+        let handler = APIHandler(service: service, auth: Authenticator(tokens: config.tokens), rateLimiter: rateLimiter, logger: logger) {
+            readiness.isReady()
+        }
         return Core(
             store: store, committer: committer, service: service, deliveries: deliveries, handler: handler,
             restoredPending: stored.pending.count,

@@ -38,6 +38,10 @@ public struct Config: Sendable {
         public var maxWaitSeconds = 60
         public var maxWaiters = 20_000
         public var maxConnections = 30_000
+        /// Requests a second per token, on average; nil: no rate limit.
+        public var ratePerSecond: Double?
+        /// Requests a token may make at once; defaults to one second's worth (at least 1).
+        public var rateBurst: Int?
     }
 
     /// Callback delivery (§5): signing, attempt timeout, retries, the deny list.
@@ -118,9 +122,10 @@ extension Config {
             if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v }
             if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v }
             if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v }
-            for key in ["rate_per_second", "rate_burst"] where limits.has(key) {
-                throw ConfigError(
-                    "\(source): limits.\(key): per-token rate limits need token auth, which this version does not have yet; remove the key")
+            if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v }
+            if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v }
+            if config.limits.rateBurst != nil, config.limits.ratePerSecond == nil {
+                throw ConfigError("\(source): limits.rate_burst needs limits.rate_per_second")
             }
         }
         if let log = try root.section("log") {
@@ -369,6 +374,15 @@ private struct Section {
 
     /// The longest duration alertd takes: a century, far inside its millisecond timestamps.
     static let maxSeconds: Double = 100 * 365.25 * 86_400
+
+    /// A finite number greater than 0.
+    func positiveNumber(_ key: String) throws -> Double? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0, v <= 1e9 else {
+            throw ConfigError("\(source): \(name(key)) must be a number greater than 0")
+        }
+        return v
+    }
 
     func seconds(_ key: String) throws -> Double? {
         guard let node = value(key) else { return nil }

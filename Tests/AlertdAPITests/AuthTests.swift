@@ -142,3 +142,29 @@ struct TokenConfigTests {
         }
     }
 }
+
+@Suite("The token bucket behind limits.rate_per_second")
+struct TokenBucketTests {
+    let second: UInt64 = 1_000_000_000
+
+    @Test("A full bucket allows a burst, then refuses with the seconds until the next request")
+    func burstThenLimited() {
+        var bucket = TokenBucket(rate: 2, burst: 3, now: 0)
+        #expect((0..<3).map { _ in bucket.take(now: 0) } == [.allowed, .allowed, .allowed])
+        #expect(bucket.take(now: 0) == .limited(retryAfter: 1))
+        // Half a second refills one request at 2 a second.
+        #expect(bucket.take(now: second / 2) == .allowed)
+        #expect(bucket.take(now: second / 2) == .limited(retryAfter: 1))
+    }
+
+    @Test("A slow rate asks for a longer wait; refills never exceed the burst")
+    func slowRate() {
+        var bucket = TokenBucket(rate: 0.2, burst: 1, now: 0)
+        #expect(bucket.take(now: 0) == .allowed)
+        #expect(bucket.take(now: 0) == .limited(retryAfter: 5))
+        #expect(bucket.take(now: 5 * second) == .allowed)
+        var idle = TokenBucket(rate: 100, burst: 2, now: 0)
+        let afterAnHour = (0..<3).map { _ in idle.take(now: 3600 * second) }
+        #expect(afterAnHour == [.allowed, .allowed, .limited(retryAfter: 1)])
+    }
+}

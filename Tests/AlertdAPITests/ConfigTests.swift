@@ -115,13 +115,18 @@ struct ConfigTests {
         }
     }
 
-    @Test(
-        "keys of capabilities this version lacks are refused instead of silently ignored",
-        arguments: [
-            "limits: { rate_per_second: 10 }", "limits: { rate_burst: 10 }",
-        ])
-    func notYet(yaml: String) {
-        #expect(throws: ConfigError.self) { try Config.parse(yaml: yaml) }
+    @Test("per-token rate limits: rate_per_second and rate_burst")
+    func rateLimits() throws {
+        let config = try Config.parse(yaml: "limits: { rate_per_second: 2.5, rate_burst: 10 }")
+        #expect(config.limits.ratePerSecond == 2.5 && config.limits.rateBurst == 10)
+        #expect(try Config.parse(yaml: "").limits.ratePerSecond == nil)
+        for (yaml, named) in [
+            ("limits: { rate_burst: 10 }", "rate_burst needs limits.rate_per_second"),
+            ("limits: { rate_per_second: 0 }", "limits.rate_per_second"),
+            ("limits: { rate_per_second: 1, rate_burst: 0 }", "limits.rate_burst"),
+        ] {
+            #expect(performing: { try Config.parse(yaml: yaml) }, throws: { "\($0)".contains(named) })
+        }
     }
 
     @Test("webhooks lists client, url and secret per entry")

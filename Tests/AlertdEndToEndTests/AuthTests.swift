@@ -117,4 +117,26 @@ struct AuthTests {
         defer { daemon.cleanup() }
         #expect(try daemon.client().get("/v1/clients").status == 401)
     }
+
+    @Test("over its rate a token gets 429 rate-limited with Retry-After; other tokens are not slowed; after the wait it is served")
+    func rateLimited() throws {
+        let (fast, fastEntry) = try newToken("fast", roles: "read", clients: "*")
+        let (calm, calmEntry) = try newToken("calm", roles: "read", clients: "*")
+        let daemon = try Daemon.start(
+            .init(config: "limits: { rate_per_second: 1, rate_burst: 2 }\nauth:\n  tokens:\n" + fastEntry + calmEntry))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let statuses = try (0..<3).map { _ in try http.get("/v1/clients", headers: Self.bearer(fast)).status }
+        #expect(statuses == [200, 200, 429])
+        let limited = try http.get("/v1/clients", headers: Self.bearer(fast))
+        #expect(limited.status == 429)
+        #expect(try limited.jsonObject()["code"] as? String == "rate-limited")
+        let wait = try #require(limited.header("Retry-After").flatMap(Int.init))
+        #expect(wait >= 1 && wait <= 2)
+        #expect(try http.get("/v1/clients", headers: Self.bearer(calm)).status == 200, "another token has its own bucket")
+        #expect(try http.get("/healthz").status == 200)
+        // Retry-After is the contract: after it, the token is served again.
+        Thread.sleep(forTimeInterval: Double(wait))
+        #expect(try http.get("/v1/clients", headers: Self.bearer(fast)).status == 200)
+    }
 }
