@@ -19,10 +19,22 @@ import Synchronization
 /// ```
 public enum Application {
     public static func run(config: Config, logger: Logger) async throws {
-        let (host, port) = try config.listenAddress()
+        // A socket from systemd (socket activation) wins over `listen`.
+        let inherited = try Systemd.inheritedSocket(logger: logger)
+        let listen: HTTPServerConfiguration.Listen
+        let host: String
+        if let fd = inherited {
+            listen = .socket(fd: fd)
+            host = Systemd.localHost(of: fd) ?? "the inherited socket"
+        } else {
+            let (name, port) = try config.listenAddress()
+            listen = .address(host: name, port: port)
+            host = name
+        }
         if !Config.isLoopback(host), config.tokens.isEmpty, !config.allowAnonymous {
+            let address = inherited == nil ? config.listen : "\(host) (the socket systemd passed)"
             throw ConfigError(
-                "refusing to listen on \(config.listen): there are no auth.tokens, so anyone who can reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true"
+                "refusing to listen on \(address): there are no auth.tokens, so anyone who can reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true"
             )
         }
         if config.limits.ratePerSecond != nil, config.tokens.isEmpty {
@@ -33,7 +45,7 @@ public enum Application {
         let (committer, service, handler) = (core.committer, core.service, core.handler)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
-                listen: .address(host: host, port: port),
+                listen: listen,
                 maxConnections: config.limits.maxConnections,
                 maxBodyBytes: config.limits.maxBodyBytes),
             handler: handler, logger: logger)
@@ -44,6 +56,15 @@ public enum Application {
                 "address": "\(server.boundAddress)", "state_dir": "\(config.stateDir)",
                 "durability": "\(config.durability.rawValue)", "pending": "\(core.restoredPending)",
             ])
+        // systemd: ready once listening with the store open; the watchdog pings
+        // only while the server answers.
+        let notifier = Systemd.Notifier()
+        notifier?.send("READY=1\nSTATUS=serving on \(server.boundAddress)\nMAINPID=\(getpid())")
+        var watchdog: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let notifier, let interval = Systemd.watchdogInterval() {
+            watchdog.append(
+                .init(service: WatchdogService(notifier: notifier, interval: interval, address: server.boundAddress, logger: logger)))
+        }
 
         let signals = SignalService(logger: logger)
         let group = ServiceGroup(
@@ -54,8 +75,9 @@ public enum Application {
                     .init(service: DeliveryService(worker: core.deliveries)),
                     .init(service: PurgeService(service: service)),
                     .init(service: ReadinessService(readiness: core.readiness)),
-                    .init(service: HTTPService(server: server, service: service, logger: logger)),
-                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: HTTPService(server: server, service: service, notifier: notifier, logger: logger)),
+                ] + watchdog + [
+                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup)
                 ],
                 logger: logger))
         try await group.run()
@@ -265,10 +287,12 @@ struct PurgeService: Service {
 struct HTTPService: Service {
     let server: HTTPServer
     let service: AlertService
+    let notifier: Systemd.Notifier?
     let logger: Logger
 
     func run() async throws {
         try? await gracefulShutdown()
+        notifier?.send("STOPPING=1\nSTATUS=draining")
         logger.info("shutting down", metadata: ["requests": "\(server.activeRequests)"])
         server.stopAccepting()
         service.drain()

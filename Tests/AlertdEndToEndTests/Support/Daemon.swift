@@ -54,6 +54,9 @@ final class Daemon: Sendable {
         var executable: String? = nil
         /// Seconds to wait for the `msg=listening` log line.
         var startTimeout: Double = 20
+        /// A listening socket handed over as fd 3 the way systemd's socket activation does
+        /// (`LISTEN_FDS=1`, `LISTEN_PID` = the daemon's pid). The caller keeps and closes it.
+        var inheritedSocket: Int32? = nil
     }
 
     let options: Options
@@ -208,9 +211,11 @@ final class Daemon: Sendable {
         let arguments =
             ["--config", configFile.path, "--listen", options.listen, "--state-dir", stateDir.path]
             + options.extraArgs
+        var environment = options.environment
+        if options.inheritedSocket != nil { environment["LISTEN_FDS"] = "1" }
         let process = try DaemonProcess.spawn(
-            binary, arguments: arguments, environment: childEnvironment(options.environment),
-            dieWithParent: true)
+            binary, arguments: arguments, environment: childEnvironment(environment),
+            dieWithParent: true, inheritedSocket: options.inheritedSocket)
 
         enum Outcome { case listening(Int), ended }
         let outcome = process.stderr.wait(timeout: options.startTimeout) { bytes, ended -> Outcome? in
@@ -416,10 +421,15 @@ final class DaemonProcess: @unchecked Sendable {
     /// spawning thread then stays blocked in waitid(2) until the child exits, because the
     /// kernel sends the death signal when that *thread* ends, not just the process.
     static func spawn(
-        _ executable: String, arguments: [String], environment: [String], dieWithParent: Bool
+        _ executable: String, arguments: [String], environment: [String], dieWithParent: Bool, inheritedSocket: Int32? = nil
     ) throws -> DaemonProcess {
         var path = executable
         var argv = [executable] + arguments
+        if inheritedSocket != nil {
+            // LISTEN_PID must be the daemon's own pid: a shell learns it ($$) and execs into it.
+            path = "/bin/sh"
+            argv = ["/bin/sh", "-c", #"LISTEN_PID=$$ exec "$@""#, "sh", executable] + arguments
+        }
         if dieWithParent, let setpriv = DeathSignal.setpriv {
             path = setpriv
             argv = ["setpriv", "--pdeathsig", "KILL", "--"] + argv
@@ -435,7 +445,8 @@ final class DaemonProcess: @unchecked Sendable {
         }
         let child = DaemonProcess()
         let launcher = Thread { [path, argv] in
-            child.launchAndReap(path, argv: argv, environment: environment, stdout: output.write, stderr: errors.write)
+            child.launchAndReap(
+                path, argv: argv, environment: environment, stdout: output.write, stderr: errors.write, fd3: inheritedSocket)
         }
         launcher.name = "alertd-e2e-launcher"
         launcher.start()
@@ -513,7 +524,7 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Runs on the launcher thread, which ends only after the child has been reaped.
-    private func launchAndReap(_ path: String, argv: [String], environment: [String], stdout: Int32, stderr: Int32) {
+    private func launchAndReap(_ path: String, argv: [String], environment: [String], stdout: Int32, stderr: Int32, fd3: Int32?) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -522,7 +533,8 @@ final class DaemonProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         // Our own fds are CLOEXEC; this also keeps fds that other code opened without it
         // (and other tests' pipes) out of the daemon, where they would hold pipes open.
-        if let closeFrom = Self.addCloseFrom() { _ = closeFrom(&actions, 3) }
+        if let fd3 { posix_spawn_file_actions_adddup2(&actions, fd3, 3) }
+        if let closeFrom = Self.addCloseFrom() { _ = closeFrom(&actions, fd3 == nil ? 3 : 4) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

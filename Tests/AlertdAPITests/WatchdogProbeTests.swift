@@ -1,0 +1,42 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AlertdAPI
+
+@Suite("The watchdog pings only when its probe gets 200 from /healthz")
+struct WatchdogProbeTests {
+    @Test("Nothing listening: the probe fails")
+    func refused() {
+        let (fd, port) = Self.listeningSocket()
+        close(fd)  // the port is free again: connections are refused
+        #expect(!WatchdogService.probe("127.0.0.1:\(port)", timeout: 0.5))
+    }
+
+    @Test("A server that accepts but never answers: the probe fails within its timeout")
+    func hung() {
+        let (fd, port) = Self.listeningSocket()  // listening, never accepting: the kernel completes the handshake
+        defer { close(fd) }
+        let started = ContinuousClock.now
+        #expect(!WatchdogService.probe("127.0.0.1:\(port)", timeout: 0.3))
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    @Test("Malformed addresses fail without a connection", arguments: ["", "127.0.0.1", "127.0.0.1:x", "nohost:80"])
+    func malformed(address: String) {
+        #expect(!WatchdogService.probe(address, timeout: 0.2))
+    }
+
+    static func listeningSocket() -> (Int32, Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        listen(fd, 16)
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A unix datagram socket standing in for systemd's notify socket.
+private final class FakeNotifySocket {
+    let path: String
+    let fd: Int32
+
+    init() throws {
+        path = NSTemporaryDirectory() + "alertd-notify-\(UUID().uuidString.prefix(8))"
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(fd >= 0 && bound == 0, "cannot bind \(path)")
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+
+    /// Datagrams until one contains `wanted` or `timeout` passes; all of them, in order.
+    func receive(until wanted: String, timeout: Double) -> [String] {
+        var messages: [String] = []
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let left = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
+            guard poll(&poller, 1, left) == 1 else { break }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { continue }
+            let message = String(decoding: buffer[..<count], as: UTF8.self)
+            messages.append(message)
+            if message.contains(wanted) { break }
+        }
+        return messages
+    }
+}
+
+@Suite("systemd: readiness, watchdog, stopping and socket activation", .serialized)
+struct SystemdProtocolTests {
+    @Test("READY=1 once listening (with MAINPID), WATCHDOG=1 pings while it answers, STOPPING=1 on SIGTERM")
+    func notify() throws {
+        let notify = try FakeNotifySocket()
+        let daemon = try Daemon.start(.init(environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"]))
+        defer { daemon.cleanup() }
+        let ready = notify.receive(until: "READY=1", timeout: 10)
+        let readyMessage = try #require(ready.last { $0.contains("READY=1") }, "no READY=1: \(ready)")
+        #expect(readyMessage.contains("MAINPID=\(daemon.pid)"))
+        #expect(try daemon.client().get("/healthz").status == 200, "ready means serving")
+        // The watchdog pings at half its 0.2 s interval: a few must come within 2 s.
+        var pings = 0
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while pings < 3, Date() < deadline {
+            pings += notify.receive(until: "WATCHDOG=1", timeout: 2).filter { $0.contains("WATCHDOG=1") }.count
+        }
+        #expect(pings >= 3)
+        daemon.sendSignal(SIGTERM)
+        let stopping = notify.receive(until: "STOPPING=1", timeout: 10)
+        #expect(stopping.contains { $0.contains("STOPPING=1") }, "\(stopping)")
+        #expect(try daemon.waitForExit() == 0)
+    }
+
+    @Test("without NOTIFY_SOCKET nothing is sent and nothing fails")
+    func noNotifySocket() throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        #expect(try daemon.client().get("/healthz").status == 200)
+        #expect(try daemon.terminate() == 0)
+    }
+
+    @Test("a listening socket handed over as fd 3 (LISTEN_FDS, LISTEN_PID) is served instead of --listen")
+    func socketActivation() throws {
+        let (fd, port) = try Self.listeningSocket()
+        defer { close(fd) }
+        var options = Daemon.Options()
+        options.inheritedSocket = fd
+        let daemon = try Daemon.start(options)
+        defer { daemon.cleanup() }
+        #expect(daemon.port == port, "it serves the inherited socket, not a port of its own")
+        let http = daemon.client()
+        #expect(try http.get("/healthz").status == 200)
+        let alert = try http.postAlert("ops", #"{"title":"Socket-activated","buttons":[{"title":"OK"}]}"#)
+        #expect(alert["state"] as? String == "displayed")
+        #expect(try daemon.terminate() == 0)
+    }
+
+    @Test("LISTEN_PID of another process is ignored: alertd binds --listen itself")
+    func foreignListenPID() throws {
+        let daemon = try Daemon.start(.init(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "1"]))
+        defer { daemon.cleanup() }
+        #expect(try daemon.client().get("/healthz").status == 200)
+    }
+
+    /// A TCP socket listening on 127.0.0.1 at a free port.
+    static func listeningSocket() throws -> (Int32, Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(fd >= 0 && bound && listen(fd, 128) == 0)
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+}
