@@ -2,15 +2,20 @@ import AlertdCore
 import AlertdHTTP
 import AlertdWire
 import Logging
+import Synchronization
 
 /// alertd's HTTP API: routes a request, checks its query and body, runs it on
 /// the service and renders the answer. Errors are problem+json.
 final class APIHandler: HTTPHandler {
     let service: AlertService
     let router = Router.api
-    let auth: Authenticator
-    /// Per-token request rate; nil when `limits.rate_per_second` is not set.
-    let rateLimiter: RateLimiter?
+    /// Tokens and rate limits; replaced as a whole by a reload.
+    struct Access: Sendable {
+        var auth: Authenticator
+        /// Per-token request rate; nil when `limits.rate_per_second` is not set.
+        var rateLimiter: RateLimiter?
+    }
+    let access: Mutex<Access>
     let logger: Logger
     let readiness: @Sendable () -> Bool
 
@@ -19,8 +24,7 @@ final class APIHandler: HTTPHandler {
         readiness: @escaping @Sendable () -> Bool
     ) {
         self.service = service
-        self.auth = auth
-        self.rateLimiter = rateLimiter
+        self.access = Mutex(Access(auth: auth, rateLimiter: rateLimiter))
         self.logger = logger
         self.readiness = readiness
     }
@@ -40,6 +44,7 @@ final class APIHandler: HTTPHandler {
         let respond: Reply = { make in responder.respond(building: make) }
         // With tokens, every /v1 request shows one first: 401 comes before anything else.
         var principal: Principal?
+        let (auth, rateLimiter) = access.withLock { ($0.auth, $0.rateLimiter) }
         if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") {
             switch auth.authenticate(request.header("authorization")) {
             case .success(let found): principal = found

@@ -48,7 +48,9 @@ final class AlertService: Sendable {
     let committer: GroupCommitter
     let store: any AlertStore
     let clock: any WallClock
-    let settings: Settings
+    private let _settings: Mutex<Settings>
+    /// Waiter limits and retention change on reload; read them fresh each time.
+    var settings: Settings { _settings.withLock { $0 } }
     /// The board's validation rules; fixed once alertd runs, so posts read them without the lock.
     let rules: AlertRules
     let logger: Logger
@@ -75,7 +77,7 @@ final class AlertService: Sendable {
         self.store = store
         self.committer = committer
         self.clock = clock
-        self.settings = settings
+        self._settings = Mutex(settings)
         self.logger = logger
         self.timer = DeadlineTimer(name: "alertd-waiters")
     }
@@ -546,6 +548,31 @@ final class AlertService: Sendable {
             return nil
         }
         if let outcome { respond(.failure(outcome)) }
+    }
+
+    // MARK: - Reload
+
+    /// Applies a reloaded config's waiter limits and retention (the signing
+    /// secret is kept: events already written were signed for their targets).
+    func update(maxWaitSeconds: Int, maxWaiters: Int, retentionSeconds: Double) {
+        _settings.withLock {
+            $0.maxWaitSeconds = maxWaitSeconds
+            $0.maxWaiters = maxWaiters
+            $0.retentionSeconds = retentionSeconds
+        }
+    }
+
+    /// Replaces the webhooks of the config file with `webhooks`; those registered
+    /// through the API stay. Events already written keep their targets.
+    func replaceConfigWebhooks(with webhooks: [Webhook]) {
+        state.withLock { state in
+            var merged: [String: [Webhook]] = [:]
+            for webhook in webhooks { merged[webhook.client, default: []].append(webhook) }
+            for (client, list) in state.webhooks {
+                merged[client, default: []].append(contentsOf: list.filter { $0.source == .api })
+            }
+            state.webhooks = merged
+        }
     }
 
     // MARK: - Internals

@@ -18,7 +18,8 @@ import Synchronization
 /// try await Application.run(config: config, logger: logger)
 /// ```
 public enum Application {
-    public static func run(config: Config, logger: Logger) async throws {
+    /// - Parameter reload: reads the config again, for SIGHUP; nil: SIGHUP is logged and ignored.
+    public static func run(config: Config, logger: Logger, reload: (@Sendable () throws -> Config)? = nil) async throws {
         // A socket from systemd (socket activation) wins over `listen`.
         let inherited = try Systemd.inheritedSocket(logger: logger)
         let listen: HTTPServerConfiguration.Listen
@@ -66,7 +67,10 @@ public enum Application {
                 .init(service: WatchdogService(notifier: notifier, interval: interval, address: server.boundAddress, logger: logger)))
         }
 
-        let signals = SignalService(logger: logger)
+        let reloader = reload.map { load in
+            Reloader(config: config, listeningHost: host, handler: handler, service: service, logger: logger, load: load)
+        }
+        let signals = SignalService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
@@ -181,7 +185,7 @@ public enum Application {
     }
 
     /// The config's webhooks, with ids that stay the same across restarts.
-    static func configWebhooks(_ config: Config, at time: Timestamp) throws -> [Webhook] {
+    static func configWebhooks(_ config: Config, at time: Timestamp) -> [Webhook] {
         config.webhooks.map { entry in
             let digest = SHA256.hash(data: Array("\(entry.client)\n\(entry.url)".utf8))
             let hex = digest.prefix(10).map { String(format: "%02x", $0) }.joined()
@@ -325,5 +329,79 @@ struct StateLockService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         lock.release()
+    }
+}
+
+/// SIGHUP: re-reads the config file and applies what may change while alertd
+/// runs — tokens, rate limits, the config's webhooks, waiter limits,
+/// retention and the log level — without touching open connections. A config
+/// that does not load is refused with one log line and the running one stays.
+/// Keys that only take effect at start are named in the log.
+final class Reloader: Sendable {
+    private let load: @Sendable () throws -> Config
+    private let current: Mutex<Config>
+    private let handler: APIHandler
+    private let service: AlertService
+    private let listeningHost: String
+    private let logger: Logger
+
+    init(
+        config: Config, listeningHost: String, handler: APIHandler, service: AlertService, logger: Logger,
+        load: @escaping @Sendable () throws -> Config
+    ) {
+        self.current = Mutex(config)
+        self.listeningHost = listeningHost
+        self.handler = handler
+        self.service = service
+        self.logger = logger
+        self.load = load
+    }
+
+    func reload() {
+        let new: Config
+        do {
+            new = try load()
+            if !Config.isLoopback(listeningHost), new.tokens.isEmpty, !new.allowAnonymous {
+                throw ConfigError("it has no auth.tokens and alertd listens on \(listeningHost): the API would be open to anyone")
+            }
+        } catch {
+            logger.error("config reload refused; the running config stays", metadata: ["error": "\(error)"])
+            return
+        }
+        let old = current.withLock { $0 }
+        let limiter = new.limits.ratePerSecond.map { rate in
+            RateLimiter(rate: rate, burst: Double(new.limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
+        }
+        let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
+        handler.access.withLock { access in
+            access = APIHandler.Access(auth: Authenticator(tokens: new.tokens), rateLimiter: keepLimiter ? access.rateLimiter : limiter)
+        }
+        service.replaceConfigWebhooks(with: Application.configWebhooks(new, at: service.clock.now()))
+        service.update(
+            maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters, retentionSeconds: new.retentionSeconds)
+        LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
+        current.withLock { $0 = new }
+
+        var atStart: [String] = []
+        if new.listen != old.listen { atStart.append("listen") }
+        if new.stateDir != old.stateDir { atStart.append("state_dir") }
+        if new.durability != old.durability { atStart.append("durability") }
+        if new.limits.maxBodyBytes != old.limits.maxBodyBytes { atStart.append("limits.max_body_bytes") }
+        if new.limits.maxConnections != old.limits.maxConnections { atStart.append("limits.max_connections") }
+        if new.limits.maxPendingPerClient != old.limits.maxPendingPerClient { atStart.append("limits.max_pending_per_client") }
+        if new.clients != old.clients { atStart.append("clients") }
+        if new.alertRules != old.alertRules { atStart.append("alerts") }
+        let (a, b) = (new.callbacks, old.callbacks)
+        if a.signingSecret != b.signingSecret || a.timeout != b.timeout || a.maxAge != b.maxAge
+            || a.retryInitialSeconds != b.retryInitialSeconds || a.retryMaxIntervalSeconds != b.retryMaxIntervalSeconds || a.deny != b.deny
+        {
+            atStart.append("callbacks")
+        }
+        if new.metricsRequireToken != old.metricsRequireToken { atStart.append("metrics") }
+        var metadata: Logger.Metadata = [
+            "tokens": "\(new.tokens.count)", "config_webhooks": "\(new.webhooks.count)", "log_level": "\(new.logLevel)",
+        ]
+        if !atStart.isEmpty { metadata["changed_at_next_start"] = "\(atStart.joined(separator: ","))" }
+        logger.info("config reloaded", metadata: metadata)
     }
 }

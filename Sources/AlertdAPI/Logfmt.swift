@@ -7,14 +7,22 @@ import Synchronization
 /// `ts=2026-11-21T19:01:00.123Z level=info msg="listening" address=127.0.0.1:8080`.
 public struct LogfmtHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
+    /// The process-wide level, `log.level`: a reload changes it for every logger at once.
+    public static let level = Atomic<UInt8>(levelCode(.info))
+    public var logLevel: Logger.Level {
+        get { Self.levels[Int(Self.level.load(ordering: .relaxed))] }
+        set { Self.level.store(Self.levelCode(newValue), ordering: .relaxed) }
+    }
     private let label: String
     private let clock = SystemClock()
 
     public init(label: String, level: Logger.Level) {
         self.label = label
-        self.logLevel = level
+        Self.level.store(Self.levelCode(level), ordering: .relaxed)
     }
+
+    private static let levels = Logger.Level.allCases
+    static func levelCode(_ level: Logger.Level) -> UInt8 { UInt8(Logger.Level.allCases.firstIndex(of: level)!) }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }

@@ -17,14 +17,18 @@ public enum Signals {
     }
 }
 
-/// Returns from `run` on SIGTERM or SIGINT, which shuts the group down gracefully.
+/// Returns from `run` on SIGTERM or SIGINT, which shuts the group down
+/// gracefully; SIGHUP reloads the config.
 final class SignalService: Service, @unchecked Sendable {
     private let logger: Logger
+    private let hangup: @Sendable () -> Void
     private let stream: AsyncStream<Int32>
     private let continuation: AsyncStream<Int32>.Continuation
 
-    init(logger: Logger) {
+    /// - Parameter hangup: run on SIGHUP (config reload).
+    init(logger: Logger, hangup: @escaping @Sendable () -> Void) {
         self.logger = logger
+        self.hangup = hangup
         (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         let continuation = self.continuation
         let thread = Thread {
@@ -46,7 +50,8 @@ final class SignalService: Service, @unchecked Sendable {
             for await signal in stream {
                 switch signal {
                 case SIGHUP:
-                    logger.warning("SIGHUP: reloading the config is not in this version; restart to apply changes")
+                    logger.info("SIGHUP: reloading the config")
+                    hangup()
                 default:
                     logger.info("signal received, draining", metadata: ["signal": "\(signal == SIGTERM ? "SIGTERM" : "SIGINT")"])
                     return

@@ -12,7 +12,7 @@ struct AlertdCommand: AsyncParsableCommand {
             file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
-        subcommands: [TokenCommand.self])
+        subcommands: [TokenCommand.self, CheckConfigCommand.self])
 
     @Option(name: .long, help: "The YAML config file.")
     var config: String?
@@ -24,9 +24,12 @@ struct AlertdCommand: AsyncParsableCommand {
     var stateDir: String?
 
     func run() async throws {
-        var settings: Config
-        do {
-            if let path = config {
+        let settings: Config
+        let (path, listen, stateDir) = (config, self.listen, self.stateDir)
+        // The same reading at start and on SIGHUP: the file, then the flags over it.
+        let read: @Sendable () throws -> Config = {
+            var settings: Config
+            if let path {
                 settings = try Config.load(path: path)
             } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
                 settings = try Config.load(path: Config.defaultPath)
@@ -36,6 +39,10 @@ struct AlertdCommand: AsyncParsableCommand {
             if let listen { settings.listen = listen }
             if let stateDir { settings.stateDir = stateDir }
             _ = try settings.listenAddress()
+            return settings
+        }
+        do {
+            settings = try read()
         } catch {
             Self.fail("\(error)")
         }
@@ -43,7 +50,7 @@ struct AlertdCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in LogfmtHandler(label: label, level: level) }
         let logger = Logger(label: "alertd")
         do {
-            try await Application.run(config: settings, logger: logger)
+            try await Application.run(config: settings, logger: logger, reload: read)
         } catch {
             logger.critical("cannot run", metadata: ["error": "\(error)"])
             throw ExitCode(1)

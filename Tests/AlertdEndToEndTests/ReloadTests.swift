@@ -1,0 +1,136 @@
+import AlertdTestSupport
+import Foundation
+import Testing
+
+/// Runs `alertd` with `arguments` to completion: exit status, stdout, stderr.
+private func runAlertd(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    let process = Process()
+    process.executableURL = URL(
+        fileURLWithPath: try Daemon.locateBinary(
+            override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath()))
+    process.arguments = arguments
+    let (out, err) = (Pipe(), Pipe())
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+private func tokenEntry(_ name: String, _ secret: String, roles: String) -> String {
+    let hex = SHA256Hex.of(secret)
+    return "    - { name: \(name), sha256: \"\(hex)\", roles: [\(roles)], clients: [\"*\"] }\n"
+}
+
+/// SHA-256 hex with the system's sha256sum, so the test does not share alertd's hashing code.
+private enum SHA256Hex {
+    static func of(_ text: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let (input, output) = (Pipe(), Pipe())
+        process.standardInput = input
+        process.standardOutput = output
+        try? process.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        input.fileHandleForWriting.closeFile()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(String(decoding: data, as: UTF8.self).prefix(64))
+    }
+}
+
+extension Daemon {
+    /// Waits until stderr holds `count` lines containing `text`.
+    fileprivate func waitForLines(containing text: String, count: Int, timeout: Double = 20) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            if stderrText.components(separatedBy: "\n").filter({ $0.contains(text) }).count >= count { return true }
+            usleep(5_000)
+        }
+        return false
+    }
+}
+
+@Suite("SIGHUP reloads the config; check-config checks one", .serialized)
+struct ReloadTests {
+    @Test("tokens, config webhooks and the log level change on SIGHUP; a parked long-poll survives it")
+    func reloadApplies() throws {
+        let hook = try WebhookReceiver.start()
+        defer { hook.stop() }
+        let before = "auth:\n  tokens:\n" + tokenEntry("old", "old-secret", roles: "admin")
+        let daemon = try Daemon.start(.init(config: before))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let old = [("Authorization", "Bearer old-secret")]
+        let new = [("Authorization", "Bearer new-secret")]
+        #expect(try http.get("/v1/clients", headers: old).status == 200)
+        #expect(try http.get("/v1/clients", headers: new).status == 401)
+
+        // A long-poll parked across the reload, authorized by the old token.
+        let parked = try ParkedRequests(
+            port: daemon.port, count: 1, method: "GET", path: "/v1/clients/ops/alerts/current?wait=30", headers: old)
+        try http.awaitWaiters(1)
+
+        try daemon.rewriteConfig(
+            "log: { level: debug }\nauth:\n  tokens:\n" + tokenEntry("new", "new-secret", roles: "admin")
+                + "webhooks:\n  - { client: ops, url: \"\(hook.url)\", secret: \"hook secret\" }\n")
+        daemon.sendSignal(SIGHUP)
+        #expect(daemon.waitForLines(containing: "msg=\"config reloaded\"", count: 1))
+        #expect(daemon.stderrText.contains("log_level=debug"))
+
+        #expect(try http.get("/v1/clients", headers: old).status == 401, "the old token is gone")
+        #expect(try http.get("/v1/clients", headers: new).status == 200)
+        let hooks = try http.get("/v1/clients/ops/webhooks", headers: new).jsonObject()["webhooks"] as! [[String: Any]]
+        #expect(hooks.map { $0["url"] as? String } == [hook.url])
+
+        // The parked request is answered by the post made with the new token.
+        let alert = try http.post(
+            "/v1/clients/ops/alerts", json: #"{"title":"After reload","dismiss_after":0.2}"#, headers: new)
+        #expect(alert.status == 201)
+        let answers = try parked.awaitAll(timeout: 10)
+        #expect(answers.first?.status == 200)
+        // The new webhook gets the dismissal; the new level logs the deadline at debug.
+        let received = try hook.waitForRequestsBlocking(count: 1, timeout: 20)
+        #expect(received.first?.text.contains("alert.dismissed") == true)
+        #expect(daemon.waitForLines(containing: "level=debug", count: 1))
+    }
+
+    @Test("a broken config is refused with a line naming the problem; the running one stays")
+    func brokenConfigRefused() throws {
+        let config = "auth:\n  tokens:\n" + tokenEntry("keeper", "keep-secret", roles: "read")
+        let daemon = try Daemon.start(.init(config: config))
+        defer { daemon.cleanup() }
+        for broken in ["durability: fast\n", "auth: { tokens: [ { name: x } ] }\n", "listen: [\n"] {
+            try daemon.rewriteConfig(broken)
+            let refusals = daemon.stderrText.components(separatedBy: "config reload refused").count
+            daemon.sendSignal(SIGHUP)
+            #expect(daemon.waitForLines(containing: "config reload refused", count: refusals))
+        }
+        #expect(daemon.stderrText.contains("durability must be"))
+        #expect(try daemon.client().get("/v1/clients", headers: [("Authorization", "Bearer keep-secret")]).status == 200)
+        #expect(!daemon.stderrText.contains("config reloaded"))
+    }
+
+    @Test("alertd check-config prints ok for a good file and the reason for a bad one, exiting 1")
+    func checkConfig() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("alertd-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let good = directory.appendingPathComponent("good.yaml")
+        try Data("durability: normal\nlimits: { max_waiters: 10 }\n".utf8).write(to: good)
+        let ok = try runAlertd(["check-config", good.path])
+        #expect(ok.status == 0 && ok.out.contains("ok"), "\(ok)")
+        let bad = directory.appendingPathComponent("bad.yaml")
+        try Data("limits: { max_waiters: lots }\n".utf8).write(to: bad)
+        let refused = try runAlertd(["check-config", bad.path])
+        #expect(refused.status == 1)
+        #expect(refused.err.contains("limits.max_waiters"), "\(refused)")
+        let missing = try runAlertd(["check-config", directory.appendingPathComponent("none.yaml").path])
+        #expect(missing.status == 1 && !missing.err.isEmpty)
+        // The shipped example is valid.
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/alertd.yaml")
+        #expect(try runAlertd(["check-config", example.standardized.path]).status == 0)
+    }
+}
