@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Already in the graph through AsyncHTTPClient; named for the tests' webhook receivers.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // Already in the graph through AsyncHTTPClient; the watchdog's HTTPS probe configures it.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // libmicrohttpd (Debian: libmicrohttpd-dev) plus a non-variadic starter. Not API.
@@ -54,6 +56,8 @@ let package = Package(
             name: "AlertdAPI",
             dependencies: [
                 "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire", "AlertdDelivery", "AlertdCallbacks",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

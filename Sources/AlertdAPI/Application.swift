@@ -41,6 +41,10 @@ public enum Application {
         if config.limits.ratePerSecond != nil, config.tokens.isEmpty {
             logger.warning("limits.rate_per_second has no effect: it limits each token, and there are no auth.tokens")
         }
+        let tls = try config.tls.map { files in
+            let (certificate, key) = try files.read()
+            return HTTPServerConfiguration.TLSMaterial(certificatePEM: certificate, keyPEM: key)
+        }
         raiseOpenFileLimit(logger: logger)
         let core = try build(config: config, clock: SystemClock(), logger: logger)
         let (committer, service, handler) = (core.committer, core.service, core.handler)
@@ -48,7 +52,7 @@ public enum Application {
             configuration: HTTPServerConfiguration(
                 listen: listen,
                 maxConnections: config.limits.maxConnections,
-                maxBodyBytes: config.limits.maxBodyBytes),
+                maxBodyBytes: config.limits.maxBodyBytes, tls: tls),
             handler: handler, logger: logger)
         try server.start()
         logger.info(
@@ -56,6 +60,7 @@ public enum Application {
             metadata: [
                 "address": "\(server.boundAddress)", "state_dir": "\(config.stateDir)",
                 "durability": "\(config.durability.rawValue)", "pending": "\(core.restoredPending)",
+                "scheme": "\(tls == nil ? "http" : "https")",
             ])
         // systemd: ready once listening with the store open; the watchdog pings
         // only while the server answers.
@@ -64,7 +69,9 @@ public enum Application {
         var watchdog: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let notifier, let interval = Systemd.watchdogInterval() {
             watchdog.append(
-                .init(service: WatchdogService(notifier: notifier, interval: interval, address: server.boundAddress, logger: logger)))
+                .init(
+                    service: WatchdogService(
+                        notifier: notifier, interval: interval, address: server.boundAddress, tls: tls != nil, logger: logger)))
         }
 
         let reloader = reload.map { load in

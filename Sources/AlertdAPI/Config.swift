@@ -20,6 +20,27 @@ public struct Config: Sendable {
     public var retentionSeconds: Double = 604_800
     public var clients: [String: ClientSettings] = [:]
     public var allowAnonymous = false
+    /// `tls`: serve HTTPS with these PEM files; nil: plain HTTP.
+    public var tls: TLSFiles?
+
+    public struct TLSFiles: Sendable, Hashable {
+        public var certFile: String
+        public var keyFile: String
+
+        /// Reads both files; the error names the file and why.
+        public func read() throws -> (certificate: String, key: String) {
+            func text(_ path: String, _ key: String) throws -> String {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigError("tls.\(key): cannot read \(path)")
+                }
+                let text = String(decoding: data, as: UTF8.self)
+                guard text.contains("-----BEGIN ") else { throw ConfigError("tls.\(key): \(path) is not a PEM file") }
+                return text
+            }
+            return (try text(certFile, "cert_file"), try text(keyFile, "key_file"))
+        }
+    }
+
     /// `auth.tokens`: when there are any, every `/v1` request needs one.
     public var tokens: [Token] = []
     public var callbacks = Callbacks()
@@ -102,7 +123,7 @@ extension Config {
         let root = try Section(node, path: "", source: source)
         try root.only([
             "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
-            "webhooks",
+            "webhooks", "tls",
         ])
         if let v = try root.string("listen") { config.listen = v }
         if let v = try root.string("state_dir") { config.stateDir = v }
@@ -127,6 +148,13 @@ extension Config {
             if config.limits.rateBurst != nil, config.limits.ratePerSecond == nil {
                 throw ConfigError("\(source): limits.rate_burst needs limits.rate_per_second")
             }
+        }
+        if let tls = try root.section("tls") {
+            try tls.only(["cert_file", "key_file"])
+            guard let cert = try tls.string("cert_file"), let key = try tls.string("key_file") else {
+                throw ConfigError("\(source): tls needs both cert_file and key_file (PEM files)")
+            }
+            config.tls = TLSFiles(certFile: cert, keyFile: key)
         }
         if let log = try root.section("log") {
             try log.only(["level"])

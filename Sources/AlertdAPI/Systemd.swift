@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import Glibc
 import Logging
+import NIOSSL
 import ServiceLifecycle
 
 /// The two systemd protocols alertd speaks, without libsystemd: readiness
@@ -109,13 +111,22 @@ struct WatchdogService: Service {
     let interval: Double
     /// `host:port` to probe.
     let address: String
+    /// Whether the server speaks HTTPS: then the probe does too (over AsyncHTTPClient,
+    /// without checking the certificate: it talks to itself on its own address).
+    let tls: Bool
     let logger: Logger
 
     func run() async throws {
+        let client: HTTPClient? = tls ? Self.tlsClient() : nil
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let probeTimeout = max(0.05, interval / 4)
-                let healthy = await Self.detached { Self.probe(address, timeout: probeTimeout) }
+                let healthy: Bool
+                if let client {
+                    healthy = await Self.probeTLS(address, client: client, timeout: probeTimeout)
+                } else {
+                    healthy = await Self.detached { Self.probe(address, timeout: probeTimeout) }
+                }
                 if healthy {
                     notifier.send("WATCHDOG=1")
                 } else {
@@ -123,6 +134,32 @@ struct WatchdogService: Service {
                 }
                 try? await Task.sleep(for: .milliseconds(Int(interval * 500)))
             }
+        }
+        try? await client?.shutdown()
+    }
+
+    static func tlsClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        configuration.tlsConfiguration = tls
+        configuration.tracing.tracer = nil
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Whether `GET https://address/healthz` answers 200 within `timeout` seconds.
+    static func probeTLS(_ address: String, client: HTTPClient, timeout: Double) async -> Bool {
+        var host = String(address[..<(address.lastIndex(of: ":") ?? address.endIndex)])
+        let port = address[(address.lastIndex(of: ":").map { address.index(after: $0) } ?? address.endIndex)...]
+        if host == "0.0.0.0" { host = "127.0.0.1" }
+        if host == "::" || host == "[::]" { host = "[::1]" }
+        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
+        let request = HTTPClientRequest(url: "https://\(host):\(port)/healthz")
+        do {
+            let response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
+            return response.status == .ok
+        } catch {
+            return false
         }
     }
 

@@ -24,6 +24,18 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionTimeoutSeconds: Int
     /// A request body is refused with 413 once it would exceed this.
     public var maxBodyBytes: Int
+    /// Serve HTTPS with this certificate chain and key (PEM); nil: plain HTTP.
+    public var tls: TLSMaterial?
+
+    /// A certificate chain and its private key, both PEM text.
+    public struct TLSMaterial: Sendable {
+        public var certificatePEM: String
+        public var keyPEM: String
+        public init(certificatePEM: String, keyPEM: String) {
+            self.certificatePEM = certificatePEM
+            self.keyPEM = keyPEM
+        }
+    }
 
     public init(
         listen: Listen,
@@ -31,8 +43,10 @@ public struct HTTPServerConfiguration: Sendable {
         maxConnections: Int = 30_000,
         connectionMemoryLimit: Int = 8 * 1024,
         connectionTimeoutSeconds: Int = 120,
-        maxBodyBytes: Int = 64 * 1024
+        maxBodyBytes: Int = 64 * 1024,
+        tls: TLSMaterial? = nil
     ) {
+        self.tls = tls
         self.listen = listen
         self.threads = threads
         self.maxConnections = maxConnections
@@ -69,7 +83,19 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.handler = handler
         self.logger = logger
+        tlsStrings = configuration.tls.map { (strdup($0.certificatePEM)!, strdup($0.keyPEM)!) }
     }
+
+    deinit {
+        // libmicrohttpd reads the PEM text while daemons run; they are stopped by now.
+        if let (certificate, key) = tlsStrings {
+            free(certificate)
+            free(key)
+        }
+    }
+
+    /// The certificate and key as C strings, alive as long as the server.
+    private nonisolated(unsafe) let tlsStrings: (UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>)?
 
     /// `host:port` the server listens on, once started.
     public var boundAddress: String { _boundAddress.withLock { $0 } }
@@ -125,6 +151,7 @@ public final class HTTPServer: Sendable {
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if Self.family(of: fd) == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
+        if tlsStrings != nil { flags |= MHD_USE_TLS.rawValue }
 
         let this = Unmanaged.passUnretained(self).toOpaque()
         var options: [MHD_OptionItem] = [
@@ -138,6 +165,10 @@ public final class HTTPServer: Sendable {
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompleted, to: Int.self), ptr_value: this),
         ]
         if poolSize > 1 { options.append(item(.THREAD_POOL_SIZE, poolSize)) }
+        if let (certificate, key) = tlsStrings {
+            options.append(MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
+            options.append(MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(certificate)))
+        }
         options.append(item(.END, 0))
         let daemon = options.withUnsafeMutableBufferPointer { buffer in
             alertd_start_daemon(UInt32(flags), accessHandler, this, buffer.baseAddress)

@@ -1,0 +1,135 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Runs a command to completion; its exit status and output.
+@discardableResult
+private func run(_ executable: String, _ arguments: [String], stdin: String? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    input.fileHandleForWriting.closeFile()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// A self-signed certificate for localhost and 127.0.0.1, made by openssl in a temp directory.
+private struct SelfSigned {
+    let directory: URL
+    var cert: String { directory.appendingPathComponent("cert.pem").path }
+    var key: String { directory.appendingPathComponent("key.pem").path }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("alertd-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let made = try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                "-keyout", directory.appendingPathComponent("key.pem").path, "-out", directory.appendingPathComponent("cert.pem").path,
+            ])
+        try #require(made.status == 0, "openssl: \(made.output)")
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// An HTTPS request with Python's ssl module, trusting only `cafile`: status and body.
+private func https(_ method: String, _ url: String, cafile: String, body: String? = nil) throws -> (status: Int, body: String) {
+    let script = """
+        import ssl, sys, urllib.request, urllib.error
+        ctx = ssl.create_default_context(cafile=sys.argv[3])
+        data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+        req = urllib.request.Request(sys.argv[2], data=data, method=sys.argv[1], headers={"Content-Type": "application/json"})
+        try:
+            r = urllib.request.urlopen(req, context=ctx, timeout=10)
+            print(r.status); print(r.read().decode())
+        except urllib.error.HTTPError as e:
+            print(e.code); print(e.read().decode())
+        """
+    let result = try run("/usr/bin/env", ["python3", "-c", script, method, url, cafile] + (body.map { [$0] } ?? []))
+    let lines = result.output.split(separator: "\n", maxSplits: 1).map(String.init)
+    return (Int(lines.first ?? "") ?? -1, lines.count > 1 ? lines[1] : result.output)
+}
+
+@Suite("TLS: tls.cert_file and tls.key_file serve HTTPS", .serialized)
+struct TLSTests {
+    @Test("HTTPS with a self-signed certificate: a verifying client gets answers; plain HTTP gets none")
+    func servesHTTPS() throws {
+        let material = try SelfSigned()
+        defer { material.remove() }
+        let daemon = try Daemon.start(.init(config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n"))
+        defer { daemon.cleanup() }
+        #expect(daemon.stderrText.contains("scheme=https"))
+        let base = "https://localhost:\(daemon.port)"
+        let health = try https("GET", base + "/healthz", cafile: material.cert)
+        #expect(health.status == 200 && health.body.contains("ok"), "\(health)")
+        let posted = try https("POST", base + "/v1/clients/ops/alerts", cafile: material.cert, body: #"{"title":"Over TLS"}"#)
+        #expect(posted.status == 201 && posted.body.contains("Over TLS"), "\(posted)")
+        let bad = try https("GET", base + "/v1/nowhere", cafile: material.cert)
+        #expect(bad.status == 404 && bad.body.contains("not-found"))
+        // Plain HTTP on the TLS port is not served.
+        let plain = daemon.client(timeout: 5)
+        #expect(throws: (any Error).self) { try plain.get("/healthz") }
+    }
+
+    @Test("with TLS the watchdog probes over HTTPS and keeps pinging")
+    func watchdogOverTLS() throws {
+        let material = try SelfSigned()
+        defer { material.remove() }
+        let path = NSTemporaryDirectory() + "alertd-notify-\(UUID().uuidString.prefix(8))"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0)
+        let daemon = try Daemon.start(
+            .init(
+                config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n",
+                environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"]))
+        defer { daemon.cleanup() }
+        var pings = 0
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while pings < 3, Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 1000) == 1 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0, String(decoding: buffer[..<count], as: UTF8.self).contains("WATCHDOG=1") { pings += 1 }
+        }
+        #expect(pings >= 3, "the HTTPS probe succeeded \(pings) times; log: \(daemon.stderrText.suffix(500))")
+        #expect(!daemon.stderrText.contains("watchdog probe failed"))
+    }
+
+    @Test("a tls section without both files, or with a file that is not PEM, is refused at start")
+    func badTLSConfig() throws {
+        #expect(throws: DaemonError.self) { try Daemon.start(.init(config: "tls: { cert_file: /nonexistent.pem }\n")) }
+        let material = try SelfSigned()
+        defer { material.remove() }
+        let notPEM = material.directory.appendingPathComponent("junk.pem")
+        try Data("junk".utf8).write(to: notPEM)
+        #expect {
+            try Daemon.start(.init(config: "tls: { cert_file: \"\(notPEM.path)\", key_file: \"\(material.key)\" }\n"))
+        } throws: { error in
+            (error as? DaemonError)?.stderr.contains("not a PEM file") == true
+        }
+    }
+}
