@@ -39,42 +39,68 @@ final class APIHandler: HTTPHandler {
     }
 
     func handle(_ request: HTTPRequest, responder: Responder) {
+        // Every answer carries the request's id, and with log.level debug one
+        // line per request names it (with the token's name, never its secret).
+        let requestID = RequestID.of(request.header("x-request-id"))
+        let (method, path, started) = (request.method, request.path, DeadlineTimer.now())
+        let debug = logger.logLevel <= .debug
+        let finish: @Sendable (HTTPResponse) -> HTTPResponse = { [logger] response in
+            var response = response
+            response.headers.append(("X-Request-Id", requestID))
+            if debug {
+                logger.debug(
+                    "request",
+                    metadata: [
+                        "request_id": "\(requestID)", "method": "\(method)", "path": "\(path)", "status": "\(response.status)",
+                        "ms": "\(Double((DeadlineTimer.now() - started) / 1000) / 1000)",
+                    ])
+            }
+            return response
+        }
+        let answer = Answer(responder: responder, finish: finish)
         // Answers that come from a commit's completion are built lazily, on the
         // connection's thread, not on the store writer's.
-        let respond: Reply = { make in responder.respond(building: make) }
+        let respond: Reply = { make in responder.respond(building: { finish(make()) }) }
         // With tokens, every /v1 request shows one first: 401 comes before anything else.
         var principal: Principal?
         let (auth, rateLimiter) = access.withLock { ($0.auth, $0.rateLimiter) }
         if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") {
             switch auth.authenticate(request.header("authorization")) {
             case .success(let found): principal = found
-            case .failure(let problem): return responder.respond(render(problem))
+            case .failure(let problem): return answer.now(render(problem))
             }
             if let principal, let limited = rateLimiter?.admit(principal.name) {
-                return responder.respond(render(limited))
+                return answer.now(render(limited))
             }
         }
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
-            responder.respond(render(Problem(.notFound, "no such resource: \(request.path)")))
+            answer.now(render(Problem(.notFound, "no such resource: \(request.path)")))
         case .methodNotAllowed(let allow):
             var problem = Problem(
                 .methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
             problem.headers = [("Allow", allow.joined(separator: ", "))]
-            responder.respond(render(problem))
+            answer.now(render(problem))
         case .found(let endpoint, let permission):
             do {
                 if let principal { try Self.authorize(principal, permission, endpoint) }
                 try dispatch(endpoint, request, principal, respond)
             } catch let problem as Problem {
-                responder.respond(render(problem))
+                answer.now(render(problem))
             } catch {
-                responder.respond(render(Problem(.badRequest, "\(error)")))
+                answer.now(render(Problem(.badRequest, "\(error)")))
             }
         }
     }
 
     typealias Reply = @Sendable (@escaping @Sendable () -> HTTPResponse) -> Void
+
+    /// An immediate answer, with the request's id and log line.
+    struct Answer {
+        let responder: Responder
+        let finish: @Sendable (HTTPResponse) -> HTTPResponse
+        func now(_ response: HTTPResponse) { responder.respond(finish(response)) }
+    }
 
     /// 403 unless the token has a role for the route and its clients cover the route's client.
     static func authorize(_ principal: Principal, _ permission: Permission, _ endpoint: Endpoint) throws {

@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+@Suite("Request ids: on every answer and on the request's log line")
+struct RequestLogTests {
+    @Test("a client's X-Request-Id is echoed and logged with the request at debug; a bad one is replaced")
+    func requestIDs() throws {
+        let daemon = try Daemon.start(.init(config: "log: { level: debug }\n"))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let given = try http.get("/healthz", headers: [("X-Request-Id", "deploy-42.a_b")])
+        #expect(given.header("X-Request-Id") == "deploy-42.a_b")
+        try daemon.waitForStderr(containing: "request_id=deploy-42.a_b")
+        let line = try #require(daemon.stderrText.split(separator: "\n").first { $0.contains("request_id=deploy-42.a_b") })
+        let fields = Daemon.logfmtFields(String(line))
+        #expect(fields["msg"] == "request" && fields["method"] == "GET" && fields["path"] == "/healthz" && fields["status"] == "200")
+        #expect(Double(fields["ms"] ?? "") != nil)
+
+        // Generated when absent or unusable, and different each time; errors carry one too.
+        let first = try http.get("/v1/clients").header("X-Request-Id")
+        let second = try http.get("/v1/nowhere")
+        #expect(first != nil && second.header("X-Request-Id") != nil && first != second.header("X-Request-Id"))
+        #expect(second.status == 404)
+        let replaced = try http.get("/healthz", headers: [("X-Request-Id", "has spaces and \"quotes\"")]).header("X-Request-Id")
+        #expect(replaced != nil && replaced?.contains(" ") == false)
+        let long = String(repeating: "x", count: 65)
+        #expect(try http.get("/healthz", headers: [("X-Request-Id", long)]).header("X-Request-Id") != long)
+    }
+
+    @Test("at info level no per-request line is written")
+    func quietAtInfo() throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let response = try daemon.client().get("/healthz", headers: [("X-Request-Id", "quiet-1")])
+        #expect(response.header("X-Request-Id") == "quiet-1")
+        #expect(try daemon.terminate() == 0)
+        #expect(!daemon.stderrText.contains("request_id=quiet-1"))
+    }
+}
