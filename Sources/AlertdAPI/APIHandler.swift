@@ -16,14 +16,20 @@ final class APIHandler: HTTPHandler {
         var rateLimiter: RateLimiter?
     }
     let access: Mutex<Access>
+    let metrics: AlertdMetrics
+    /// `metrics.require_token`: `/metrics` needs any valid token.
+    let metricsNeedToken: Bool
     let logger: Logger
     let readiness: @Sendable () -> Bool
 
     init(
-        service: AlertService, auth: Authenticator = Authenticator(tokens: []), rateLimiter: RateLimiter? = nil, logger: Logger,
+        service: AlertService, auth: Authenticator = Authenticator(tokens: []), rateLimiter: RateLimiter? = nil,
+        metrics: AlertdMetrics = AlertdMetrics(), metricsNeedToken: Bool = false, logger: Logger,
         readiness: @escaping @Sendable () -> Bool
     ) {
         self.service = service
+        self.metrics = metrics
+        self.metricsNeedToken = metricsNeedToken
         self.access = Mutex(Access(auth: auth, rateLimiter: rateLimiter))
         self.logger = logger
         self.readiness = readiness
@@ -44,9 +50,13 @@ final class APIHandler: HTTPHandler {
         let requestID = RequestID.of(request.header("x-request-id"))
         let (method, path, started) = (request.method, request.path, DeadlineTimer.now())
         let debug = logger.logLevel <= .debug
-        let finish: @Sendable (HTTPResponse) -> HTTPResponse = { [logger] response in
+        let match = router.match(method: request.method, path: request.path)
+        let routeName: String
+        if case .found(let endpoint, _) = match { routeName = endpoint.routeName } else { routeName = "unmatched" }
+        let finish: @Sendable (HTTPResponse) -> HTTPResponse = { [logger, metrics] response in
             var response = response
             response.headers.append(("X-Request-Id", requestID))
+            metrics.request(route: routeName, status: response.status, nanoseconds: DeadlineTimer.now() - started)
             if debug {
                 logger.debug(
                     "request",
@@ -64,7 +74,8 @@ final class APIHandler: HTTPHandler {
         // With tokens, every /v1 request shows one first: 401 comes before anything else.
         var principal: Principal?
         let (auth, rateLimiter) = access.withLock { ($0.auth, $0.rateLimiter) }
-        if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") {
+        let metricsGuarded = metricsNeedToken && request.path == "/metrics"
+        if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") || metricsGuarded {
             switch auth.authenticate(request.header("authorization")) {
             case .success(let found): principal = found
             case .failure(let problem): return answer.now(render(problem))
@@ -73,7 +84,11 @@ final class APIHandler: HTTPHandler {
                 return answer.now(render(limited))
             }
         }
-        switch router.match(method: request.method, path: request.path) {
+        if metricsGuarded, principal == nil {
+            // metrics.require_token with no tokens configured: no token can be valid.
+            return answer.now(render(Authenticator.unauthorized("/metrics needs a token (metrics.require_token) and none is configured")))
+        }
+        switch match {
         case .notFound:
             answer.now(render(Problem(.notFound, "no such resource: \(request.path)")))
         case .methodNotAllowed(let allow):
@@ -119,6 +134,15 @@ final class APIHandler: HTTPHandler {
         case .healthz:
             _ = try Query(request, allowed: [])
             respond(now: json(200, Array(#"{"status":"ok"}"#.utf8)))
+
+        case .metrics:
+            _ = try Query(request, allowed: [])
+            metrics.pending.record(service.pendingTotal)
+            metrics.waiters.record(service.waiterCount)
+            respond(
+                now: HTTPResponse(
+                    status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
+                    body: metrics.render()))
 
         case .readyz:
             _ = try Query(request, allowed: [])

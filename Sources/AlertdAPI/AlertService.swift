@@ -55,6 +55,8 @@ final class AlertService: Sendable {
     let rules: AlertRules
     let logger: Logger
     let timer: DeadlineTimer
+    /// Counts created and decided alerts.
+    let metrics: AlertdMetrics?
     /// Takes the deliveries of committed events (the delivery worker's queue).
     let outbox: @Sendable ([PendingDelivery]) -> Void
     /// Set when a commit failed: memory may then hold changes the store lacks,
@@ -65,8 +67,9 @@ final class AlertService: Sendable {
     init(
         board: AlertBoard, store: any AlertStore, committer: GroupCommitter, clock: any WallClock, settings: Settings,
         failure: FailureFlag, webhooks: [Webhook] = [], logger: Logger,
-        outbox: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in }
+        outbox: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in }, metrics: AlertdMetrics? = nil
     ) {
+        self.metrics = metrics
         self.failure = failure
         self.outbox = outbox
         self.rules = board.rules
@@ -200,6 +203,7 @@ final class AlertService: Sendable {
                     if let keyRef { state.pendingKeys[keyRef] = nil }
                     return state.board.alert(alert.id) ?? alert
                 }
+                metrics?.alertsCreated.increment()
                 respond(.success((visible, created: true)))
             }
             return nil
@@ -659,6 +663,7 @@ final class AlertService: Sendable {
             state.board.committed(change)
             return also(&state)
         }
+        if let metrics { for alert in change.decided { metrics.terminal(alert.state.rawValue) } }
         let woken: [Hub.Parked] = hub.withLock { hub in
             var woken: [Hub.Parked] = []
             for (client, alert) in displays {

@@ -143,10 +143,14 @@ public enum Application {
             ])
 
         let failure = FailureFlag()
-        let committer = GroupCommitter(store: store, logger: logger) { error in
-            failure.set("\(error)")
-            logger.critical("a commit failed: alertd takes no changes until it is restarted", metadata: ["error": "\(error)"])
-        }
+        let metrics = AlertdMetrics()
+        let committer = GroupCommitter(
+            store: store, logger: logger,
+            onFailure: { error in
+                failure.set("\(error)")
+                logger.critical("a commit failed: alertd takes no changes until it is restarted", metadata: ["error": "\(error)"])
+            },
+            onCommit: { metrics.commitDuration.recordNanoseconds(Int64($0)) })
         committer.start()
         if !normalized.saved.isEmpty {
             // A policy changed since the last run: commit the new displays before serving.
@@ -169,20 +173,33 @@ public enum Application {
         let pending = try store.pendingDeliveries()
         let deliveries = DeliveryWorker(
             settings: .init(timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: deny),
-            committer: committer, clock: clock, logger: logger)
+            committer: committer, clock: clock, logger: logger,
+            observe: { record, delivery in
+                switch record.state {
+                case .delivered:
+                    metrics.delivery("delivered")
+                    let latency = max(0, record.attempt.at.milliseconds - delivery.eventCreatedAt.milliseconds)
+                    metrics.deliveryLatency.recordMilliseconds(latency)
+                case .pending: metrics.delivery("retry")
+                case .failed: metrics.delivery("failed")
+                }
+            })
         deliveries.start(restoring: pending)
         let service = AlertService(
             board: board, store: store, committer: committer, clock: clock,
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                 retentionSeconds: config.retentionSeconds, signingSecret: config.callbacks.signingSecret),
-            failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) })
+            failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) }, metrics: metrics)
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
         let rateLimiter = config.limits.ratePerSecond.map { rate in
             RateLimiter(rate: rate, burst: Double(config.limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
         }
-        let handler = APIHandler(service: service, auth: Authenticator(tokens: config.tokens), rateLimiter: rateLimiter, logger: logger) {
+        let handler = APIHandler(
+            service: service, auth: Authenticator(tokens: config.tokens), rateLimiter: rateLimiter, metrics: metrics,
+            metricsNeedToken: config.metricsRequireToken, logger: logger
+        ) {
             readiness.isReady()
         }
         return Core(

@@ -2,6 +2,7 @@
 public enum Endpoint: Sendable, Hashable {
     case healthz
     case readyz
+    case metrics
     case listClients
     case postAlert(client: String)
     case listAlerts(client: String)
@@ -17,10 +18,31 @@ public enum Endpoint: Sendable, Hashable {
 }
 
 extension Endpoint {
+    /// The route's name, a bounded label for metrics.
+    public var routeName: String {
+        switch self {
+        case .healthz: "healthz"
+        case .readyz: "readyz"
+        case .metrics: "metrics"
+        case .listClients: "list_clients"
+        case .postAlert: "post_alert"
+        case .listAlerts: "list_alerts"
+        case .currentAlert: "current_alert"
+        case .getAlert: "get_alert"
+        case .withdrawAlert: "withdraw_alert"
+        case .choose: "choose"
+        case .deliveries: "deliveries"
+        case .createWebhook: "create_webhook"
+        case .listWebhooks: "list_webhooks"
+        case .getWebhook: "get_webhook"
+        case .deleteWebhook: "delete_webhook"
+        }
+    }
+
     /// The client the request touches; nil for those that name none.
     public var client: String? {
         switch self {
-        case .healthz, .readyz, .listClients: nil
+        case .healthz, .readyz, .metrics, .listClients: nil
         case .postAlert(let client), .listAlerts(let client), .currentAlert(let client), .createWebhook(let client),
             .listWebhooks(let client):
             client
@@ -84,6 +106,7 @@ public struct Router: Sendable {
     public static let api = Router(routes: [
         route("GET", "/healthz", .open) { _ in .healthz },
         route("GET", "/readyz", .open) { _ in .readyz },
+        route("GET", "/metrics", .open) { _ in .metrics },
         route("GET", "/v1/clients", .read) { _ in .listClients },
         route("POST", "/v1/clients/{client}/alerts", .post) { .postAlert(client: $0[0]) },
         route("GET", "/v1/clients/{client}/alerts", .read) { .listAlerts(client: $0[0]) },

@@ -73,7 +73,14 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let logger: Logger
     private static let userAgent = "alertd"
 
-    public init(settings: Settings, committer: GroupCommitter, clock: any WallClock, logger: Logger) {
+    /// Told of every recorded attempt with its delivery (for metrics).
+    private let observe: @Sendable (AttemptRecord, PendingDelivery) -> Void
+
+    public init(
+        settings: Settings, committer: GroupCommitter, clock: any WallClock, logger: Logger,
+        observe: @escaping @Sendable (AttemptRecord, PendingDelivery) -> Void = { _, _ in }
+    ) {
+        self.observe = observe
         self.settings = settings
         self.committer = committer
         self.clock = clock
@@ -310,6 +317,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         // stops (most likely cut off by it) is not recorded: the delivery
         // stays pending as it stood and resumes at the next start.
         if !cutOff {
+            observe(record, delivery)
             committer.submit([.attempt(record)]) { [logger] result in
                 if case .failure(let error) = result {
                     logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])

@@ -32,12 +32,16 @@ public final class GroupCommitter: @unchecked Sendable {
     private let logger: Logger
     private let maxBatch: Int
     private let onFailure: @Sendable (any Error) -> Void
+    /// Told how long each commit took, in nanoseconds (for metrics).
+    private let onCommit: @Sendable (UInt64) -> Void
 
     /// - Parameter onFailure: told when a commit failed (the store can no longer be trusted).
     public init(
         store: any AlertStore, logger: Logger, maxBatch: Int = 1024,
-        onFailure: @escaping @Sendable (any Error) -> Void = { _ in }
+        onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+        onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
     ) {
+        self.onCommit = onCommit
         self.store = store
         self.logger = logger
         self.maxBatch = maxBatch
@@ -108,7 +112,9 @@ public final class GroupCommitter: @unchecked Sendable {
             result = .failure(failure)
         } else if !writes.isEmpty {
             do {
+                let started = DispatchTime.now().uptimeNanoseconds
                 try store.commit(writes)
+                onCommit(DispatchTime.now().uptimeNanoseconds - started)
             } catch {
                 logger.critical("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
                 result = .failure(error)

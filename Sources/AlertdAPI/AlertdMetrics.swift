@@ -1,0 +1,113 @@
+import Foundation
+import CoreMetrics
+import Prometheus
+import Synchronization
+
+/// alertd's metrics, through swift-metrics with a Prometheus registry of its
+/// own (not the process-wide bootstrap, so several alertd cores can live in
+/// one test process). `/metrics` renders the registry in the text format.
+///
+/// Every label has a bounded set of values: routes are the route table's,
+/// statuses are HTTP codes, outcomes and results are enums. Client ids are
+/// never labels (anyone may invent one).
+final class AlertdMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let requestTimers = Mutex<[String: CoreMetrics.Timer]>([:])
+    private let terminalCounters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let deliveryCounters = Mutex<[String: CoreMetrics.Counter]>([:])
+    let alertsCreated: CoreMetrics.Counter
+    let commitDuration: CoreMetrics.Timer
+    let deliveryLatency: CoreMetrics.Timer
+    let pending: CoreMetrics.Gauge
+    let waiters: CoreMetrics.Gauge
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let fast: [Duration] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+        ]
+        factory.defaultDurationHistogramBuckets = fast
+        factory.durationHistogramBuckets["alertd_delivery_latency_seconds"] =
+            fast + [.seconds(300), .seconds(1800), .seconds(3600), .seconds(86_400)]
+        self.factory = factory
+        alertsCreated = CoreMetrics.Counter(label: "alertd_alerts_created_total", factory: factory)
+        commitDuration = CoreMetrics.Timer(label: "alertd_store_commit_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        deliveryLatency = CoreMetrics.Timer(label: "alertd_delivery_latency_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        pending = CoreMetrics.Gauge(label: "alertd_alerts_pending", factory: factory)
+        waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
+    }
+
+    /// One answered request: `route` is the route's name (`unmatched` for 404/405).
+    func request(route: String, status: Int, nanoseconds: UInt64) {
+        let key = route + " " + String(status)
+        let counter = requestCounters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "alertd_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+        let timer = requestTimers.withLock { timers in
+            if let timer = timers[route] { return timer }
+            let timer = CoreMetrics.Timer(
+                label: "alertd_http_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds,
+                factory: factory)
+            timers[route] = timer
+            return timer
+        }
+        timer.recordNanoseconds(Int64(nanoseconds))
+    }
+
+    /// An alert reached a terminal state.
+    func terminal(_ outcome: String) {
+        counter(terminalCounters, key: outcome, label: "alertd_alerts_terminal_total", dimension: "outcome").increment()
+    }
+
+    /// A delivery attempt ended: `delivered`, `retry` or `failed`.
+    func delivery(_ result: String) {
+        counter(deliveryCounters, key: result, label: "alertd_deliveries_total", dimension: "result").increment()
+    }
+
+    private func counter(_ cache: borrowing Mutex<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
+        -> CoreMetrics.Counter
+    {
+        cache.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(label: label, dimensions: [(dimension, key)], factory: factory)
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    /// The text format, with HELP lines for alertd's own metrics.
+    func render() -> [UInt8] {
+        var text = ""
+        let body = registry.emitToString()
+        for line in body.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), let name = line.split(separator: " ").dropFirst(2).first, let help = Self.help[String(name)] {
+                text += "# HELP \(name) \(help)\n"
+            }
+            text += line + "\n"
+        }
+        while text.hasSuffix("\n\n") { text.removeLast() }
+        return Array(text.utf8)
+    }
+
+    static let help: [String: String] = [
+        "alertd_http_requests_total": "HTTP requests answered, by route and status.",
+        "alertd_http_request_duration_seconds": "Time from a request's arrival to its answer, by route (long-polls included).",
+        "alertd_alerts_created_total": "Alerts created.",
+        "alertd_alerts_terminal_total": "Alerts that reached a terminal state, by outcome.",
+        "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
+        "alertd_waiters": "Requests parked in long-polls.",
+        "alertd_store_commit_duration_seconds": "Time to commit one group of writes (fsync included).",
+        "alertd_deliveries_total": "Callback delivery attempts, by result: delivered, retry, failed.",
+        "alertd_delivery_latency_seconds": "Time from a terminal event to its delivery.",
+    ]
+}

@@ -1,0 +1,93 @@
+import AlertdTestSupport
+import Foundation
+import Testing
+
+/// `promtool check metrics` on `text` (Debian's prometheus package): exit status and output.
+private func promtool(_ text: String) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+    process.arguments = ["check", "metrics"]
+    let (input, output) = (Pipe(), Pipe())
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    input.fileHandleForWriting.write(Data(text.utf8))
+    input.fileHandleForWriting.closeFile()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// The value of the sample line that starts with `series ` (name and labels as written).
+private func sample(_ text: String, _ series: String) -> Double? {
+    text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+}
+
+@Suite("/metrics in the Prometheus text format", .serialized)
+struct MetricsTests {
+    @Test("real activity shows in /metrics, promtool accepts it, and no client id becomes a label")
+    func metricsReflectActivity() throws {
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "install Debian's prometheus package")
+        let hook = try WebhookReceiver.start()
+        defer { hook.stop() }
+        let daemon = try Daemon.start(
+            .init(config: "webhooks:\n  - { client: secret-team-name, url: \"\(hook.url)\", secret: \"s\" }\n"))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let first = try http.postAlert("secret-team-name", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
+        _ = try http.postAlert("secret-team-name", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
+        #expect(try http.choose("secret-team-name", id(first), #"{"button":"OK"}"#).status == 200)
+        _ = try hook.waitForRequestsBlocking(count: 1, timeout: 20)
+        #expect(try http.get("/v1/nowhere").status == 404)
+
+        // The delivery is recorded just after the receiver answered: poll until it shows.
+        var text = ""
+        let deadline = Date(timeIntervalSinceNow: 10)
+        repeat {
+            let response = try http.get("/metrics")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
+            text = response.text
+        } while sample(text, #"alertd_deliveries_total{result="delivered"}"#) == nil && Date() < deadline
+
+        let checked = try promtool(text)
+        #expect(checked.status == 0, "promtool: \(checked.output)")
+        #expect(sample(text, "alertd_alerts_created_total") == 2)
+        #expect(sample(text, #"alertd_alerts_terminal_total{outcome="answered"}"#) == 1)
+        #expect(sample(text, "alertd_alerts_pending") == 1)
+        #expect(sample(text, "alertd_waiters") == 0)
+        #expect(sample(text, #"alertd_http_requests_total{route="post_alert",status="201"}"#) == 2)
+        #expect(sample(text, #"alertd_http_requests_total{route="choose",status="200"}"#) == 1)
+        #expect(sample(text, #"alertd_http_requests_total{route="unmatched",status="404"}"#) == 1)
+        #expect((sample(text, #"alertd_http_request_duration_seconds_count{route="post_alert"}"#) ?? 0) == 2)
+        #expect((sample(text, "alertd_store_commit_duration_seconds_count") ?? 0) >= 2)
+        #expect(sample(text, #"alertd_deliveries_total{result="delivered"}"#) == 1)
+        #expect(sample(text, "alertd_delivery_latency_seconds_count") == 1)
+        #expect(!text.contains("secret-team-name"), "client ids are not labels")
+        #expect(text.contains("# HELP alertd_http_requests_total"))
+    }
+
+    @Test("metrics.require_token puts /metrics behind any valid token; without it /metrics is open even with tokens")
+    func requireToken() throws {
+        let entry = "    - { name: reader, sha256: \"\(Self.hex)\", roles: [read], clients: [ops] }\n"
+        let guarded = try Daemon.start(.init(config: "metrics: { require_token: true }\nauth:\n  tokens:\n" + entry))
+        defer { guarded.cleanup() }
+        let http = guarded.client()
+        #expect(try http.get("/metrics").status == 401)
+        #expect(try http.get("/metrics", headers: [("Authorization", "Bearer wrong")]).status == 401)
+        #expect(try http.get("/metrics", headers: [("Authorization", "Bearer metrics-secret")]).status == 200)
+        #expect(try http.get("/healthz").status == 200)
+
+        let open = try Daemon.start(.init(config: "auth:\n  tokens:\n" + entry))
+        defer { open.cleanup() }
+        #expect(try open.client().get("/metrics").status == 200)
+
+        let noTokens = try Daemon.start(.init(config: "metrics: { require_token: true }\n"))
+        defer { noTokens.cleanup() }
+        #expect(try noTokens.client().get("/metrics").status == 401, "no token can be valid when none is configured")
+    }
+
+    /// SHA-256 of "metrics-secret".
+    static let hex = "d31c4153216654104062c2381a35a508ce65581c2abea7770a7cfd76c92e828e"
+}
