@@ -41,6 +41,14 @@ final class APIHandler: HTTPHandler {
         case .badFraming(let detail): render(Problem(.badRequest, detail))
         case .headersTooLarge(let limit): render(Problem(.badRequest, "the request line and headers take more than \(limit) bytes"))
         case .shuttingDown: render(Problem(.unavailable, "alertd is shutting down"))
+        case .tooManyConnections(let limit):
+            render(
+                {
+                    var problem = Problem(
+                        .unavailable, "alertd holds its maximum of \(limit) connections (limits.max_connections); retry later")
+                    problem.headers = [("Retry-After", "1")]
+                    return problem
+                }())
         }
     }
 

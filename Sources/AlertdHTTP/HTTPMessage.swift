@@ -68,4 +68,6 @@ public enum HTTPRejection: Sendable, Equatable {
     case headersTooLarge(limit: Int)
     /// Shutting down: the request was still waiting when the drain ran out of time.
     case shuttingDown
+    /// More connections are open than the limit allows.
+    case tooManyConnections(limit: Int)
 }

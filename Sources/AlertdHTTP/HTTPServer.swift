@@ -75,6 +75,11 @@ public final class HTTPServer: Sendable {
     private let daemons = Mutex<[DaemonHandle]>([])
     private let _boundAddress = Mutex<String>("")
     private let active = Atomic<Int>(0)
+    /// TCP connections open now, from libmicrohttpd's connection notifications.
+    private let openConnections = Atomic<Int>(0)
+    /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
+    /// that those over the bound get a 503 instead of waiting unaccepted.
+    static let connectionHeadroom = 64
     /// Requests whose connection is suspended, so a shutdown can answer them.
     private let suspendedResponders = Mutex<[ObjectIdentifier: Responder]>([:])
     private let draining = Atomic<Bool>(false)
@@ -132,11 +137,15 @@ public final class HTTPServer: Sendable {
                     let fd = try Self.bindListener(host: host, port: boundPort, reusePort: true)
                     if boundPort == 0 { boundPort = Self.port(of: fd) }
                     if started.isEmpty { _boundAddress.withLock { $0 = Self.localAddress(of: fd) } }
-                    started.append(try startDaemon(on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads)))
+                    started.append(
+                        try startDaemon(
+                            on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom))
                 }
             case .socket(let fd):
                 _boundAddress.withLock { $0 = Self.localAddress(of: fd) }
-                started.append(try startDaemon(on: fd, poolSize: threads, connectionLimit: configuration.maxConnections))
+                started.append(
+                    try startDaemon(
+                        on: fd, poolSize: threads, connectionLimit: configuration.maxConnections + Self.connectionHeadroom * threads))
             }
         } catch {
             for handle in started { MHD_stop_daemon(handle.pointer) }
@@ -163,6 +172,7 @@ public final class HTTPServer: Sendable {
             item(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
             item(.LISTEN_BACKLOG_SIZE, 1024),
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompleted, to: Int.self), ptr_value: this),
+            MHD_OptionItem(option: .NOTIFY_CONNECTION, value: unsafeBitCast(connectionNotified, to: Int.self), ptr_value: this),
         ]
         if poolSize > 1 { options.append(item(.THREAD_POOL_SIZE, poolSize)) }
         if let (certificate, key) = tlsStrings {
@@ -177,6 +187,10 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(description: "libmicrohttpd did not start on \(Self.localAddress(of: fd))")
         }
         return DaemonHandle(pointer: daemon)
+    }
+
+    func connection(opened: Bool) {
+        openConnections.add(opened ? 1 : -1, ordering: .relaxed)
     }
 
     /// Stops accepting connections; requests already read go on. From then on
@@ -224,6 +238,12 @@ public final class HTTPServer: Sendable {
             let context = RequestContext()
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
             active.add(1, ordering: .relaxed)
+            // Over limits.max_connections: a 503 that closes the connection, not
+            // a connection left unaccepted in the backlog.
+            if openConnections.load(ordering: .relaxed) > configuration.maxConnections {
+                context.phase = .answered
+                return queue(handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, close: true)
+            }
             let framing = Framing(connection)
             // The request line and headers live in the connection's memory pool,
             // and so must the answer's header: refuse while there is room to answer.
@@ -485,6 +505,12 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         connection: connection, url: url, method: method,
         uploadData: uploadData, uploadDataSize: uploadDataSize, contextSlot: contextSlot
     )
+}
+
+/// MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1 (microhttpd.h).
+private let connectionNotified: MHD_NotifyConnectionCallback = { cls, _, _, code in
+    guard let cls else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connection(opened: code.rawValue == 0)
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, contextSlot, _ in

@@ -58,7 +58,8 @@ struct OutboxTests {
                 "http://127.0.0.1:9002/cb", "http://127.0.0.1:9000/config-hook", "http://127.0.0.1:9001/api-hook",
             ])
         #expect(Set(deliveries.compactMap { $0["event_id"] as? String }).count == 1, "one webhook-id per event")
-        #expect(deliveries.allSatisfy { $0["state"] as? String == "pending" && ($0["attempts"] as? [Any])?.isEmpty == true })
+        // The worker may already have tried (these ports refuse): still pending, with a next attempt.
+        #expect(deliveries.allSatisfy { $0["state"] as? String == "pending" }, "\(deliveries)")
         #expect(deliveries.allSatisfy { $0["next_attempt_at"] is String })
         let callback = try #require(deliveries.first { $0["target"] as? String == "http://127.0.0.1:9002/cb" })
         #expect(callback["webhook_id"] is NSNull)
