@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// Delivers callback events (§5): takes due deliveries, POSTs each signed
 /// event over one shared `HTTPClient`, records every attempt through the group
@@ -67,6 +68,7 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     private let client: HTTPClient
     private let resolver: CachingResolver
+    private let keys = Mutex<[String: WebhookKey]>([:])
     private let committer: GroupCommitter
     private let clock: any WallClock
     private let settings: Settings
@@ -248,7 +250,7 @@ public final class DeliveryWorker: @unchecked Sendable {
     ) -> EventLoopFuture<AttemptOutcome> {
         let key: WebhookKey
         do {
-            key = try WebhookKey(secret: delivery.secret)
+            key = try signingKey(delivery.secret)
         } catch {
             return eventLoop.makeSucceededFuture(.failed(reason: "bad signing secret: \(error)"))
         }
@@ -293,6 +295,17 @@ public final class DeliveryWorker: @unchecked Sendable {
             }
         }
         return post(addresses)
+    }
+
+    /// The key of a secret, decoded once: a handful of secrets sign every attempt.
+    private func signingKey(_ secret: String) throws -> WebhookKey {
+        if let key = keys.withLock({ $0[secret] }) { return key }
+        let key = try WebhookKey(secret: secret)
+        keys.withLock { keys in
+            if keys.count >= 1024 { keys.removeAll(keepingCapacity: true) }
+            keys[secret] = key
+        }
+        return key
     }
 
     /// Whether no connection was made at all (so another address may be tried).

@@ -9,9 +9,17 @@ takes 1 s per answer is registered beside it (both webhooks on every client, so
 every event goes to both).
 
 Phases:
- 0. Baseline: the fast receiver alone under wrk (bench/callbacks/wrk_webhook.lua:
-    alertd-shaped 800-byte events with webhook headers, signatures checked as in
-    the run), so the report shows how far the receiver is from being the limit.
+ 0. Baselines, before alertd starts, each against a fresh fast receiver alone:
+    a. wrk (bench/callbacks/wrk_webhook.lua: alertd-shaped 800-byte events with
+       webhook headers, signatures checked as in the run), so the report shows
+       how far the receiver is from being the limit (--skip-baseline: none);
+    b. AsyncHTTPClient alone (bench/callbacks/ahc-baseline, built into
+       .build-ahcbase): the same body shape and headers, each request signed,
+       --ahc-concurrency (32, alertd's in-flight bound per receiver) in flight,
+       the HTTP client configured and called like alertd's delivery worker: the
+       ceiling of alertd's HTTP client on this machine, with its CPU seconds
+       (--skip-ahc-baseline: none; skipped with a note if the binary is missing;
+       --ahc-unsigned adds a run without signing, to show the signing cost).
  1. Start the fast receiver (answers 204 at once) and the slow one (answers after
     --slow-delay-ms, default 1000, without holding a thread), both verifying every
     signature; start alertd (fresh state dir, durability full by default) with
@@ -42,6 +50,11 @@ Phases:
     are stopped (they write their logs) and alertd is stopped.
 
 Numbers (also in OUT/throughput.json, one `RESULT {json}` line on stdout):
+  receiver_baseline     wrk against the fast receiver alone (rps, latency)
+  ahc_baseline          AsyncHTTPClient alone: rps, p50/p99 ms, cpu_s, cpu_per_s,
+                        cpu_us_per_req (and .unsigned with --ahc-unsigned)
+  comparison            drain steady rate / AHC-alone rate, CPU microseconds per
+                        delivery of alertd (all its work) and per request of AHC alone
   production_rate       events/s produced in phase 2 (post + choice, durable)
   live_fast_rate        fast receiver's arrivals/s during production (live mode)
   drain.events          fast receiver's arrivals after the restart
@@ -256,6 +269,38 @@ def sample_deliveries(port, produced, fast_url, slow_url, n=100):
 
 # ---- main ----------------------------------------------------------------------------------
 
+def default_ahc_baseline():
+    """$AHC_BASELINE, else the bench/callbacks/ahc-baseline build in .build-ahcbase."""
+    return os.environ.get("AHC_BASELINE") or os.path.join(cb.ROOT, ".build-ahcbase", "release", "ahc-baseline")
+
+
+def run_ahc_baseline(out, binary, port, duration, warmup, concurrency, threads, sign=True):
+    """ahc-baseline against a fresh fast receiver (signatures checked). Its JSON line, plus
+    what the receiver saw; {"skipped": why} if it could not run."""
+    tag = "ahc" if sign else "ahc-unsigned"
+    r = cb.Receiver(f"{tag}-receiver", port, out, secret=cb.FAST_SECRET, threads=threads)
+    cmd = [binary, "--url", r.url, "-c", str(concurrency), "-d", str(duration), "--warmup", str(warmup)]
+    cmd += ["--secret", cb.FAST_SECRET] if sign else ["--no-sign"]
+    res = {}
+    try:
+        rcpu0 = cpu_seconds(r.proc.pid)
+        p = subprocess.run(["timeout", str(int(duration + warmup) + 60)] + cmd, capture_output=True, text=True)
+        rcpu1 = cpu_seconds(r.proc.pid)
+        with open(os.path.join(out, f"{tag}-baseline.txt"), "w") as f:
+            f.write(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+        for line in p.stdout.splitlines():
+            if line.startswith("{"):
+                res = json.loads(line)
+        if not res:
+            res = {"skipped": f"exit {p.returncode}, no result: {(p.stderr or p.stdout).strip()[-300:]}"}
+    finally:
+        _, rres = r.finish()
+    res["receiver_count"] = int(rres.get("count", -1))
+    res["receiver_sig_bad"] = int(rres.get("sig_bad", -1))
+    res["receiver_cpu_s"] = round(rcpu1 - rcpu0, 2)  # warm-up included
+    return res
+
+
 def run_baseline(out, port, duration, conns, threads):
     r = cb.Receiver("baseline-receiver", port, out, secret=cb.FAST_SECRET, threads=threads)
     lua = os.path.join(cb.HERE, "wrk_webhook.lua")
@@ -297,7 +342,16 @@ def main():
                     help="hold mode: seconds alertd may take to stop before the held requests are answered")
     ap.add_argument("--baseline-duration", type=int, default=5, help="seconds")
     ap.add_argument("--baseline-conns", type=int, default=16)
-    ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--skip-baseline", action="store_true", help="no wrk baseline")
+    ap.add_argument("--ahc-baseline", default=default_ahc_baseline(),
+                    help="ahc-baseline binary (default $AHC_BASELINE or .build-ahcbase/release/ahc-baseline)")
+    ap.add_argument("--skip-ahc-baseline", action="store_true", help="no AsyncHTTPClient-alone baseline")
+    ap.add_argument("--ahc-concurrency", type=int, default=32,
+                    help="requests in flight for the AHC baseline (alertd's per-receiver bound)")
+    ap.add_argument("--ahc-duration", type=float, default=5.0, help="counted seconds of the AHC baseline")
+    ap.add_argument("--ahc-warmup", type=float, default=1.0, help="uncounted seconds before them")
+    ap.add_argument("--ahc-unsigned", action="store_true",
+                    help="also run the AHC baseline without signing (--no-sign): the signing cost")
     ap.add_argument("--log-level", default="info")
     ap.add_argument("--out", help="output directory")
     ap.add_argument("--keep-state", action="store_true")
@@ -324,6 +378,29 @@ def main():
                                                    a.receiver_threads)
         cb.log(f"baseline: {result['receiver_baseline'].get('rps', 0):.0f} req/s, "
                f"p99 {result['receiver_baseline'].get('p99_ms')} ms")
+    if not a.skip_ahc_baseline:
+        if not (a.ahc_baseline and os.access(a.ahc_baseline, os.X_OK)):
+            result["ahc_baseline"] = {"skipped": f"no binary at {a.ahc_baseline}"}
+            cb.log(f"AHC baseline skipped: no binary at {a.ahc_baseline} (build: swift build -c release "
+                   "--package-path bench/callbacks/ahc-baseline --scratch-path .build-ahcbase)")
+        else:
+            variants = [True, False] if a.ahc_unsigned else [True]
+            for sign in variants:
+                cb.log(f"AHC baseline{'' if sign else ' (not signed)'}: {a.ahc_concurrency} in flight, "
+                       f"{a.ahc_warmup:g} s warm-up + {a.ahc_duration:g} s against the fast receiver alone")
+                r = run_ahc_baseline(out, a.ahc_baseline, a.fast_port, a.ahc_duration, a.ahc_warmup,
+                                     a.ahc_concurrency, a.receiver_threads, sign=sign)
+                if sign:
+                    result["ahc_baseline"] = r
+                else:
+                    result["ahc_baseline"]["unsigned"] = r
+                if "skipped" in r:
+                    cb.log(f"AHC baseline failed: {r['skipped']}")
+                else:
+                    cb.log(f"AHC baseline{'' if sign else ' (not signed)'}: {r['rps']:.0f} req/s, p50 {r['p50_ms']} "
+                           f"p99 {r['p99_ms']} ms, CPU {r['cpu_per_s']} s/s ({r['cpu_us_per_req']} us/request), "
+                           f"{r['errors']} errors, {r['non2xx']} non-2xx, receiver bad signatures {r['receiver_sig_bad']}"
+                           + ("" if sign else " (expected: not signed)"))
 
     # 1. receivers and alertd
     fast = cb.Receiver("fast", a.fast_port, out, hold=(a.backlog == "hold"), secret=cb.FAST_SECRET,
@@ -404,7 +481,7 @@ def main():
         while time.monotonic() < deadline:
             s = fast.stats()
             now = time.monotonic()
-            series.append((time.time_ns(), s["count"], slow.stats()["count"]))
+            series.append((time.time_ns(), s["count"], slow.stats()["count"], cpu_seconds(pid), cpu_seconds(fast.proc.pid)))
             if s["count"] != last:
                 last, last_change = s["count"], now
             if (s["count"] >= n_prod and now - last_change > 1.0) or now - last_change > 10.0:
@@ -423,7 +500,7 @@ def main():
         if not a.keep_state:
             shutil.rmtree(state, ignore_errors=True)
     with open(os.path.join(out, "drain-series.tsv"), "w") as f:
-        f.write("# wall_ns\tfast_count\tslow_count\n")
+        f.write("# wall_ns\tfast_count\tslow_count\talertd_cpu_s\tfast_cpu_s\n")
         for row in series:
             f.write("\t".join(map(str, row)) + "\n")
 
@@ -453,6 +530,7 @@ def main():
     if answer_delays:
         slow_info["answer_delay_p50_ms"] = round(cb.percentile(answer_delays, 50) / 1e6, 1)
     verdict, why = "INCONCLUSIVE", ""
+    steady_cpu = None
     if drain:
         lo, hi = drain.pop("t_lo_ns"), drain.pop("t_hi_ns")
         in_win = [r[0] for r in slow_log if lo <= r[0] <= hi]
@@ -463,6 +541,15 @@ def main():
         edges = [lo] + in_win + [hi]
         slow_info["max_gap_in_window_ms"] = round(max(b - a for a, b in zip(edges, edges[1:])) / 1e6, 1)
         slow_info["bound_per_s"] = round(slow_info["max_inflight"] / (a.slow_delay_ms / 1000.0), 1)
+        # CPU inside the window, from the drain samples (every ~0.2 s) nearest inside its ends: without
+        # alertd's start-up (restoring the backlog) and the tail
+        inside = [row for row in series if lo <= row[0] <= hi]
+        if len(inside) >= 2:
+            (w0, f0, s0, a0, r0), (w1, f1, s1, a1, r1) = inside[0], inside[-1]
+            secs, n = (w1 - w0) / 1e9, (f1 - f0) + (s1 - s0)
+            steady_cpu = {"wall_s": round(secs, 2), "deliveries": n, "alertd_cpu_s": round(a1 - a0, 2),
+                          "alertd_cpu_per_s": round((a1 - a0) / secs, 3), "fast_cpu_per_s": round((r1 - r0) / secs, 3),
+                          "alertd_cpu_us_per_delivery": round((a1 - a0) / n * 1e6, 1) if n else None}
         slow_ok = slow_info["max_gap_in_window_ms"] <= 2 * a.slow_delay_ms
         ok_rate = drain["steady_rate"] is not None and drain["steady_rate"] >= 10000
         if drain["events"] >= min_drain:
@@ -488,6 +575,20 @@ def main():
     cpu = {k: round(cpu1[k] - cpu0[k], 2) for k in cpu0}
     cpu["wall_s"] = round((t_end - t_restart) / 1e9, 2)
     result["cpu_during_drain_s"] = cpu
+    result["cpu_in_window"] = steady_cpu if drain else None
+    ahc = result.get("ahc_baseline") or {}
+    slow_after = sum(1 for r in slow_log if r[0] >= t_restart)
+    delivered = (drain["events"] if drain else 0) + slow_after
+    comparison = {"alertd_cpu_us_per_delivery_whole_drain": round(cpu["alertd"] / delivered * 1e6, 1) if delivered else None,
+                  "deliveries_whole_drain": delivered,
+                  "alertd_cpu_us_per_delivery": (steady_cpu or {}).get("alertd_cpu_us_per_delivery"),
+                  "alertd_cpu_per_s": (steady_cpu or {}).get("alertd_cpu_per_s")}
+    if ahc.get("rps"):
+        comparison["ahc_rps"] = ahc["rps"]
+        comparison["ahc_cpu_us_per_req"] = ahc["cpu_us_per_req"]
+        if drain and drain["steady_rate"]:
+            comparison["drain_vs_ahc"] = round(drain["steady_rate"] / ahc["rps"], 3)
+    result["comparison"] = comparison
     result["verdict"] = verdict
     result["verdict_reason"] = why
     base = result.get("receiver_baseline", {}).get("rps")
@@ -505,6 +606,17 @@ def main():
     cb.log(f"missing {len(missing)}, duplicates {result['duplicates']}, bad signatures {result['sig_bad']}; "
            f"receiver baseline {base and round(base)} req/s; CPU s during the drain {cpu}")
     cb.log(f"deliveries sample: {result['deliveries_sample']}")
+    if ahc.get("rps"):
+        cb.log(f"AHC alone: {ahc['rps']:.0f} req/s at {ahc['concurrency']} in flight, CPU {ahc['cpu_per_s']} s/s "
+               f"({ahc['cpu_us_per_req']} us/request)"
+               + (f"; not signed {ahc['unsigned']['rps']:.0f} req/s, {ahc['unsigned']['cpu_us_per_req']} us/request"
+                  if ahc.get("unsigned", {}).get("rps") else "")
+               + (f"; alertd's steady drain is {comparison['drain_vs_ahc'] * 100:.0f} % of it" if "drain_vs_ahc" in comparison else "")
+               + f"; alertd in the window: CPU {comparison['alertd_cpu_per_s']} s/s, "
+               f"{comparison['alertd_cpu_us_per_delivery']} us per delivery "
+               f"({comparison['alertd_cpu_us_per_delivery_whole_drain']} over the whole drain, start-up included)")
+    elif "ahc_baseline" in result:
+        cb.log(f"AHC alone: skipped ({ahc.get('skipped')})")
     cb.log(f"verdict: {verdict}" + (f" ({why})" if why else ""))
     cb.write_result(out, "throughput.json", result)
 
