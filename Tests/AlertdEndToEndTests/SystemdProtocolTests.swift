@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// A unix datagram socket standing in for systemd's notify socket.
-private final class FakeNotifySocket {
+final class FakeNotifySocket {
     let path: String
     let fd: Int32
 

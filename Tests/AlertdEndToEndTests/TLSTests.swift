@@ -86,34 +86,16 @@ struct TLSTests {
     func watchdogOverTLS() throws {
         let material = try SelfSigned()
         defer { material.remove() }
-        let path = NSTemporaryDirectory() + "alertd-notify-\(UUID().uuidString.prefix(8))"
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        defer {
-            close(fd)
-            unlink(path)
-        }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0)
+        let notify = try FakeNotifySocket()
         let daemon = try Daemon.start(
             .init(
                 config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n",
-                environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"]))
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"]))
         defer { daemon.cleanup() }
         var pings = 0
         let deadline = Date(timeIntervalSinceNow: 10)
         while pings < 3, Date() < deadline {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 1000) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0, String(decoding: buffer[..<count], as: UTF8.self).contains("WATCHDOG=1") { pings += 1 }
+            pings += notify.receive(until: "WATCHDOG=1", timeout: 2).filter { $0.contains("WATCHDOG=1") }.count
         }
         #expect(pings >= 3, "the HTTPS probe succeeded \(pings) times; log: \(daemon.stderrText.suffix(500))")
         #expect(!daemon.stderrText.contains("watchdog probe failed"))
