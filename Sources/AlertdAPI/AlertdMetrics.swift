@@ -14,8 +14,8 @@ final class AlertdMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
 
-    private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
-    private let requestTimers = Mutex<[String: CoreMetrics.Timer]>([:])
+    /// Per route and status: its request counter and its route's duration histogram.
+    private let requestMetrics = Mutex<[String: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
     private let terminalCounters = Mutex<[String: CoreMetrics.Counter]>([:])
     private let deliveryCounters = Mutex<[String: CoreMetrics.Counter]>([:])
     let alertsCreated: CoreMetrics.Counter
@@ -45,22 +45,20 @@ final class AlertdMetrics: Sendable {
     /// One answered request: `route` is the route's name (`unmatched` for 404/405).
     func request(route: String, status: Int, nanoseconds: UInt64) {
         let key = route + " " + String(status)
-        let counter = requestCounters.withLock { counters in
-            if let counter = counters[key] { return counter }
-            let counter = CoreMetrics.Counter(
-                label: "alertd_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory)
-            counters[key] = counter
-            return counter
+        let (counter, timer) = requestMetrics.withLock { cache in
+            if let metrics = cache[key] { return metrics }
+            // A route's timer is the same histogram whatever the status: the registry hands it out once.
+            let metrics = (
+                count: CoreMetrics.Counter(
+                    label: "alertd_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory),
+                duration: CoreMetrics.Timer(
+                    label: "alertd_http_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds,
+                    factory: factory)
+            )
+            cache[key] = metrics
+            return metrics
         }
         counter.increment()
-        let timer = requestTimers.withLock { timers in
-            if let timer = timers[route] { return timer }
-            let timer = CoreMetrics.Timer(
-                label: "alertd_http_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds,
-                factory: factory)
-            timers[route] = timer
-            return timer
-        }
         timer.recordNanoseconds(Int64(nanoseconds))
     }
 

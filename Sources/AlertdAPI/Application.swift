@@ -26,7 +26,9 @@ public enum Application {
         let host: String
         if let fd = inherited {
             listen = .socket(fd: fd)
-            host = Systemd.localHost(of: fd) ?? "the inherited socket"
+            var inheritedAddress = config
+            inheritedAddress.listen = HTTPServer.localAddress(of: fd)
+            host = (try? inheritedAddress.listenAddress().host) ?? "the inherited socket"
         } else {
             let (name, port) = try config.listenAddress()
             listen = .address(host: name, port: port)
@@ -193,9 +195,7 @@ public enum Application {
             failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) }, metrics: metrics)
         service.start()
         let readiness = Readiness(store: store, failure: failure, service: service)
-        let rateLimiter = config.limits.ratePerSecond.map { rate in
-            RateLimiter(rate: rate, burst: Double(config.limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
-        }
+        let rateLimiter = RateLimiter(config.limits)
         let handler = APIHandler(
             service: service, auth: Authenticator(tokens: config.tokens), rateLimiter: rateLimiter, metrics: metrics,
             metricsNeedToken: config.metricsRequireToken, logger: logger
@@ -393,12 +393,10 @@ final class Reloader: Sendable {
             return
         }
         let old = current.withLock { $0 }
-        let limiter = new.limits.ratePerSecond.map { rate in
-            RateLimiter(rate: rate, burst: Double(new.limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
-        }
         let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
         handler.access.withLock { access in
-            access = APIHandler.Access(auth: Authenticator(tokens: new.tokens), rateLimiter: keepLimiter ? access.rateLimiter : limiter)
+            access = APIHandler.Access(
+                auth: Authenticator(tokens: new.tokens), rateLimiter: keepLimiter ? access.rateLimiter : RateLimiter(new.limits))
         }
         service.replaceConfigWebhooks(with: Application.configWebhooks(new, at: service.clock.now()))
         service.update(

@@ -317,7 +317,6 @@ extension Config {
         return (host, port)
     }
 
-    /// Whether `host` can only be reached from this machine.
     /// The 32 bytes of 64 hex digits.
     static func digest(hex: String) -> [UInt8]? {
         let digits = Array(hex.utf8)
@@ -331,6 +330,7 @@ extension Config {
         return bytes
     }
 
+    /// Whether `host` can only be reached from this machine.
     public static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }

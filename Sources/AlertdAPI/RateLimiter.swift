@@ -56,6 +56,13 @@ final class RateLimiter: Sendable {
         self.burst = burst
     }
 
+    /// The limiter `limits.rate_per_second` and `rate_burst` describe (the burst
+    /// defaults to one second's worth); nil when no rate is set.
+    convenience init?(_ limits: Config.Limits) {
+        guard let rate = limits.ratePerSecond else { return nil }
+        self.init(rate: rate, burst: Double(limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
+    }
+
     /// Takes one request of `token` now; a problem (429 with Retry-After) when over its rate.
     func admit(_ token: String) -> Problem? {
         let now = DeadlineTimer.now()

@@ -38,24 +38,6 @@ enum Systemd {
         return fd
     }
 
-    /// The host of a socket's local address (for the exposure check).
-    static func localHost(of fd: Int32) -> String? {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let got = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        guard got == 0 else { return nil }
-        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        let status = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
-            }
-        }
-        guard status == 0 else { return nil }
-        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     /// Sends states to the service manager's notify socket. nil without `NOTIFY_SOCKET`.
     final class Notifier: Sendable {
         private let path: [UInt8]

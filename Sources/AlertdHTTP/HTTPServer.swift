@@ -451,7 +451,8 @@ public final class HTTPServer: Sendable {
         return Int32(storage.ss_family)
     }
 
-    static func localAddress(of fd: Int32) -> String {
+    /// `host:port` (IPv6 in brackets) a socket is bound to; `?` if it has none.
+    public static func localAddress(of fd: Int32) -> String {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) {

@@ -40,6 +40,7 @@ struct MetricsTests {
         #expect(try http.choose("secret-team-name", id(first), #"{"button":"OK"}"#).status == 200)
         _ = try hook.waitForRequestsBlocking(count: 1, timeout: 20)
         #expect(try http.get("/v1/nowhere").status == 404)
+        #expect(try http.post("/v1/clients/secret-team-name/alerts", json: "{}").status == 400)
 
         // The delivery is recorded just after the receiver answered: poll until it shows.
         var text = ""
@@ -60,7 +61,9 @@ struct MetricsTests {
         #expect(sample(text, #"alertd_http_requests_total{route="post_alert",status="201"}"#) == 2)
         #expect(sample(text, #"alertd_http_requests_total{route="choose",status="200"}"#) == 1)
         #expect(sample(text, #"alertd_http_requests_total{route="unmatched",status="404"}"#) == 1)
-        #expect((sample(text, #"alertd_http_request_duration_seconds_count{route="post_alert"}"#) ?? 0) == 2)
+        #expect(sample(text, #"alertd_http_requests_total{route="post_alert",status="400"}"#) == 1)
+        // One duration histogram per route, whatever the statuses.
+        #expect(sample(text, #"alertd_http_request_duration_seconds_count{route="post_alert"}"#) == 3)
         #expect((sample(text, "alertd_store_commit_duration_seconds_count") ?? 0) >= 2)
         #expect(sample(text, #"alertd_deliveries_total{result="delivered"}"#) == 1)
         #expect(sample(text, "alertd_delivery_latency_seconds_count") == 1)

@@ -113,6 +113,21 @@ struct ReloadTests {
         #expect(!daemon.stderrText.contains("config reloaded"))
     }
 
+    @Test("a reload that would leave the API open on a non-loopback address is refused; the tokens stay")
+    func reloadKeepsExposureRule() throws {
+        var options = Daemon.Options(config: "auth:\n  tokens:\n" + tokenEntry("guard", "guard-secret", roles: "read"))
+        options.listen = "0.0.0.0:0"
+        let daemon = try Daemon.start(options)
+        defer { daemon.cleanup() }
+        try daemon.rewriteConfig("log: { level: info }\n")
+        daemon.sendSignal(SIGHUP)
+        #expect(daemon.waitForLines(containing: "config reload refused", count: 1))
+        #expect(daemon.stderrText.contains("the API would be open to anyone"))
+        let http = daemon.client()
+        #expect(try http.get("/v1/clients").status == 401)
+        #expect(try http.get("/v1/clients", headers: [("Authorization", "Bearer guard-secret")]).status == 200)
+    }
+
     @Test("alertd check-config prints ok for a good file and the reason for a bad one, exiting 1")
     func checkConfig() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("alertd-check-\(UUID().uuidString)")
