@@ -7,7 +7,9 @@ let package = Package(
     products: [
         .executable(name: "alertd", targets: ["alertd"]),
         .library(name: "AlertdWire", targets: ["AlertdWire"]),
+        .executable(name: "alertctl", targets: ["alertctl"]),
         .library(name: "AlertdClient", targets: ["AlertdClient"]),
+        .library(name: "AlertdClientTesting", targets: ["AlertdClientTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -89,10 +91,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The Swift SDK: for now the webhook verifier for receivers.
+        // The Swift SDK: every endpoint typed, `present`, the webhook verifier for receivers.
         .target(
             name: "AlertdClient",
-            dependencies: ["AlertdWire", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "AlertdWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The SDK's test double: records presented alerts, answers as a test says.
+        .target(name: "AlertdClientTesting", dependencies: ["AlertdClient", "AlertdWire"]),
+        // The command-line client, built on the SDK.
+        .executableTarget(
+            name: "alertctl",
+            dependencies: [
+                "AlertdClient", "AlertdWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "alertd",

@@ -6,41 +6,8 @@ import AlertdWire
 ///
 /// Every code alertd answers with is a static member here; tests assert the table.
 public struct Problem: Error, Sendable {
-    public struct Code: Hashable, Sendable {
-        public let rawValue: String
-        public let status: Int
-        public let title: String
-
-        init(_ rawValue: String, _ status: Int, _ title: String) {
-            self.rawValue = rawValue
-            self.status = status
-            self.title = title
-        }
-
-        public static let badRequest = Code("bad-request", 400, "Bad request")
-        public static let invalidAlert = Code("invalid-alert", 400, "Invalid alert")
-        public static let unauthorized = Code("unauthorized", 401, "Unauthorized")
-        public static let forbidden = Code("forbidden", 403, "Forbidden")
-        public static let notFound = Code("not-found", 404, "Not found")
-        public static let methodNotAllowed = Code("method-not-allowed", 405, "Method not allowed")
-        public static let notDisplayed = Code("not-displayed", 409, "Alert not displayed")
-        public static let alreadyDecided = Code("already-decided", 409, "Alert already decided")
-        public static let payloadTooLarge = Code("payload-too-large", 413, "Payload too large")
-        public static let unsupportedMediaType = Code("unsupported-media-type", 415, "Unsupported media type")
-        public static let unknownButton = Code("unknown-button", 422, "Unknown button")
-        public static let idempotencyMismatch = Code("idempotency-mismatch", 422, "Idempotency key reused")
-        public static let queueFull = Code("queue-full", 429, "Queue full")
-        public static let rateLimited = Code("rate-limited", 429, "Rate limited")
-        public static let tooManyWaiters = Code("too-many-waiters", 503, "Too many waiters")
-        public static let unavailable = Code("unavailable", 503, "Unavailable")
-
-        /// Every code, as §4 lists them.
-        public static let all: [Code] = [
-            .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
-            .alreadyDecided, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
-            .queueFull, .rateLimited, .tooManyWaiters, .unavailable,
-        ]
-    }
+    /// The stable codes live in AlertdWire, shared with the SDK.
+    public typealias Code = ProblemCode
 
     public var code: Code
     public var detail: String

@@ -62,48 +62,6 @@ public struct OutboxDelivery: Sendable, Hashable {
     }
 }
 
-/// Where a delivery stands.
-public enum DeliveryState: String, Sendable, Hashable {
-    case pending, delivered, failed
-}
-
-/// One attempt to deliver: its time and the status code or error.
-public struct DeliveryAttempt: Sendable, Hashable {
-    public var at: Timestamp
-    public var statusCode: Int?
-    public var error: String?
-
-    public init(at: Timestamp, statusCode: Int?, error: String?) {
-        self.at = at
-        self.statusCode = statusCode
-        self.error = error
-    }
-}
-
-/// A delivery as the deliveries API shows it.
-public struct DeliveryRecord: Sendable, Hashable {
-    public var id: String
-    public var eventID: String
-    public var target: String
-    public var webhookID: String?
-    public var state: DeliveryState
-    public var attempts: [DeliveryAttempt]
-    public var nextAttemptAt: Timestamp?
-
-    public init(
-        id: String, eventID: String, target: String, webhookID: String?, state: DeliveryState, attempts: [DeliveryAttempt],
-        nextAttemptAt: Timestamp?
-    ) {
-        self.id = id
-        self.eventID = eventID
-        self.target = target
-        self.webhookID = webhookID
-        self.state = state
-        self.attempts = attempts
-        self.nextAttemptAt = nextAttemptAt
-    }
-}
-
 /// A delivery still to be made: what its next attempt sends, where, and when.
 public struct PendingDelivery: Sendable, Hashable {
     /// `dl_…`.

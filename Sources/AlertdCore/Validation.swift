@@ -31,19 +31,6 @@ public struct AlertDraft: Sendable, Hashable {
     }
 }
 
-/// One violation of §2: the field's path (`buttons[1].title`) and why.
-public struct FieldError: Sendable, Hashable, CustomStringConvertible {
-    public var field: String
-    public var reason: String
-
-    public init(field: String, reason: String) {
-        self.field = field
-        self.reason = reason
-    }
-
-    public var description: String { "\(field): \(reason)" }
-}
-
 /// Every violation found in a posted alert (400 `invalid-alert`).
 public struct InvalidAlert: Error, Sendable, Hashable {
     public var errors: [FieldError]

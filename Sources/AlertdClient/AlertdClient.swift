@@ -1,0 +1,258 @@
+import AlertdWire
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// A client of one alertd daemon: every endpoint of its HTTP API as a typed method,
+/// and ``present(_:on:)`` — post an alert and await a person's answer in one call.
+///
+/// ```swift
+/// let alerts = try AlertdClient(url: "http://127.0.0.1:8080", token: ProcessInfo.processInfo.environment["ALERTD_TOKEN"])
+/// let answer = try await alerts.present(
+///     on: "ops", title: "Deploy build 1234?", buttons: [.default("Deploy"), .cancel("Cancel")])
+/// if answer == .button("Deploy") { try await deploy() }
+/// ```
+///
+/// It uses AsyncHTTPClient's shared client unless given one; the client owns nothing
+/// to shut down. Errors are ``AlertdError``s, typed by the problem's `code`.
+public struct AlertdClient: Sendable {
+    /// The daemon's base URL, without a trailing slash.
+    public var url: String { transport.base }
+    /// How long ``present(_:on:)`` asks each long-poll to wait; the daemon clamps it to its `max_wait_seconds`.
+    public var pollSeconds: Int = 60
+    /// Deadline of a request that does not wait, in seconds.
+    public var requestTimeout: Double = 30
+    /// The longest pause, in seconds, between two tries of ``present(_:on:)`` while the daemon is unreachable.
+    public var maxRetryDelay: Double = 5
+
+    let transport: Transport
+
+    /// A client of the daemon at `url` (`http://host:port`, or `https://…` with a path prefix behind a proxy).
+    ///
+    /// - Parameters:
+    ///   - token: the Bearer token, when the daemon has tokens.
+    ///   - httpClient: the AsyncHTTPClient to use; `HTTPClient.shared` by default.
+    /// - Throws: ``AlertdError`` of kind ``AlertdError/Kind/invalidURL``.
+    public init(url: String, token: String? = nil, httpClient: HTTPClient = .shared) throws(AlertdError) {
+        transport = try Transport(url: url, token: token, http: httpClient)
+    }
+
+    // MARK: Alerts
+
+    /// Posts an alert to `client`'s queue: `POST /v1/clients/{client}/alerts`.
+    ///
+    /// With an `idempotencyKey`, posting again with the same key within 24 h returns the
+    /// first alert and creates nothing — safe to retry after a dropped connection.
+    ///
+    /// ```swift
+    /// let alert = try await alerts.post(NewAlert(title: "Disk 91% full", message: "db-3"), to: "ops")
+    /// ```
+    public func post(_ alert: NewAlert, to client: String, idempotencyKey: String? = nil) async throws -> AlertResource {
+        let headers = idempotencyKey.map { [("Idempotency-Key", $0)] } ?? []
+        let answer = try await transport.send(
+            .POST, Self.alertsPath(client), body: alert, headers: headers, timeout: requestTimeout)
+        return try transport.decode(AlertResource.self, from: answer)
+    }
+
+    /// The alert `client` displays now, or nil: `GET /v1/clients/{client}/alerts/current`.
+    ///
+    /// With `wait`, the daemon holds the request until the displayed alert's id differs from
+    /// `after` (nil: from "nothing displayed") or `wait` seconds pass — a dashboard passes the
+    /// id it shows and never busy-loops:
+    ///
+    /// ```swift
+    /// var shown: String?
+    /// while true {
+    ///     let alert = try await alerts.current(on: "ops", wait: 30, after: shown)
+    ///     shown = alert?.id
+    ///     render(alert)
+    /// }
+    /// ```
+    public func current(on client: String, wait: Int? = nil, after: String? = nil) async throws -> AlertResource? {
+        var query: [(String, String)] = []
+        if let wait { query.append(("wait", String(max(0, wait)))) }
+        if let after { query.append(("after", after)) }
+        let answer = try await transport.send(
+            .GET, Self.alertsPath(client) + "/current", query: query, timeout: timeout(waiting: wait))
+        if answer.status == 204 { return nil }
+        return try transport.decode(AlertResource.self, from: answer)
+    }
+
+    /// Chooses a button of the displayed alert: `POST …/alerts/{id}/choice`.
+    ///
+    /// Repeating the same button for an answered alert returns the same result (safe retries).
+    ///
+    /// ```swift
+    /// try await alerts.choose(on: "ops", id: alert.id, button: "Deploy")
+    /// ```
+    public func choose(on client: String, id: String, button: String) async throws -> AlertResource {
+        try await choose(on: client, id: id, .title(button))
+    }
+
+    /// Chooses a button by title or by index: `POST …/alerts/{id}/choice`.
+    public func choose(on client: String, id: String, _ choice: ButtonChoice) async throws -> AlertResource {
+        let answer = try await transport.send(
+            .POST, Self.alertPath(client, id) + "/choice", body: choice, timeout: requestTimeout)
+        return try transport.decode(AlertResource.self, from: answer)
+    }
+
+    /// One alert: `GET /v1/clients/{client}/alerts/{id}`. With `wait`, the daemon holds the
+    /// request until the alert is terminal or `wait` seconds pass, then answers with it as it is.
+    ///
+    /// ```swift
+    /// let alert = try await alerts.alert(on: "ops", id: id, wait: 60)
+    /// if alert.isTerminal { print(alert.result?.outcome ?? .expired) }
+    /// ```
+    public func alert(on client: String, id: String, wait: Int? = nil) async throws -> AlertResource {
+        let query = wait.map { [("wait", String(max(0, $0)))] } ?? []
+        let answer = try await transport.send(.GET, Self.alertPath(client, id), query: query, timeout: timeout(waiting: wait))
+        return try transport.decode(AlertResource.self, from: answer)
+    }
+
+    /// Withdraws a pending alert: `DELETE /v1/clients/{client}/alerts/{id}`. Withdrawing a
+    /// withdrawn alert again succeeds; any other terminal alert is ``ProblemCode/alreadyDecided``.
+    ///
+    /// ```swift
+    /// try await alerts.withdraw(on: "ops", id: alert.id)
+    /// ```
+    public func withdraw(on client: String, id: String) async throws -> AlertResource {
+        let answer = try await transport.send(.DELETE, Self.alertPath(client, id), timeout: requestTimeout)
+        return try transport.decode(AlertResource.self, from: answer)
+    }
+
+    /// One page of `client`'s alerts: `GET /v1/clients/{client}/alerts`.
+    ///
+    /// - Parameters:
+    ///   - states: the states to list; nil lists the pending ones in display order.
+    ///   - limit: 1–1000 (the daemon's default is 100).
+    ///   - cursor: the previous page's ``AlertPage/nextCursor``.
+    public func listPage(
+        on client: String, states: [AlertState]? = nil, limit: Int? = nil, cursor: String? = nil
+    ) async throws -> AlertPage {
+        var query: [(String, String)] = []
+        if let states { query.append(("state", states.map(\.rawValue).joined(separator: ","))) }
+        if let limit { query.append(("limit", String(limit))) }
+        if let cursor { query.append(("cursor", cursor)) }
+        let answer = try await transport.send(.GET, Self.alertsPath(client), query: query, timeout: requestTimeout)
+        return try transport.decode(AlertPage.self, from: answer)
+    }
+
+    /// Every alert of `client` in the given states, fetched a page at a time as the sequence is iterated.
+    ///
+    /// ```swift
+    /// for try await alert in alerts.list(on: "ops", states: [.answered]) {
+    ///     print(alert.title, alert.result?.button ?? "")
+    /// }
+    /// ```
+    public func list(on client: String, states: [AlertState]? = nil, pageSize: Int = 100) -> AlertSequence {
+        AlertSequence(client: self, target: client, states: states, pageSize: pageSize)
+    }
+
+    /// Every client ever used (only those the token may see): `GET /v1/clients`.
+    public func clients() async throws -> [ClientSummary] {
+        let answer = try await transport.send(.GET, "/v1/clients", timeout: requestTimeout)
+        return try transport.decode(ClientList.self, from: answer).clients
+    }
+
+    // MARK: Webhooks and deliveries
+
+    /// Registers a callback URL for every alert of `client` (admin role): `POST …/webhooks`.
+    ///
+    /// The answer holds the signing secret — the only time it is shown. Without `secret` the
+    /// daemon generates one (`whsec_…`).
+    ///
+    /// ```swift
+    /// let hook = try await alerts.addWebhook(on: "ops", url: "https://ci.example.com/alertd")
+    /// let verifier = try WebhookVerifier(secret: hook.secret!)
+    /// ```
+    public func addWebhook(on client: String, url: String, secret: String? = nil) async throws -> WebhookResource {
+        let answer = try await transport.send(
+            .POST, Self.clientPath(client) + "/webhooks", body: WebhookRegistration(url: url, secret: secret),
+            timeout: requestTimeout)
+        return try transport.decode(WebhookResource.self, from: answer)
+    }
+
+    /// The webhooks registered for `client`, without their secrets.
+    public func webhooks(on client: String) async throws -> [WebhookResource] {
+        let answer = try await transport.send(.GET, Self.clientPath(client) + "/webhooks", timeout: requestTimeout)
+        return try transport.decode(WebhookList.self, from: answer).webhooks
+    }
+
+    /// One registered webhook, without its secret.
+    public func webhook(on client: String, id: String) async throws -> WebhookResource {
+        let answer = try await transport.send(
+            .GET, Self.clientPath(client) + "/webhooks/" + Transport.percentEncoded(id), timeout: requestTimeout)
+        return try transport.decode(WebhookResource.self, from: answer)
+    }
+
+    /// Removes a registered webhook; events already pending for it are still delivered.
+    public func removeWebhook(on client: String, id: String) async throws {
+        _ = try await transport.send(
+            .DELETE, Self.clientPath(client) + "/webhooks/" + Transport.percentEncoded(id), timeout: requestTimeout)
+    }
+
+    /// The deliveries of an alert's terminal event: each target, every attempt, the next one's time.
+    ///
+    /// ```swift
+    /// for delivery in try await alerts.deliveries(on: "ops", id: id) {
+    ///     print(delivery.target, delivery.state, delivery.attempts.count)
+    /// }
+    /// ```
+    public func deliveries(on client: String, id: String) async throws -> [DeliveryRecord] {
+        let answer = try await transport.send(.GET, Self.alertPath(client, id) + "/deliveries", timeout: requestTimeout)
+        return try transport.decode(DeliveryList.self, from: answer).deliveries
+    }
+
+    // MARK: Paths
+
+    static func clientPath(_ client: String) -> String { "/v1/clients/" + Transport.percentEncoded(client) }
+    static func alertsPath(_ client: String) -> String { clientPath(client) + "/alerts" }
+    static func alertPath(_ client: String, _ id: String) -> String {
+        alertsPath(client) + "/" + Transport.percentEncoded(id)
+    }
+
+    /// A long-poll's deadline: its wait plus room for the answer.
+    func timeout(waiting wait: Int?) -> Double {
+        guard let wait else { return requestTimeout }
+        return Double(max(0, wait)) + requestTimeout
+    }
+}
+
+/// Every alert of a client in some states, fetched page by page as it is iterated.
+///
+/// Made by ``AlertdClient/list(on:states:pageSize:)``.
+public struct AlertSequence: AsyncSequence, Sendable {
+    public typealias Element = AlertResource
+
+    let client: AlertdClient
+    let target: String
+    let states: [AlertState]?
+    let pageSize: Int
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(sequence: self)
+    }
+
+    /// Fetches the next page when the current one is used up.
+    public struct Iterator: AsyncIteratorProtocol {
+        let sequence: AlertSequence
+        var buffer: [AlertResource] = []
+        var cursor: String?
+        var finished = false
+
+        init(sequence: AlertSequence) { self.sequence = sequence }
+
+        public mutating func next() async throws -> AlertResource? {
+            while buffer.isEmpty {
+                if finished { return nil }
+                let page = try await sequence.client.listPage(
+                    on: sequence.target, states: sequence.states, limit: sequence.pageSize, cursor: cursor)
+                buffer = page.alerts.reversed()
+                cursor = page.nextCursor
+                finished = page.nextCursor == nil
+            }
+            return buffer.popLast()
+        }
+    }
+}

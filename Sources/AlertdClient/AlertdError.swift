@@ -1,0 +1,77 @@
+import AlertdWire
+
+/// Why a call to alertd failed: the daemon answered with a problem, could not
+/// be reached, or answered with something that is not alertd's API.
+///
+/// ```swift
+/// do {
+///     try await alertd.choose(on: "ops", id: id, button: "Deploy")
+/// } catch let error as AlertdError where error.code == .alreadyDecided {
+///     print("someone was faster:", error.problem?.alert?.result?.button ?? "-")
+/// }
+/// ```
+public struct AlertdError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. New kinds may be added; switch with a default.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case problem, connection, invalidResponse, invalidURL
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The daemon answered with a problem+json error; see ``AlertdError/problem``.
+        public static let problem = Kind(.problem)
+        /// No answer: the connection was refused, dropped or timed out.
+        public static let connection = Kind(.connection)
+        /// An answer that is not what alertd's API sends.
+        public static let invalidResponse = Kind(.invalidResponse)
+        /// The daemon URL given to the client is not an absolute http(s) URL.
+        public static let invalidURL = Kind(.invalidURL)
+
+        public var description: String {
+            switch base {
+            case .problem: "problem"
+            case .connection: "connection"
+            case .invalidResponse: "invalid response"
+            case .invalidURL: "invalid URL"
+            }
+        }
+    }
+
+    public var kind: Kind
+    /// The HTTP status, when the daemon answered.
+    public var status: Int?
+    /// The problem document, for ``Kind/problem``.
+    public var problem: ProblemDocument?
+    /// Seconds to wait before trying again, from a `Retry-After` header.
+    public var retryAfter: Double?
+    /// A one-line explanation.
+    public var message: String
+
+    /// The problem's stable code (`not-found`, `already-decided`, …); nil when the daemon did not answer with one.
+    public var code: ProblemCode? {
+        guard let problem else { return nil }
+        return ProblemCode(named: problem.code, status: problem.status)
+    }
+
+    public var description: String {
+        if let problem { return "\(problem.title): \(problem.detail)" }
+        return message
+    }
+
+    init(kind: Kind, status: Int? = nil, problem: ProblemDocument? = nil, retryAfter: Double? = nil, message: String) {
+        self.kind = kind
+        self.status = status
+        self.problem = problem
+        self.retryAfter = retryAfter
+        self.message = message
+    }
+
+    /// Worth trying again unchanged: the daemon was unreachable, shutting down, busy or rate-limiting.
+    public var isTransient: Bool {
+        if kind == .connection { return true }
+        guard let code else { return status.map { $0 == 502 || $0 == 503 || $0 == 504 } ?? false }
+        return code == .unavailable || code == .tooManyWaiters || code == .rateLimited
+    }
+}

@@ -1,0 +1,182 @@
+// The vocabulary of an alert, shared by the daemon (which stores and renders it)
+// and the SDK (which decodes it), so the two cannot drift apart.
+
+/// How an alert is presented: a centred dialog or a sheet of actions.
+public enum AlertStyle: String, Sendable, Hashable, Codable, CaseIterable {
+    case alert
+    case actionSheet = "action_sheet"
+}
+
+/// A button's role, as in a UI alert: destructive ones are marked, the cancel one set apart.
+public enum ButtonStyle: String, Sendable, Hashable, Codable, CaseIterable {
+    case `default`
+    case cancel
+    case destructive
+}
+
+/// One button of an alert: its title (unique within the alert) and its style.
+///
+/// ```swift
+/// let buttons: [Button] = [.default("Deploy"), .destructive("Roll back"), .cancel("Cancel")]
+/// ```
+public struct Button: Sendable, Hashable, Codable {
+    public var title: String
+    public var style: ButtonStyle
+
+    public init(title: String, style: ButtonStyle = .default) {
+        self.title = title
+        self.style = style
+    }
+
+    /// A button of style `default`.
+    public static func `default`(_ title: String) -> Button { Button(title: title, style: .default) }
+    /// The cancel button: at most one per alert, shown apart and last.
+    public static func cancel(_ title: String) -> Button { Button(title: title, style: .cancel) }
+    /// A button for an action that destroys something, shown in red.
+    public static func destructive(_ title: String) -> Button { Button(title: title, style: .destructive) }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        title = try container.decode(String.self, forKey: .title)
+        // §2: `style` defaults to "default" when a poster leaves it out.
+        style = try container.decodeIfPresent(ButtonStyle.self, forKey: .style) ?? .default
+    }
+}
+
+/// The six states of §2. An alert never leaves a terminal state.
+public enum AlertState: String, Sendable, Hashable, Codable, CaseIterable {
+    case queued, displayed, answered, dismissed, expired, withdrawn
+
+    /// `answered`, `dismissed`, `expired` or `withdrawn`.
+    public var isTerminal: Bool {
+        switch self {
+        case .queued, .displayed: false
+        case .answered, .dismissed, .expired, .withdrawn: true
+        }
+    }
+}
+
+/// How a terminal alert ended (the resource's `result`).
+public struct AlertResult: Sendable, Hashable, Codable {
+    /// Equal to the terminal state.
+    public var outcome: AlertState
+    /// The chosen button's title; nil unless answered.
+    public var button: String?
+    /// The chosen button's index in `buttons`; nil unless answered.
+    public var buttonIndex: Int?
+    /// True when the chosen button has style `cancel`.
+    public var cancelled: Bool
+    /// The token name that answered or withdrew it; nil without auth.
+    public var decidedBy: String?
+
+    public init(outcome: AlertState, button: String? = nil, buttonIndex: Int? = nil, cancelled: Bool = false, decidedBy: String? = nil) {
+        self.outcome = outcome
+        self.button = button
+        self.buttonIndex = buttonIndex
+        self.cancelled = cancelled
+        self.decidedBy = decidedBy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case outcome, button, cancelled
+        case buttonIndex = "button_index"
+        case decidedBy = "decided_by"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encode(button, forKey: .button)
+        try container.encode(buttonIndex, forKey: .buttonIndex)
+        try container.encode(cancelled, forKey: .cancelled)
+        try container.encode(decidedBy, forKey: .decidedBy)
+    }
+}
+
+/// One violation of §2: the field's path (`buttons[1].title`) and why.
+public struct FieldError: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var field: String
+    public var reason: String
+
+    public init(field: String, reason: String) {
+        self.field = field
+        self.reason = reason
+    }
+
+    public var description: String { "\(field): \(reason)" }
+}
+
+/// Where a delivery stands.
+public enum DeliveryState: String, Sendable, Hashable, Codable, CaseIterable {
+    case pending, delivered, failed
+}
+
+/// One attempt to deliver: its time and the status code or error.
+public struct DeliveryAttempt: Sendable, Hashable, Codable {
+    public var at: Timestamp
+    public var statusCode: Int?
+    public var error: String?
+
+    public init(at: Timestamp, statusCode: Int?, error: String?) {
+        self.at = at
+        self.statusCode = statusCode
+        self.error = error
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case at, error
+        case statusCode = "status_code"
+    }
+}
+
+/// A delivery of an alert's terminal event to one target, as the deliveries API shows it.
+public struct DeliveryRecord: Sendable, Hashable, Codable {
+    public var id: String
+    /// The event's `webhook-id`, shared by every target of one event.
+    public var eventID: String
+    public var target: String
+    /// The registered webhook's id; nil for the alert's own `callback_url`.
+    public var webhookID: String?
+    public var state: DeliveryState
+    public var attempts: [DeliveryAttempt]
+    /// When the next attempt is due; nil once delivered or failed.
+    public var nextAttemptAt: Timestamp?
+
+    public init(
+        id: String, eventID: String, target: String, webhookID: String?, state: DeliveryState, attempts: [DeliveryAttempt],
+        nextAttemptAt: Timestamp?
+    ) {
+        self.id = id
+        self.eventID = eventID
+        self.target = target
+        self.webhookID = webhookID
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, target, state, attempts
+        case eventID = "event_id"
+        case webhookID = "webhook_id"
+        case nextAttemptAt = "next_attempt_at"
+    }
+}
+
+extension Timestamp: Codable {
+    /// Decodes RFC 3339 text (`2026-11-21T19:01:00.123Z`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let value = Timestamp(rfc3339: text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 time: \(text)")
+        }
+        self = value
+    }
+
+    /// Encodes as RFC 3339 UTC with milliseconds.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rfc3339)
+    }
+}

@@ -1,0 +1,267 @@
+// The request and response bodies of the HTTP API (SPEC §2, §4), as Codable values.
+// The daemon writes these shapes with its own fast writer; a contract test decodes
+// what it writes into these types, so the SDK and the daemon cannot drift.
+
+/// An alert to post (`POST /v1/clients/{client}/alerts`): what §2 lets a poster set.
+///
+/// ```swift
+/// let alert = NewAlert(title: "Deploy build 1234?", buttons: [.default("Deploy"), .cancel("Cancel")])
+/// ```
+public struct NewAlert: Sendable, Hashable, Codable {
+    /// 1–256 characters.
+    public var title: String
+    /// At most 4096 characters.
+    public var message: String?
+    /// `alert` (default) or `action_sheet`.
+    public var style: AlertStyle?
+    /// 0–16 buttons, titles unique, at most one `cancel`. No buttons: a notice dismissed after `dismissAfter`.
+    public var buttons: [Button]?
+    /// −100…100; higher is displayed earlier. Default 0.
+    public var priority: Int?
+    /// Seconds until a still-pending alert expires; default and maximum from the daemon's config.
+    public var expiresIn: Double?
+    /// Only without buttons: seconds the alert stays displayed before it is dismissed.
+    public var dismissAfter: Double?
+    /// An absolute http(s) URL that receives the terminal event.
+    public var callbackURL: String?
+    /// Any JSON object up to 4 KiB, echoed back everywhere the alert appears.
+    public var metadata: JSONObject?
+
+    public init(
+        title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button]? = nil, priority: Int? = nil,
+        expiresIn: Double? = nil, dismissAfter: Double? = nil, callbackURL: String? = nil, metadata: JSONObject? = nil
+    ) {
+        self.title = title
+        self.message = message
+        self.style = style
+        self.buttons = buttons
+        self.priority = priority
+        self.expiresIn = expiresIn
+        self.dismissAfter = dismissAfter
+        self.callbackURL = callbackURL
+        self.metadata = metadata
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case title, message, style, buttons, priority, metadata
+        case expiresIn = "expires_in"
+        case dismissAfter = "dismiss_after"
+        case callbackURL = "callback_url"
+    }
+}
+
+/// The alert resource the daemon returns (§2): what was posted plus its id, state and times.
+public struct AlertResource: Sendable, Hashable, Codable {
+    /// Opaque, URL-safe, unique, sortable by creation.
+    public var id: String
+    public var client: String
+    public var state: AlertState
+    /// 0 when displayed, n when n alerts are ahead of it; nil once terminal.
+    public var position: Int?
+    public var title: String
+    public var message: String?
+    public var style: AlertStyle
+    public var buttons: [Button]
+    public var priority: Int
+    /// Seconds from creation to `expiresAt`.
+    public var expiresIn: Double
+    /// Buttonless alerts only: seconds displayed before dismissal.
+    public var dismissAfter: Double?
+    public var callbackURL: String?
+    public var metadata: JSONObject?
+    public var createdAt: Timestamp
+    public var displayedAt: Timestamp?
+    public var decidedAt: Timestamp?
+    public var expiresAt: Timestamp
+    /// How it ended; nil while pending.
+    public var result: AlertResult?
+
+    public init(
+        id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
+        buttons: [Button], priority: Int, expiresIn: Double, dismissAfter: Double?, callbackURL: String?,
+        metadata: JSONObject?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
+        result: AlertResult?
+    ) {
+        self.id = id
+        self.client = client
+        self.state = state
+        self.position = position
+        self.title = title
+        self.message = message
+        self.style = style
+        self.buttons = buttons
+        self.priority = priority
+        self.expiresIn = expiresIn
+        self.dismissAfter = dismissAfter
+        self.callbackURL = callbackURL
+        self.metadata = metadata
+        self.createdAt = createdAt
+        self.displayedAt = displayedAt
+        self.decidedAt = decidedAt
+        self.expiresAt = expiresAt
+        self.result = result
+    }
+
+    /// True once answered, dismissed, expired or withdrawn.
+    public var isTerminal: Bool { state.isTerminal }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, client, state, position, title, message, style, buttons, priority, metadata, result
+        case expiresIn = "expires_in"
+        case dismissAfter = "dismiss_after"
+        case callbackURL = "callback_url"
+        case createdAt = "created_at"
+        case displayedAt = "displayed_at"
+        case decidedAt = "decided_at"
+        case expiresAt = "expires_at"
+    }
+
+    /// Every member name the resource has, in the order the daemon writes them.
+    public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+}
+
+/// `POST .../alerts/{id}/choice`: exactly one of the button's title or its index.
+public struct ButtonChoice: Sendable, Hashable, Codable {
+    public var button: String?
+    public var buttonIndex: Int?
+
+    /// Chooses by title.
+    public static func title(_ title: String) -> ButtonChoice { ButtonChoice(button: title, buttonIndex: nil) }
+    /// Chooses by index into `buttons`.
+    public static func index(_ index: Int) -> ButtonChoice { ButtonChoice(button: nil, buttonIndex: index) }
+
+    enum CodingKeys: String, CodingKey {
+        case button
+        case buttonIndex = "button_index"
+    }
+}
+
+/// `GET /v1/clients/{client}/alerts`: one page and the cursor of the next (nil on the last page).
+public struct AlertPage: Sendable, Hashable, Codable {
+    public var alerts: [AlertResource]
+    public var nextCursor: String?
+
+    public init(alerts: [AlertResource], nextCursor: String?) {
+        self.alerts = alerts
+        self.nextCursor = nextCursor
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case alerts
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// One client in `GET /v1/clients`.
+public struct ClientSummary: Sendable, Hashable, Codable {
+    public var client: String
+    /// Displayed plus queued alerts.
+    public var pending: Int
+    /// The displayed alert's id, nil when nothing is displayed.
+    public var displayed: String?
+
+    public init(client: String, pending: Int, displayed: String?) {
+        self.client = client
+        self.pending = pending
+        self.displayed = displayed
+    }
+}
+
+/// `GET /v1/clients`.
+public struct ClientList: Sendable, Hashable, Codable {
+    public var clients: [ClientSummary]
+}
+
+/// `POST /v1/clients/{client}/webhooks`: a URL and, optionally, the secret to sign with.
+public struct WebhookRegistration: Sendable, Hashable, Codable {
+    public var url: String
+    /// Nil: the daemon generates `whsec_` + base64 of 32 random bytes.
+    public var secret: String?
+
+    public init(url: String, secret: String? = nil) {
+        self.url = url
+        self.secret = secret
+    }
+}
+
+/// A registered webhook: its secret only in the answer to its registration.
+public struct WebhookResource: Sendable, Hashable, Codable {
+    public var id: String
+    public var url: String
+    /// Shown once, when the webhook is registered; nil afterwards.
+    public var secret: String?
+    /// `api` or `config`: where the webhook was registered. Nil in the registration's answer.
+    public var source: String?
+}
+
+/// `GET /v1/clients/{client}/webhooks`.
+public struct WebhookList: Sendable, Hashable, Codable {
+    public var webhooks: [WebhookResource]
+}
+
+/// `GET /v1/clients/{client}/alerts/{id}/deliveries`.
+public struct DeliveryList: Sendable, Hashable, Codable {
+    public var deliveries: [DeliveryRecord]
+}
+
+/// A problem+json error body (RFC 9457) as alertd writes it.
+public struct ProblemDocument: Sendable, Hashable, Codable {
+    public var type: String
+    public var title: String
+    public var status: Int
+    public var detail: String
+    /// The stable machine-readable code: one of ``ProblemCode``'s raw values.
+    public var code: String
+    /// `invalid-alert`: one entry per violation.
+    public var errors: [FieldError]?
+    /// `already-decided`: the alert as it is.
+    public var alert: AlertResource?
+}
+
+/// The stable problem codes of §4, with their status and title.
+///
+/// Equality is by ``rawValue``: a code from a newer daemon compares by its name.
+public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public let status: Int
+    public let title: String
+
+    public init(_ rawValue: String, _ status: Int, _ title: String) {
+        self.rawValue = rawValue
+        self.status = status
+        self.title = title
+    }
+
+    public static func == (a: ProblemCode, b: ProblemCode) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public var description: String { rawValue }
+
+    public static let badRequest = ProblemCode("bad-request", 400, "Bad request")
+    public static let invalidAlert = ProblemCode("invalid-alert", 400, "Invalid alert")
+    public static let unauthorized = ProblemCode("unauthorized", 401, "Unauthorized")
+    public static let forbidden = ProblemCode("forbidden", 403, "Forbidden")
+    public static let notFound = ProblemCode("not-found", 404, "Not found")
+    public static let methodNotAllowed = ProblemCode("method-not-allowed", 405, "Method not allowed")
+    public static let notDisplayed = ProblemCode("not-displayed", 409, "Alert not displayed")
+    public static let alreadyDecided = ProblemCode("already-decided", 409, "Alert already decided")
+    public static let payloadTooLarge = ProblemCode("payload-too-large", 413, "Payload too large")
+    public static let unsupportedMediaType = ProblemCode("unsupported-media-type", 415, "Unsupported media type")
+    public static let unknownButton = ProblemCode("unknown-button", 422, "Unknown button")
+    public static let idempotencyMismatch = ProblemCode("idempotency-mismatch", 422, "Idempotency key reused")
+    public static let queueFull = ProblemCode("queue-full", 429, "Queue full")
+    public static let rateLimited = ProblemCode("rate-limited", 429, "Rate limited")
+    public static let tooManyWaiters = ProblemCode("too-many-waiters", 503, "Too many waiters")
+    public static let unavailable = ProblemCode("unavailable", 503, "Unavailable")
+
+    /// Every code, as §4 lists them.
+    public static let all: [ProblemCode] = [
+        .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
+        .alreadyDecided, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
+        .queueFull, .rateLimited, .tooManyWaiters, .unavailable,
+    ]
+
+    /// The code named `rawValue`: a known one, or an unknown one kept by name with the answer's status.
+    public init(named rawValue: String, status: Int) {
+        self = Self.all.first { $0.rawValue == rawValue } ?? ProblemCode(rawValue, status, rawValue)
+    }
+}

@@ -1,0 +1,397 @@
+import AlertdClient
+import AlertdWire
+import ArgumentParser
+import Foundation
+
+struct Post: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Post an alert; with --wait, wait for a person's answer.",
+        discussion: """
+            Buttons appear in the order given; --cancel adds the cancel button. With --wait \
+            it prints the chosen button and exits 0 for a button other than cancel, 1 for the \
+            cancel button, 2 when dismissed, expired or withdrawn — so a script can gate on a person:
+
+              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel --wait && ./deploy.sh
+
+            Ctrl-C while waiting withdraws the alert.
+            """)
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client (display target) to post to.")
+    var client: String
+
+    @Option(name: .long, help: "The question, 1–256 characters.")
+    var title: String
+
+    @Option(name: .long, help: "More text, at most 4096 characters.")
+    var message: String?
+
+    @Option(name: .long, help: "A button (repeatable).")
+    var button: [String] = []
+
+    @Option(name: .long, help: "A destructive button, shown in red (repeatable).")
+    var destructive: [String] = []
+
+    @Option(name: .long, help: "The cancel button, shown last.")
+    var cancel: String?
+
+    @Option(name: .long, help: "alert (default) or action_sheet.")
+    var style: String?
+
+    @Option(name: .long, help: "−100…100; higher is displayed earlier.")
+    var priority: Int?
+
+    @Option(name: .customLong("expires-in"), help: "Seconds until it expires if no one answers.")
+    var expiresIn: Double?
+
+    @Option(name: .customLong("dismiss-after"), help: "Without buttons: seconds it stays displayed.")
+    var dismissAfter: Double?
+
+    @Option(name: .long, help: "A URL that receives the terminal event.")
+    var callback: String?
+
+    @Option(name: .long, help: "A JSON object echoed back with the alert.")
+    var metadata: String?
+
+    @Option(name: .customLong("idempotency-key"), help: "Posting again with this key returns the first alert.")
+    var idempotencyKey: String?
+
+    @Flag(name: .long, help: "Wait until the alert is answered, dismissed, expired or withdrawn.")
+    var wait = false
+
+    func run() async throws {
+        try await guarded {
+            let alert = try newAlert(arguments: CommandLine.arguments)
+            if wait {
+                try await postAndWait(alert)
+            } else {
+                let posted = try await connection.run { try await $0.post(alert, to: client, idempotencyKey: idempotencyKey) }
+                if connection.json { connection.print(json: posted) } else { print(posted.id) }
+            }
+        }
+    }
+
+    private func postAndWait(_ alert: NewAlert) async throws {
+        let alertd = try connection.client()
+        // Ctrl-C or SIGTERM cancels the wait, and cancelling withdraws the alert.
+        let task = Task { try await alertd.presentUntilTerminal(alert, on: client) }
+        let interrupts = Interrupts { task.cancel() }
+        defer { interrupts.stop() }
+        let terminal: AlertResource
+        do {
+            terminal = try await task.value
+        } catch let error as AlertdError {
+            throw Failure(error)
+        } catch is CancellationError {
+            throw Failure("interrupted: the alert was withdrawn", code: 130)
+        }
+        let outcome = AlertOutcome(terminal) ?? .expired
+        if connection.json {
+            connection.print(json: terminal)
+        } else {
+            print(outcome.chosenButton ?? terminal.state.rawValue)
+        }
+        switch outcome {
+        case .button: return
+        case .cancel: throw ExitCode(Exit.cancelled)
+        case .dismissed, .expired, .withdrawn: throw ExitCode(Exit.noDecision)
+        }
+    }
+
+    /// The alert the flags describe. Buttons keep the order they were given in on the command line.
+    func newAlert(arguments: [String]) throws -> NewAlert {
+        var plain = button[...]
+        var red = destructive[...]
+        var buttons: [Button] = []
+        for argument in arguments.dropFirst() {
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            if name == "--button", let title = plain.popFirst() { buttons.append(.default(title)) }
+            if name == "--destructive", let title = red.popFirst() { buttons.append(.destructive(title)) }
+        }
+        buttons += plain.map(Button.default) + red.map(Button.destructive)
+        if let cancel { buttons.append(.cancel(cancel)) }
+        var parsedStyle: AlertStyle?
+        if let style {
+            guard let value = AlertStyle(rawValue: style) else {
+                throw Failure("--style must be alert or action_sheet, not \(style)", code: 64)
+            }
+            parsedStyle = value
+        }
+        var object: JSONObject?
+        if let metadata {
+            guard let value = try? JSONDecoder().decode(JSONObject.self, from: Data(metadata.utf8)) else {
+                throw Failure("--metadata must be a JSON object", code: 64)
+            }
+            object = value
+        }
+        return NewAlert(
+            title: title, message: message, style: parsedStyle, buttons: buttons.isEmpty ? nil : buttons, priority: priority,
+            expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callback, metadata: object)
+    }
+}
+
+struct Current: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the alert a client displays now.")
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client.")
+    var client: String
+
+    @Option(name: .long, help: "Wait up to this many seconds for the displayed alert to differ from --after.")
+    var wait: Int?
+
+    @Option(name: .long, help: "The id you already show (with --wait).")
+    var after: String?
+
+    func run() async throws {
+        try await guarded {
+            let alert = try await connection.run { try await $0.current(on: client, wait: wait, after: after) }
+            if connection.json {
+                connection.print(json: alert)
+            } else {
+                print(alert.map(Text.details) ?? "nothing displayed")
+            }
+        }
+    }
+}
+
+struct Choose: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Choose a button of the displayed alert.")
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client.")
+    var client: String
+
+    @Argument(help: "The alert's id.")
+    var id: String
+
+    @Argument(help: "The button's title (or its index with --index).")
+    var button: String
+
+    @Flag(name: .long, help: "BUTTON is an index into the alert's buttons.")
+    var index = false
+
+    func run() async throws {
+        try await guarded {
+            let choice: ButtonChoice
+            if index {
+                guard let value = Int(button) else { throw Failure("--index needs a number, not \(button)", code: 64) }
+                choice = .index(value)
+            } else {
+                choice = .title(button)
+            }
+            let alert = try await connection.run { try await $0.choose(on: client, id: id, choice) }
+            if connection.json { connection.print(json: alert) } else { print(Text.summary(alert)) }
+        }
+    }
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one alert.")
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client.")
+    var client: String
+
+    @Argument(help: "The alert's id.")
+    var id: String
+
+    @Option(name: .long, help: "Wait up to this many seconds for it to be terminal.")
+    var wait: Int?
+
+    func run() async throws {
+        try await guarded {
+            let alert = try await connection.run { try await $0.alert(on: client, id: id, wait: wait) }
+            if connection.json { connection.print(json: alert) } else { print(Text.details(alert)) }
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List a client's alerts: the pending ones in display order, or those in --state.")
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client.")
+    var client: String
+
+    @Option(name: .long, help: "States, comma-separated: queued,displayed,answered,dismissed,expired,withdrawn.")
+    var state: String?
+
+    @Option(name: .long, help: "At most this many alerts (all when absent).")
+    var limit: Int?
+
+    func run() async throws {
+        try await guarded {
+            var states: [AlertState]?
+            if let state {
+                states = try state.split(separator: ",").map { name in
+                    guard let value = AlertState(rawValue: String(name)) else {
+                        throw Failure(
+                            "unknown state \(name); states are \(AlertState.allCases.map(\.rawValue).joined(separator: ","))", code: 64)
+                    }
+                    return value
+                }
+            }
+            let alerts = try await connection.run { alertd in
+                var alerts: [AlertResource] = []
+                for try await alert in alertd.list(on: client, states: states, pageSize: min(limit ?? 500, 1000)) {
+                    alerts.append(alert)
+                    if let limit, alerts.count >= limit { break }
+                }
+                return alerts
+            }
+            if connection.json {
+                connection.print(json: ["alerts": alerts])
+            } else {
+                for alert in alerts { print(Text.summary(alert)) }
+            }
+        }
+    }
+}
+
+struct Withdraw: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Withdraw a pending alert.")
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client.")
+    var client: String
+
+    @Argument(help: "The alert's id.")
+    var id: String
+
+    func run() async throws {
+        try await guarded {
+            let alert = try await connection.run { try await $0.withdraw(on: client, id: id) }
+            if connection.json { connection.print(json: alert) } else { print(Text.summary(alert)) }
+        }
+    }
+}
+
+struct Clients: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the clients, their pending counts and displayed alerts.")
+
+    @OptionGroup var connection: Connection
+
+    func run() async throws {
+        try await guarded {
+            let clients = try await connection.run { try await $0.clients() }
+            if connection.json {
+                connection.print(json: ["clients": clients])
+            } else {
+                for client in clients {
+                    print("\(client.client)  pending \(client.pending)  displayed \(client.displayed ?? "-")")
+                }
+            }
+        }
+    }
+}
+
+struct Webhooks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Register, list and remove a client's webhooks (admin role).",
+        subcommands: [Add.self, ListHooks.self, Remove.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a URL for every alert of a client; prints the secret once.")
+
+        @OptionGroup var connection: Connection
+
+        @Argument(help: "The client.")
+        var client: String
+
+        @Argument(help: "The http(s) URL that receives terminal events.")
+        var url: String
+
+        @Option(name: .long, help: "The signing secret (default: a generated whsec_ secret).")
+        var secret: String?
+
+        func run() async throws {
+            try await guarded {
+                let hook = try await connection.run { try await $0.addWebhook(on: client, url: url, secret: secret) }
+                if connection.json {
+                    connection.print(json: hook)
+                } else {
+                    print("id:     \(hook.id)\nurl:    \(hook.url)\nsecret: \(hook.secret ?? "-")  (shown once)")
+                }
+            }
+        }
+    }
+
+    struct ListHooks: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List a client's webhooks.")
+
+        @OptionGroup var connection: Connection
+
+        @Argument(help: "The client.")
+        var client: String
+
+        func run() async throws {
+            try await guarded {
+                let hooks = try await connection.run { try await $0.webhooks(on: client) }
+                if connection.json {
+                    connection.print(json: ["webhooks": hooks])
+                } else {
+                    for hook in hooks { print("\(hook.id)  \(hook.url)  \(hook.source ?? "")") }
+                }
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a webhook.")
+
+        @OptionGroup var connection: Connection
+
+        @Argument(help: "The client.")
+        var client: String
+
+        @Argument(help: "The webhook's id.")
+        var id: String
+
+        func run() async throws {
+            try await guarded {
+                try await connection.run { try await $0.removeWebhook(on: client, id: id) }
+                if !connection.json { print("removed \(id)") } else { print("{}") }
+            }
+        }
+    }
+}
+
+struct Deliveries: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the callback deliveries of an alert and every attempt.")
+
+    @OptionGroup var connection: Connection
+
+    @Argument(help: "The client.")
+    var client: String
+
+    @Argument(help: "The alert's id.")
+    var id: String
+
+    func run() async throws {
+        try await guarded {
+            let deliveries = try await connection.run { try await $0.deliveries(on: client, id: id) }
+            if connection.json {
+                connection.print(json: ["deliveries": deliveries])
+                return
+            }
+            for delivery in deliveries {
+                var line = "\(delivery.id)  \(delivery.state.rawValue)  \(delivery.target)"
+                if let next = delivery.nextAttemptAt { line += "  next \(next)" }
+                print(line)
+                for attempt in delivery.attempts {
+                    let what = attempt.statusCode.map { "HTTP \($0)" } ?? attempt.error ?? "-"
+                    print("  \(attempt.at)  \(what)")
+                }
+            }
+        }
+    }
+}
