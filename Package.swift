@@ -144,6 +144,9 @@ let package = Package(
             name: "AlertdCallbacksTests",
             dependencies: ["AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire", "AlertdTestSupport"]
         ),
-        .testTarget(name: "AlertdEndToEndTests", dependencies: ["alertd", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
+        .testTarget(
+            name: "AlertdEndToEndTests",
+            dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]
+        ),
     ]
 )

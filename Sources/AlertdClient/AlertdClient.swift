@@ -32,11 +32,18 @@ public struct AlertdClient: Sendable {
     ///
     /// - Parameters:
     ///   - token: the Bearer token, when the daemon has tokens.
-    ///   - httpClient: the AsyncHTTPClient to use; `HTTPClient.shared` by default.
+    ///   - httpClient: the AsyncHTTPClient to use; by default one shared by every `AlertdClient`
+    ///     of the process (``defaultHTTPClient``).
     /// - Throws: ``AlertdError`` of kind ``AlertdError/Kind/invalidURL``.
-    public init(url: String, token: String? = nil, httpClient: HTTPClient = .shared) throws(AlertdError) {
+    public init(url: String, token: String? = nil, httpClient: HTTPClient = AlertdClient.defaultHTTPClient) throws(AlertdError) {
         transport = try Transport(url: url, token: token, http: httpClient)
     }
+
+    /// The HTTP client every `AlertdClient` uses unless given another: it lives as long as the
+    /// process (never shut down), connects within 5 s, and does not retry a refused connection
+    /// by itself — ``present(_:on:)`` decides when to try again, and a CLI says at once that
+    /// the daemon is down.
+    public static var defaultHTTPClient: HTTPClient { sharedHTTPClient }
 
     // MARK: Alerts
 
@@ -256,3 +263,12 @@ public struct AlertSequence: AsyncSequence, Sendable {
         }
     }
 }
+
+/// See ``AlertdClient/defaultHTTPClient``. A global is created once, on first use, and never deinitialised.
+private let sharedHTTPClient: HTTPClient = {
+    var configuration = HTTPClient.Configuration()
+    configuration.timeout.connect = .seconds(5)
+    configuration.connectionPool.retryConnectionEstablishment = false
+    configuration.redirectConfiguration = .disallow
+    return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+}()

@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdWire
 import AlertdStore
 import Foundation
 import Synchronization
