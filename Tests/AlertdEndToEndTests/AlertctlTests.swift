@@ -1,0 +1,205 @@
+import AlertdClient
+import Foundation
+import Testing
+
+/// `alertctl`, the real binary, started as a process against the real daemon.
+struct Alertctl {
+    var url: String
+    var token: String? = nil
+
+    static func binary() throws -> String {
+        let directory = URL(fileURLWithPath: Daemon.selfExecutablePath()).deletingLastPathComponent()
+        let path = ProcessInfo.processInfo.environment["ALERTCTL_BINARY"] ?? directory.appendingPathComponent("alertctl").path
+        guard access(path, X_OK) == 0 else {
+            throw DaemonError(
+                "no executable alertctl at \(path); build it with `swift build --product alertctl`", exitStatus: nil, stderr: "")
+        }
+        return path
+    }
+
+    struct Run: Sendable {
+        let process: Process
+        let stdout: Pipe
+        let stderr: Pipe
+
+        /// Waits for the exit without blocking a thread of the task pool; then the output.
+        func finish(timeout: Double = 30) async throws -> (status: Int32, stdout: String, stderr: String) {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while process.isRunning {
+                guard Date() < deadline else {
+                    process.terminate()
+                    throw DaemonError("alertctl still running after \(timeout) s", exitStatus: nil, stderr: "")
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (process.terminationStatus, out, err)
+        }
+    }
+
+    /// Starts `alertctl ARGS` with `ALERTD_URL` (and `ALERTD_TOKEN`) set.
+    func start(_ arguments: [String]) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Self.binary())
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["ALERTD_URL"] = url
+        environment["ALERTD_TOKEN"] = token
+        process.environment = environment
+        let (stdout, stderr) = (Pipe(), Pipe())
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return Run(process: process, stdout: stdout, stderr: stderr)
+    }
+
+    func run(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await start(arguments).finish()
+    }
+
+    func json(_ arguments: String...) async throws -> Any {
+        let result = try await start(arguments + ["--json"]).finish()
+        try #require(result.status == 0, "alertctl \(arguments) exited \(result.status): \(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8), options: [.fragmentsAllowed])
+    }
+}
+
+@Suite("alertctl: commands, --json and exit codes against the real daemon")
+struct AlertctlTests {
+    @Test("post --wait exits 0 for a button, 1 for the cancel button, and prints the button")
+    func waitForAButton() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: daemon.baseURL)
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        for (button, status) in [("Deploy", Int32(0)), ("Cancel", 1)] {
+            let run = try ctl.start(["post", "ops", "--title", "Deploy?", "--button", "Deploy", "--cancel", "Cancel", "--wait"])
+            let id = try await SDKTests.awaitDisplayed(daemon, "ops")
+            _ = try await alertd.choose(on: "ops", id: id, button: button)
+            let result = try await run.finish()
+            #expect(result.status == status && result.stdout == "\(button)\n", "\(result)")
+        }
+    }
+
+    @Test("post --wait exits 2 when dismissed, expired or withdrawn, and says which")
+    func waitWithoutADecision() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: daemon.baseURL)
+        let dismissed = try await ctl.run("post", "a", "--title", "Backup done", "--dismiss-after", "0.05", "--wait")
+        #expect(dismissed.status == 2 && dismissed.stdout == "dismissed\n", "\(dismissed)")
+        let expired = try await ctl.run("post", "b", "--title", "Still?", "--button", "Yes", "--expires-in", "0.1", "--wait")
+        #expect(expired.status == 2 && expired.stdout == "expired\n", "\(expired)")
+        let run = try ctl.start(["post", "c", "--title", "Pick", "--button", "One", "--wait"])
+        let id = try await SDKTests.awaitDisplayed(daemon, "c")
+        let withdraw = try await ctl.run("withdraw", "c", id)
+        #expect(withdraw.status == 0 && withdraw.stdout.contains("withdrawn"))
+        let withdrawn = try await run.finish()
+        #expect(withdrawn.status == 2 && withdrawn.stdout == "withdrawn\n", "\(withdrawn)")
+    }
+
+    @Test("Ctrl-C while waiting withdraws the alert and exits 130")
+    func interruptWithdraws() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: daemon.baseURL)
+        let run = try ctl.start(["post", "ops", "--title", "Approve?", "--button", "Yes", "--wait"])
+        let id = try await SDKTests.awaitDisplayed(daemon, "ops")
+        try await SDKTests.awaitWaiters(daemon, 1)
+        run.process.interrupt()
+        let result = try await run.finish()
+        #expect(result.status == 130 && result.stderr.contains("withdrawn"), "\(result)")
+        #expect(try await AlertdClient(url: daemon.baseURL).alert(on: "ops", id: id).state == .withdrawn)
+    }
+
+    @Test("errors: 3 with the problem's title and detail (and each field) when refused, 4 when unreachable, 64 for bad usage")
+    func errorExitCodes() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: daemon.baseURL)
+        let invalid = try await ctl.run("post", "ops", "--title", "x", "--button", "A", "--button", "A")
+        #expect(invalid.status == 3 && invalid.stdout.isEmpty, "\(invalid)")
+        #expect(invalid.stderr.contains("Invalid alert: ") && invalid.stderr.contains("buttons[1].title: "), "\(invalid.stderr)")
+        let missing = try await ctl.run("get", "ops", "01M00000000000000000000000")
+        #expect(missing.status == 3 && missing.stderr.contains("Not found: "), "\(missing)")
+        let badClient = try await ctl.run("current", "bad!id")
+        #expect(badClient.status == 3 && badClient.stderr.contains("Bad request: "), "\(badClient)")
+        let down = try await Alertctl(url: "http://127.0.0.1:1").run("clients")
+        #expect(down.status == 4 && down.stderr.contains("cannot reach alertd"), "\(down)")
+        let usage = try await ctl.run("post", "ops")
+        #expect(usage.status == 64 && usage.stderr.contains("--title"), "\(usage)")
+        let badMetadata = try await ctl.run("post", "ops", "--title", "x", "--metadata", "[1]")
+        #expect(badMetadata.status == 64 && badMetadata.stderr.contains("--metadata"), "\(badMetadata)")
+    }
+
+    @Test("every command, in order of a session: post, current, list, choose, get, clients, withdraw, webhooks, deliveries")
+    func everyCommand() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: daemon.baseURL)
+        let posted =
+            try await ctl.json(
+                "post", "ops", "--title", "Roll out?", "--message", "to 3 regions", "--button", "Go", "--destructive", "Nuke",
+                "--button", "Later", "--cancel", "Stop", "--priority", "7", "--style", "action_sheet", "--metadata", #"{"build": 9}"#,
+                "--idempotency-key", "k1") as! [String: Any]
+        let id = posted["id"] as! String
+        let buttons = (posted["buttons"] as! [[String: String]]).map { "\($0["title"]!):\($0["style"]!)" }
+        #expect(buttons == ["Go:default", "Nuke:destructive", "Later:default", "Stop:cancel"])
+        #expect(posted["priority"] as? Int == 7 && posted["style"] as? String == "action_sheet")
+        #expect((posted["metadata"] as? [String: Int]) == ["build": 9])
+        let plain = try await ctl.run(
+            "post", "ops", "--title", "Roll out?", "--message", "to 3 regions", "--button", "Go",
+            "--destructive", "Nuke", "--button", "Later", "--cancel", "Stop", "--priority", "7", "--style", "action_sheet",
+            "--metadata", #"{"build": 9}"#, "--idempotency-key", "k1")
+        #expect(plain.status == 0 && plain.stdout == id + "\n", "the same key returns the first alert's id: \(plain)")
+        let second = try await ctl.run("post", "ops", "--title", "Second")
+        let secondID = second.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let current = try await ctl.run("current", "ops")
+        #expect(current.status == 0 && current.stdout.contains("title:     Roll out?") && current.stdout.contains("[Nuke (destructive)]"))
+        #expect((try await ctl.json("current", "ops") as? [String: Any])?["id"] as? String == id)
+        #expect(try await ctl.json("current", "nobody") is NSNull)
+        let listed = try await ctl.run("list", "ops")
+        #expect(listed.stdout.split(separator: "\n").map { String($0.prefix(26)) } == [id, secondID], "\(listed)")
+
+        let chosen = try await ctl.run("choose", "ops", id, "2", "--index")
+        #expect(chosen.status == 0 && chosen.stdout.contains("→ Later"), "\(chosen)")
+        let got = try await ctl.json("get", "ops", id) as! [String: Any]
+        #expect((got["result"] as? [String: Any])?["button"] as? String == "Later")
+        let clients = try await ctl.json("clients") as! [String: [[String: Any]]]
+        #expect(clients["clients"]?.first?["pending"] as? Int == 1 && clients["clients"]?.first?["displayed"] as? String == secondID)
+        #expect(try await ctl.run("withdraw", "ops", secondID).status == 0)
+        let answered = try await ctl.json("list", "ops", "--state", "answered,withdrawn") as! [String: [[String: Any]]]
+        #expect(Set(answered["alerts"]!.map { $0["id"] as! String }) == [id, secondID])
+
+        let hook = try await ctl.json("webhooks", "add", "ops", "http://127.0.0.1:1/hook") as! [String: Any]
+        let hookID = hook["id"] as! String
+        #expect((hook["secret"] as? String)?.hasPrefix("whsec_") == true)
+        let hooks = try await ctl.run("webhooks", "list", "ops")
+        #expect(hooks.stdout.hasPrefix(hookID) && !hooks.stdout.contains("whsec_"))
+        let note = try await ctl.run("post", "ops", "--title", "note", "--dismiss-after", "0.05", "--wait", "--json")
+        #expect(note.status == 2)
+        let dismissed = try JSONSerialization.jsonObject(with: Data(note.stdout.utf8)) as! [String: Any]
+        #expect(dismissed["state"] as? String == "dismissed")
+        let deliveries = try await ctl.json("deliveries", "ops", dismissed["id"] as! String) as! [String: [[String: Any]]]
+        #expect(deliveries["deliveries"]?.first?["webhook_id"] as? String == hookID)
+        #expect(try await ctl.run("webhooks", "rm", "ops", hookID).status == 0)
+        #expect(try await ctl.run("webhooks", "list", "ops").stdout.isEmpty)
+    }
+
+    @Test("the token comes from ALERTD_TOKEN or --token; a wrong one exits 3 with Unauthorized")
+    func tokens() async throws {
+        let (daemon, secrets) = try AuthTests.start()
+        defer { daemon.cleanup() }
+        let reader = Alertctl(url: daemon.baseURL, token: secrets["reader"])
+        #expect(try await reader.run("clients").status == 0)
+        let refused = try await reader.run("post", "ops", "--title", "x")
+        #expect(refused.status == 3 && refused.stderr.contains("Forbidden: "), "\(refused)")
+        let flag = try await reader.run("post", "ops", "--title", "x", "--token", secrets["deployer"]!)
+        #expect(flag.status == 0, "\(flag)")
+        let wrong = try await Alertctl(url: daemon.baseURL, token: "nope").run("clients")
+        #expect(wrong.status == 3 && wrong.stderr.contains("Unauthorized: "), "\(wrong)")
+    }
+}
