@@ -1,0 +1,119 @@
+import AlertdClient
+import AlertdWire
+import Foundation
+import Testing
+
+/// A tmux session of 80×24 running one command: keys in with send-keys, the screen out with capture-pane.
+struct TmuxSession {
+    let name: String
+
+    static func start(_ command: [String], environment: [String: String]) throws -> TmuxSession {
+        let session = TmuxSession(name: "alertd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        var arguments = ["new-session", "-d", "-x", "80", "-y", "24", "-s", session.name]
+        for (key, value) in environment { arguments += ["-e", "\(key)=\(value)"] }
+        try Self.tmux(arguments + command)
+        return session
+    }
+
+    @discardableResult
+    static func tmux(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["tmux", "-L", "alertd-tests"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw DaemonError("tmux \(arguments.joined(separator: " ")) failed: \(text)", exitStatus: process.terminationStatus, stderr: "")
+        }
+        return text
+    }
+
+    func screen() -> String { (try? Self.tmux(["capture-pane", "-p", "-t", name])) ?? "" }
+
+    func send(_ keys: String...) throws { try Self.tmux(["send-keys", "-t", name] + keys) }
+
+    var isRunning: Bool { (try? Self.tmux(["has-session", "-t", name])) != nil }
+
+    func kill() { _ = try? Self.tmux(["kill-session", "-t", name]) }
+
+    /// Waits until the screen satisfies `check`; fails the test with the screen as it is otherwise.
+    func awaitScreen(
+        timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation, _ check: (String) -> Bool
+    ) async throws {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while !check(screen()) {
+            guard Date() < deadline else {
+                Issue.record("the screen never showed what was awaited:\n\(screen())", sourceLocation: sourceLocation)
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+@Suite("alertctl watch: the terminal console, driven through tmux")
+struct WatchConsoleTests {
+    @Test("it shows the alert in 80×24, a number key and Esc choose, new alerts appear live, q quits")
+    func console() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let tmux = try TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("Nothing displayed") }
+
+        let first = try await alertd.post(
+            NewAlert(
+                title: "Deploy build 1234?", message: "Goes to every region.",
+                buttons: [.cancel("Cancel"), .default("Deploy"), .destructive("Roll back")]),
+            to: "ops")
+        _ = try await alertd.post(NewAlert(title: "Second <b>\u{1B}[31m", buttons: [.default("OK"), .cancel("No")]), to: "ops")
+        // Numbered in display order: the cancel button last; the queue behind it counted.
+        try await tmux.awaitScreen {
+            $0.contains("Deploy build 1234?") && $0.contains("[1] Deploy") && $0.contains("[2] Roll back  (destructive)")
+                && $0.contains("[3] Cancel  (cancel, Esc)") && $0.contains("2 pending, 1 queued behind")
+        }
+        #expect(tmux.screen().split(separator: "\n").allSatisfy { $0.count <= 80 })
+        try tmux.send("2")
+        try await tmux.awaitScreen { $0.contains("Second <b>") }
+        #expect(try await alertd.alert(on: "ops", id: first.id).result?.button == "Roll back")
+        // An escape sequence in a title is shown harmlessly, not interpreted.
+        #expect(tmux.screen().contains("Second <b>\u{FFFD}[31m"))
+
+        try tmux.send("Escape")
+        try await tmux.awaitScreen { $0.contains("Nothing displayed") }
+        let second = try #require(try await alertd.listPage(on: "ops", states: [.answered]).alerts.first { $0.title.hasPrefix("Second") })
+        #expect(second.result?.button == "No" && second.result?.cancelled == true)
+
+        // A choice made elsewhere shows without a key pressed.
+        let third = try await alertd.post(NewAlert(title: "Third", buttons: [.default("Fine")]), to: "ops")
+        try await tmux.awaitScreen { $0.contains("Third") }
+        _ = try await alertd.choose(on: "ops", id: third.id, button: "Fine")
+        try await tmux.awaitScreen { $0.contains("Nothing displayed") }
+
+        try tmux.send("q")
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while tmux.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!tmux.isRunning, "q ends the console (and with it the tmux session)")
+    }
+
+    @Test("a daemon that goes away is shown as reconnecting, and the console recovers when it is back")
+    func reconnects() async throws {
+        let first = try Daemon.start()
+        defer { first.cleanup() }
+        let tmux = try TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": first.baseURL])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("Nothing displayed") }
+        first.kill9()
+        try await tmux.awaitScreen { $0.contains("reconnecting in") }
+        let second = try Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
+        defer { second.cleanup() }
+        _ = try await AlertdClient(url: second.baseURL).post(NewAlert(title: "Back again", buttons: [.default("Yes")]), to: "ops")
+        try await tmux.awaitScreen { $0.contains("Back again") && !$0.contains("reconnecting") }
+    }
+}
