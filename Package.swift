@@ -124,7 +124,13 @@ let package = Package(
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient"]),
-        .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdWire"]),
+        .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdClientTesting", "AlertdWire"]),
+        // The example of examples/swift: a program that asks before deploying, tested with the double.
+        .target(name: "DeployApproval", dependencies: ["AlertdClient"], path: "examples/swift/DeployApproval"),
+        .executableTarget(
+            name: "deploy-approval", dependencies: ["DeployApproval", "AlertdClient"], path: "examples/swift/deploy-approval"),
+        .testTarget(
+            name: "DeployApprovalTests", dependencies: ["DeployApproval", "AlertdClientTesting"], path: "examples/swift/Tests"),
         .testTarget(
             name: "AlertdAPITests",
             dependencies: ["AlertdAPI", "AlertdHTTP", "AlertdStore", "AlertdClient", .product(name: "GRDB", package: "GRDB.swift")]

@@ -202,4 +202,38 @@ struct AlertctlTests {
         let wrong = try await Alertctl(url: daemon.baseURL, token: "nope").run("clients")
         #expect(wrong.status == 3 && wrong.stderr.contains("Unauthorized: "), "\(wrong)")
     }
+
+    @Test("examples/deploy-gate.sh deploys only when a person chooses Deploy")
+    func deployGate() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let scratch = try ScratchDirectory()
+        let marker = scratch.url.appendingPathComponent("deployed").path
+        let deploy = scratch.url.appendingPathComponent("deploy.sh")
+        try Data("#!/bin/sh\necho \"$1\" > \(marker)\n".utf8).write(to: deploy)
+        chmod(deploy.path, 0o755)
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let binDirectory = URL(fileURLWithPath: try Alertctl.binary()).deletingLastPathComponent().path
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        for (button, status, deployed) in [("Cancel", Int32(1), false), ("Deploy", 0, true)] {
+            let process = Process()
+            process.executableURL = repo.appendingPathComponent("examples/deploy-gate.sh")
+            process.arguments = ["77"]
+            process.currentDirectoryURL = scratch.url
+            var environment = ProcessInfo.processInfo.environment
+            environment["PATH"] = binDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+            environment["ALERTD_URL"] = daemon.baseURL
+            process.environment = environment
+            process.standardOutput = Pipe()
+            process.standardError = Pipe()
+            try process.run()
+            let run = Alertctl.Run(process: process, stdout: process.standardOutput as! Pipe, stderr: process.standardError as! Pipe)
+            let id = try await SDKTests.awaitDisplayed(daemon, "ops")
+            #expect(try await alertd.alert(on: "ops", id: id).title == "Deploy build 77?")
+            _ = try await alertd.choose(on: "ops", id: id, button: button)
+            let result = try await run.finish()
+            #expect(result.status == status, "\(result)")
+            #expect(FileManager.default.fileExists(atPath: marker) == deployed)
+        }
+    }
 }
