@@ -230,6 +230,7 @@ public struct AlertdClient: Sendable {
 ///
 /// Made by ``AlertdClient/list(on:states:pageSize:)``.
 public struct AlertSequence: AsyncSequence, Sendable {
+    /// One alert, in the daemon's order.
     public typealias Element = AlertResource
 
     let client: AlertdClient
@@ -237,6 +238,7 @@ public struct AlertSequence: AsyncSequence, Sendable {
     let states: [AlertState]?
     let pageSize: Int
 
+    /// An iterator that fetches the first page on its first `next()`.
     public func makeAsyncIterator() -> Iterator {
         Iterator(sequence: self)
     }
@@ -250,6 +252,7 @@ public struct AlertSequence: AsyncSequence, Sendable {
 
         init(sequence: AlertSequence) { self.sequence = sequence }
 
+        /// The next alert; nil after the last page. Throws ``AlertdError`` when a page cannot be fetched.
         public mutating func next() async throws -> AlertResource? {
             while buffer.isEmpty {
                 if finished { return nil }

@@ -39,6 +39,7 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the daemon answered with a problem, could not be reached, or answered nonsense.
     public var kind: Kind
     /// The HTTP status, when the daemon answered.
     public var status: Int?

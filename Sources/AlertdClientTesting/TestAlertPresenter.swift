@@ -10,10 +10,13 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
     /// Everything the code under test posted.
     public var alert: NewAlert
 
+    /// The alert's title.
     public var title: String { alert.title }
+    /// The alert's message, if it has one.
     public var message: String? { alert.message }
     /// `alert` unless the code asked for an action sheet.
     public var style: AlertStyle { alert.style ?? .alert }
+    /// The buttons in the order posted.
     public var buttons: [Button] { alert.buttons ?? [] }
     /// The buttons' titles, in order.
     public var buttonTitles: [String] { buttons.map(\.title) }
@@ -190,16 +193,8 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
 
     @discardableResult
     private static func fail(_ message: String, at location: SourceLocation) -> Failure {
-        #if canImport(Testing)
-            Issue.record(Comment(rawValue: message), sourceLocation: location)
-        #endif
+        Issue.record(Comment(rawValue: message), sourceLocation: location)
         return Failure(description: message)
     }
 
-    #if canImport(Testing)
-        /// The caller's place in the source, for failures.
-        public static func here(_ location: SourceLocation = #_sourceLocation) -> SourceLocation { location }
-    #else
-        public static func here() -> SourceLocation { SourceLocation() }
-    #endif
 }

@@ -20,9 +20,12 @@ public enum ButtonStyle: String, Sendable, Hashable, Codable, CaseIterable {
 /// let buttons: [Button] = [.default("Deploy"), .destructive("Roll back"), .cancel("Cancel")]
 /// ```
 public struct Button: Sendable, Hashable, Codable {
+    /// 1–64 characters, unique within the alert.
     public var title: String
+    /// `default`, `cancel` or `destructive`.
     public var style: ButtonStyle
 
+    /// A button; see also ``default(_:)``, ``cancel(_:)`` and ``destructive(_:)``.
     public init(title: String, style: ButtonStyle = .default) {
         self.title = title
         self.style = style
@@ -35,6 +38,7 @@ public struct Button: Sendable, Hashable, Codable {
     /// A button for an action that destroys something, shown in red.
     public static func destructive(_ title: String) -> Button { Button(title: title, style: .destructive) }
 
+    /// A delivery record with every field given.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = try container.decode(String.self, forKey: .title)
@@ -69,6 +73,7 @@ public struct AlertResult: Sendable, Hashable, Codable {
     /// The token name that answered or withdrew it; nil without auth.
     public var decidedBy: String?
 
+    /// A result; `outcome` must be a terminal state.
     public init(outcome: AlertState, button: String? = nil, buttonIndex: Int? = nil, cancelled: Bool = false, decidedBy: String? = nil) {
         self.outcome = outcome
         self.button = button
@@ -95,9 +100,12 @@ public struct AlertResult: Sendable, Hashable, Codable {
 
 /// One violation of §2: the field's path (`buttons[1].title`) and why.
 public struct FieldError: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The path of the field, `buttons[1].title`.
     public var field: String
+    /// Why it is refused, for people.
     public var reason: String
 
+    /// A violation of `field` for `reason`.
     public init(field: String, reason: String) {
         self.field = field
         self.reason = reason
@@ -113,10 +121,14 @@ public enum DeliveryState: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// One attempt to deliver: its time and the status code or error.
 public struct DeliveryAttempt: Sendable, Hashable, Codable {
+    /// When the attempt was made.
     public var at: Timestamp
+    /// The receiver's HTTP status; nil when there was no answer.
     public var statusCode: Int?
+    /// Why there was no 2xx answer (a timeout, a refused connection, the deny list); nil on success.
     public var error: String?
 
+    /// An attempt at `at` with its status code or error.
     public init(at: Timestamp, statusCode: Int?, error: String?) {
         self.at = at
         self.statusCode = statusCode
@@ -131,17 +143,22 @@ public struct DeliveryAttempt: Sendable, Hashable, Codable {
 
 /// A delivery of an alert's terminal event to one target, as the deliveries API shows it.
 public struct DeliveryRecord: Sendable, Hashable, Codable {
+    /// The delivery's id.
     public var id: String
     /// The event's `webhook-id`, shared by every target of one event.
     public var eventID: String
+    /// The URL delivered to.
     public var target: String
     /// The registered webhook's id; nil for the alert's own `callback_url`.
     public var webhookID: String?
+    /// `pending`, `delivered` or `failed`.
     public var state: DeliveryState
+    /// Every attempt so far, oldest first.
     public var attempts: [DeliveryAttempt]
     /// When the next attempt is due; nil once delivered or failed.
     public var nextAttemptAt: Timestamp?
 
+    /// A delivery record with every field given.
     public init(
         id: String, eventID: String, target: String, webhookID: String?, state: DeliveryState, attempts: [DeliveryAttempt],
         nextAttemptAt: Timestamp?

@@ -27,6 +27,7 @@ public struct NewAlert: Sendable, Hashable, Codable {
     /// Any JSON object up to 4 KiB, echoed back everywhere the alert appears.
     public var metadata: JSONObject?
 
+    /// A value with every field given.
     public init(
         title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button]? = nil, priority: Int? = nil,
         expiresIn: Double? = nil, dismissAfter: Double? = nil, callbackURL: String? = nil, metadata: JSONObject? = nil
@@ -54,28 +55,42 @@ public struct NewAlert: Sendable, Hashable, Codable {
 public struct AlertResource: Sendable, Hashable, Codable {
     /// Opaque, URL-safe, unique, sortable by creation.
     public var id: String
+    /// The client (display target) it belongs to.
     public var client: String
+    /// Where it stands: `queued`, `displayed` or one of the terminal states.
     public var state: AlertState
     /// 0 when displayed, n when n alerts are ahead of it; nil once terminal.
     public var position: Int?
+    /// The title, 1–256 characters.
     public var title: String
+    /// The longer text, if any.
     public var message: String?
+    /// `alert` or `action_sheet`.
     public var style: AlertStyle
+    /// The buttons in the order posted; none for a notice.
     public var buttons: [Button]
+    /// −100…100; higher is displayed earlier.
     public var priority: Int
     /// Seconds from creation to `expiresAt`.
     public var expiresIn: Double
     /// Buttonless alerts only: seconds displayed before dismissal.
     public var dismissAfter: Double?
+    /// The URL that receives the terminal event, if any.
     public var callbackURL: String?
+    /// The poster's JSON object, as posted.
     public var metadata: JSONObject?
+    /// When it was posted.
     public var createdAt: Timestamp
+    /// When it was (last) displayed; nil while it never was.
     public var displayedAt: Timestamp?
+    /// When it became terminal; nil while pending.
     public var decidedAt: Timestamp?
+    /// When it expires if still pending.
     public var expiresAt: Timestamp
     /// How it ended; nil while pending.
     public var result: AlertResult?
 
+    /// A value with every field given.
     public init(
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
         buttons: [Button], priority: Int, expiresIn: Double, dismissAfter: Double?, callbackURL: String?,
@@ -122,7 +137,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
 
 /// `POST .../alerts/{id}/choice`: exactly one of the button's title or its index.
 public struct ButtonChoice: Sendable, Hashable, Codable {
+    /// The button's title.
     public var button: String?
+    /// The button's index into `buttons`.
     public var buttonIndex: Int?
 
     /// Chooses by title.
@@ -138,9 +155,12 @@ public struct ButtonChoice: Sendable, Hashable, Codable {
 
 /// `GET /v1/clients/{client}/alerts`: one page and the cursor of the next (nil on the last page).
 public struct AlertPage: Sendable, Hashable, Codable {
+    /// The alerts of this page.
     public var alerts: [AlertResource]
+    /// Pass as `cursor` for the next page; nil on the last one.
     public var nextCursor: String?
 
+    /// A value with every field given.
     public init(alerts: [AlertResource], nextCursor: String?) {
         self.alerts = alerts
         self.nextCursor = nextCursor
@@ -154,12 +174,14 @@ public struct AlertPage: Sendable, Hashable, Codable {
 
 /// One client in `GET /v1/clients`.
 public struct ClientSummary: Sendable, Hashable, Codable {
+    /// The client (display target) it belongs to.
     public var client: String
     /// Displayed plus queued alerts.
     public var pending: Int
     /// The displayed alert's id, nil when nothing is displayed.
     public var displayed: String?
 
+    /// A value with every field given.
     public init(client: String, pending: Int, displayed: String?) {
         self.client = client
         self.pending = pending
@@ -169,15 +191,18 @@ public struct ClientSummary: Sendable, Hashable, Codable {
 
 /// `GET /v1/clients`.
 public struct ClientList: Sendable, Hashable, Codable {
+    /// Every client the token may see.
     public var clients: [ClientSummary]
 }
 
 /// `POST /v1/clients/{client}/webhooks`: a URL and, optionally, the secret to sign with.
 public struct WebhookRegistration: Sendable, Hashable, Codable {
+    /// The http(s) URL that receives terminal events.
     public var url: String
     /// Nil: the daemon generates `whsec_` + base64 of 32 random bytes.
     public var secret: String?
 
+    /// A value with every field given.
     public init(url: String, secret: String? = nil) {
         self.url = url
         self.secret = secret
@@ -186,7 +211,9 @@ public struct WebhookRegistration: Sendable, Hashable, Codable {
 
 /// A registered webhook: its secret only in the answer to its registration.
 public struct WebhookResource: Sendable, Hashable, Codable {
+    /// Its id.
     public var id: String
+    /// The http(s) URL that receives terminal events.
     public var url: String
     /// Shown once, when the webhook is registered; nil afterwards.
     public var secret: String?
@@ -196,19 +223,25 @@ public struct WebhookResource: Sendable, Hashable, Codable {
 
 /// `GET /v1/clients/{client}/webhooks`.
 public struct WebhookList: Sendable, Hashable, Codable {
+    /// The client's webhooks, without secrets.
     public var webhooks: [WebhookResource]
 }
 
 /// `GET /v1/clients/{client}/alerts/{id}/deliveries`.
 public struct DeliveryList: Sendable, Hashable, Codable {
+    /// One per target of the alert's terminal event.
     public var deliveries: [DeliveryRecord]
 }
 
 /// A problem+json error body (RFC 9457) as alertd writes it.
 public struct ProblemDocument: Sendable, Hashable, Codable {
+    /// A URI naming the problem type.
     public var type: String
+    /// The title, 1–256 characters.
     public var title: String
+    /// The HTTP status.
     public var status: Int
+    /// What went wrong in this request, for people.
     public var detail: String
     /// The stable machine-readable code: one of ``ProblemCode``'s raw values.
     public var code: String
@@ -222,10 +255,14 @@ public struct ProblemDocument: Sendable, Hashable, Codable {
 ///
 /// Equality is by ``rawValue``: a code from a newer daemon compares by its name.
 public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
+    /// The stable code, `not-found`.
     public let rawValue: String
+    /// The HTTP status it comes with.
     public let status: Int
+    /// The short title alertd gives it.
     public let title: String
 
+    /// A value with every field given.
     public init(_ rawValue: String, _ status: Int, _ title: String) {
         self.rawValue = rawValue
         self.status = status
@@ -236,21 +273,37 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
     public var description: String { rawValue }
 
+    /// 400: a malformed request, query value or client id.
     public static let badRequest = ProblemCode("bad-request", 400, "Bad request")
+    /// 400: the posted alert breaks §2; the problem lists each field.
     public static let invalidAlert = ProblemCode("invalid-alert", 400, "Invalid alert")
+    /// 401: no token, or a wrong one.
     public static let unauthorized = ProblemCode("unauthorized", 401, "Unauthorized")
+    /// 403: the token lacks the role or the client.
     public static let forbidden = ProblemCode("forbidden", 403, "Forbidden")
+    /// 404: no such alert, webhook or route.
     public static let notFound = ProblemCode("not-found", 404, "Not found")
+    /// 405: the route exists with other methods (see `Allow`).
     public static let methodNotAllowed = ProblemCode("method-not-allowed", 405, "Method not allowed")
+    /// 409: a choice for an alert that is queued, not displayed.
     public static let notDisplayed = ProblemCode("not-displayed", 409, "Alert not displayed")
+    /// 409: the alert is terminal; the problem holds it.
     public static let alreadyDecided = ProblemCode("already-decided", 409, "Alert already decided")
+    /// 413: the body is over the limit (64 KiB by default).
     public static let payloadTooLarge = ProblemCode("payload-too-large", 413, "Payload too large")
+    /// 415: a body that is not `application/json`.
     public static let unsupportedMediaType = ProblemCode("unsupported-media-type", 415, "Unsupported media type")
+    /// 422: the alert has no such button.
     public static let unknownButton = ProblemCode("unknown-button", 422, "Unknown button")
+    /// 422: an `Idempotency-Key` reused with a different body.
     public static let idempotencyMismatch = ProblemCode("idempotency-mismatch", 422, "Idempotency key reused")
+    /// 429: the client has its maximum of pending alerts.
     public static let queueFull = ProblemCode("queue-full", 429, "Queue full")
+    /// 429: the token is over its rate; wait `Retry-After` seconds.
     public static let rateLimited = ProblemCode("rate-limited", 429, "Rate limited")
+    /// 503: the daemon holds its maximum of long-polls.
     public static let tooManyWaiters = ProblemCode("too-many-waiters", 503, "Too many waiters")
+    /// 503: the daemon is shutting down or its store is failing.
     public static let unavailable = ProblemCode("unavailable", 503, "Unavailable")
 
     /// Every code, as §4 lists them.
