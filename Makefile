@@ -1,25 +1,38 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps run test bench format
+.PHONY: deps test-deps run test test-browser dashboard bench format
 
 deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libmicrohttpd-dev libsqlite3-dev pkg-config
 
 # What the tests use besides the build: python3 (a fake daemon, a TLS client),
-# systemd (systemd-analyze), openssl (certificates), prometheus (promtool).
+# systemd (systemd-analyze), openssl (certificates), prometheus (promtool),
+# chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux.
 test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
-		libmicrohttpd-dev libsqlite3-dev pkg-config python3 systemd openssl prometheus
+		libmicrohttpd-dev libsqlite3-dev pkg-config python3 systemd openssl prometheus \
+		chromium chromium-driver python3-selenium tmux
 
 run: deps
 	swift run -c release alertd
 
+# swift test builds alertd; the browser tests then run it (Debian's python3, for python3-selenium).
 test: test-deps
 	swift test
+	ALERTD_BIN="$$(swift build --show-bin-path)/alertd" /usr/bin/python3 -m unittest discover -s Tests/Browser -v
+
+# The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
+test-browser:
+	swift build
+	ALERTD_BIN="$$(swift build --show-bin-path)/alertd" /usr/bin/python3 -m unittest discover -s Tests/Browser -v
+
+# After editing dashboard/: embed it into the binary's sources.
+dashboard:
+	scripts/embed-dashboard
 
 bench:
 	bench/run.sh
 
 format:
-	swift format --in-place --recursive Sources Tests Package.swift
+	swift format --in-place --recursive Sources Tests Package.swift examples

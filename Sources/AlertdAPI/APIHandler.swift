@@ -169,6 +169,18 @@ final class APIHandler: HTTPHandler {
                 respond(now: render(Problem(.unavailable, service.isDraining ? "alertd is shutting down" : "the store is not writable")))
             }
 
+        case .dashboard:
+            // A page, not the API: its query (a kiosk's bookmark, a cache buster) is ignored.
+            respond(now: Dashboard.response(Dashboard.page, ifNoneMatch: request.header("if-none-match")))
+
+        case .dashboardAsset(let name):
+            guard let asset = Dashboard.asset(named: name) else { throw Problem(.notFound, "no such resource: \(request.path)") }
+            respond(now: Dashboard.response(asset, ifNoneMatch: request.header("if-none-match")))
+
+        case .whoAmI:
+            _ = try Query(request, allowed: [])
+            respond(now: json(200, Self.whoAmI(principal)))
+
         case .listClients:
             _ = try Query(request, allowed: [])
             var out = JSONWriter(capacity: 256)
@@ -326,6 +338,27 @@ final class APIHandler: HTTPHandler {
             let page = try AlertListing(query: query)
             respond(now: json(200, try page.render(client: client, service: service)))
         }
+    }
+
+    /// `{"name", "roles", "clients", "auth"}` of a token; without tokens (no
+    /// principal) everything is allowed to everyone: every role, every client.
+    static func whoAmI(_ principal: Principal?) -> [UInt8] {
+        var out = JSONWriter(capacity: 128)
+        out.beginObject()
+        out.key("name")
+        out.string(principal?.name)
+        out.key("roles")
+        out.beginArray()
+        for role in Role.allCases where principal?.roles.contains(role) ?? true { out.string(role.rawValue) }
+        out.endArray()
+        out.key("clients")
+        out.beginArray()
+        for pattern in principal?.clients.map(\.text) ?? ["*"] { out.string(pattern) }
+        out.endArray()
+        out.key("auth")
+        out.bool(principal != nil)
+        out.endObject()
+        return out.bytes
     }
 
     // MARK: - Checks

@@ -1,8 +1,14 @@
-/// The endpoints of §4 this daemon serves.
+/// The endpoints of §4 this daemon serves, plus alertd's own: `whoami` and the dashboard.
 public enum Endpoint: Sendable, Hashable {
     case healthz
     case readyz
     case metrics
+    /// `GET /`: the dashboard's page.
+    case dashboard
+    /// `GET /ui/{asset}`: one of the dashboard's embedded files.
+    case dashboardAsset(name: String)
+    /// `GET /v1/whoami`: the token's name, roles and clients.
+    case whoAmI
     case listClients
     case postAlert(client: String)
     case listAlerts(client: String)
@@ -24,6 +30,9 @@ extension Endpoint {
         case .healthz: "healthz"
         case .readyz: "readyz"
         case .metrics: "metrics"
+        case .dashboard: "dashboard"
+        case .dashboardAsset: "dashboard_asset"
+        case .whoAmI: "whoami"
         case .listClients: "list_clients"
         case .postAlert: "post_alert"
         case .listAlerts: "list_alerts"
@@ -42,7 +51,7 @@ extension Endpoint {
     /// The client the request touches; nil for those that name none.
     public var client: String? {
         switch self {
-        case .healthz, .readyz, .metrics, .listClients: nil
+        case .healthz, .readyz, .metrics, .dashboard, .dashboardAsset, .whoAmI, .listClients: nil
         case .postAlert(let client), .listAlerts(let client), .currentAlert(let client), .createWebhook(let client),
             .listWebhooks(let client):
             client
@@ -107,6 +116,11 @@ public struct Router: Sendable {
         route("GET", "/healthz", .open) { _ in .healthz },
         route("GET", "/readyz", .open) { _ in .readyz },
         route("GET", "/metrics", .open) { _ in .metrics },
+        // The dashboard loads without a token: it asks for one itself.
+        route("GET", "/", .open) { _ in .dashboard },
+        route("GET", "/ui/{asset}", .open) { .dashboardAsset(name: $0[0]) },
+        // Any valid token (with tokens, every /v1 request shows one before routing).
+        route("GET", "/v1/whoami", .open) { _ in .whoAmI },
         route("GET", "/v1/clients", .read) { _ in .listClients },
         route("POST", "/v1/clients/{client}/alerts", .post) { .postAlert(client: $0[0]) },
         route("GET", "/v1/clients/{client}/alerts", .read) { .listAlerts(client: $0[0]) },
@@ -135,8 +149,9 @@ public struct Router: Sendable {
     /// Finds the route of a request. HEAD is served as GET.
     public func match(method: String, path: String) -> Match {
         guard path.hasPrefix("/") else { return .notFound }
-        let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        if parts.contains(where: \.isEmpty), path != "/" { return .notFound }
+        // `/` has no segments; any other empty segment (`//`, a trailing `/`) matches nothing.
+        let parts = path == "/" ? [] : path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        if parts.contains(where: \.isEmpty) { return .notFound }
         let wanted = method == "HEAD" ? "GET" : method
         var best: (route: Route, literals: Int)?
         var allowed: [String] = []

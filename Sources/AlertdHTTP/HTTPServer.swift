@@ -370,7 +370,7 @@ public final class HTTPServer: Sendable {
     /// The header fields handlers read, fetched by name: far fewer allocations
     /// than collecting every field of every request. A repeated field is kept
     /// repeated (a handler may refuse it).
-    public static let handlerHeaders = ["content-type", "idempotency-key", "authorization", "x-request-id"]
+    public static let handlerHeaders = ["content-type", "idempotency-key", "authorization", "x-request-id", "if-none-match"]
 
     private static func knownHeaders(_ connection: OpaquePointer) -> [(name: String, value: String)] {
         var found: [(name: String, value: String)] = []

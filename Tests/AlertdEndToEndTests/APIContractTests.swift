@@ -1030,7 +1030,7 @@ extension APIContractTests {
         @Test(
             "a path the API does not have is 404 not-found",
             arguments: [
-                "/", "/v1", "/v1/", "/v2/clients", "/v1/clients/ops", "/v1/clients/ops/", "/healthz/", "/metricz",
+                "/v1", "/v1/", "/v2/clients", "/v1/clients/ops", "/v1/clients/ops/", "/healthz/", "/metricz",
                 "/v1/clients/ops/alerts/01ARZ3NDEKTSV4RRFFQ69G5FAV/extra", "/v1/clients//alerts", "//v1/clients",
                 "/v1/clients/ops/alerts/01ARZ3NDEKTSV4RRFFQ69G5FAV/choice/again",
             ])

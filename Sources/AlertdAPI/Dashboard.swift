@@ -1,0 +1,69 @@
+import AlertdHTTP
+
+/// The operator dashboard: `dashboard/index.html` at `/`, its other files under
+/// `/ui/`. The files are compiled into the binary (`DashboardAssets.swift`,
+/// generated from `dashboard/` by `scripts/embed-dashboard`), so a fresh install
+/// serves them with nothing beside the executable.
+///
+/// They load without a token — the page asks for one — and are revalidated on
+/// every load (`Cache-Control: no-cache` with a strong `ETag`), so an upgrade
+/// shows at once and an unchanged file costs a 304.
+enum Dashboard {
+    /// One embedded file.
+    struct Asset: Sendable {
+        /// The file's name in `dashboard/`, and in `/ui/`.
+        let name: String
+        let contentType: String
+        /// A strong validator: `"` + hex SHA-256 of the file + `"`.
+        let etag: String
+        let text: String
+    }
+
+    /// The page's own file, served at `/` only.
+    static let pageName = "index.html"
+
+    /// No inline script or style, nothing from other origins, no framing.
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+    private static let byName: [String: Asset] = Dictionary(uniqueKeysWithValues: DashboardAssets.all.map { ($0.name, $0) })
+
+    /// The file `/ui/{name}` serves; nil for an unknown name (and for the page,
+    /// whose one address is `/`).
+    static func asset(named name: String) -> Asset? {
+        name == pageName ? nil : byName[name]
+    }
+
+    static var page: Asset { byName[pageName]! }
+
+    /// 200 with the file, or 304 when `If-None-Match` names its ETag.
+    static func response(_ asset: Asset, ifNoneMatch: String?) -> HTTPResponse {
+        var headers: [(name: String, value: String)] = [
+            ("Cache-Control", "no-cache"),
+            ("ETag", asset.etag),
+            ("Content-Security-Policy", contentSecurityPolicy),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+        ]
+        if let ifNoneMatch, matches(ifNoneMatch, etag: asset.etag) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        headers.insert(("Content-Type", asset.contentType), at: 0)
+        return HTTPResponse(status: 200, headers: headers, body: Array(asset.text.utf8))
+    }
+
+    /// RFC 9110 §13.1.2: `*`, or a list of entity tags compared weakly
+    /// (`W/"x"` matches `"x"`).
+    static func matches(_ ifNoneMatch: String, etag: String) -> Bool {
+        let wanted = etag.hasPrefix("W/") ? etag.dropFirst(2) : Substring(etag)
+        for part in ifNoneMatch.split(separator: ",") {
+            var tag = part.drop { $0 == " " || $0 == "\t" }
+            while let last = tag.last, last == " " || last == "\t" { tag = tag.dropLast() }
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+            if tag == wanted { return true }
+        }
+        return false
+    }
+}

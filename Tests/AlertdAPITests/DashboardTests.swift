@@ -1,0 +1,196 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import AlertdAPI
+
+/// `dashboard/` at the top of the repository, found from this file's path.
+private let dashboardDirectory = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("dashboard")
+
+private func sourceFiles() throws -> [String: Data] {
+    let names = try FileManager.default.contentsOfDirectory(atPath: dashboardDirectory.path).filter { !$0.hasPrefix(".") }
+    var files: [String: Data] = [:]
+    for name in names { files[name] = try Data(contentsOf: dashboardDirectory.appendingPathComponent(name)) }
+    return files
+}
+
+private func hex(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+
+@Suite("The embedded dashboard is dashboard/, byte for byte")
+struct DashboardEmbeddingTests {
+    @Test("every file of dashboard/ is embedded with its exact text and a SHA-256 ETag; run scripts/embed-dashboard when this fails")
+    func upToDate() throws {
+        let files = try sourceFiles()
+        #expect(files.keys.contains("index.html"))
+        #expect(
+            Set(DashboardAssets.all.map(\.name)) == Set(files.keys),
+            "DashboardAssets.swift is out of date with dashboard/: run scripts/embed-dashboard")
+        for asset in DashboardAssets.all {
+            let file = try #require(files[asset.name], "\(asset.name) is embedded but not in dashboard/")
+            #expect(Data(asset.text.utf8) == file, "\(asset.name) differs from dashboard/\(asset.name): run scripts/embed-dashboard")
+            #expect(asset.etag == "\"\(hex(file))\"", "\(asset.name)'s ETag is not the SHA-256 of the file")
+        }
+    }
+
+    @Test("content types follow the file extensions")
+    func contentTypes() {
+        let expected = [
+            "html": "text/html; charset=utf-8", "css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8",
+            "svg": "image/svg+xml; charset=utf-8",
+        ]
+        for asset in DashboardAssets.all {
+            let ext = String(asset.name.split(separator: ".").last ?? "")
+            #expect(asset.contentType == expected[ext], "\(asset.name)")
+        }
+    }
+
+    @Test("the page loads script and style from /ui/ only, with no inline script, style or event handler")
+    func noInlineCode() throws {
+        let page = Dashboard.page.text
+        let scripts = page.ranges(of: "<script").map { page[$0.lowerBound...] }
+        #expect(!scripts.isEmpty)
+        for script in scripts {
+            let tag = script.prefix { $0 != ">" }
+            #expect(tag.contains(#"src="/ui/"#), "inline script: \(tag)")
+            #expect(script.dropFirst(tag.count + 1).hasPrefix("</script>"), "a script with a body: \(tag)")
+        }
+        #expect(!page.contains("<style"), "inline <style>")
+        #expect(!page.contains(" style="), "style attribute")
+        #expect(page.firstMatch(of: /\son[a-z]+=/) == nil, "inline event handler")
+        // Every /ui/ file the page names is embedded.
+        for match in page.matches(of: /"\/ui\/([A-Za-z0-9._-]+)"/) {
+            #expect(Dashboard.asset(named: String(match.output.1)) != nil, "/ui/\(match.output.1) is not embedded")
+        }
+    }
+
+    @Test("the script never turns text into HTML or code")
+    func noHTMLSinks() throws {
+        let script = try #require(Dashboard.asset(named: "dashboard.js")).text
+        for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setTimeout(\""] {
+            let uses = script.contains(sink)
+            #expect(!uses, "dashboard.js uses \(sink)")
+        }
+    }
+}
+
+@Suite("The dashboard is served at / and /ui/")
+struct DashboardServingTests {
+    static let policy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+        + "form-action 'none'; frame-ancestors 'none'"
+
+    @Test("GET / is the page, with a strict Content-Security-Policy, nosniff, no-referrer, no-cache and a strong ETag")
+    func page() throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let response = try daemon.send("GET", "/")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "text/html; charset=utf-8")
+        #expect(response.text == Dashboard.page.text)
+        #expect(response.text.hasPrefix("<!doctype html>"))
+        #expect(response.header("Content-Security-Policy") == Self.policy)
+        #expect(response.header("X-Content-Type-Options") == "nosniff")
+        #expect(response.header("Referrer-Policy") == "no-referrer")
+        #expect(response.header("Cache-Control") == "no-cache")
+        let etag = try #require(response.header("ETag"))
+        #expect(etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count == 66)
+        #expect(try daemon.send("HEAD", "/").status == 200)
+    }
+
+    @Test(
+        "each asset has its content type and the same security headers",
+        arguments: [
+            ("/ui/dashboard.js", "text/javascript; charset=utf-8"), ("/ui/dashboard.css", "text/css; charset=utf-8"),
+            ("/ui/icon.svg", "image/svg+xml; charset=utf-8"),
+        ])
+    func asset(path: String, type: String) throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let response = try daemon.send("GET", path)
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == type)
+        #expect(response.body.count > 100)
+        #expect(response.header("Content-Security-Policy") == Self.policy)
+        #expect(response.header("X-Content-Type-Options") == "nosniff")
+        #expect(response.header("Cache-Control") == "no-cache")
+        #expect(response.header("ETag") == Dashboard.asset(named: String(path.dropFirst(4)))?.etag)
+    }
+
+    @Test("If-None-Match naming the ETag is 304 without a body; another tag gets the file", arguments: ["/", "/ui/dashboard.js"])
+    func conditional(path: String) throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let etag = try #require(try daemon.send("GET", path).header("ETag"))
+        for matching in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
+            let response = try daemon.send("GET", path, headers: [("If-None-Match", matching)])
+            #expect(response.status == 304, "If-None-Match: \(matching)")
+            #expect(response.body.count == 0)
+            #expect(response.header("ETag") == etag)
+            #expect(response.header("Cache-Control") == "no-cache")
+        }
+        let other = try daemon.send("GET", path, headers: [("If-None-Match", "\"0123\"")])
+        #expect(other.status == 200 && !other.body.isEmpty)
+    }
+
+    @Test(
+        "unknown files are 404 problem+json; the page has one address",
+        arguments: ["/ui/nothing.js", "/ui/index.html", "/ui/", "/ui", "/ui/a/b", "/index.html", "/ui/dashboard.js/"])
+    func unknown(path: String) throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let response = try daemon.send("GET", path)
+        #expect(response.status == 404)
+        #expect(response.header("Content-Type") == "application/problem+json")
+    }
+
+    @Test("other methods are 405 with Allow: GET, HEAD")
+    func methods() throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        for (method, path) in [("POST", "/"), ("DELETE", "/ui/dashboard.js")] {
+            let response = try daemon.send(method, path)
+            #expect(response.status == 405)
+            #expect(response.header("Allow") == "GET, HEAD")
+        }
+    }
+
+    @Test("the page and its files need no token, even when the daemon has tokens")
+    func openWithTokens() throws {
+        let hex = Token.hex(Array(SHA256.hash(data: Array("s3cret".utf8))))
+        let daemon = try InProcessDaemon(
+            config: """
+                auth:
+                  tokens:
+                    - { name: console, sha256: "\(hex)", roles: [answer], clients: ["*"] }
+                """)
+        defer { daemon.cleanUp() }
+        for path in ["/", "/ui/dashboard.js", "/ui/dashboard.css"] {
+            #expect(try daemon.send("GET", path).status == 200, "\(path)")
+        }
+        #expect(try daemon.send("GET", "/v1/clients").status == 401)
+    }
+
+    @Test("the routes have their own bounded metric labels")
+    func routeNames() {
+        let cases: [(String, String)] = [("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset")]
+        for (path, name) in cases {
+            guard case .found(let endpoint, let permission) = Router.api.match(method: "GET", path: path) else {
+                Issue.record("no route for \(path)")
+                continue
+            }
+            #expect(endpoint.routeName == name)
+            #expect(permission == .open)
+        }
+    }
+
+    @Test(
+        "If-None-Match is compared weakly, as a list, with * matching anything",
+        arguments: [
+            ("\"a\"", true), ("W/\"a\"", true), (" \"b\" , \"a\" ", true), ("*", true), ("\"b\"", false), ("a", false), ("", false),
+        ])
+    func ifNoneMatch(header: String, matches: Bool) {
+        #expect(Dashboard.matches(header, etag: "\"a\"") == matches)
+    }
+}

@@ -1,0 +1,488 @@
+"""The dashboard in a real browser (headless Chromium) against the real alertd.
+
+    /usr/bin/python3 -m unittest discover -s Tests/Browser -v
+
+Each test posts through the API as a service would, and watches the page. It
+awaits conditions (WebDriverWait, or a bounded poll of the API); the only
+timeouts that are part of an assertion are the spec's: "within a second".
+"""
+
+import json
+import time
+import unittest
+import urllib.request
+
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from alertd_browser import (
+    Daemon,
+    browser,
+    dialog,
+    dialog_id,
+    screenshot,
+    text_of,
+    token_entry,
+    until,
+    visible,
+    wait_for,
+)
+
+DEPLOY = {
+    "title": "Deploy build 1234 to production?",
+    "message": "12 commits by 4 people, all checks green. The last deploy was 3 hours ago.",
+    "buttons": [{"title": "Deploy"}, {"title": "Cancel", "style": "cancel"}],
+    "metadata": {"build": 1234, "branch": "main", "requested_by": "ci"},
+}
+
+
+def red(css_color):
+    """Whether a computed `rgb(…)` colour is a red (destructive)."""
+    parts = [int(float(p)) for p in css_color[css_color.index("(") + 1 : css_color.index(")")].split(",")[:3]]
+    return parts[0] > 180 and parts[1] < 90 and parts[2] < 90
+
+
+def severe_console_entries(driver):
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+class OpenDaemonTests(unittest.TestCase):
+    """A daemon without tokens, one browser (a second one where a test needs it)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        cls.driver = browser()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.daemon.cleanup()
+
+    def open(self, client, driver=None):
+        driver = driver or self.driver
+        driver.get(f"{self.daemon.base}/#/clients/{client}")
+        until(driver, lambda d: text_of(d, "client-title") == client and "Nothing to answer" in text_of(d, "stage"))
+
+    def shows(self, alert_id, timeout=5, driver=None):
+        until(driver or self.driver, lambda d: dialog_id(d) == alert_id, timeout, f"alert {alert_id} displayed")
+
+    def test_a_posted_alert_appears_a_click_answers_it_and_the_next_one_appears(self):
+        self.open("flow")
+        first = self.daemon.post("flow", DEPLOY)
+        second = self.daemon.post("flow", {"title": "Restart the cache?", "buttons": [{"title": "Restart"}]})
+        self.shows(first["id"])
+        shown = dialog(self.driver)
+        self.assertEqual(shown["title"], DEPLOY["title"])
+        self.assertEqual(shown["message"], DEPLOY["message"])
+        until(self.driver, lambda d: "1 of 2" in text_of(d, "stage-position") and "1 queued behind" in text_of(d, "stage-position"))
+        until(self.driver, lambda d: "Restart the cache?" in text_of(d, "queue-list"))
+
+        self.driver.find_element(By.XPATH, "//div[@role='alertdialog']//button[.//span[text()='Deploy']]").click()
+        answered = wait_for(
+            lambda: (a := self.daemon.alert("flow", first["id"]))["state"] == "answered" and a, 5, "the choice committed"
+        )
+        self.assertEqual(answered["result"]["button"], "Deploy")
+        self.assertEqual(answered["result"]["button_index"], 0)
+        self.assertIsNone(answered["result"]["decided_by"])
+        self.shows(second["id"])
+        until(self.driver, lambda d: "nothing queued behind" in text_of(d, "stage-position"))
+        row = until(self.driver, lambda d: d.find_element(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{first['id']}']"))
+        self.assertEqual(row.get_attribute("data-outcome"), "answered")
+        self.assertEqual(row.find_element(By.CSS_SELECTOR, ".history-button").text, "Deploy")
+        self.assertIn("Deploy", text_of(self.driver, "flash"))
+
+    def test_a_second_browser_sees_a_choice_made_in_the_first_within_a_second(self):
+        other = browser()
+        try:
+            self.open("pair")
+            self.open("pair", other)
+            first = self.daemon.post("pair", {"title": "Approve change 42?", "buttons": [{"title": "Approve"}, {"title": "Reject", "style": "destructive"}]})
+            second = self.daemon.post("pair", {"title": "Approve change 43?", "buttons": [{"title": "Approve"}]})
+            self.shows(first["id"])
+            self.shows(first["id"], driver=other)
+
+            self.driver.find_element(By.XPATH, "//button[.//span[text()='Reject']]").click()
+            wait_for(lambda: self.daemon.alert("pair", first["id"])["state"] == "answered", 5, "the choice committed")
+            self.shows(second["id"], timeout=1, driver=other)
+            until(other, lambda d: "answered “Reject”" in text_of(d, "flash"), 1)
+
+            # A choice made through the API shows in both within a second.
+            status, _ = self.daemon.choose("pair", second["id"], "Approve")
+            self.assertEqual(status, 200)
+            for driver in (self.driver, other):
+                until(driver, lambda d: dialog_id(d) is None and "Nothing to answer" in text_of(d, "stage"), 1)
+        finally:
+            other.quit()
+
+    def test_expiry_and_withdrawal_show_within_a_second(self):
+        self.open("timers")
+        expiring = self.daemon.post("timers", {"title": "Expires soon", "buttons": [{"title": "OK"}], "expires_in": 1.5})
+        withdrawn = self.daemon.post("timers", {"title": "Withdrawn soon", "buttons": [{"title": "OK"}]})
+        self.shows(expiring["id"])
+        wait_for(lambda: self.daemon.alert("timers", expiring["id"])["state"] == "expired", 5, "the expiry")
+        self.shows(withdrawn["id"], timeout=1)
+        until(self.driver, lambda d: "“Expires soon” was expired" in text_of(d, "flash"), 1)
+        status, _ = self.daemon.api("DELETE", f"/v1/clients/timers/alerts/{withdrawn['id']}")
+        self.assertEqual(status, 200)
+        until(self.driver, lambda d: dialog_id(d) is None, 1)
+        until(self.driver, lambda d: "withdrawn" in text_of(d, "flash"), 1)
+        until(self.driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-body tr")) == 2)
+        outcomes = {r.get_attribute("data-alert-id"): r.get_attribute("data-outcome") for r in self.driver.find_elements(By.CSS_SELECTOR, "#history-body tr")}
+        self.assertEqual(outcomes, {expiring["id"]: "expired", withdrawn["id"]: "withdrawn"})
+
+    def test_number_keys_escape_and_enter_choose_and_focus_lands_on_the_dialog(self):
+        self.open("keys")
+        numbered = self.daemon.post("keys", {"title": "Restart db-1?", "buttons": [
+            {"title": "Not now", "style": "cancel"}, {"title": "Later"}, {"title": "Restart", "style": "destructive"}]})
+        escaped = self.daemon.post("keys", {"title": "Page the on-call?", "buttons": [
+            {"title": "Dismiss", "style": "cancel"}, {"title": "Page"}]})
+        entered = self.daemon.post("keys", {"title": "Rotate keys?", "buttons": [
+            {"title": "Skip", "style": "destructive"}, {"title": "Never", "style": "cancel"}, {"title": "Rotate"}, {"title": "Rotate all"}]})
+        keys = ActionChains(self.driver)
+
+        self.shows(numbered["id"])
+        shown = dialog(self.driver)
+        self.assertTrue(shown["focused"], "focus lands on the alertdialog")
+        # Displayed order: Later, Restart, then the cancel button last; key 2 is Restart.
+        self.assertEqual([b["title"] for b in shown["buttons"]], ["Later", "Restart", "Not now"])
+        keys.send_keys("2").perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("keys", numbered["id"]))["result"] and a, 5, "key 2")
+        self.assertEqual(answered["result"]["button"], "Restart")
+
+        self.shows(escaped["id"])
+        self.assertTrue(dialog(self.driver)["focused"])
+        keys.send_keys(Keys.ESCAPE).perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("keys", escaped["id"]))["result"] and a, 5, "Esc")
+        self.assertEqual(answered["result"]["button"], "Dismiss")
+        self.assertTrue(answered["result"]["cancelled"])
+
+        self.shows(entered["id"])
+        keys.send_keys(Keys.ENTER).perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("keys", entered["id"]))["result"] and a, 5, "Enter")
+        self.assertEqual(answered["result"]["button"], "Rotate", "Enter chooses the first default button")
+
+    def test_alert_and_action_sheet_layouts(self):
+        for past in ({"title": "Scale web to 12 instances?", "buttons": [{"title": "Scale"}]},
+                     {"title": "Failover to eu-west?", "buttons": [{"title": "Failover", "style": "destructive"}]}):
+            posted = self.daemon.post("ops", past)
+            self.daemon.choose("ops", posted["id"], past["buttons"][0]["title"])
+        self.open("ops")
+        two = self.daemon.post("ops", {**DEPLOY, "buttons": [{"title": "Cancel", "style": "cancel"}, {"title": "Deploy", "style": "destructive"}]})
+        rotate = self.daemon.post("ops", {"title": "Rotate TLS certificates?", "buttons": [{"title": "Rotate"}]})
+        self.shows(two["id"])
+        until(self.driver, lambda d: "1 queued behind" in text_of(d, "stage-position"))
+        until(self.driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#chart circle")) == 2)
+        shown = dialog(self.driver)
+        deploy, cancel = shown["buttons"]
+        self.assertEqual((deploy["title"], cancel["title"]), ("Deploy", "Cancel"), "the cancel button is last")
+        self.assertIn("horizontal", deploy["layout"])
+        self.assertAlmostEqual(deploy["rect"]["y"], cancel["rect"]["y"], delta=1, msg="two buttons side by side")
+        self.assertGreater(cancel["rect"]["x"], deploy["rect"]["x"])
+        self.assertTrue(red(deploy["color"]), f"destructive is red, not {deploy['color']}")
+        self.assertFalse(red(cancel["color"]))
+        dialog_middle = shown["rect"]["y"] + shown["rect"]["height"] / 2
+        stage_middle = shown["stage"]["y"] + shown["stage"]["height"] / 2
+        self.assertAlmostEqual(dialog_middle, stage_middle, delta=20, msg="an alert is centered")
+        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata").get_attribute("textContent")
+        self.assertEqual(json.loads(metadata), DEPLOY["metadata"])
+        screenshot(self.driver, "dashboard-alert.png")
+        self.assertEqual(self.daemon.choose("ops", two["id"], "Deploy")[0], 200)
+        self.assertEqual(self.daemon.choose("ops", rotate["id"], "Rotate")[0], 200)
+
+        three = self.daemon.post("ops", {"title": "Which replica takes over?", "buttons": [
+            {"title": "db-2 (eu-west-1b)"}, {"title": "db-3 (eu-west-1c)"}, {"title": "Let the cluster decide"}]})
+        self.shows(three["id"])
+        a, b, c = dialog(self.driver)["buttons"]
+        self.assertIn("vertical", a["layout"], "three buttons are stacked")
+        self.assertLess(a["rect"]["y"], b["rect"]["y"])
+        self.assertLess(b["rect"]["y"], c["rect"]["y"])
+        self.daemon.choose("ops", three["id"], "db-2 (eu-west-1b)")
+
+        sheet = self.daemon.post("ops", {
+            "title": "db-1 is not answering", "message": "Primary in eu-west-1, last heartbeat 45 s ago.", "style": "action_sheet",
+            "buttons": [{"title": "Cancel", "style": "cancel"}, {"title": "Promote replica"}, {"title": "Restart primary"},
+                        {"title": "Drop connections", "style": "destructive"}]})
+        self.shows(sheet["id"])
+        shown = dialog(self.driver)
+        self.assertEqual(shown["style"], "action_sheet")
+        titles = [b["title"] for b in shown["buttons"]]
+        self.assertEqual(titles, ["Promote replica", "Restart primary", "Drop connections", "Cancel"])
+        xs = {round(b["rect"]["x"]) for b in shown["buttons"]}
+        self.assertEqual(len(xs), 1, "a vertical list")
+        ys = [b["rect"]["y"] for b in shown["buttons"]]
+        self.assertEqual(ys, sorted(ys))
+        self.assertTrue(shown["buttons"][3]["inCancelGroup"] and not shown["buttons"][2]["inCancelGroup"])
+        gap = shown["buttons"][3]["rect"]["y"] - (shown["buttons"][2]["rect"]["y"] + shown["buttons"][2]["rect"]["height"])
+        self.assertGreater(gap, 4, "the cancel button is set apart")
+        self.assertTrue(red(shown["buttons"][2]["color"]))
+        stage_bottom = shown["stage"]["y"] + shown["stage"]["height"]
+        self.assertLess(stage_bottom - (shown["rect"]["y"] + shown["rect"]["height"]), 40, "anchored at the bottom")
+        self.assertGreater(shown["rect"]["y"] - shown["stage"]["y"], stage_bottom - (shown["rect"]["y"] + shown["rect"]["height"]))
+        screenshot(self.driver, "dashboard-action-sheet.png")
+
+    def test_a_buttonless_alert_counts_down_and_is_dismissed(self):
+        self.open("notice")
+        notice = self.daemon.post("notice", {"title": "Backup finished", "message": "412 GB in 38 min.", "dismiss_after": 3})
+        self.shows(notice["id"])
+        shown = dialog(self.driver)
+        self.assertEqual(shown["buttons"], [])
+        first = int(until(self.driver, lambda d: d.find_element(By.ID, "countdown-text").get_attribute("data-remaining")))
+        self.assertIn(first, (2, 3))
+        self.assertIn(f"Dismissed in {first} s", text_of(self.driver, "countdown-text"))
+        # The countdown goes down as time passes (awaited, bounded).
+        until(self.driver, lambda d: int(d.find_element(By.ID, "countdown-text").get_attribute("data-remaining")) < first, 2)
+        until(self.driver, lambda d: dialog_id(d) is None, 4, "dismissal")
+        self.assertEqual(self.daemon.alert("notice", notice["id"])["state"], "dismissed")
+        until(self.driver, lambda d: d.find_element(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{notice['id']}']").get_attribute("data-outcome") == "dismissed")
+
+    def test_alert_text_is_shown_as_text_and_no_script_runs(self):
+        self.open("xss")
+        hostile = {
+            "title": "<img src=x onerror=alert(1)>",
+            "message": "<script>window.__pwned = 1</script><img src=y onerror=\"window.__pwned = 2\">",
+            "buttons": [{"title": "<b onmouseover=alert(3)>Yes</b>"}, {"title": "</button><img src=z onerror=alert(4)>", "style": "cancel"}],
+            "metadata": {"html": "<svg onload=alert(5)>", "nested": {"list": [1, "two"]}},
+        }
+        posted = self.daemon.post("xss", hostile)
+        self.shows(posted["id"])
+        shown = dialog(self.driver)
+        self.assertEqual(shown["title"], hostile["title"])
+        self.assertEqual(shown["message"], hostile["message"])
+        self.assertEqual([b["title"] for b in shown["buttons"]], [b["title"] for b in hostile["buttons"]])
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "#stage-content img, #stage-content script, #stage-content svg, #stage-content b"), [])
+        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata").get_attribute("textContent")
+        self.assertEqual(json.loads(metadata), hostile["metadata"])
+        self.assertIn('\n  "html": "<svg onload=alert(5)>"', metadata, "formatted JSON, as text")
+        # Answer it, so the title also goes through the history and the flash.
+        self.driver.find_element(By.CSS_SELECTOR, "button.action[data-index='0']").click()
+        until(self.driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{posted['id']}']"))
+        self.assertEqual(self.driver.find_element(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{posted['id']}'] .history-title").text, hostile["title"])
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "main img, main script, main b"), [])
+        with self.assertRaises(NoAlertPresentException):
+            self.driver.switch_to.alert
+        self.assertIsNone(self.driver.execute_script("return window.__pwned"))
+
+    def test_the_clients_view_lists_clients_and_a_fragment_opens_one(self):
+        daemon = Daemon()
+        try:
+            for _ in range(3):
+                daemon.post("kiosk-lobby", {"title": "Visitor at the front desk", "buttons": [{"title": "Let in"}, {"title": "Ignore", "style": "cancel"}]})
+            daemon.post("ops", DEPLOY)
+            idle = daemon.post("team-payments", {"title": "Refund 120 EUR?", "buttons": [{"title": "Refund"}]})
+            daemon.choose("team-payments", idle["id"], "Refund")
+            self.driver.get(daemon.base + "/")
+            until(self.driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#client-list li")) == 3)
+            cards = {li.get_attribute("data-client"): li.text for li in self.driver.find_elements(By.CSS_SELECTOR, "#client-list li")}
+            self.assertEqual(list(cards), ["kiosk-lobby", "ops", "team-payments"])
+            self.assertIn("3 pending", cards["kiosk-lobby"])
+            self.assertIn("alert displayed", cards["kiosk-lobby"])
+            self.assertIn("0 pending", cards["team-payments"])
+            self.assertIn("idle", cards["team-payments"])
+            screenshot(self.driver, "dashboard-clients.png")
+            # Live: a post elsewhere shows without reloading.
+            daemon.post("team-payments", {"title": "Refund 80 EUR?", "buttons": [{"title": "Refund"}]})
+            until(self.driver, lambda d: "1 pending" in d.find_element(By.CSS_SELECTOR, "li[data-client='team-payments']").text, 5)
+
+            self.driver.find_element(By.CSS_SELECTOR, "li[data-client='ops'] a").click()
+            until(self.driver, lambda d: d.current_url.endswith("#/clients/ops"))
+            until(self.driver, lambda d: (dialog(d) or {}).get("title") == DEPLOY["title"])
+            self.driver.back()
+            until(self.driver, lambda d: visible(d, "clients-view"))
+            # A kiosk opens a client directly.
+            self.driver.get(daemon.base + "/#/clients/kiosk-lobby")
+            until(self.driver, lambda d: (dialog(d) or {}).get("title") == "Visitor at the front desk")
+            self.assertEqual(text_of(self.driver, "crumb-client"), "kiosk-lobby")
+        finally:
+            daemon.cleanup()
+
+    def test_a_dropped_connection_reconnects_with_backoff_and_says_so(self):
+        daemon = Daemon()
+        try:
+            self.driver.get(daemon.base + "/#/clients/ops")
+            first = daemon.post("ops", {"title": "Before the restart", "buttons": [{"title": "OK"}]})
+            self.shows(first["id"])
+            self.assertEqual(daemon.terminate(), 0)
+            until(self.driver, lambda d: visible(d, "banner") and "Reconnecting" in text_of(d, "banner"), 5)
+            daemon = daemon.restart()
+            status, _ = daemon.choose("ops", first["id"], "OK")
+            self.assertEqual(status, 200)
+            second = daemon.post("ops", {"title": "After the restart", "buttons": [{"title": "OK"}]})
+            # Backoff is capped at 4 s: the page is back well within 6.
+            self.shows(second["id"], timeout=6)
+            until(self.driver, lambda d: "Reconnecting" not in (text_of(d, "banner") or ""), 1)
+        finally:
+            daemon.cleanup()
+
+    def test_a_phone_screen_fits_without_sideways_scrolling(self):
+        phone = browser(phone=True)
+        try:
+            phone.get(self.daemon.base + "/#/clients/phone")
+            self.assertEqual(phone.execute_script("return window.innerWidth"), 360)
+            posted = self.daemon.post("phone", {
+                "title": "Deploy build 1234 of payments-api to production in eu-west-1?",
+                "message": "12 commits, all green. Rollback: one click in the deploy history.",
+                "buttons": [{"title": "Deploy now"}, {"title": "Deploy at 18:00"}, {"title": "Cancel", "style": "cancel"}],
+            })
+            self.shows(posted["id"], driver=phone)
+            width = phone.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            self.assertLessEqual(width[0], width[1], "no horizontal scrolling at 360 px")
+            shown = dialog(phone)
+            self.assertGreaterEqual(shown["rect"]["x"], 0)
+            self.assertLessEqual(shown["rect"]["x"] + shown["rect"]["width"], 360)
+            screenshot(phone, "dashboard-phone.png")
+        finally:
+            phone.quit()
+
+    def test_a_wall_screen_gets_larger_text_and_the_history_beside_the_alert(self):
+        wall = browser(width=2560, height=1440)
+        try:
+            wall.get(self.daemon.base + "/#/clients/wall")
+            posted = self.daemon.post("wall", DEPLOY)
+            self.shows(posted["id"], driver=wall)
+            size = wall.execute_script("return parseFloat(getComputedStyle(document.documentElement).fontSize)")
+            self.assertGreater(size, 20)
+            stage, side = wall.execute_script(
+                "return ['.stage', '.side'].map((s) => document.querySelector(s).getBoundingClientRect().toJSON())")
+            self.assertLess(stage["right"], side["left"], "side by side")
+            self.assertAlmostEqual(stage["top"], side["top"], delta=2)
+        finally:
+            wall.quit()
+
+    def test_a_dark_room_gets_dark_colours(self):
+        dark = browser(dark=True)
+        try:
+            dark.get(self.daemon.base + "/#/clients/night")
+            posted = self.daemon.post("night", {**DEPLOY, "buttons": [
+                {"title": "Deploy"}, {"title": "Roll back", "style": "destructive"}, {"title": "Cancel", "style": "cancel"}]})
+            self.shows(posted["id"], driver=dark)
+            colours = dark.execute_script(
+                "const c = (e, p) => getComputedStyle(e)[p];"
+                "return [c(document.body, 'backgroundColor'), c(document.body, 'color'),"
+                " c(document.querySelector('[role=alertdialog]'), 'backgroundColor')]")
+
+            def luminance(css):
+                r, g, b = [int(float(p)) for p in css[css.index("(") + 1 : css.index(")")].split(",")[:3]]
+                return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+            body, text, panel = (luminance(c) for c in colours)
+            self.assertLess(body, 0.1, colours)
+            self.assertLess(panel, 0.25, colours)
+            self.assertGreater(text, 0.8, colours)
+            screenshot(dark, "dashboard-dark.png")
+        finally:
+            dark.quit()
+
+    def test_the_page_and_its_files_carry_their_headers_and_the_policy_holds(self):
+        with urllib.request.urlopen(self.daemon.base + "/") as response:
+            headers = response.headers
+            self.assertEqual(headers["Content-Type"], "text/html; charset=utf-8")
+            self.assertEqual(
+                headers["Content-Security-Policy"],
+                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+                "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+            self.assertEqual(headers["X-Content-Type-Options"], "nosniff")
+            self.assertEqual(headers["Referrer-Policy"], "no-referrer")
+            self.assertEqual(headers["Cache-Control"], "no-cache")
+            self.assertTrue(headers["ETag"].startswith('"'))
+        # A whole session: no script error, no policy violation.
+        self.driver.get_log("browser")
+        self.open("clean")
+        posted = self.daemon.post("clean", DEPLOY)
+        self.shows(posted["id"])
+        self.driver.find_element(By.CSS_SELECTOR, "button.action[data-index='0']").click()
+        until(self.driver, lambda d: dialog_id(d) is None)
+        self.assertEqual(severe_console_entries(self.driver), [])
+        # The policy is enforced: an inline script added to the page does not run.
+        ran = self.driver.execute_script(
+            "const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.append(s);"
+            "return window.__inline === 1")
+        self.assertFalse(ran)
+
+
+class TokenTests(unittest.TestCase):
+    """A daemon with tokens: the prompt, a wrong token, roles."""
+
+    CONSOLE = "alertd_console-secret-for-tests"
+    VIEWER = "alertd_viewer-secret-for-tests"
+    ADMIN = "alertd_admin-secret-for-tests"
+
+    @classmethod
+    def config(cls, console=True):
+        entries = token_entry("admin", cls.ADMIN, ["admin"]) + token_entry("wallboard", cls.VIEWER, ["read"], ["ops", "team-*"])
+        if console:
+            entries += token_entry("ops-console", cls.CONSOLE, ["read", "answer"], ["ops"])
+        return "auth:\n  tokens:\n" + entries
+
+    def setUp(self):
+        self.daemon = Daemon(self.config())
+        self.driver = browser()
+
+    def tearDown(self):
+        self.driver.quit()
+        self.daemon.cleanup()
+
+    def sign_in(self, token):
+        field = until(self.driver, lambda d: visible(d, "login-view") and d.find_element(By.ID, "token-input"))
+        field.clear()
+        field.send_keys(token)
+        self.driver.find_element(By.ID, "login-submit").click()
+
+    def test_the_page_asks_for_a_token_refuses_a_wrong_one_and_answers_with_the_right_one(self):
+        self.driver.get(self.daemon.base + "/#/clients/ops")
+        until(self.driver, lambda d: visible(d, "login-view"))
+        self.assertEqual(self.driver.switch_to.active_element.get_attribute("id"), "token-input")
+        self.assertFalse(visible(self.driver, "client-view"))
+        self.sign_in("alertd_not-a-token")
+        until(self.driver, lambda d: "not valid" in text_of(d, "login-error"))
+        self.assertTrue(visible(self.driver, "login-view"))
+        self.assertIsNone(self.driver.execute_script("return sessionStorage.getItem('alertd.token')"))
+
+        self.sign_in(self.CONSOLE)
+        until(self.driver, lambda d: visible(d, "client-view"))
+        self.assertEqual(text_of(self.driver, "identity"), "ops-console · read, answer")
+        self.assertEqual(self.driver.execute_script("return sessionStorage.getItem('alertd.token')"), self.CONSOLE)
+        posted = self.daemon.post("ops", DEPLOY, token=self.ADMIN)
+        until(self.driver, lambda d: dialog_id(d) == posted["id"])
+        self.driver.find_element(By.XPATH, "//button[.//span[text()='Deploy']]").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("ops", posted["id"], self.ADMIN))["result"] and a, 5, "the choice")
+        self.assertEqual(answered["result"]["decided_by"], "ops-console")
+        until(self.driver, lambda d: "ops-console" in d.find_element(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{posted['id']}'] .history-by").text)
+        # The token never travels in a URL, and a reload keeps it for this tab.
+        urls = self.driver.execute_script("return [location.href, ...performance.getEntriesByType('resource').map((e) => e.name)]")
+        self.assertTrue(urls and not any(self.CONSOLE in url for url in urls), urls)
+        self.driver.refresh()
+        until(self.driver, lambda d: visible(d, "client-view"))
+        self.assertFalse(visible(self.driver, "login-view"))
+
+    def test_a_read_only_token_sees_the_alert_with_its_buttons_disabled_and_a_note(self):
+        posted = self.daemon.post("ops", DEPLOY, token=self.ADMIN)
+        self.driver.get(self.daemon.base + "/#/clients/ops")
+        self.sign_in(self.VIEWER)
+        until(self.driver, lambda d: dialog_id(d) == posted["id"])
+        shown = dialog(self.driver)
+        self.assertTrue(shown["buttons"] and all(b["disabled"] for b in shown["buttons"]))
+        note = self.driver.find_element(By.CSS_SELECTOR, ".readonly-note").text
+        self.assertIn("wallboard", note)
+        self.assertIn("answer role", note)
+        ActionChains(self.driver).send_keys("1").send_keys(Keys.ENTER).perform()
+        # Still displayed: the API agrees nothing was chosen.
+        self.assertEqual(self.daemon.alert("ops", posted["id"], self.ADMIN)["state"], "displayed")
+        screenshot(self.driver, "dashboard-read-only.png")
+
+    def test_a_token_refused_later_brings_the_prompt_back(self):
+        self.driver.get(self.daemon.base + "/#/clients/ops")
+        self.sign_in(self.CONSOLE)
+        until(self.driver, lambda d: visible(d, "client-view") and "Nothing to answer" in text_of(d, "stage"))
+        self.daemon.reload(self.config(console=False))
+        # The page's next request after this post carries a token alertd no longer has.
+        self.daemon.post("ops", DEPLOY, token=self.ADMIN)
+        until(self.driver, lambda d: visible(d, "login-view"), 8)
+        self.assertIn("refused", text_of(self.driver, "login-error"))
+        self.assertIsNone(self.driver.execute_script("return sessionStorage.getItem('alertd.token')"))
+
+
+if __name__ == "__main__":
+    unittest.main()

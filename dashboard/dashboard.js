@@ -1,0 +1,863 @@
+// The alertd operator dashboard. Plain JavaScript, no build step, no library.
+//
+// Everything that comes from an alert (title, message, button titles, metadata,
+// token and client names) reaches the page through textContent, append(string)
+// or setAttribute on attributes that run nothing: it is never parsed as HTML. The
+// Content-Security-Policy (no inline script, no other origin) is the second wall.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "alertd.token";
+  /** Seconds a long-poll of `current` may park. */
+  const WAIT_SECONDS = 25;
+  /** Reconnect delays (ms), the last one repeating; each drawn from 75–100 % of its value. */
+  const BACKOFF = [500, 1000, 2000, 4000];
+  /** How often lists that have no long-poll (clients, the queue) are refreshed (ms). */
+  const CLIENTS_REFRESH = 2000;
+  const QUEUE_REFRESH = 3000;
+  const HISTORY_LIMIT = 200;
+  const HISTORY_ROWS = 25;
+  const DAY = 24 * 3600 * 1000;
+  const CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY),
+    /** The answer of /v1/whoami: {name, roles, clients, auth}. */
+    me: null,
+    /** Bumped whenever the view changes or the token goes: older loops stop. */
+    generation: 0,
+    controller: null,
+    /** The alert the client view shows (null: none; undefined: not known yet). */
+    shown: undefined,
+    /** The client's pending alerts in display order, from the last refresh. */
+    pending: [],
+    busy: false,
+    /** Server time minus browser time (ms), when they differ by more than the Date header's resolution. */
+    skew: 0,
+    countdownTimer: 0,
+  };
+
+  // MARK: - Building DOM without HTML
+
+  /** Children worth appending: strings become text nodes, never markup. */
+  const present = (children) => children.flat().filter((child) => child !== null && child !== undefined && child !== false);
+
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    setAttributes(node, attributes);
+    node.append(...present(children));
+    return node;
+  }
+
+  function svg(tag, attributes, ...children) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    setAttributes(node, attributes);
+    node.append(...present(children));
+    return node;
+  }
+
+  function replaceChildren(node, ...children) {
+    node.replaceChildren(...present(children));
+  }
+
+  function setAttributes(node, attributes) {
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "text") node.textContent = String(value);
+      else if (name === "class") node.setAttribute("class", value);
+      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+  }
+
+  function show(id, visible) {
+    $(id).hidden = !visible;
+  }
+
+  // MARK: - Talking to alertd
+
+  class HTTPError extends Error {
+    constructor(status, problem) {
+      super((problem && problem.detail) || `HTTP ${status}`);
+      this.status = status;
+      this.problem = problem;
+      this.retryAfter = 0;
+    }
+  }
+  /** The token is missing or refused: the prompt is back. */
+  class Unauthorized extends Error {}
+
+  /**
+   * One API request. The token travels only in the Authorization header.
+   * Resolves to the parsed JSON body, or null for 204; rejects with HTTPError,
+   * Unauthorized, a TypeError (network) or an AbortError.
+   */
+  async function api(path, options = {}) {
+    const headers = { Accept: "application/json" };
+    const token = options.token !== undefined ? options.token : state.token;
+    if (token) headers.Authorization = "Bearer " + token;
+    let body;
+    if (options.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(options.body);
+    }
+    const response = await fetch(path, {
+      method: options.method || "GET",
+      headers,
+      body,
+      signal: options.signal,
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+    noteServerClock(response);
+    const text = await response.text();
+    let data = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch (error) {
+        data = null;
+      }
+    }
+    if (response.status === 401) {
+      if (options.token === undefined) signedOut("alertd refused the token: enter one again.");
+      throw new Unauthorized((data && data.detail) || "unauthorized");
+    }
+    if (!response.ok) {
+      const error = new HTTPError(response.status, data);
+      error.retryAfter = Number(response.headers.get("Retry-After")) || 0;
+      throw error;
+    }
+    return response.status === 204 ? null : data;
+  }
+
+  function clientPath(client, rest) {
+    return "/v1/clients/" + encodeURIComponent(client) + "/alerts" + (rest || "");
+  }
+
+  /** The Date header has a resolution of one second: correct only clocks that are clearly off. */
+  function noteServerClock(response) {
+    const date = Date.parse(response.headers.get("Date") || "");
+    if (Number.isNaN(date)) return;
+    const skew = date + 500 - Date.now();
+    state.skew = Math.abs(skew) > 2000 ? skew : 0;
+  }
+
+  const serverNow = () => Date.now() + state.skew;
+
+  const isAbort = (error) => error && error.name === "AbortError";
+  const isNetwork = (error) =>
+    error instanceof TypeError || (error instanceof HTTPError && [429, 502, 503, 504].includes(error.status));
+
+  /** Waits `ms`, or less when the view changes meanwhile. */
+  function sleep(ms, generation) {
+    return new Promise((resolve) => {
+      const signal = state.controller.signal;
+      if (generation !== state.generation || signal.aborted) {
+        resolve();
+        return;
+      }
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done);
+    });
+  }
+
+  // MARK: - Connection banner and backoff
+
+  let failures = 0;
+
+  function backoffDelay(error) {
+    const base = BACKOFF[Math.min(failures, BACKOFF.length - 1)];
+    failures += 1;
+    const retryAfter = error instanceof HTTPError ? error.retryAfter * 1000 : 0;
+    return Math.max(base * (0.75 + Math.random() * 0.25), Math.min(retryAfter, 10000));
+  }
+
+  function connectionLost(error, delay) {
+    const banner = $("banner");
+    const reason = error instanceof HTTPError ? `alertd answered ${error.status}` : "connection to alertd lost";
+    banner.textContent = `Reconnecting… (${reason}; next try in ${Math.max(1, Math.round(delay / 1000))} s)`;
+    banner.className = "banner warning";
+    banner.hidden = false;
+  }
+
+  function connected() {
+    if (failures === 0) return;
+    failures = 0;
+    const banner = $("banner");
+    banner.textContent = "Connected again.";
+    banner.className = "banner ok";
+    banner.hidden = false;
+    setTimeout(() => {
+      if (failures === 0) banner.hidden = true;
+    }, 2000);
+  }
+
+  // MARK: - Views and routing
+
+  function route() {
+    const match = /^#\/clients\/([^/?#]+)\/?$/.exec(location.hash);
+    if (match) {
+      let client = "";
+      try {
+        client = decodeURIComponent(match[1]);
+      } catch (error) {
+        client = match[1];
+      }
+      return { view: "client", client };
+    }
+    return { view: "clients" };
+  }
+
+  /** Stops every loop of the previous view. */
+  function stopLoops() {
+    state.generation += 1;
+    if (state.controller) state.controller.abort();
+    state.controller = new AbortController();
+    clearInterval(state.countdownTimer);
+    state.countdownTimer = 0;
+    return state.generation;
+  }
+
+  function showOnly(view) {
+    for (const id of ["loading", "login-view", "clients-view", "client-view"]) show(id, id === view);
+  }
+
+  function render() {
+    if (!state.me) return;
+    const generation = stopLoops();
+    const where = route();
+    renderIdentity();
+    if (where.view === "client") {
+      $("crumb-client").textContent = where.client;
+      show("crumb-client", true);
+      document.title = `${where.client} · alertd`;
+      showOnly("client-view");
+      followClient(where.client, generation);
+    } else {
+      show("crumb-client", false);
+      document.title = "Clients · alertd";
+      showOnly("clients-view");
+      followClients(generation);
+    }
+  }
+
+  function renderIdentity() {
+    const me = state.me;
+    const identity = $("identity");
+    if (!me.auth) {
+      identity.textContent = "open: no tokens configured";
+      show("sign-out", false);
+    } else {
+      identity.textContent = `${me.name} · ${me.roles.join(", ")}`;
+      identity.title = `clients: ${me.clients.join(", ")}`;
+      show("sign-out", true);
+    }
+  }
+
+  const canAnswer = () => state.me && (state.me.roles.includes("answer") || state.me.roles.includes("admin"));
+
+  // MARK: - Sign in
+
+  async function start() {
+    showOnly("loading");
+    for (;;) {
+      try {
+        state.me = await api("/v1/whoami", { token: state.token || null });
+        connected();
+        render();
+        return;
+      } catch (error) {
+        if (error instanceof Unauthorized) {
+          signedOut(state.token ? "alertd refused the stored token: enter one again." : "");
+          return;
+        }
+        const delay = backoffDelay(error);
+        connectionLost(error, delay);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  function signedOut(message) {
+    stopLoops();
+    state.token = null;
+    state.me = null;
+    state.shown = undefined;
+    sessionStorage.removeItem(TOKEN_KEY);
+    $("identity").textContent = "";
+    show("sign-out", false);
+    showOnly("login-view");
+    $("login-error").textContent = message || "";
+    $("login-submit").disabled = false;
+    const input = $("token-input");
+    input.value = "";
+    input.focus();
+  }
+
+  async function signIn(event) {
+    event.preventDefault();
+    const token = $("token-input").value.trim();
+    if (!token) {
+      $("login-error").textContent = "Enter a token.";
+      return;
+    }
+    $("login-submit").disabled = true;
+    $("login-error").textContent = "";
+    try {
+      const me = await api("/v1/whoami", { token });
+      state.token = token;
+      state.me = me;
+      sessionStorage.setItem(TOKEN_KEY, token);
+      $("token-input").value = "";
+      render();
+    } catch (error) {
+      $("login-error").textContent =
+        error instanceof Unauthorized
+          ? "That token is not valid."
+          : `alertd cannot be reached (${error.message}); try again.`;
+      $("token-input").select();
+    } finally {
+      $("login-submit").disabled = false;
+    }
+  }
+
+  // MARK: - Clients
+
+  async function followClients(generation) {
+    $("example-origin").textContent = location.origin;
+    while (generation === state.generation) {
+      let delay = CLIENTS_REFRESH;
+      try {
+        const data = await api("/v1/clients", { signal: state.controller.signal });
+        if (generation !== state.generation) return;
+        connected();
+        $("clients-error").textContent = "";
+        renderClients(data.clients);
+      } catch (error) {
+        if (isAbort(error) || error instanceof Unauthorized) return;
+        if (isNetwork(error)) {
+          delay = backoffDelay(error);
+          connectionLost(error, delay);
+        } else {
+          $("clients-error").textContent = `Cannot list clients: ${error.message}`;
+        }
+      }
+      await sleep(delay, generation);
+    }
+  }
+
+  function renderClients(clients) {
+    const list = $("client-list");
+    const sorted = [...clients].sort((a, b) => a.client.localeCompare(b.client));
+    replaceChildren(
+      list,
+      ...sorted.map((summary) => {
+        const live = summary.displayed !== null;
+        return el(
+          "li",
+          { "data-client": summary.client },
+          el(
+            "a",
+            { class: "client-card card", href: "#/clients/" + encodeURIComponent(summary.client) },
+            el("span", { class: "client-name", text: summary.client }),
+            el("span", { class: "client-pending", text: `${summary.pending} pending` }),
+            el("span", { class: live ? "client-state live" : "client-state idle", text: live ? "alert displayed" : "idle" }),
+          ),
+        );
+      }),
+    );
+    show("clients-empty", clients.length === 0);
+  }
+
+  function openClient(event) {
+    event.preventDefault();
+    const input = $("open-client-input");
+    const client = input.value.trim();
+    if (!CLIENT_ID.test(client)) {
+      $("clients-error").textContent = "A client id is 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit.";
+      return;
+    }
+    input.value = "";
+    location.hash = "#/clients/" + encodeURIComponent(client);
+  }
+
+  // MARK: - One client
+
+  async function followClient(client, generation) {
+    $("client-title").textContent = client;
+    $("client-error").textContent = "";
+    $("client-summary").textContent = "";
+    $("flash").textContent = "";
+    state.shown = undefined;
+    state.pending = [];
+    renderStage(client, null);
+    renderQueue([]);
+    renderHistory([]);
+    if (!CLIENT_ID.test(client)) {
+      $("client-error").textContent = `“${client}” is not a client id.`;
+      return;
+    }
+    refreshQueue(client, generation);
+    refreshHistory(client, generation);
+    followQueue(client, generation);
+    let after = "";
+    while (generation === state.generation) {
+      try {
+        // The first look answers at once; then each long-poll parks until the displayed alert is another.
+        const query = state.shown === undefined ? "" : `?wait=${WAIT_SECONDS}&after=${encodeURIComponent(after)}`;
+        const alert = await api(clientPath(client, "/current" + query), { signal: state.controller.signal });
+        if (generation !== state.generation) return;
+        connected();
+        const id = alert ? alert.id : "";
+        if (state.shown === undefined || id !== after) {
+          const previous = state.shown;
+          after = id;
+          state.shown = alert;
+          renderStage(client, alert);
+          if (previous && previous.id !== id) reportPrevious(client, previous, generation);
+          refreshQueue(client, generation);
+          refreshHistory(client, generation);
+        }
+      } catch (error) {
+        if (isAbort(error) || error instanceof Unauthorized) return;
+        if (isNetwork(error)) {
+          const delay = backoffDelay(error);
+          connectionLost(error, delay);
+          await sleep(delay, generation);
+        } else {
+          // 400 or 403: retrying will not help.
+          $("client-error").textContent = `Cannot follow ${client}: ${error.message}`;
+          return;
+        }
+      }
+    }
+  }
+
+  /** The displayed alert left: say how (answered here or elsewhere, dismissed, expired, withdrawn, covered). */
+  async function reportPrevious(client, previous, generation) {
+    try {
+      const alert = await api(clientPath(client, "/" + encodeURIComponent(previous.id)), { signal: state.controller.signal });
+      if (generation !== state.generation) return;
+      $("flash").textContent = describeDecision(alert);
+    } catch (error) {
+      // The history shows it anyway.
+    }
+  }
+
+  function describeDecision(alert) {
+    const title = `“${alert.title}”`;
+    const result = alert.result;
+    if (!result) return `${title} is queued again behind a newer alert.`;
+    const by = result.decided_by ? ` by ${result.decided_by}` : "";
+    switch (result.outcome) {
+      case "answered":
+        return `${title} was answered “${result.button}”${by}.`;
+      case "withdrawn":
+        return `${title} was withdrawn${by}.`;
+      default:
+        return `${title} was ${result.outcome}.`;
+    }
+  }
+
+  /** The queue has no long-poll: it is refreshed every few seconds, and the history's "x min ago" every 30 s. */
+  async function followQueue(client, generation) {
+    for (let tick = 1; generation === state.generation; tick += 1) {
+      await sleep(QUEUE_REFRESH, generation);
+      if (generation !== state.generation) return;
+      await refreshQueue(client, generation);
+      if (tick % 10 === 0) refreshHistory(client, generation);
+    }
+  }
+
+  async function refreshQueue(client, generation) {
+    try {
+      const data = await api(clientPath(client, "?limit=100"), { signal: state.controller.signal });
+      if (generation !== state.generation) return;
+      const before = new Set(state.pending.map((alert) => alert.id));
+      state.pending = data.alerts;
+      renderQueue(data.alerts, data.next_cursor !== null);
+      renderPosition();
+      // Something left the queue without being displayed (withdrawn, expired): it is history now.
+      const now = new Set(data.alerts.map((alert) => alert.id));
+      for (const id of before) {
+        if (!now.has(id) && (!state.shown || state.shown.id !== id)) {
+          refreshHistory(client, generation);
+          break;
+        }
+      }
+    } catch (error) {
+      // The long-poll reports connection trouble; the queue catches up on the next refresh.
+    }
+  }
+
+  async function refreshHistory(client, generation) {
+    try {
+      const query = `?state=answered,dismissed,expired,withdrawn&limit=${HISTORY_LIMIT}`;
+      const data = await api(clientPath(client, query), { signal: state.controller.signal });
+      if (generation !== state.generation) return;
+      renderHistory(data.alerts);
+    } catch (error) {
+      // As above.
+    }
+  }
+
+  // MARK: - The alert
+
+  /** Buttons in the order people expect: the cancel button set apart, last. */
+  function orderedButtons(alert) {
+    const buttons = alert.buttons.map((button, index) => ({ ...button, index }));
+    return [...buttons.filter((b) => b.style !== "cancel"), ...buttons.filter((b) => b.style === "cancel")];
+  }
+
+  function renderStage(client, alert) {
+    clearInterval(state.countdownTimer);
+    state.countdownTimer = 0;
+    state.busy = false;
+    const stage = $("stage");
+    const content = $("stage-content");
+    if (!alert) {
+      stage.className = "stage idle";
+      replaceChildren(
+        content,
+        el(
+          "div",
+          { class: "idle-message" },
+          el("p", { class: "idle-title", text: state.shown === undefined ? "Loading…" : "Nothing to answer" }),
+          el("p", { class: "muted", text: `New alerts for ${client} appear here as they are posted.` }),
+        ),
+      );
+      renderPosition();
+      return;
+    }
+    const sheet = alert.style === "action_sheet";
+    stage.className = sheet ? "stage sheet-stage" : "stage alert-stage";
+    const ordered = orderedButtons(alert);
+    const mayAnswer = canAnswer();
+    const makeButton = (button, position) =>
+      el(
+        "button",
+        {
+          type: "button",
+          class: `action ${button.style}`,
+          "data-index": button.index,
+          "data-style": button.style,
+          disabled: !mayAnswer,
+          onclick: () => choose(client, alert, button),
+        },
+        position < 9 ? el("kbd", { class: "key", "aria-hidden": "true", text: String(position + 1) }) : null,
+        el("span", { class: "action-title", text: button.title }),
+      );
+    const buttonElements = ordered.map(makeButton);
+
+    const body = el(
+      "div",
+      { class: "dialog-body" },
+      el("h2", { id: "dialog-title", class: "dialog-title", text: alert.title }),
+      alert.message ? el("p", { id: "dialog-message", class: "dialog-message", text: alert.message }) : null,
+      alert.metadata ? el("pre", { class: "dialog-metadata", "aria-label": "metadata", text: JSON.stringify(alert.metadata, null, 2) }) : null,
+      alert.buttons.length === 0 ? countdownElement() : null,
+    );
+    const note = mayAnswer
+      ? null
+      : el("p", {
+          class: "readonly-note",
+          text: `Read only: token ${state.me.name} (roles: ${state.me.roles.join(", ")}) may not answer; that needs the answer role.`,
+        });
+
+    let dialog;
+    const dialogAttributes = {
+      role: "alertdialog",
+      "aria-modal": "false",
+      "aria-labelledby": "dialog-title",
+      "aria-describedby": alert.message ? "dialog-message" : null,
+      tabindex: "-1",
+      "data-alert-id": alert.id,
+      "data-style": alert.style,
+    };
+    if (sheet) {
+      // An action sheet: a vertical list of actions anchored at the bottom, the cancel button in its own group below.
+      const cancel = buttonElements.filter((b) => b.dataset.style === "cancel");
+      const actions = buttonElements.filter((b) => b.dataset.style !== "cancel");
+      dialog = el(
+        "div",
+        { ...dialogAttributes, class: "dialog sheet" },
+        el("div", { class: "sheet-group" }, body, actions.length ? el("div", { class: "actions vertical" }, actions) : null, note),
+        cancel.length ? el("div", { class: "sheet-group sheet-cancel" }, el("div", { class: "actions vertical" }, cancel)) : null,
+      );
+    } else {
+      // An alert: centered; two buttons side by side, otherwise stacked.
+      const layout = buttonElements.length === 2 ? "horizontal" : "vertical";
+      dialog = el(
+        "div",
+        { ...dialogAttributes, class: "dialog alert" },
+        body,
+        buttonElements.length ? el("div", { class: `actions ${layout}` }, buttonElements) : null,
+        note,
+      );
+    }
+    replaceChildren(content, dialog);
+    renderPosition();
+    if (alert.buttons.length === 0) startCountdown(alert);
+    if ($("login-view").hidden) dialog.focus({ preventScroll: true });
+  }
+
+  function renderPosition() {
+    const position = $("stage-position");
+    const summary = $("client-summary");
+    const alert = state.shown;
+    const pendingCount = state.pending.length;
+    summary.textContent = `${pendingCount} pending`;
+    if (!alert) {
+      position.textContent = "";
+      return;
+    }
+    const total = Math.max(pendingCount, 1);
+    const behind = Math.max(pendingCount - 1, 0);
+    const parts = [`1 of ${total}`, behind === 0 ? "nothing queued behind" : `${behind} queued behind`];
+    if (alert.priority !== 0) parts.push(`priority ${alert.priority}`);
+    if (alert.expires_at) parts.push(`expires ${relativeFuture(Date.parse(alert.expires_at))}`);
+    position.textContent = parts.join(" · ");
+  }
+
+  function countdownElement() {
+    return el(
+      "div",
+      { class: "countdown" },
+      el("span", { id: "countdown-text", class: "countdown-text" }),
+      el("progress", { id: "countdown-bar", max: "1000", value: "1000" }),
+    );
+  }
+
+  function startCountdown(alert) {
+    const total = (alert.dismiss_after || 0) * 1000;
+    const shownAt = Date.parse(alert.displayed_at || alert.created_at);
+    const tick = () => {
+      const text = $("countdown-text");
+      const bar = $("countdown-bar");
+      if (!text || !bar) return;
+      const left = Math.max(0, Math.min(total, shownAt + total - serverNow()));
+      const seconds = Math.ceil(left / 1000);
+      text.textContent = left > 0 ? `Dismissed in ${seconds} s` : "Dismissing…";
+      text.dataset.remaining = String(seconds);
+      bar.value = total > 0 ? Math.round((left / total) * 1000) : 0;
+    };
+    tick();
+    state.countdownTimer = setInterval(tick, 200);
+  }
+
+  async function choose(client, alert, button) {
+    if (state.busy || !canAnswer() || !state.shown || state.shown.id !== alert.id) return;
+    state.busy = true;
+    const buttons = document.querySelectorAll("#stage-content button.action");
+    for (const b of buttons) b.disabled = true;
+    const generation = state.generation;
+    try {
+      const answered = await api(clientPath(client, "/" + encodeURIComponent(alert.id) + "/choice"), {
+        method: "POST",
+        body: { button_index: button.index },
+        signal: state.controller.signal,
+      });
+      if (generation !== state.generation) return;
+      // The long-poll brings the next alert; until then this one stays, its buttons disabled.
+      $("flash").textContent = `You answered “${answered.result.button}” to “${answered.title}”.`;
+    } catch (error) {
+      if (isAbort(error) || error instanceof Unauthorized) return;
+      if (generation !== state.generation) return;
+      const problem = error.problem || {};
+      if (problem.code === "already-decided" && problem.alert) {
+        $("flash").textContent = "Too late: " + describeDecision(problem.alert);
+      } else {
+        $("flash").textContent = `The choice was not recorded: ${error.message}`;
+        if (state.shown && state.shown.id === alert.id) {
+          state.busy = false;
+          for (const b of buttons) b.disabled = false;
+        }
+      }
+    }
+  }
+
+  function onKey(event) {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.isComposing) return;
+    if ($("client-view").hidden || !$("login-view").hidden) return;
+    const target = event.target;
+    if (target instanceof Element && target.closest("input, textarea, select")) return;
+    const dialog = document.querySelector("#stage-content [role=alertdialog]");
+    if (!dialog) return;
+    const buttons = [...dialog.querySelectorAll("button.action")];
+    let chosen = null;
+    if (/^[1-9]$/.test(event.key)) {
+      chosen = buttons[Number(event.key) - 1] || null;
+    } else if (event.key === "Escape") {
+      chosen = buttons.find((b) => b.dataset.style === "cancel") || null;
+    } else if (event.key === "Enter") {
+      // A focused button or link answers Enter itself.
+      if (target instanceof Element && target.closest("button, a")) return;
+      chosen = [...buttons].sort((a, b) => a.dataset.index - b.dataset.index).find((b) => b.dataset.style === "default") || null;
+    } else {
+      return;
+    }
+    if (!chosen) return;
+    event.preventDefault();
+    if (!chosen.disabled) chosen.click();
+  }
+
+  // MARK: - Queue and history
+
+  function renderQueue(alerts, more) {
+    const queued = alerts.filter((alert) => alert.state === "queued");
+    replaceChildren(
+      $("queue-list"),
+      ...queued.map((alert) =>
+        el(
+          "li",
+          { "data-alert-id": alert.id },
+          el("span", { class: "queue-title", text: alert.title }),
+          el("span", { class: "muted", text: alert.priority !== 0 ? ` priority ${alert.priority}` : "" }),
+        ),
+      ),
+      more ? el("li", { class: "muted", text: "and more…" }) : null,
+    );
+    show("queue-empty", queued.length === 0);
+  }
+
+  /** How long a person took: from when the alert was displayed (else created) to its decision. */
+  function tookMs(alert) {
+    const from = Date.parse(alert.displayed_at || alert.created_at);
+    return Math.max(0, Date.parse(alert.decided_at) - from);
+  }
+
+  function renderHistory(alerts) {
+    // The list comes newest-created first; people read it by decision time.
+    const decided = [...alerts].sort((a, b) => Date.parse(b.decided_at) - Date.parse(a.decided_at));
+    replaceChildren(
+      $("history-body"),
+      ...decided.slice(0, HISTORY_ROWS).map((alert) => {
+        const result = alert.result || {};
+        const decidedAt = Date.parse(alert.decided_at);
+        return el(
+          "tr",
+          { "data-alert-id": alert.id, "data-outcome": result.outcome },
+          el("td", { title: alert.decided_at, text: relativePast(decidedAt) }),
+          el("td", { class: "history-title", text: alert.title }),
+          el("td", null, el("span", { class: `outcome ${result.outcome}`, text: result.outcome })),
+          el("td", { class: "history-button", text: result.button === null || result.button === undefined ? "—" : result.button }),
+          el("td", { class: "history-by", text: result.decided_by || "—" }),
+          el("td", { class: "history-took", text: formatDuration(tookMs(alert)) }),
+        );
+      }),
+    );
+    show("history-empty", decided.length === 0);
+    show("history-table", decided.length > 0);
+    renderChart(decided);
+  }
+
+  /** Time to answer over the last day: one dot per answered alert, drawn as SVG. */
+  function renderChart(decided) {
+    const chart = $("chart");
+    const now = serverNow();
+    const answered = decided
+      .filter((alert) => alert.state === "answered" && now - Date.parse(alert.decided_at) <= DAY)
+      .map((alert) => ({ alert, at: Date.parse(alert.decided_at), took: tookMs(alert) }));
+    const width = 600;
+    const height = 180;
+    const left = 58;
+    const right = 12;
+    const top = 12;
+    const bottom = 28;
+    const plotWidth = width - left - right;
+    const plotHeight = height - top - bottom;
+    const maxTook = niceCeiling(Math.max(1000, ...answered.map((point) => point.took)));
+    const x = (at) => left + ((at - (now - DAY)) / DAY) * plotWidth;
+    const y = (took) => top + plotHeight - (took / maxTook) * plotHeight;
+
+    const parts = [];
+    for (const fraction of [0, 0.5, 1]) {
+      const value = maxTook * fraction;
+      parts.push(svg("line", { class: "grid", x1: left, x2: width - right, y1: y(value), y2: y(value) }));
+      parts.push(svg("text", { class: "axis-label", x: left - 6, y: y(value) + 4, "text-anchor": "end" }, formatDuration(value)));
+    }
+    for (let hoursAgo = 24; hoursAgo >= 0; hoursAgo -= 6) {
+      const at = now - hoursAgo * 3600 * 1000;
+      parts.push(svg("line", { class: "tick", x1: x(at), x2: x(at), y1: top + plotHeight, y2: top + plotHeight + 4 }));
+      parts.push(
+        svg("text", { class: "axis-label", x: x(at), y: height - 8, "text-anchor": "middle" }, hoursAgo === 0 ? "now" : `−${hoursAgo} h`),
+      );
+    }
+    for (const point of answered) {
+      parts.push(
+        svg(
+          "circle",
+          { class: "point", cx: x(point.at).toFixed(1), cy: y(point.took).toFixed(1), r: 4, "data-alert-id": point.alert.id },
+          svg("title", null, `${point.alert.title}: ${formatDuration(point.took)}`),
+        ),
+      );
+    }
+    replaceChildren(chart, parts);
+    const caption = $("chart-caption");
+    if (answered.length === 0) {
+      caption.textContent = "Time to answer, last 24 hours: no answers yet.";
+    } else {
+      const sorted = answered.map((point) => point.took).sort((a, b) => a - b);
+      const median = sorted[Math.floor((sorted.length - 1) / 2)];
+      caption.textContent =
+        `Time to answer, last 24 hours: ${answered.length} answer${answered.length === 1 ? "" : "s"}, ` +
+        `median ${formatDuration(median)}, slowest ${formatDuration(sorted[sorted.length - 1])}.`;
+    }
+  }
+
+  function niceCeiling(ms) {
+    const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400, 604800];
+    for (const seconds of steps) if (ms <= seconds * 1000) return seconds * 1000;
+    return Math.ceil(ms / 604800000) * 604800000;
+  }
+
+  // MARK: - Formatting
+
+  function formatDuration(ms) {
+    const seconds = ms / 1000;
+    if (seconds < 10) return `${Math.round(seconds * 10) / 10} s`;
+    if (seconds < 60) return `${Math.round(seconds)} s`;
+    const minutes = Math.floor(seconds / 60);
+    if (minutes < 60) {
+      const rest = Math.round(seconds - minutes * 60);
+      return rest ? `${minutes} min ${rest} s` : `${minutes} min`;
+    }
+    const hours = Math.floor(minutes / 60);
+    if (hours < 48) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+    return `${Math.round(hours / 24)} d`;
+  }
+
+  function relativePast(at) {
+    const ms = serverNow() - at;
+    if (ms < 45000) return "just now";
+    if (ms < 3600000) return `${Math.round(ms / 60000)} min ago`;
+    if (ms < DAY) return `${Math.round(ms / 3600000)} h ago`;
+    return new Date(at).toLocaleString();
+  }
+
+  function relativeFuture(at) {
+    const ms = at - serverNow();
+    if (ms <= 0) return "now";
+    return "in " + formatDuration(ms);
+  }
+
+  // MARK: - Start
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("login-form").addEventListener("submit", signIn);
+    $("open-client").addEventListener("submit", openClient);
+    $("sign-out").addEventListener("click", () => signedOut("Signed out."));
+    document.addEventListener("keydown", onKey);
+    window.addEventListener("hashchange", render);
+    start();
+  });
+})();
