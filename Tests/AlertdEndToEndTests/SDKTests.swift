@@ -25,9 +25,15 @@ struct SDKTests {
         daemon.stderrText.split(separator: "\n").filter { $0.contains("msg=request") && $0.contains("path=\(path) ") }.count
     }
 
-    /// The displayed alert's id on `client`, once there is one (a long-poll without `after`).
-    static func awaitDisplayed(_ daemon: Daemon, _ client: String) async throws -> String {
-        try #require(try await AlertdClient(url: daemon.baseURL).current(on: client, wait: 20)?.id)
+    /// The displayed alert's id on `client`, once there is one: long-polls without `after`, again
+    /// and again if the daemon's `max_wait_seconds` is short.
+    static func awaitDisplayed(_ daemon: Daemon, _ client: String, timeout: Double = 20) async throws -> String {
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            if let id = try await alertd.current(on: client, wait: 20)?.id { return id }
+        }
+        throw DaemonError("nothing displayed on \(client) after \(timeout) s", exitStatus: nil, stderr: daemon.stderrText)
     }
 
     /// Waits until `count` requests are parked, from `/readyz`.
