@@ -54,6 +54,7 @@ public enum Application {
             configuration: HTTPServerConfiguration(
                 listen: listen,
                 maxConnections: config.limits.maxConnections,
+                readTimeoutSeconds: config.limits.readTimeoutSeconds,
                 maxBodyBytes: config.limits.maxBodyBytes, tls: tls),
             handler: handler, logger: logger)
         try server.start()
@@ -410,6 +411,7 @@ final class Reloader: Sendable {
         if new.durability != old.durability { atStart.append("durability") }
         if new.limits.maxBodyBytes != old.limits.maxBodyBytes { atStart.append("limits.max_body_bytes") }
         if new.limits.maxConnections != old.limits.maxConnections { atStart.append("limits.max_connections") }
+        if new.limits.readTimeoutSeconds != old.limits.readTimeoutSeconds { atStart.append("limits.read_timeout_seconds") }
         if new.limits.maxPendingPerClient != old.limits.maxPendingPerClient { atStart.append("limits.max_pending_per_client") }
         if new.clients != old.clients { atStart.append("clients") }
         if new.alertRules != old.alertRules { atStart.append("alerts") }

@@ -59,6 +59,8 @@ public struct Config: Sendable {
         public var maxWaitSeconds = 60
         public var maxWaiters = 20_000
         public var maxConnections = 30_000
+        /// Seconds a connection has to deliver a whole request, from opening or from its previous answer.
+        public var readTimeoutSeconds: Double = 30
         /// Requests a second per token, on average; nil: no rate limit.
         public var ratePerSecond: Double?
         /// Requests a token may make at once; defaults to one second's worth (at least 1).
@@ -136,13 +138,14 @@ extension Config {
         if let limits = try root.section("limits") {
             try limits.only([
                 "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
-                "rate_per_second", "rate_burst",
+                "rate_per_second", "rate_burst", "read_timeout_seconds",
             ])
             if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v }
             if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v }
             if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v }
             if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v }
             if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v }
+            if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v }
             if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v }
             if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v }
             if config.limits.rateBurst != nil, config.limits.ratePerSecond == nil {

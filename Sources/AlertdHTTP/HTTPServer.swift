@@ -22,6 +22,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionMemoryLimit: Int
     /// An idle connection (not a parked waiter) is closed after this long.
     public var connectionTimeoutSeconds: Int
+    /// A connection must deliver a whole request (header and body) within this
+    /// many seconds of opening or of its previous answer, or it is closed: this
+    /// bounds slow-header (slowloris) and slow-body clients, which libmicrohttpd's
+    /// idle timeout alone does not (each trickled byte resets it), and idle
+    /// keep-alive connections. A request being answered or parked is not timed.
+    public var readTimeoutSeconds: Double
     /// A request body is refused with 413 once it would exceed this.
     public var maxBodyBytes: Int
     /// Serve HTTPS with this certificate chain and key (PEM); nil: plain HTTP.
@@ -43,9 +49,11 @@ public struct HTTPServerConfiguration: Sendable {
         maxConnections: Int = 30_000,
         connectionMemoryLimit: Int = 8 * 1024,
         connectionTimeoutSeconds: Int = 120,
+        readTimeoutSeconds: Double = 30,
         maxBodyBytes: Int = 64 * 1024,
         tls: TLSMaterial? = nil
     ) {
+        self.readTimeoutSeconds = readTimeoutSeconds
         self.tls = tls
         self.listen = listen
         self.threads = threads
@@ -83,11 +91,14 @@ public final class HTTPServer: Sendable {
     /// Requests whose connection is suspended, so a shutdown can answer them.
     private let suspendedResponders = Mutex<[ObjectIdentifier: Responder]>([:])
     private let draining = Atomic<Bool>(false)
+    /// Deadlines of connections reading a request; see ``HTTPServerConfiguration/readTimeoutSeconds``.
+    let readDeadlines: ReadDeadlines
 
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger) {
         self.configuration = configuration
         self.handler = handler
         self.logger = logger
+        readDeadlines = ReadDeadlines(timeout: configuration.readTimeoutSeconds)
         tlsStrings = configuration.tls.map { (strdup($0.certificatePEM)!, strdup($0.keyPEM)!) }
     }
 
@@ -152,6 +163,7 @@ public final class HTTPServer: Sendable {
             throw error
         }
         daemons.withLock { $0 = started }
+        readDeadlines.start()
         logger.debug("http server started", metadata: ["address": "\(boundAddress)", "threads": "\(threads)"])
     }
 
@@ -189,8 +201,13 @@ public final class HTTPServer: Sendable {
         return DaemonHandle(pointer: daemon)
     }
 
-    func connection(opened: Bool) {
+    func connection(_ connection: OpaquePointer, opened: Bool) {
         openConnections.add(opened ? 1 : -1, ordering: .relaxed)
+        if opened {
+            readDeadlines.opened(connection, fd: alertd_connection_fd(connection))
+        } else {
+            readDeadlines.closed(connection)
+        }
     }
 
     /// Stops accepting connections; requests already read go on. From then on
@@ -219,6 +236,7 @@ public final class HTTPServer: Sendable {
             return handles
         }
         for handle in handles { MHD_stop_daemon(handle.pointer) }
+        readDeadlines.stop()
     }
 
     // MARK: - The access handler, on an MHD thread
@@ -300,7 +318,8 @@ public final class HTTPServer: Sendable {
             return .YES
         }
 
-        // The request is complete.
+        // The request is complete: from here on the connection waits for us, not for the client.
+        readDeadlines.requestRead(connection)
         if context.tooLarge {
             context.phase = .answered
             return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
@@ -331,7 +350,9 @@ public final class HTTPServer: Sendable {
         return .YES
     }
 
-    fileprivate func completed(_ contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    fileprivate func completed(_ connection: OpaquePointer?, _ contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        // Answered: the next request on this connection has its own time to arrive.
+        if let connection { readDeadlines.answered(connection) }
         guard let contextSlot, let raw = contextSlot.pointee else { return }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextSlot.pointee = nil
@@ -509,14 +530,14 @@ private let accessHandler: MHD_AccessHandlerCallback = {
 }
 
 /// MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1 (microhttpd.h).
-private let connectionNotified: MHD_NotifyConnectionCallback = { cls, _, _, code in
-    guard let cls else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connection(opened: code.rawValue == 0)
+private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connection(connection, opened: code.rawValue == 0)
 }
 
-private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, contextSlot, _ in
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, contextSlot, _ in
     guard let cls else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(contextSlot)
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(connection, contextSlot)
 }
 
 @_cdecl("alertd_http_log")

@@ -38,4 +38,11 @@ static inline struct MHD_Daemon *alertd_start_daemon(unsigned int flags,
                             MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
+/// The connection's socket (MHD_get_connection_info is variadic).
+static inline int alertd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
+}
+
 #endif
