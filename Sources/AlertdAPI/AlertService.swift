@@ -333,6 +333,22 @@ final class AlertService: Sendable {
         return next
     }
 
+    /// New client settings from a reload: limits apply from the next post; a changed
+    /// policy reorders its queue and, when it displays another alert, that change is
+    /// committed and published like any other.
+    func reconfigure(_ settings: QueueSettings) {
+        let now = clock.now()
+        state.withLock { state in
+            let change = state.board.reconfigure(settings, now: now)
+            let displays = Self.displays(change, state.board)
+            guard !change.saved.isEmpty else { return }
+            submitDecision(writes(for: change, &state, now: now)) { [self] result in
+                if case .failure = result { return }
+                finish(change, displays: displays) { _ in () }
+            }
+        }
+    }
+
     private func runTicker() {
         while ticker.sleep(until: fireDeadlines(), clock: clock) {}
     }

@@ -402,6 +402,7 @@ final class Reloader: Sendable {
         service.replaceConfigWebhooks(with: Application.configWebhooks(new, at: service.clock.now()))
         service.update(
             maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters, retentionSeconds: new.retentionSeconds)
+        if new.queueSettings != old.queueSettings { service.reconfigure(new.queueSettings) }
         LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
         current.withLock { $0 = new }
 
@@ -412,8 +413,6 @@ final class Reloader: Sendable {
         if new.limits.maxBodyBytes != old.limits.maxBodyBytes { atStart.append("limits.max_body_bytes") }
         if new.limits.maxConnections != old.limits.maxConnections { atStart.append("limits.max_connections") }
         if new.limits.readTimeoutSeconds != old.limits.readTimeoutSeconds { atStart.append("limits.read_timeout_seconds") }
-        if new.limits.maxPendingPerClient != old.limits.maxPendingPerClient { atStart.append("limits.max_pending_per_client") }
-        if new.clients != old.clients { atStart.append("clients") }
         if new.alertRules != old.alertRules { atStart.append("alerts") }
         let (a, b) = (new.callbacks, old.callbacks)
         if a.signingSecret != b.signingSecret || a.timeout != b.timeout || a.maxAge != b.maxAge

@@ -84,7 +84,7 @@ struct Before {
 /// saying what to persist, which displays changed and what became terminal.
 /// The caller serialises access (one lock) and writes changes in that order.
 public struct AlertBoard: Sendable {
-    public let settings: QueueSettings
+    public private(set) var settings: QueueSettings
     public let rules: AlertRules
     /// Pending alerts, plus decided ones until their commit is in flight.
     private var alerts = AlertTable()
@@ -338,6 +338,28 @@ public struct AlertBoard: Sendable {
         if let dismissAt = restored.dismissAt {
             deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
         }
+    }
+
+    /// Takes new client settings (a config reload). A limit applies from the next post;
+    /// a queue whose policy changed is reordered the new policy's way, and when that
+    /// policy displays another alert (stack: a newer one of at least equal priority),
+    /// the change says so, like any other display change.
+    public mutating func reconfigure(_ newSettings: QueueSettings, now: Timestamp) -> BoardChange {
+        let old = settings
+        settings = newSettings
+        var change = BoardChange()
+        var before = Before()
+        for client in queues.keys.sorted() where old[client].policy != newSettings[client].policy {
+            let queue = queues[client]!
+            var rebuilt = ClientQueue(policy: newSettings[client].policy)
+            if let displayed = queue.displayed { rebuilt.restore(displayed, displayed: true) }
+            for entry in queue.inDisplayOrder where entry != queue.displayed { rebuilt.restore(entry, displayed: false) }
+            let display = rebuilt.normalize()
+            queues[client] = rebuilt
+            apply(display, on: client, now: now, into: &change, &before)
+        }
+        finish(&change, before)
+        return change
     }
 
     // MARK: - Internals

@@ -97,6 +97,37 @@ struct ReloadTests {
         #expect(daemon.waitForLines(containing: "level=debug", count: 1))
     }
 
+    @Test("client policies and limits change on SIGHUP: a switch to stack displays the newest at once and wakes its waiters")
+    func clientPolicies() throws {
+        let daemon = try Daemon.start(.init(config: "clients:\n  ops: { policy: fifo }\n"))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let older = try http.postAlert("ops", #"{"title": "older", "buttons": [{"title": "ok"}]}"#)
+        let newer = try http.postAlert("ops", #"{"title": "newer", "buttons": [{"title": "ok"}]}"#)
+        #expect(newer["state"] as? String == "queued")
+        let parked = try ParkedRequests(
+            port: daemon.port, count: 1, method: "GET", path: "/v1/clients/ops/alerts/current?wait=30&after=\(id(older))")
+        try http.awaitWaiters(1)
+
+        try daemon.rewriteConfig("clients:\n  ops: { policy: stack, max_pending: 2 }\n")
+        daemon.sendSignal(SIGHUP)
+        #expect(daemon.waitForLines(containing: "msg=\"config reloaded\"", count: 1))
+        #expect(!daemon.stderrText.contains("changed_at_next_start"))
+
+        let answers = try parked.awaitAll(timeout: 10)
+        #expect(try answers.first?.jsonObject()["id"] as? String == id(newer))
+        let current = try http.get("/v1/clients/ops/alerts/current").jsonObject()
+        #expect(current["id"] as? String == id(newer) && current["position"] as? Int == 0)
+        #expect(try http.get("/v1/clients/ops/alerts/\(id(older))").jsonObject()["state"] as? String == "queued")
+        let full = try http.post("/v1/clients/ops/alerts", json: #"{"title": "third"}"#)
+        #expect(try full.status == 429 && full.jsonObject()["code"] as? String == "queue-full")
+
+        // The new display was committed: a restart shows the same.
+        let again = try daemon.restart()
+        defer { again.cleanup() }
+        #expect(try again.client().get("/v1/clients/ops/alerts/current").jsonObject()["id"] as? String == id(newer))
+    }
+
     @Test("a broken config is refused with a line naming the problem; the running one stays")
     func brokenConfigRefused() throws {
         let config = "auth:\n  tokens:\n" + tokenEntry("keeper", "keep-secret", roles: "read")
