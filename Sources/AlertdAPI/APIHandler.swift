@@ -107,7 +107,7 @@ final class APIHandler: HTTPHandler {
         case .found(let endpoint, let permission):
             do {
                 if let principal { try Self.authorize(principal, permission, endpoint) }
-                try dispatch(endpoint, request, principal, respond)
+                try dispatch(endpoint, request, principal, requestID, respond)
             } catch let problem as Problem {
                 answer.now(render(problem))
             } catch {
@@ -136,7 +136,9 @@ final class APIHandler: HTTPHandler {
         }
     }
 
-    private func dispatch(_ endpoint: Endpoint, _ request: HTTPRequest, _ principal: Principal?, _ reply: @escaping Reply) throws {
+    private func dispatch(
+        _ endpoint: Endpoint, _ request: HTTPRequest, _ principal: Principal?, _ requestID: String, _ reply: @escaping Reply
+    ) throws {
         func respond(now response: HTTPResponse) { reply { response } }
         switch endpoint {
         case .healthz:
@@ -251,7 +253,7 @@ final class APIHandler: HTTPHandler {
             try Self.check(client: client)
             _ = try Query(request, allowed: [])
             let id = try Self.alertID(idText, client: client)
-            service.decide(.withdraw, id: id, client: client, by: principal?.name) { [self] result in
+            service.decide(.withdraw, id: id, client: client, by: principal?.name, requestID: requestID) { [self] result in
                 reply { [self] in alertResponse(result) }
             }
 
@@ -261,7 +263,7 @@ final class APIHandler: HTTPHandler {
             try Self.requireJSON(request)
             let selection = try Self.selection(request.body)
             let id = try Self.alertID(idText, client: client)
-            service.decide(.choose(selection), id: id, client: client, by: principal?.name) { [self] result in
+            service.decide(.choose(selection), id: id, client: client, by: principal?.name, requestID: requestID) { [self] result in
                 reply { [self] in alertResponse(result) }
             }
 

@@ -219,7 +219,7 @@ final class AlertService: Sendable {
     }
 
     func decide(
-        _ decision: Decision, id: AlertID, client: String, by decider: String?,
+        _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String? = nil,
         respond: @escaping @Sendable (Result<Alert, Problem>) -> Void
     ) {
         let now = clock.now()
@@ -262,7 +262,7 @@ final class AlertService: Sendable {
                     }
                     if let next = state.board.nextDeadline { ticker.poke(at: next) }
                     let displays = Self.displays(change, state.board)
-                    submitDecision(writes(for: change, &state, now: now)) { [self] result in
+                    submitDecision(writes(for: change, &state, now: now, requestID: requestID)) { [self] result in
                         if case .failure(let error) = result { return respond(.failure(Self.storeProblem(error))) }
                         finish(change, displays: displays) { _ in () }
                         respond(.success(alert))
@@ -621,7 +621,7 @@ final class AlertService: Sendable {
     /// The writes of a change: its alerts, and for each alert it decided, the
     /// event with one delivery per target (§5) — in the same write set, so in
     /// the same transaction as the terminal state.
-    private func writes(for change: BoardChange, _ state: inout State, now: Timestamp) -> [StoreWrite] {
+    private func writes(for change: BoardChange, _ state: inout State, now: Timestamp, requestID: String? = nil) -> [StoreWrite] {
         var writes: [StoreWrite] = change.saved.map { .alert($0) }
         for alert in change.decided {
             var deliveries: [OutboxDelivery] = []
@@ -631,9 +631,9 @@ final class AlertService: Sendable {
                         OutboxDelivery(id: "dl_" + state.deliveryIDs.next(at: now).description, target: url, webhookID: nil, secret: secret)
                     )
                 } else {
-                    logger.warning(
-                        "callback_url not called: callbacks.signing_secret is not set",
-                        metadata: ["alert": "\(alert.id)", "client": "\(alert.client)"])
+                    var metadata: Logger.Metadata = ["alert": "\(alert.id)", "client": "\(alert.client)"]
+                    if let requestID { metadata["request_id"] = "\(requestID)" }
+                    logger.warning("callback_url not called: callbacks.signing_secret is not set", metadata: metadata)
                 }
             }
             for webhook in state.webhooks[alert.client] ?? [] {

@@ -36,4 +36,24 @@ struct RequestLogTests {
         #expect(try daemon.terminate() == 0)
         #expect(!daemon.stderrText.contains("request_id=quiet-1"))
     }
+
+    @Test("a warning logged while answering a request carries that request's id")
+    func warningsCarryTheRequestID() throws {
+        let first = try Daemon.start(.init(config: "callbacks: { signing_secret: s3cret }\n"))
+        defer { first.cleanup() }
+        let alert = try first.client().postAlert(
+            "ops", #"{"title": "T", "buttons": [{"title": "ok"}], "callback_url": "http://127.0.0.1:1/cb"}"#)
+        // Restarted without callbacks.signing_secret: the callback cannot be signed, and the choice says so.
+        try first.rewriteConfig("log: { level: info }\n")
+        let daemon = try first.restart()
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let chosen = try http.post(
+            "/v1/clients/ops/alerts/\(id(alert))/choice", json: #"{"button": "ok"}"#, headers: [("X-Request-Id", "choice-7")])
+        #expect(chosen.status == 200)
+        try daemon.waitForStderr(containing: "request_id=choice-7")
+        let line = try #require(daemon.stderrText.split(separator: "\n").first { $0.contains("request_id=choice-7") })
+        let fields = Daemon.logfmtFields(String(line))
+        #expect(fields["level"] == "warning" && fields["msg"]?.contains("signing_secret") == true && fields["alert"] == id(alert))
+    }
 }
