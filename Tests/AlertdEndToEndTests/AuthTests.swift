@@ -102,6 +102,60 @@ struct AuthTests {
         #expect(try http.post("/v1/clients/ops/webhooks", json: hook, headers: as_("root")).status == 201)
     }
 
+    /// §7's table, route by route: the role each /v1 route needs (webhooks, reading them too, are admin's).
+    static let permissionTable: [(method: String, path: String, body: String?, needs: String)] = [
+        ("GET", "/v1/clients", nil, "read"),
+        ("GET", "/v1/whoami", nil, "read"),
+        ("POST", "/v1/clients/{c}/alerts", #"{"title": "T"}"#, "post"),
+        ("GET", "/v1/clients/{c}/alerts", nil, "read"),
+        ("GET", "/v1/clients/{c}/alerts/current", nil, "read"),
+        ("GET", "/v1/clients/{c}/alerts/01M00000000000000000000000", nil, "read"),
+        ("DELETE", "/v1/clients/{c}/alerts/01M00000000000000000000000", nil, "post"),
+        ("POST", "/v1/clients/{c}/alerts/01M00000000000000000000000/choice", #"{"button": "x"}"#, "answer"),
+        ("GET", "/v1/clients/{c}/alerts/01M00000000000000000000000/deliveries", nil, "read"),
+        ("POST", "/v1/clients/{c}/webhooks", #"{"url": "http://127.0.0.1:9/hook"}"#, "admin"),
+        ("GET", "/v1/clients/{c}/webhooks", nil, "admin"),
+        ("GET", "/v1/clients/{c}/webhooks/wh_x", nil, "admin"),
+        ("DELETE", "/v1/clients/{c}/webhooks/wh_x", nil, "admin"),
+    ]
+
+    /// What each role grants (§7): read reads; post and answer add their own; admin everything.
+    static let grants: [String: Set<String>] = [
+        "read": ["read"], "post": ["read", "post"], "answer": ["read", "answer"], "admin": ["read", "post", "answer", "admin"],
+    ]
+
+    @Test("the auth matrix: every role × every /v1 route × a client in its glob and one outside it")
+    func matrix() throws {
+        var secrets: [String: String] = [:]
+        var config = "auth:\n  tokens:\n"
+        for role in Self.grants.keys.sorted() {
+            let (secret, entry) = try newToken(role + "-token", roles: role, clients: "ops-*")
+            secrets[role] = secret
+            config += entry
+        }
+        let daemon = try Daemon.start(.init(config: config))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        for role in Self.grants.keys.sorted() {
+            let headers = Self.bearer(secrets[role])
+            for route in Self.permissionTable {
+                for client in ["ops-1", "db"] {
+                    let path = route.path.replacingOccurrences(of: "{c}", with: client)
+                    let names = route.path.contains("{c}")
+                    let allowed = Self.grants[role]!.contains(route.needs) && (!names || client == "ops-1")
+                    let typed = route.body == nil ? headers : headers + [("Content-Type", "application/json")]
+                    let response = try http.request(route.method, path, headers: typed, body: route.body.map { Array($0.utf8) })
+                    if allowed {
+                        #expect(response.status != 403 && response.status != 401, "\(role) \(route.method) \(path): \(response.status)")
+                    } else {
+                        #expect(response.status == 403, "\(role) \(route.method) \(path): \(response.status)")
+                        #expect(try response.jsonObject()["code"] as? String == "forbidden")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("without tokens alertd refuses a non-loopback address unless allow_anonymous; with tokens it serves there")
     func exposure() throws {
         var options = Daemon.Options(config: "log: { level: info }\n")
