@@ -69,6 +69,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let client: HTTPClient
     private let resolver: CachingResolver
     private let keys = Mutex<[String: WebhookKey]>([:])
+    /// Targets parsed and checked by name; see `check(_:)`.
+    private let targets = Mutex<[String: CheckedTarget]>([:])
     private let committer: GroupCommitter
     private let clock: any WallClock
     private let settings: Settings
@@ -204,15 +206,17 @@ public final class DeliveryWorker: @unchecked Sendable {
         let startedAt = clock.now()
         // The attempt's deadline covers resolving the name and connecting too.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
-        guard let url = TargetURL(delivery.target) else {
+        let checked = check(delivery.target)
+        guard let url = checked.url else {
             return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt, on: nil)
         }
-        // A denied name is refused before anyone is asked to resolve it.
-        if let refusal = settings.deny.refuses(host: url.host, addresses: []) {
+        // A denied name (or address literal) is refused before anyone is asked to resolve it.
+        if let refusal = checked.refusal {
             return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt, on: nil)
         }
         resolve(url, on: eventLoop, deadline: deadline).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
-            if let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
+            // A literal was checked with its address above; a name's addresses are checked now, every time.
+            if url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
                 return eventLoop.makeSucceededFuture(.failed(reason: "refused: " + refusal))
             }
             return send(delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, on: eventLoop)
@@ -295,6 +299,25 @@ public final class DeliveryWorker: @unchecked Sendable {
             }
         }
         return post(addresses)
+    }
+
+    /// A target parsed and checked against the deny list (by name, and by address for a
+    /// literal) once: the same few targets are attempted over and over. What a name
+    /// resolves to is checked at every attempt, after resolution.
+    private func check(_ target: String) -> CheckedTarget {
+        if let hit = targets.withLock({ $0[target] }) { return hit }
+        let url = TargetURL(target)
+        let checked = CheckedTarget(url: url, refusal: url.flatMap { settings.deny.refuses(host: $0.host, addresses: []) })
+        targets.withLock { targets in
+            if targets.count >= 4096 { targets.removeAll(keepingCapacity: true) }
+            targets[target] = checked
+        }
+        return checked
+    }
+
+    private struct CheckedTarget: Sendable {
+        var url: TargetURL?
+        var refusal: String?
     }
 
     /// The key of a secret, decoded once: a handful of secrets sign every attempt.

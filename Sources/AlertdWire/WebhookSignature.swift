@@ -13,6 +13,9 @@ import Foundation  // Crypto takes its input as Foundation's DataProtocol.
 public struct WebhookKey: Sendable {
     /// The HMAC key.
     let bytes: [UInt8]
+    /// HMAC-SHA256 already keyed with `bytes`: each signature starts from a copy of it
+    /// instead of hashing the key's pads again.
+    let keyed: KeyedHMAC
 
     /// The prefix that marks a secret holding base64 key bytes.
     public static let secretPrefix = "whsec_"
@@ -31,7 +34,15 @@ public struct WebhookKey: Sendable {
             guard !secret.isEmpty else { throw .empty }
             bytes = Array(secret.utf8)
         }
+        keyed = KeyedHMAC(HMAC<SHA256>(key: SymmetricKey(data: bytes)))
     }
+}
+
+/// A keyed HMAC state. Guarantee relied on for `@unchecked Sendable`: `HMAC` is a value
+/// type, never mutated in place here; every use takes a copy (`var mac = keyed.initial`).
+struct KeyedHMAC: @unchecked Sendable {
+    let initial: HMAC<SHA256>
+    init(_ initial: HMAC<SHA256>) { self.initial = initial }
 }
 
 /// Why a webhook secret cannot key signatures. The secret itself never
@@ -81,7 +92,7 @@ public enum WebhookSignature {
 
     /// The raw HMAC-SHA256 over `"<id>.<timestamp>.<body>"`.
     public static func mac(id: String, timestamp: Int64, body: some Collection<UInt8>, key: WebhookKey) -> [UInt8] {
-        var hmac = HMAC<SHA256>(key: SymmetricKey(data: key.bytes))
+        var hmac = key.keyed.initial
         hmac.update(data: Array("\(id).\(timestamp).".utf8))
         let hashed: Void? = body.withContiguousStorageIfAvailable { hmac.update(data: UnsafeRawBufferPointer($0)) }
         if hashed == nil { hmac.update(data: Array(body)) }
