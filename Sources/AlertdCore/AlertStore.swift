@@ -141,6 +141,12 @@ public enum StoreWrite: Sendable {
     /// Records a delivery attempt and the delivery's new state (ignored if the
     /// alert was purged meanwhile).
     case attempt(AttemptRecord)
+
+    /// A delivery attempt's record: nothing a user was told depends on its fsync.
+    public var isAttempt: Bool {
+        if case .attempt = self { return true }
+        return false
+    }
 }
 
 /// What the daemon restores on start.

@@ -15,9 +15,11 @@ public enum Durability: String, Sendable {
 public final class SQLiteStore: AlertStore {
     public static let fileName = "alertd.sqlite"
     let pool: DatabasePool
+    let durability: Durability
 
     /// Opens (creating and migrating) the database in `directory`.
     public init(directory: String, durability: Durability) throws {
+        self.durability = durability
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.label = "alertd"
@@ -161,87 +163,108 @@ public final class SQLiteStore: AlertStore {
         }
     }
 
+    /// Commits `writes` in one transaction.
+    ///
+    /// A batch of delivery attempts alone is committed without its own fsync even with
+    /// `durability: full`: the WAL is written (a crash of alertd loses nothing) and the
+    /// next fsynced commit, or a checkpoint, makes it durable with everything before it.
+    /// A power loss in between can forget those attempts, and the deliveries are sent
+    /// again — at least once, as §5 says; the deliveries themselves, written with their
+    /// decision, are never lost. Attempts come in thousands a second when a receiver
+    /// drains a backlog; an fsync per batch of them would buy nothing a user can see.
     public func commit(_ writes: [StoreWrite]) throws {
-        try pool.write { db in
-            for write in writes {
-                switch write {
-                case .client(let id, let createdAt):
-                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO clients (id, created_at) VALUES (?, ?)")
-                        .execute(arguments: [id, createdAt.milliseconds])
-                case .alert(let alert):
-                    let statement = try db.cachedStatement(sql: Self.upsertAlert)
-                    statement.setUncheckedArguments(Self.arguments(alert))
-                    try statement.execute()
-                case .idempotency(let record):
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT OR REPLACE INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
-                            VALUES (?, ?, ?, ?, ?)
-                            """
-                    ).execute(arguments: [
-                        record.client, record.key, record.alertID.description, Data(record.bodyDigest),
-                        record.createdAt.milliseconds,
-                    ])
-                case .webhook(let webhook):
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO webhooks (id, client, url, secret, created_at) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [webhook.id, webhook.client, webhook.url, webhook.secret, webhook.createdAt.milliseconds])
-                case .deleteWebhook(let id):
-                    try db.execute(sql: "DELETE FROM webhooks WHERE id = ?", arguments: [id])
-                case .event(let event):
-                    try db.execute(
-                        sql: "INSERT INTO events (id, alert_id, client, type, created_at, body) VALUES (?, ?, ?, ?, ?, ?)",
-                        arguments: [
-                            event.id, event.alertID.description, event.client, event.type, event.createdAt.milliseconds,
-                            Data(event.body),
-                        ])
-                    for delivery in event.deliveries {
-                        try db.execute(
-                            sql: """
-                                INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at)
-                                VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)
-                                """,
-                            arguments: [
-                                delivery.id, event.id, event.alertID.description, delivery.target, delivery.webhookID,
-                                delivery.secret, event.createdAt.milliseconds,
-                            ])
-                    }
-                case .attempt(let record):
-                    // One way only: an attempt counts while its delivery is pending and
-                    // still there (a purge may have taken it); a settled delivery, or an
-                    // attempt number already recorded, is never overwritten.
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT OR IGNORE INTO delivery_attempts (delivery_id, number, at, status_code, error)
-                            SELECT id, ?, ?, ?, ? FROM deliveries WHERE id = ? AND state = 'pending'
-                            """
-                    ).execute(arguments: [
-                        record.number, record.attempt.at.milliseconds, record.attempt.statusCode, record.attempt.error,
-                        record.deliveryID,
-                    ])
-                    try db.cachedStatement(
-                        sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ? AND state = 'pending'"
-                    ).execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
-                case .purge(let decidedBefore, let keysBefore):
-                    // Events, deliveries and attempts go with their alert; an alert
-                    // with a delivery still pending stays until it is settled
-                    // (retention shorter than callbacks.max_age loses nothing).
-                    let purged = """
-                        SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?
-                        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')
+        guard durability == .full, !writes.isEmpty, writes.allSatisfy(\.isAttempt) else {
+            return try pool.write { db in try Self.apply(writes, db) }
+        }
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            try db.inTransaction {
+                try Self.apply(writes, db)
+                return .commit
+            }
+        }
+    }
+
+    private static func apply(_ writes: [StoreWrite], _ db: Database) throws {
+        for write in writes {
+            switch write {
+            case .client(let id, let createdAt):
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO clients (id, created_at) VALUES (?, ?)")
+                    .execute(arguments: [id, createdAt.milliseconds])
+            case .alert(let alert):
+                let statement = try db.cachedStatement(sql: Self.upsertAlert)
+                statement.setUncheckedArguments(Self.arguments(alert))
+                try statement.execute()
+            case .idempotency(let record):
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
+                        VALUES (?, ?, ?, ?, ?)
                         """
+                ).execute(arguments: [
+                    record.client, record.key, record.alertID.description, Data(record.bodyDigest),
+                    record.createdAt.milliseconds,
+                ])
+            case .webhook(let webhook):
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO webhooks (id, client, url, secret, created_at) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [webhook.id, webhook.client, webhook.url, webhook.secret, webhook.createdAt.milliseconds])
+            case .deleteWebhook(let id):
+                try db.execute(sql: "DELETE FROM webhooks WHERE id = ?", arguments: [id])
+            case .event(let event):
+                try db.execute(
+                    sql: "INSERT INTO events (id, alert_id, client, type, created_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        event.id, event.alertID.description, event.client, event.type, event.createdAt.milliseconds,
+                        Data(event.body),
+                    ])
+                for delivery in event.deliveries {
                     try db.execute(
                         sql: """
-                            DELETE FROM delivery_attempts WHERE delivery_id IN
-                                (SELECT id FROM deliveries WHERE alert_id IN (\(purged)))
+                            INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at)
+                            VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)
                             """,
-                        arguments: [decidedBefore.milliseconds])
-                    try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
-                    try db.execute(sql: "DELETE FROM events WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
-                    try db.execute(sql: "DELETE FROM alerts WHERE id IN (\(purged))", arguments: [decidedBefore.milliseconds])
-                    try db.execute(
-                        sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
+                        arguments: [
+                            delivery.id, event.id, event.alertID.description, delivery.target, delivery.webhookID,
+                            delivery.secret, event.createdAt.milliseconds,
+                        ])
                 }
+            case .attempt(let record):
+                // One way only: an attempt counts while its delivery is pending and
+                // still there (a purge may have taken it); a settled delivery, or an
+                // attempt number already recorded, is never overwritten.
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR IGNORE INTO delivery_attempts (delivery_id, number, at, status_code, error)
+                        SELECT id, ?, ?, ?, ? FROM deliveries WHERE id = ? AND state = 'pending'
+                        """
+                ).execute(arguments: [
+                    record.number, record.attempt.at.milliseconds, record.attempt.statusCode, record.attempt.error,
+                    record.deliveryID,
+                ])
+                try db.cachedStatement(
+                    sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ? AND state = 'pending'"
+                ).execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
+            case .purge(let decidedBefore, let keysBefore):
+                // Events, deliveries and attempts go with their alert; an alert
+                // with a delivery still pending stays until it is settled
+                // (retention shorter than callbacks.max_age loses nothing).
+                let purged = """
+                    SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')
+                    """
+                try db.execute(
+                    sql: """
+                        DELETE FROM delivery_attempts WHERE delivery_id IN
+                            (SELECT id FROM deliveries WHERE alert_id IN (\(purged)))
+                        """,
+                    arguments: [decidedBefore.milliseconds])
+                try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
+                try db.execute(sql: "DELETE FROM events WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
+                try db.execute(sql: "DELETE FROM alerts WHERE id IN (\(purged))", arguments: [decidedBefore.milliseconds])
+                try db.execute(
+                    sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
             }
         }
     }

@@ -47,6 +47,8 @@ struct OutboxStoreTests {
                         deliveryID: "msg_1-dl2", number: 1, attempt: DeliveryAttempt(at: created, statusCode: 410, error: nil),
                         state: .failed, nextAttemptAt: nil)),
             ])
+            // Attempts alone are committed without their own fsync; the writer is back at FULL after.
+            #expect(try store.synchronousLevel() == 2)
         }
         let store = try SQLiteStore(directory: dir.path, durability: .full)
         let pending = try store.pendingDeliveries()
