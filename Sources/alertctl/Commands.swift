@@ -162,11 +162,7 @@ struct Choose: AsyncParsableCommand {
 
     @OptionGroup var connection: Connection
 
-    @Argument(help: "The client.")
-    var client: String
-
-    @Argument(help: "The alert's id.")
-    var id: String
+    @OptionGroup var target: AlertArgument
 
     @Argument(help: "The button's title (or its index with --index).")
     var button: String
@@ -183,7 +179,7 @@ struct Choose: AsyncParsableCommand {
             } else {
                 choice = .title(button)
             }
-            let alert = try await connection.run { try await $0.choose(on: client, id: id, choice) }
+            let alert = try await connection.run { try await $0.choose(on: target.client, id: target.id, choice) }
             if connection.json { connection.print(json: alert) } else { print(Text.summary(alert)) }
         }
     }
@@ -194,18 +190,14 @@ struct Get: AsyncParsableCommand {
 
     @OptionGroup var connection: Connection
 
-    @Argument(help: "The client.")
-    var client: String
-
-    @Argument(help: "The alert's id.")
-    var id: String
+    @OptionGroup var target: AlertArgument
 
     @Option(name: .long, help: "Wait up to this many seconds for it to be terminal.")
     var wait: Int?
 
     func run() async throws {
         try await guarded {
-            let alert = try await connection.run { try await $0.alert(on: client, id: id, wait: wait) }
+            let alert = try await connection.run { try await $0.alert(on: target.client, id: target.id, wait: wait) }
             if connection.json { connection.print(json: alert) } else { print(Text.details(alert)) }
         }
     }
@@ -260,15 +252,11 @@ struct Withdraw: AsyncParsableCommand {
 
     @OptionGroup var connection: Connection
 
-    @Argument(help: "The client.")
-    var client: String
-
-    @Argument(help: "The alert's id.")
-    var id: String
+    @OptionGroup var target: AlertArgument
 
     func run() async throws {
         try await guarded {
-            let alert = try await connection.run { try await $0.withdraw(on: client, id: id) }
+            let alert = try await connection.run { try await $0.withdraw(on: target.client, id: target.id) }
             if connection.json { connection.print(json: alert) } else { print(Text.summary(alert)) }
         }
     }
@@ -370,15 +358,11 @@ struct Deliveries: AsyncParsableCommand {
 
     @OptionGroup var connection: Connection
 
-    @Argument(help: "The client.")
-    var client: String
-
-    @Argument(help: "The alert's id.")
-    var id: String
+    @OptionGroup var target: AlertArgument
 
     func run() async throws {
         try await guarded {
-            let deliveries = try await connection.run { try await $0.deliveries(on: client, id: id) }
+            let deliveries = try await connection.run { try await $0.deliveries(on: target.client, id: target.id) }
             if connection.json {
                 connection.print(json: ["deliveries": deliveries])
                 return
@@ -394,4 +378,13 @@ struct Deliveries: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// `CLIENT ID`: the alert a command acts on.
+struct AlertArgument: ParsableArguments {
+    @Argument(help: "The client.")
+    var client: String
+
+    @Argument(help: "The alert's id.")
+    var id: String
 }
