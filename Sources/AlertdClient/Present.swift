@@ -123,8 +123,14 @@ extension AlertdClient: AlertPresenting {
     /// let alert = try await alerts.presentUntilTerminal(NewAlert(title: "Approve?", buttons: [.default("Yes")]), on: "ops")
     /// print(alert.result?.decidedBy ?? "nobody", alert.decidedAt!)
     /// ```
-    public func presentUntilTerminal(_ alert: NewAlert, on client: String) async throws -> AlertResource {
-        let key = UUID().uuidString
+    ///
+    /// - Parameter idempotencyKey: the key to post with; by default a new UUID. Give your own
+    ///   to make a whole run of a script safe to repeat: a second run with the same key within
+    ///   24 h waits for the same alert instead of asking again.
+    public func presentUntilTerminal(
+        _ alert: NewAlert, on client: String, idempotencyKey: String? = nil
+    ) async throws -> AlertResource {
+        let key = idempotencyKey ?? UUID().uuidString
         var current = try await postRetrying(alert, to: client, key: key)
         var failures = 0
         while true {

@@ -54,7 +54,9 @@ struct Post: AsyncParsableCommand {
     @Option(name: .long, help: "A JSON object echoed back with the alert.")
     var metadata: String?
 
-    @Option(name: .customLong("idempotency-key"), help: "Posting again with this key returns the first alert.")
+    @Option(
+        name: .customLong("idempotency-key"),
+        help: "Posting again with this key within 24 h returns (with --wait: waits for) the first alert.")
     var idempotencyKey: String?
 
     @Flag(name: .long, help: "Wait until the alert is answered, dismissed, expired or withdrawn.")
@@ -75,7 +77,9 @@ struct Post: AsyncParsableCommand {
     private func postAndWait(_ alert: NewAlert) async throws {
         let alertd = try connection.client()
         // Ctrl-C or SIGTERM cancels the wait, and cancelling withdraws the alert.
-        let task = Task { try await alertd.presentUntilTerminal(alert, on: client) }
+        let task = Task { [client, idempotencyKey] in
+            try await alertd.presentUntilTerminal(alert, on: client, idempotencyKey: idempotencyKey)
+        }
         let interrupts = Interrupts { task.cancel() }
         defer { interrupts.stop() }
         let terminal: AlertResource

@@ -100,6 +100,25 @@ struct AlertctlTests {
         #expect(withdrawn.status == 2 && withdrawn.stdout == "withdrawn\n", "\(withdrawn)")
     }
 
+    @Test("post --wait with an idempotency key run twice asks once: the second run waits for the same alert")
+    func waitIsIdempotent() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: daemon.baseURL)
+        let arguments = ["post", "ops", "--title", "Deploy 9?", "--button", "Go", "--idempotency-key", "deploy-9", "--wait"]
+        let first = try ctl.start(arguments)
+        let id = try await SDKTests.awaitDisplayed(daemon, "ops")
+        let second = try ctl.start(arguments)
+        try await SDKTests.awaitWaiters(daemon, 2)
+        _ = try await AlertdClient(url: daemon.baseURL).choose(on: "ops", id: id, button: "Go")
+        for run in [first, second] {
+            let result = try await run.finish()
+            #expect(result.status == 0 && result.stdout == "Go\n", "\(result)")
+        }
+        let all = try daemon.client().get("/v1/clients/ops/alerts?state=queued,displayed,answered").jsonObject()
+        #expect((all["alerts"] as? [Any])?.count == 1)
+    }
+
     @Test("Ctrl-C while waiting withdraws the alert and exits 130")
     func interruptWithdraws() async throws {
         let daemon = try Daemon.start()
