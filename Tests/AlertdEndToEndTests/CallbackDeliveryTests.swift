@@ -219,10 +219,10 @@ struct CallbackDeliveryTests {
 
     @Test("a receiver that is down for a while, then back, gets every event once")
     func receiverDownThenBack() throws {
-        // A port nothing listens on yet: bind a receiver to learn one, then stop it.
-        let probe = try WebhookReceiver.start()
-        let port = probe.port
-        probe.stop()
+        // A port nothing listens on yet, held by a bound socket that does not listen (connections
+        // to it are refused) so that no other test's receiver takes it while it is down.
+        let placeholder = try ReservedPort()
+        let port = placeholder.port
         let url = "http://127.0.0.1:\(port)/hook"
         let daemon = try Daemon.start(.init(config: config(webhooks: [("ops", url)], retryInitial: 0.2, retryMax: 0.5)))
         defer { daemon.cleanup() }
@@ -237,6 +237,7 @@ struct CallbackDeliveryTests {
         let refused = try deliveries(http, "ops", alertIDs[0]) { attempts($0.first ?? [:]).count >= 2 }
         #expect(attempts(refused[0]).allSatisfy { ($0["error"] as? String)?.isEmpty == false && $0["status_code"] is NSNull })
 
+        placeholder.release()
         let hook = try WebhookReceiver.start(port: port)
         defer { hook.stop() }
         let received = try hook.waitForRequestsBlocking(count: 20, timeout: 30)
@@ -362,4 +363,32 @@ struct CallbackDeliveryTests {
         let list = try deliveries(second.client(), "ops", id(alert)) { $0.first?["state"] as? String == "delivered" }
         #expect(list.first?["state"] as? String == "delivered")
     }
+}
+
+/// A TCP port on 127.0.0.1 bound but not listening: connections to it are refused, and no
+/// other socket can bind it until ``release()``.
+final class ReservedPort {
+    let port: Int
+    private var fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard fd >= 0, bound else { throw DaemonError("cannot reserve a port: errno \(errno)", exitStatus: nil, stderr: "") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func release() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    deinit { release() }
 }
