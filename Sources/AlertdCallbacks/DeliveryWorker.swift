@@ -283,7 +283,7 @@ public final class DeliveryWorker: @unchecked Sendable {
                 return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
             }
             return client.execute(
-                request: request, delegate: StatusOnly(), eventLoop: .delegate(on: eventLoop), deadline: deadline
+                request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
             ).futureResult.map { head in
                 AttemptOutcome.response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
             }.flatMapError { error in
