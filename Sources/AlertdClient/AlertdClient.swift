@@ -40,7 +40,8 @@ public struct AlertdClient: Sendable {
     }
 
     /// The HTTP client every `AlertdClient` uses unless given another: it lives as long as the
-    /// process (never shut down), connects within 5 s, and does not retry a refused connection
+    /// process (never shut down), connects within 5 s, keeps idle connections 20 s (less than
+    /// the daemon's default read timeout), and does not retry a refused connection
     /// by itself — ``present(_:on:)`` decides when to try again, and a CLI says at once that
     /// the daemon is down.
     public static var defaultHTTPClient: HTTPClient { sharedHTTPClient }
@@ -271,6 +272,9 @@ public struct AlertSequence: AsyncSequence, Sendable {
 private let sharedHTTPClient: HTTPClient = {
     var configuration = HTTPClient.Configuration()
     configuration.timeout.connect = .seconds(5)
+    // alertd closes a connection idle for limits.read_timeout_seconds (30 s by default):
+    // let go of idle ones first, so a request never lands on one being closed.
+    configuration.connectionPool = .init(idleTimeout: .seconds(20))
     configuration.connectionPool.retryConnectionEstablishment = false
     configuration.redirectConfiguration = .disallow
     return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
