@@ -18,9 +18,14 @@ run: deps
 	swift run -c release alertd
 
 # swift test builds alertd; the browser tests then run it (Debian's python3, for python3-selenium).
+# Each tier is bounded, so a hang fails the run with a message instead of stalling it:
+# the tests started and not finished above the message are the ones to look at.
 test: test-deps
-	swift test
-	ALERTD_BIN="$$(swift build --show-bin-path)/alertd" /usr/bin/python3 -m unittest discover -s Tests/Browser -v
+	@timeout --kill-after=30 25m swift test || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
+	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
+		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 
 # The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
 test-browser:
