@@ -3,18 +3,11 @@ import Testing
 
 /// Runs `alertd token new` and returns the secret and the config entry it printed.
 private func newToken(_ name: String, roles: String, clients: String) throws -> (secret: String, entry: String) {
-    let process = Process()
-    process.executableURL = URL(
-        fileURLWithPath: try Daemon.locateBinary(
-            override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath()))
-    process.arguments = ["token", "new", name, "--roles", roles, "--clients", clients]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try #require(process.terminationStatus == 0)
-    let text = String(decoding: data, as: UTF8.self)
+    let binary = try Daemon.locateBinary(
+        override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath())
+    let run = try Program.run(binary, ["token", "new", name, "--roles", roles, "--clients", clients])
+    try #require(run.status == 0, "alertd token new: \(run.stderr)")
+    let text = run.stdout
     let secret = try #require(text.split(separator: "\n").first { $0.hasPrefix("secret: ") }).dropFirst("secret: ".count)
     let entry = text.components(separatedBy: "# under auth.tokens in the config:\n").last ?? ""
     return (String(secret), entry)

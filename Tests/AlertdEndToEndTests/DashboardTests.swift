@@ -61,16 +61,6 @@ struct DashboardE2ETests {
 
 /// Lower-case hex SHA-256, through `sha256sum` so the test does not share the daemon's code.
 private func sha256Hex(_ text: String) -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try? process.run()
-    input.fileHandleForWriting.write(Data(text.utf8))
-    try? input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(String(decoding: data, as: UTF8.self).prefix(64))
+    let run = try? Program.run("/usr/bin/sha256sum", [], stdin: text)
+    return String((run?.stdout ?? "").prefix(64))
 }

@@ -4,19 +4,8 @@ import Testing
 
 /// `promtool check metrics` on `text` (Debian's prometheus package): exit status and output.
 private func promtool(_ text: String) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-    process.arguments = ["check", "metrics"]
-    let (input, output) = (Pipe(), Pipe())
-    process.standardInput = input
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    input.fileHandleForWriting.write(Data(text.utf8))
-    input.fileHandleForWriting.closeFile()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let run = try Program.run("/usr/bin/promtool", ["check", "metrics"], stdin: text)
+    return (run.status, run.stdout + run.stderr)
 }
 
 /// The value of the sample line that starts with `series ` (name and labels as written).

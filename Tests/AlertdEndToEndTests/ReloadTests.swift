@@ -4,19 +4,10 @@ import Testing
 
 /// Runs `alertd` with `arguments` to completion: exit status, stdout, stderr.
 private func runAlertd(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-    let process = Process()
-    process.executableURL = URL(
-        fileURLWithPath: try Daemon.locateBinary(
-            override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath()))
-    process.arguments = arguments
-    let (out, err) = (Pipe(), Pipe())
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    let binary = try Daemon.locateBinary(
+        override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath())
+    let run = try Program.run(binary, arguments)
+    return (run.status, run.stdout, run.stderr)
 }
 
 private func tokenEntry(_ name: String, _ secret: String, roles: String) -> String {
@@ -27,17 +18,8 @@ private func tokenEntry(_ name: String, _ secret: String, roles: String) -> Stri
 /// SHA-256 hex with the system's sha256sum, so the test does not share alertd's hashing code.
 private enum SHA256Hex {
     static func of(_ text: String) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        let (input, output) = (Pipe(), Pipe())
-        process.standardInput = input
-        process.standardOutput = output
-        try? process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        input.fileHandleForWriting.closeFile()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(String(decoding: data, as: UTF8.self).prefix(64))
+        let run = try? Program.run("/usr/bin/sha256sum", [], stdin: text)
+        return String((run?.stdout ?? "").prefix(64))
     }
 }
 

@@ -101,35 +101,9 @@ struct SystemdAnalyze {
     }
 
     static func run(_ arguments: [String]) throws -> SystemdAnalyze {
-        let fileManager = FileManager.default
-        let scratch = fileManager.temporaryDirectory.appendingPathComponent("systemd-analyze-\(UUID().uuidString)")
-        try fileManager.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? fileManager.removeItem(at: scratch) }
-        // Files, not pipes: nothing can block on a full pipe whatever it prints.
-        let outURL = scratch.appendingPathComponent("stdout")
-        let errURL = scratch.appendingPathComponent("stderr")
-        guard fileManager.createFile(atPath: outURL.path, contents: nil), fileManager.createFile(atPath: errURL.path, contents: nil)
-        else { throw CocoaError(.fileWriteUnknown) }
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try locate())
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["SYSTEMD_COLORS"] = "0"
-        environment["SYSTEMD_PAGER"] = "cat"
-        environment["LC_ALL"] = "C.UTF-8"
-        process.environment = environment
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return SystemdAnalyze(
-            status: process.terminationStatus,
-            stdout: try String(contentsOf: outURL, encoding: .utf8),
-            stderr: try String(contentsOf: errURL, encoding: .utf8))
+        let run = try Program.run(
+            try locate(), arguments, environment: ["SYSTEMD_COLORS": "0", "SYSTEMD_PAGER": "cat", "LC_ALL": "C.UTF-8"],
+            timeout: 120)
+        return SystemdAnalyze(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 }

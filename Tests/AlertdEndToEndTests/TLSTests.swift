@@ -5,20 +5,8 @@ import Testing
 /// Runs a command to completion; its exit status and output.
 @discardableResult
 private func run(_ executable: String, _ arguments: [String], stdin: String? = nil) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    let input = Pipe()
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    input.fileHandleForWriting.closeFile()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let run = try Program.run(executable, arguments, stdin: stdin ?? "")
+    return (run.status, run.stdout + run.stderr)
 }
 
 /// A self-signed certificate for localhost and 127.0.0.1, made by openssl in a temp directory.

@@ -17,20 +17,14 @@ struct TmuxSession {
 
     @discardableResult
     static func tmux(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["tmux", "-L", "alertd-tests"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw DaemonError("tmux \(arguments.joined(separator: " ")) failed: \(text)", exitStatus: process.terminationStatus, stderr: "")
+        // Not Foundation's Process: the first call starts the tmux server, which would keep
+        // Process's exit-detection socket open (see Program).
+        let run = try Program.run("tmux", ["-L", "alertd-tests"] + arguments, timeout: 20)
+        guard run.status == 0 else {
+            throw DaemonError(
+                "tmux \(arguments.joined(separator: " ")) failed: \(run.stdout)\(run.stderr)", exitStatus: run.status, stderr: run.stderr)
         }
-        return text
+        return run.stdout
     }
 
     func screen() -> String { (try? Self.tmux(["capture-pane", "-p", "-t", name])) ?? "" }

@@ -421,7 +421,8 @@ final class DaemonProcess: @unchecked Sendable {
     /// spawning thread then stays blocked in waitid(2) until the child exits, because the
     /// kernel sends the death signal when that *thread* ends, not just the process.
     static func spawn(
-        _ executable: String, arguments: [String], environment: [String], dieWithParent: Bool, inheritedSocket: Int32? = nil
+        _ executable: String, arguments: [String], environment: [String], dieWithParent: Bool, inheritedSocket: Int32? = nil,
+        stdinPath: String = "/dev/null"
     ) throws -> DaemonProcess {
         var path = executable
         var argv = [executable] + arguments
@@ -446,7 +447,8 @@ final class DaemonProcess: @unchecked Sendable {
         let child = DaemonProcess()
         let launcher = Thread { [path, argv] in
             child.launchAndReap(
-                path, argv: argv, environment: environment, stdout: output.write, stderr: errors.write, fd3: inheritedSocket)
+                path, argv: argv, environment: environment, stdin: stdinPath, stdout: output.write, stderr: errors.write,
+                fd3: inheritedSocket)
         }
         launcher.name = "alertd-e2e-launcher"
         launcher.start()
@@ -524,11 +526,13 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Runs on the launcher thread, which ends only after the child has been reaped.
-    private func launchAndReap(_ path: String, argv: [String], environment: [String], stdout: Int32, stderr: Int32, fd3: Int32?) {
+    private func launchAndReap(
+        _ path: String, argv: [String], environment: [String], stdin: String, stdout: Int32, stderr: Int32, fd3: Int32?
+    ) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         // Our own fds are CLOEXEC; this also keeps fds that other code opened without it
