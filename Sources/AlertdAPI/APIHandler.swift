@@ -469,7 +469,7 @@ final class APIHandler: HTTPHandler {
 struct Query {
     private var values: [String: String] = [:]
 
-    init(_ request: HTTPRequest, allowed: Set<String>) throws {
+    init(_ request: HTTPRequest, allowed: [String]) throws {
         for (name, value) in request.query {
             guard allowed.contains(name) else {
                 throw Problem(

@@ -15,7 +15,12 @@ final class AlertdMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
 
     /// Per route and status: its request counter and its route's duration histogram.
-    private let requestMetrics = Mutex<[String: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
+    private let requestMetrics = Mutex<[RequestKey: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
+    /// Hashed on every request: no string is built for it.
+    private struct RequestKey: Hashable {
+        let route: String
+        let status: Int
+    }
     private let terminalCounters = Mutex<[String: CoreMetrics.Counter]>([:])
     private let deliveryCounters = Mutex<[String: CoreMetrics.Counter]>([:])
     let alertsCreated: CoreMetrics.Counter
@@ -44,7 +49,7 @@ final class AlertdMetrics: Sendable {
 
     /// One answered request: `route` is the route's name (`unmatched` for 404/405).
     func request(route: String, status: Int, nanoseconds: UInt64) {
-        let key = route + " " + String(status)
+        let key = RequestKey(route: route, status: status)
         let (counter, timer) = requestMetrics.withLock { cache in
             if let metrics = cache[key] { return metrics }
             // A route's timer is the same histogram whatever the status: the registry hands it out once.

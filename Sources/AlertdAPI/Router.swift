@@ -84,26 +84,52 @@ public enum Permission: Sendable, Hashable {
 
 /// A table of routes: method, path pattern, endpoint. Patterns are `/`-separated
 /// segments; `{name}` captures a segment; literal segments win over captures.
+///
+/// Matching runs on every request, so it works on the path's UTF-8 bytes in
+/// place: no segment array, no string comparison, and strings only for the
+/// (at most two) captured segments of the route that matched.
 public struct Router: Sendable {
     public struct Route: Sendable {
         let method: String
         let segments: [Segment]
         let permission: Permission
         /// Builds the endpoint from the captured segments, in path order.
-        let make: @Sendable ([String]) -> Endpoint
+        let make: @Sendable (Captures) -> Endpoint
 
         enum Segment: Sendable, Equatable {
-            case literal(String)
-            case capture(String)
+            case literal([UInt8])
+            case capture
 
-            var isCapture: Bool {
-                if case .capture = self { return true }
-                return false
-            }
+            var isCapture: Bool { self == .capture }
+        }
+    }
+
+    /// The captured segments of a matched route, in path order (at most two).
+    public struct Captures: Sendable {
+        private var first = ""
+        private var second = ""
+        private(set) var count = 0
+
+        public subscript(index: Int) -> String {
+            precondition(index < count, "capture \(index) of \(count)")
+            return index == 0 ? first : second
+        }
+
+        mutating func append(_ value: String) {
+            precondition(count < 2, "a route captures at most two segments")
+            if count == 0 { first = value } else { second = value }
+            count += 1
         }
     }
 
     let routes: [Route]
+    /// The most segments any route has: longer paths match nothing.
+    private let maxSegments: Int
+
+    init(routes: [Route]) {
+        self.routes = routes
+        self.maxSegments = routes.map(\.segments.count).max() ?? 0
+    }
 
     public enum Match: Sendable {
         case found(Endpoint, Permission)
@@ -137,49 +163,71 @@ public struct Router: Sendable {
 
     static func route(
         _ method: String, _ pattern: String, _ permission: Permission,
-        _ make: @escaping @Sendable ([String]) -> Endpoint
+        _ make: @escaping @Sendable (Captures) -> Endpoint
     ) -> Route {
         let segments = pattern.split(separator: "/").map { part -> Route.Segment in
-            part.hasPrefix("{") && part.hasSuffix("}")
-                ? .capture(String(part.dropFirst().dropLast())) : .literal(String(part))
+            part.hasPrefix("{") && part.hasSuffix("}") ? .capture : .literal(Array(part.utf8))
         }
+        precondition(segments.count(where: \.isCapture) <= 2, "\(pattern) captures more than two segments")
         return Route(method: method, segments: segments, permission: permission, make: make)
     }
 
     /// Finds the route of a request. HEAD is served as GET.
     public func match(method: String, path: String) -> Match {
-        guard path.hasPrefix("/") else { return .notFound }
+        var path = path
+        return path.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: maxSegments + 1) { parts in
+                match(method: method, path: bytes, parts: parts)
+            }
+        }
+    }
+
+    private func match(method: String, path: UnsafeBufferPointer<UInt8>, parts: UnsafeMutableBufferPointer<Range<Int>>) -> Match {
+        let slash = UInt8(ascii: "/")
+        guard path.first == slash else { return .notFound }
         // `/` has no segments; any other empty segment (`//`, a trailing `/`) matches nothing.
-        let parts = path == "/" ? [] : path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        if parts.contains(where: \.isEmpty) { return .notFound }
+        var count = 0
+        if path.count > 1 {
+            var start = 1
+            for index in 1...path.count where index == path.count || path[index] == slash {
+                guard index > start, count < maxSegments else { return .notFound }
+                parts[count] = start..<index
+                count += 1
+                start = index + 1
+            }
+        }
+        func matches(_ route: Route) -> (literals: Int, Bool) {
+            guard route.segments.count == count else { return (0, false) }
+            var literals = 0
+            for (index, segment) in route.segments.enumerated() {
+                guard case .literal(let text) = segment else { continue }
+                guard UnsafeBufferPointer(rebasing: path[parts[index]]).elementsEqual(text) else { return (0, false) }
+                literals += 1
+            }
+            return (literals, true)
+        }
         let wanted = method == "HEAD" ? "GET" : method
         var best: (route: Route, literals: Int)?
-        var allowed: [String] = []
-        for route in routes where route.segments.count == parts.count {
-            var literals = 0
-            var matches = true
-            for (segment, part) in zip(route.segments, parts) {
-                if case .literal(let text) = segment {
-                    guard part == text else {
-                        matches = false
-                        break
-                    }
-                    literals += 1
-                }
-            }
-            guard matches else { continue }
+        var pathExists = false
+        for route in routes {
+            let (literals, found) = matches(route)
+            guard found else { continue }
+            pathExists = true
             // A literal match (`current`) hides a capture match (`{id}`) for the same method.
-            if route.method == wanted, best == nil || literals > best!.literals { best = (route, literals) }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+            if route.method == wanted, literals > best?.literals ?? -1 { best = (route, literals) }
         }
         if let best {
-            var captures: [String] = []
-            for (segment, part) in zip(best.route.segments, parts) where segment.isCapture {
-                captures.append(String(part))
+            var captures = Captures()
+            for (index, segment) in best.route.segments.enumerated() where segment.isCapture {
+                captures.append(String(decoding: UnsafeBufferPointer(rebasing: path[parts[index]]), as: UTF8.self))
             }
             return .found(best.route.make(captures), best.route.permission)
         }
-        if allowed.isEmpty { return .notFound }
+        guard pathExists else { return .notFound }
+        var allowed: [String] = []
+        for route in routes where matches(route).1 && !allowed.contains(route.method) {
+            allowed.append(route.method)
+        }
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allow: allowed)
     }

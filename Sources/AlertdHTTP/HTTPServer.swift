@@ -201,12 +201,12 @@ public final class HTTPServer: Sendable {
         return DaemonHandle(pointer: daemon)
     }
 
-    func connection(_ connection: OpaquePointer, opened: Bool) {
+    func connection(_ connection: OpaquePointer, opened: Bool, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         openConnections.add(opened ? 1 : -1, ordering: .relaxed)
         if opened {
-            readDeadlines.opened(connection, fd: alertd_connection_fd(connection))
+            readDeadlines.opened(fd: alertd_connection_fd(connection), context: context)
         } else {
-            readDeadlines.closed(connection)
+            readDeadlines.closed(context: context)
         }
     }
 
@@ -374,7 +374,11 @@ public final class HTTPServer: Sendable {
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
         for header in response.headers {
-            _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+            // withCString hands over a native string's own bytes; passing the
+            // strings directly would copy each into a new C array.
+            _ = header.name.withCString { name in
+                header.value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
+            }
         }
         if close || draining.load(ordering: .relaxed) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
@@ -530,9 +534,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
 }
 
 /// MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1 (microhttpd.h).
-private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, code in
-    guard let cls, let connection else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connection(connection, opened: code.rawValue == 0)
+private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, context, code in
+    guard let cls, let connection, let context else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connection(connection, opened: code.rawValue == 0, context: context)
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, contextSlot, _ in

@@ -15,18 +15,28 @@ import Synchronization
 /// being answered, or parked in a long-poll, the connection has no deadline.
 ///
 /// Descriptor reuse: libmicrohttpd reports a connection closed before it closes
-/// the socket, and both that report and the sweep hold `entries`' lock, so the
+/// the socket, and both that report and the sweep hold the registry's lock, so the
 /// sweep never shuts down a descriptor that belongs to a newer connection.
+///
+/// The two calls every request makes (``requestRead(_:)``, ``answered(_:)``) take
+/// no lock: each connection's entry travels in libmicrohttpd's socket context and
+/// its deadline is an atomic. Only opening, closing and the sweep lock the registry.
 final class ReadDeadlines: Sendable {
-    private struct Entry {
-        var fd: Int32
-        /// nil while the daemon, not the client, has the next move.
-        var deadline: ContinuousClock.Instant?
-        var cut = false
+    /// One open connection.
+    final class Entry: Sendable {
+        let fd: Int32
+        /// Monotonic nanoseconds; `.max` while the daemon, not the client, has the next move.
+        let deadline: Atomic<Int64>
+        let cut = Atomic<Bool>(false)
+
+        init(fd: Int32, deadline: Int64) {
+            self.fd = fd
+            self.deadline = Atomic(deadline)
+        }
     }
 
-    private let timeout: Duration
-    private let entries = Mutex<[UInt: Entry]>([:])
+    private let timeout: Int64
+    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
     /// Dispatch sources are thread-safe (resume, cancel, handlers), though not marked Sendable.
     private nonisolated(unsafe) let timer: any DispatchSourceTimer
     private let started = Atomic<Bool>(false)
@@ -34,42 +44,52 @@ final class ReadDeadlines: Sendable {
     private let cutCount = Atomic<Int>(0)
 
     init(timeout seconds: Double) {
-        timeout = .milliseconds(Int64(max(0.05, seconds) * 1000))
+        timeout = Int64(max(0.05, seconds) * 1e9)
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "alertd.read-deadlines"))
     }
 
     var connectionsCut: Int { cutCount.load(ordering: .relaxed) }
 
-    func opened(_ connection: OpaquePointer, fd: Int32) {
+    /// The monotonic clock the deadlines are on, in nanoseconds.
+    static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+
+    /// A connection opened: its entry is kept in `context` (libmicrohttpd's socket context).
+    func opened(fd: Int32, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard fd >= 0 else { return }
-        let deadline = ContinuousClock.now + timeout
-        entries.withLock { $0[Self.key(connection)] = Entry(fd: fd, deadline: deadline) }
+        let entry = Entry(fd: fd, deadline: Self.now() + timeout)
+        entries.withLock { $0[ObjectIdentifier(entry)] = entry }
+        context.pointee = Unmanaged.passRetained(entry).toOpaque()
     }
 
     /// The request is complete: the daemon has the next move.
     func requestRead(_ connection: OpaquePointer) {
-        entries.withLock { $0[Self.key(connection)]?.deadline = nil }
+        Self.entry(of: connection)?.deadline.store(.max, ordering: .relaxed)
     }
 
     /// The answer went out: the client has `timeout` to send the next request.
     func answered(_ connection: OpaquePointer) {
-        let deadline = ContinuousClock.now + timeout
-        entries.withLock { $0[Self.key(connection)]?.deadline = deadline }
+        Self.entry(of: connection)?.deadline.store(Self.now() + timeout, ordering: .relaxed)
     }
 
-    func closed(_ connection: OpaquePointer) {
-        _ = entries.withLock { $0.removeValue(forKey: Self.key(connection)) }
+    func closed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard let raw = context.pointee else { return }
+        context.pointee = nil
+        let entry = Unmanaged<Entry>.fromOpaque(raw).takeRetainedValue()
+        _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(entry)) }
     }
 
     /// Shuts down every connection past its deadline; returns how many.
     @discardableResult
-    func sweep(now: ContinuousClock.Instant = .now) -> Int {
+    func sweep(now: Int64 = ReadDeadlines.now()) -> Int {
         let cut = entries.withLock { entries -> Int in
             var cut = 0
-            for (key, entry) in entries where !entry.cut {
-                guard let deadline = entry.deadline, deadline <= now else { continue }
+            for entry in entries.values where entry.deadline.load(ordering: .relaxed) <= now {
+                guard !entry.cut.exchange(true, ordering: .relaxed) else { continue }
                 Glibc.shutdown(entry.fd, Int32(SHUT_RDWR))
-                entries[key]?.cut = true
                 cut += 1
             }
             return cut
@@ -78,9 +98,15 @@ final class ReadDeadlines: Sendable {
         return cut
     }
 
+    /// The entry libmicrohttpd keeps for an open connection. It lives until the
+    /// connection's close is reported, which comes after its last request.
+    private static func entry(of connection: OpaquePointer) -> Entry? {
+        alertd_connection_context(connection).map { Unmanaged<Entry>.fromOpaque($0).takeUnretainedValue() }
+    }
+
     /// Sweeps on a timer: ten times per timeout, at most once a second.
     func start() {
-        let milliseconds = max(1, Int(min(Duration.seconds(1), timeout / 10) / .milliseconds(1)))
+        let milliseconds = max(1, Int(min(1_000_000_000, timeout / 10) / 1_000_000))
         timer.schedule(deadline: .now() + .milliseconds(milliseconds), repeating: .milliseconds(milliseconds))
         timer.setEventHandler { [weak self] in self?.sweep() }
         started.store(true, ordering: .relaxed)
@@ -96,6 +122,4 @@ final class ReadDeadlines: Sendable {
         if !started.load(ordering: .relaxed) { timer.resume() }
         timer.cancel()
     }
-
-    private static func key(_ connection: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))) }
 }

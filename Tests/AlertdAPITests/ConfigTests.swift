@@ -212,6 +212,14 @@ struct RoutingTests {
             ("GET", "/v1/clients/ops/webhooks", .listWebhooks(client: "ops")),
             ("GET", "/v1/clients/ops/webhooks/wh_1", .getWebhook(client: "ops", id: "wh_1")),
             ("DELETE", "/v1/clients/ops/webhooks/wh_1", .deleteWebhook(client: "ops", id: "wh_1")),
+            ("GET", "/v1/clients/ops/alerts/X1/deliveries", .deliveries(client: "ops", id: "X1")),
+            ("HEAD", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
+            ("GET", "/", .dashboard),
+            ("GET", "/ui/app.js", .dashboardAsset(name: "app.js")),
+            // A capture is the segment's text as decoded, not only ASCII; the handler judges it.
+            ("GET", "/v1/clients/öps/alerts/current", .currentAlert(client: "öps")),
+            // `current` is a literal: it wins over `{id}`, but only in that position.
+            ("GET", "/v1/clients/current/alerts/current", .currentAlert(client: "current")),
         ])
     func routes(method: String, path: String, endpoint: Endpoint) {
         guard case .found(let found, _) = Router.api.match(method: method, path: path) else {
@@ -230,13 +238,54 @@ struct RoutingTests {
         #expect(Set(allow) == ["GET", "HEAD", "DELETE"])
     }
 
+    @Test("405 lists each method once, in table order, with HEAD after GET")
+    func allowOrder() {
+        guard case .methodNotAllowed(let allow) = Router.api.match(method: "PATCH", path: "/v1/clients/ops/alerts") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allow == ["POST", "GET", "HEAD"])
+    }
+
     @Test(
         "unknown paths are 404",
-        arguments: ["/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz"])
+        arguments: [
+            "/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz", "",
+            "//", "/v1/clients/ops/alerts/X1/choice/x/y/z/w", "/v1/clients/ops/alert", "/v1/clients/ops/alertsx", "/V1/clients",
+        ])
     func notFound(path: String) {
         guard case .notFound = Router.api.match(method: "GET", path: path) else {
             Issue.record("expected 404 for \(path)")
             return
         }
+    }
+}
+
+struct RequestIDTests {
+    @Test("a sane X-Request-Id is kept; anything else gets a new id")
+    func keepsSaneIDs() {
+        #expect(RequestID.of("abc-123_X.y") == "abc-123_X.y")
+        for bad in [nil, "", "has space", "ü", String(repeating: "a", count: 65)] {
+            #expect(RequestID.of(bad) != bad)
+        }
+    }
+
+    @Test("new ids are a hex prefix, a dash and a base-36 counter, all different")
+    func newIDs() {
+        let ids = (0..<2_000).map { _ in RequestID.of(nil) }
+        #expect(Set(ids).count == ids.count)
+        let prefixes = Set(ids.map { $0.split(separator: "-")[0] })
+        #expect(prefixes.count == 1)
+        for id in ids {
+            let parts = id.split(separator: "-", omittingEmptySubsequences: false)
+            #expect(parts.count == 2)
+            #expect(!parts[0].isEmpty && parts[0].allSatisfy(\.isHexDigit))
+            #expect(!parts[1].isEmpty && parts[1].allSatisfy { $0.isNumber || ("a"..."z").contains($0) })
+            // The counter reads back as a number in base 36.
+            #expect(UInt64(parts[1], radix: 36) != nil)
+        }
+        // Ids taken one after another count up (other tests may take ids in between).
+        let counters = ids.map { UInt64($0.split(separator: "-")[1], radix: 36)! }
+        #expect(zip(counters, counters.dropFirst()).allSatisfy { $1 > $0 })
     }
 }
