@@ -2,7 +2,6 @@ import AlertdCore
 import AlertdHTTP
 import AlertdWire
 import Logging
-import Synchronization
 
 /// alertd's HTTP API: routes a request, checks its query and body, runs it on
 /// the service and renders the answer. Errors are problem+json.
@@ -15,7 +14,7 @@ final class APIHandler: HTTPHandler {
         /// Per-token request rate; nil when `limits.rate_per_second` is not set.
         var rateLimiter: RateLimiter?
     }
-    let access: Mutex<Access>
+    let access: Lock<Access>
     let metrics: AlertdMetrics
     /// `metrics.require_token`: `/metrics` needs any valid token.
     let metricsNeedToken: Bool
@@ -30,7 +29,7 @@ final class APIHandler: HTTPHandler {
         self.service = service
         self.metrics = metrics
         self.metricsNeedToken = metricsNeedToken
-        self.access = Mutex(Access(auth: auth, rateLimiter: rateLimiter))
+        self.access = Lock(Access(auth: auth, rateLimiter: rateLimiter))
         self.logger = logger
         self.readiness = readiness
     }

@@ -6,7 +6,6 @@ import AlertdWire
 import Crypto
 import Foundation
 import Logging
-import Synchronization
 
 /// The daemon's live state and every operation on it.
 ///
@@ -43,12 +42,12 @@ final class AlertService: Sendable {
         var key: String
     }
 
-    let state: Mutex<State>
-    let hub: Mutex<Hub>
+    let state: Lock<State>
+    let hub: Lock<Hub>
     let committer: GroupCommitter
     let store: any AlertStore
     let clock: any WallClock
-    private let _settings: Mutex<Settings>
+    private let _settings: Lock<Settings>
     /// Waiter limits and retention change on reload; read them fresh each time.
     var settings: Settings { _settings.withLock { $0 } }
     /// The board's validation rules; fixed once alertd runs, so posts read them without the lock.
@@ -75,12 +74,12 @@ final class AlertService: Sendable {
         self.rules = board.rules
         var state = State(board: board)
         for webhook in webhooks { state.webhooks[webhook.client, default: []].append(webhook) }
-        self.state = Mutex(state)
-        self.hub = Mutex(Hub())
+        self.state = Lock(state)
+        self.hub = Lock(Hub())
         self.store = store
         self.committer = committer
         self.clock = clock
-        self._settings = Mutex(settings)
+        self._settings = Lock(settings)
         self.logger = logger
         self.timer = DeadlineTimer(name: "alertd-waiters")
     }

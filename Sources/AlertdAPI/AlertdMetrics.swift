@@ -1,7 +1,7 @@
 import Foundation
+import AlertdHTTP
 import CoreMetrics
 import Prometheus
-import Synchronization
 
 /// alertd's metrics, through swift-metrics with a Prometheus registry of its
 /// own (not the process-wide bootstrap, so several alertd cores can live in
@@ -15,14 +15,14 @@ final class AlertdMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
 
     /// Per route and status: its request counter and its route's duration histogram.
-    private let requestMetrics = Mutex<[RequestKey: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
+    private let requestMetrics = Lock<[RequestKey: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
     /// Hashed on every request: no string is built for it.
     private struct RequestKey: Hashable {
         let route: String
         let status: Int
     }
-    private let terminalCounters = Mutex<[String: CoreMetrics.Counter]>([:])
-    private let deliveryCounters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let terminalCounters = Lock<[String: CoreMetrics.Counter]>([:])
+    private let deliveryCounters = Lock<[String: CoreMetrics.Counter]>([:])
     let alertsCreated: CoreMetrics.Counter
     let commitDuration: CoreMetrics.Timer
     let deliveryLatency: CoreMetrics.Timer
@@ -77,7 +77,7 @@ final class AlertdMetrics: Sendable {
         counter(deliveryCounters, key: result, label: "alertd_deliveries_total", dimension: "result").increment()
     }
 
-    private func counter(_ cache: borrowing Mutex<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
+    private func counter(_ cache: Lock<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
         -> CoreMetrics.Counter
     {
         cache.withLock { counters in

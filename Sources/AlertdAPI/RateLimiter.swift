@@ -1,5 +1,5 @@
+import AlertdHTTP
 import Foundation
-import Synchronization
 
 /// A token bucket: `rate` requests a second on average, `burst` at once.
 ///
@@ -49,7 +49,7 @@ public struct TokenBucket: Sendable, Hashable {
 final class RateLimiter: Sendable {
     private let rate: Double
     private let burst: Double
-    private let buckets = Mutex<[String: TokenBucket]>([:])
+    private let buckets = Lock<[String: TokenBucket]>([:])
 
     init(rate: Double, burst: Double) {
         self.rate = rate

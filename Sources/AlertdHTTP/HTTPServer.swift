@@ -89,7 +89,7 @@ public final class HTTPServer: Sendable {
     /// that those over the bound get a 503 instead of waiting unaccepted.
     static let connectionHeadroom = 64
     /// Requests whose connection is suspended, so a shutdown can answer them.
-    private let suspendedResponders = Mutex<[ObjectIdentifier: Responder]>([:])
+    private let suspendedResponders = Lock<[ObjectIdentifier: Responder]>([:])
     private let draining = Atomic<Bool>(false)
     /// Deadlines of connections reading a request; see ``HTTPServerConfiguration/readTimeoutSeconds``.
     let readDeadlines: ReadDeadlines

@@ -1,5 +1,4 @@
 import CMicroHTTPD
-import Synchronization
 
 /// The one-shot answer channel of a request.
 ///
@@ -20,7 +19,7 @@ public final class Responder: Sendable {
         case done
     }
 
-    private let state = Mutex(State.handling)
+    private let state = Lock(State.handling)
     private let connection: ConnectionHandle?
     private let onSuspend: (@Sendable (Responder, Bool) -> Void)?
 
