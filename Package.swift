@@ -43,6 +43,8 @@ let package = Package(
             dependencies: [
                 "AlertdCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding the hottest statement's columns directly.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

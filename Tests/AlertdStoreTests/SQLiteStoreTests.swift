@@ -60,6 +60,32 @@ struct SQLiteStoreTests {
         #expect(loaded.metadata?.description == #"{"z":1,"a":[1.50,"x"],"n":null}"#)
     }
 
+    @Test("absent fields stay absent, empty ones empty, and a later write of an alert replaces its row")
+    func roundTripSparseAndReplaced() throws {
+        let dir = TempDir()
+        var ids = AlertIDGenerator()
+        let id = ids.next(at: Timestamp(milliseconds: 1_795_000_000_000))
+        var sparse = makeAlert(id, state: .displayed, priority: -3)
+        sparse.message = nil
+        sparse.callbackURL = nil
+        sparse.metadata = nil
+        sparse.title = ""
+        sparse.dismissAfterMilliseconds = 2_500
+        var decided = sparse
+        decided.state = .dismissed
+        decided.decidedAt = Timestamp(milliseconds: 1_795_000_002_500)
+        decided.result = AlertResult(outcome: .dismissed, button: nil, buttonIndex: nil, cancelled: false, decidedBy: nil)
+        do {
+            let store = try SQLiteStore(directory: dir.path, durability: .full)
+            try store.commit([.client("ops", createdAt: Timestamp(milliseconds: 1)), .alert(sparse)])
+            #expect(try store.alert(id) == sparse)
+            try store.commit([.alert(decided)])
+        }
+        let reopened = try SQLiteStore(directory: dir.path, durability: .full)
+        #expect(try reopened.alert(id) == decided)
+        #expect(try reopened.load().pending.isEmpty)
+    }
+
     @Test("load returns every client, only pending alerts, and the greatest id ever issued")
     func load() throws {
         let dir = TempDir()
