@@ -83,6 +83,20 @@ struct AlertIDGeneratorTests {
         }
     }
 
+    @Test("Within a millisecond ids count up by one; a new millisecond draws new random bits")
+    func countsUpWithinAMillisecond() {
+        var generator = AlertIDGenerator()
+        let first = generator.next(at: start)
+        let second = generator.next(at: start)
+        #expect(second.high == first.high && second.low == first.low &+ 1 || second == AlertID(high: first.high + 1, low: 0))
+        // Across many new milliseconds the random parts differ (equal 80-bit draws are vanishingly rare).
+        var randomParts = Set<UInt64>()
+        for offset in 1...50 {
+            randomParts.insert(generator.next(at: at(Int64(offset))).low)
+        }
+        #expect(randomParts.count == 50)
+    }
+
     @Test("Ids keep increasing when the clock steps back")
     func clockStepsBack() {
         var generator = AlertIDGenerator()
