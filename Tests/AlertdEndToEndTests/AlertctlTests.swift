@@ -189,7 +189,8 @@ struct AlertctlTests {
         #expect((got["result"] as? [String: Any])?["button"] as? String == "Later")
         let clients = try await ctl.json("clients") as! [String: [[String: Any]]]
         #expect(clients["clients"]?.first?["pending"] as? Int == 1 && clients["clients"]?.first?["displayed"] as? String == secondID)
-        #expect(try await ctl.run("withdraw", "ops", secondID).status == 0)
+        let withdrawn = try await ctl.run("withdraw", "ops", secondID)
+        #expect(withdrawn.status == 0, "\(withdrawn)")
         let answered = try await ctl.json("list", "ops", "--state", "answered,withdrawn") as! [String: [[String: Any]]]
         #expect(Set(answered["alerts"]!.map { $0["id"] as! String }) == [id, secondID])
 
