@@ -17,42 +17,49 @@ struct Alertctl {
         return path
     }
 
+    /// A running program. Spawned through `DaemonProcess` (posix_spawn, every inherited
+    /// descriptor above 2 closed, reaped by its own thread), not Foundation's `Process`:
+    /// tests run in parallel, and a `Process` child inherits the pipes of whatever other
+    /// `Process` is being started at that moment, so one test's `alertctl post --wait`
+    /// held another test's output open and its read waited for that unrelated exit.
     struct Run: Sendable {
-        let process: Process
-        let stdout: Pipe
-        let stderr: Pipe
+        let child: DaemonProcess
 
         /// Waits for the exit without blocking a thread of the task pool; then the output.
         func finish(timeout: Double = 30) async throws -> (status: Int32, stdout: String, stderr: String) {
             let deadline = Date(timeIntervalSinceNow: timeout)
-            while process.isRunning {
+            while child.exitStatus == nil {
                 guard Date() < deadline else {
-                    process.terminate()
-                    throw DaemonError("alertctl still running after \(timeout) s", exitStatus: nil, stderr: "")
+                    child.killAndReap()
+                    throw DaemonError("alertctl still running after \(timeout) s", exitStatus: nil, stderr: child.stderr.text)
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            return (process.terminationStatus, out, err)
+            child.awaitOutputEnd()
+            return (child.exitStatus ?? -1, child.stdout.text, child.stderr.text)
+        }
+
+        /// Ctrl-C.
+        func interrupt() { child.send(SIGINT) }
+
+        /// Starts `executable ARGS` with the test process's environment plus `environment`.
+        /// Names in `unset` are left out of the inherited environment.
+        static func spawn(_ executable: String, _ arguments: [String], environment: [String: String], unset: [String] = [])
+            throws -> Run
+        {
+            var merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            for name in unset { merged[name] = nil }
+            let child = try DaemonProcess.spawn(
+                executable, arguments: arguments, environment: merged.map { "\($0.key)=\($0.value)" }, dieWithParent: false)
+            return Run(child: child)
         }
     }
 
     /// Starts `alertctl ARGS` with `ALERTD_URL` (and `ALERTD_TOKEN`) set.
     func start(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.binary())
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["ALERTD_URL"] = url
-        environment["ALERTD_TOKEN"] = token
-        process.environment = environment
-        let (stdout, stderr) = (Pipe(), Pipe())
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return Run(process: process, stdout: stdout, stderr: stderr)
+        var environment = ["ALERTD_URL": url]
+        if let token { environment["ALERTD_TOKEN"] = token }
+        return try Run.spawn(try Self.binary(), arguments, environment: environment, unset: token == nil ? ["ALERTD_TOKEN"] : [])
     }
 
     func run(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {
@@ -127,7 +134,7 @@ struct AlertctlTests {
         let run = try ctl.start(["post", "ops", "--title", "Approve?", "--button", "Yes", "--wait"])
         let id = try await SDKTests.awaitDisplayed(daemon, "ops")
         try await SDKTests.awaitWaiters(daemon, 1)
-        run.process.interrupt()
+        run.interrupt()
         let result = try await run.finish()
         #expect(result.status == 130 && result.stderr.contains("withdrawn"), "\(result)")
         #expect(try await AlertdClient(url: daemon.baseURL).alert(on: "ops", id: id).state == .withdrawn)
@@ -236,18 +243,12 @@ struct AlertctlTests {
         let binDirectory = URL(fileURLWithPath: try Alertctl.binary()).deletingLastPathComponent().path
         let alertd = try AlertdClient(url: daemon.baseURL)
         for (button, status, deployed) in [("Cancel", Int32(1), false), ("Deploy", 0, true)] {
-            let process = Process()
-            process.executableURL = repo.appendingPathComponent("examples/deploy-gate.sh")
-            process.arguments = ["77"]
-            process.currentDirectoryURL = scratch.url
-            var environment = ProcessInfo.processInfo.environment
-            environment["PATH"] = binDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
-            environment["ALERTD_URL"] = daemon.baseURL
-            process.environment = environment
-            process.standardOutput = Pipe()
-            process.standardError = Pipe()
-            try process.run()
-            let run = Alertctl.Run(process: process, stdout: process.standardOutput as! Pipe, stderr: process.standardError as! Pipe)
+            // The script runs in the scratch directory: a shell changes into it and execs the script.
+            let script = repo.appendingPathComponent("examples/deploy-gate.sh").path
+            let path = binDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+            let run = try Alertctl.Run.spawn(
+                "/bin/sh", ["-c", #"cd "$1" && exec "$2" 77"#, "sh", scratch.url.path, script],
+                environment: ["PATH": path, "ALERTD_URL": daemon.baseURL])
             let id = try await SDKTests.awaitDisplayed(daemon, "ops")
             #expect(try await alertd.alert(on: "ops", id: id).title == "Deploy build 77?")
             _ = try await alertd.choose(on: "ops", id: id, button: button)
