@@ -36,7 +36,7 @@ final class ReadDeadlines: Sendable {
     }
 
     private let timeout: Int64
-    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+    private let entries = Lock<[ObjectIdentifier: Entry]>([:])
     /// Dispatch sources are thread-safe (resume, cancel, handlers), though not marked Sendable.
     private nonisolated(unsafe) let timer: any DispatchSourceTimer
     private let started = Atomic<Bool>(false)
