@@ -26,7 +26,7 @@ struct Alertctl {
         let child: DaemonProcess
 
         /// Waits for the exit without blocking a thread of the task pool; then the output.
-        func finish(timeout: Double = 30) async throws -> (status: Int32, stdout: String, stderr: String) {
+        func finish(timeout: Double = asyncWaitTimeout) async throws -> (status: Int32, stdout: String, stderr: String) {
             let deadline = Date(timeIntervalSinceNow: timeout)
             while child.exitStatus == nil {
                 guard Date() < deadline else {

@@ -10,7 +10,7 @@ struct SDKTests {
     // its thread while the SDK's tasks need the same small cooperative pool would starve them.
 
     /// Waits until the daemon's stderr holds `count` request lines for `path` (debug level logs one per request).
-    static func awaitRequests(_ daemon: Daemon, path: String, count: Int, timeout: Double = 20) async throws {
+    static func awaitRequests(_ daemon: Daemon, path: String, count: Int, timeout: Double = asyncWaitTimeout) async throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while requests(daemon, path: path) < count {
             guard Date() < deadline else {
@@ -27,7 +27,7 @@ struct SDKTests {
 
     /// The displayed alert's id on `client`, once there is one: long-polls without `after`, again
     /// and again if the daemon's `max_wait_seconds` is short.
-    static func awaitDisplayed(_ daemon: Daemon, _ client: String, timeout: Double = 20) async throws -> String {
+    static func awaitDisplayed(_ daemon: Daemon, _ client: String, timeout: Double = asyncWaitTimeout) async throws -> String {
         let alertd = try AlertdClient(url: daemon.baseURL)
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
@@ -37,7 +37,7 @@ struct SDKTests {
     }
 
     /// Waits until `count` requests are parked, from `/readyz`.
-    static func awaitWaiters(_ daemon: Daemon, _ count: Int, timeout: Double = 20) async throws {
+    static func awaitWaiters(_ daemon: Daemon, _ count: Int, timeout: Double = asyncWaitTimeout) async throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while try daemon.client().waiters() < count {
             guard Date() < deadline else {
@@ -127,7 +127,7 @@ struct SDKTests {
 
         #expect(try await alertd.current(on: "ops")?.id == first.id)
         #expect(try await alertd.current(on: "nobody") == nil)
-        async let changed = alertd.current(on: "ops", wait: 20, after: first.id)
+        async let changed = alertd.current(on: "ops", wait: 60, after: first.id)
         try await Self.awaitWaiters(daemon, 1)
         let answered = try await alertd.choose(on: "ops", id: first.id, .index(1))
         #expect(answered.result == AlertResult(outcome: .answered, button: "Stop", buttonIndex: 1, cancelled: true))
@@ -228,7 +228,7 @@ struct SDKTests {
     /// Long-polls `current` until something is displayed.
     static func displayed(_ alertd: AlertdClient, _ client: String) async throws -> String {
         if let alert = try await alertd.current(on: client) { return alert.id }
-        return try #require(try await alertd.current(on: client, wait: 20)?.id)
+        return try #require(try await alertd.current(on: client, wait: 60)?.id)
     }
 
     @Test("what the daemon writes decodes into the shared types, member for member")

@@ -37,7 +37,7 @@ struct TmuxSession {
 
     /// Waits until the screen satisfies `check`; fails the test with the screen as it is otherwise.
     func awaitScreen(
-        timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation, _ check: (String) -> Bool
+        timeout: Double = asyncWaitTimeout, sourceLocation: SourceLocation = #_sourceLocation, _ check: (String) -> Bool
     ) async throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while !check(screen()) {
