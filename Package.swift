@@ -19,7 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        // Already in the graph through AsyncHTTPClient; named for the tests' webhook receivers.
+        // Already in the graph through AsyncHTTPClient; named for the tests' webhook receivers
+        // and for NIOConcurrencyHelpers' lock.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // Already in the graph through AsyncHTTPClient; the watchdog's HTTPS probe configures it.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -54,6 +55,8 @@ let package = Package(
             dependencies: [
                 "CMicroHTTPD",
                 .product(name: "Logging", package: "swift-log"),
+                // NIOLockedValueBox: a plain pthread mutex for the locks every request takes.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -63,6 +66,7 @@ let package = Package(
             dependencies: [
                 "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire", "AlertdDelivery", "AlertdCallbacks",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

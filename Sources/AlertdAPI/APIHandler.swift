@@ -2,6 +2,7 @@ import AlertdCore
 import AlertdHTTP
 import AlertdWire
 import Logging
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 
 /// alertd's HTTP API: routes a request, checks its query and body, runs it on
 /// the service and renders the answer. Errors are problem+json.
@@ -14,7 +15,7 @@ final class APIHandler: HTTPHandler {
         /// Per-token request rate; nil when `limits.rate_per_second` is not set.
         var rateLimiter: RateLimiter?
     }
-    let access: Lock<Access>
+    let access: NIOLockedValueBox<Access>
     let metrics: AlertdMetrics
     /// `metrics.require_token`: `/metrics` needs any valid token.
     let metricsNeedToken: Bool
@@ -29,7 +30,7 @@ final class APIHandler: HTTPHandler {
         self.service = service
         self.metrics = metrics
         self.metricsNeedToken = metricsNeedToken
-        self.access = Lock(Access(auth: auth, rateLimiter: rateLimiter))
+        self.access = NIOLockedValueBox(Access(auth: auth, rateLimiter: rateLimiter))
         self.logger = logger
         self.readiness = readiness
     }
@@ -80,7 +81,7 @@ final class APIHandler: HTTPHandler {
         let respond: Reply = { make in responder.respond(building: { finish(make()) }) }
         // With tokens, every /v1 request shows one first: 401 comes before anything else.
         var principal: Principal?
-        let (auth, rateLimiter) = access.withLock { ($0.auth, $0.rateLimiter) }
+        let (auth, rateLimiter) = access.withLockedValue { ($0.auth, $0.rateLimiter) }
         let metricsGuarded = metricsNeedToken && request.path == "/metrics"
         if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") || metricsGuarded {
             switch auth.authenticate(request.header("authorization")) {

@@ -6,6 +6,7 @@ import AlertdWire
 import Crypto
 import Foundation
 import Logging
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 
 /// The daemon's live state and every operation on it.
 ///
@@ -42,14 +43,18 @@ final class AlertService: Sendable {
         var key: String
     }
 
-    let state: Lock<State>
-    let hub: Lock<Hub>
+    /// The locks every request takes are NIO's pthread-mutex boxes, not Synchronization's
+    /// `Mutex`: on Linux that is a priority-inheritance futex which hands ownership to a
+    /// sleeping waiter, and with more busy threads than CPUs (a CPU quota) requests queued
+    /// behind preempted owners — 8 HTTP threads on 2 vCPUs served a third of 2 threads.
+    let state: NIOLockedValueBox<State>
+    let hub: NIOLockedValueBox<Hub>
     let committer: GroupCommitter
     let store: any AlertStore
     let clock: any WallClock
-    private let _settings: Lock<Settings>
+    private let _settings: NIOLockedValueBox<Settings>
     /// Waiter limits and retention change on reload; read them fresh each time.
-    var settings: Settings { _settings.withLock { $0 } }
+    var settings: Settings { _settings.withLockedValue { $0 } }
     /// The board's validation rules; fixed once alertd runs, so posts read them without the lock.
     let rules: AlertRules
     let logger: Logger
@@ -74,12 +79,12 @@ final class AlertService: Sendable {
         self.rules = board.rules
         var state = State(board: board)
         for webhook in webhooks { state.webhooks[webhook.client, default: []].append(webhook) }
-        self.state = Lock(state)
-        self.hub = Lock(Hub())
+        self.state = NIOLockedValueBox(state)
+        self.hub = NIOLockedValueBox(Hub())
         self.store = store
         self.committer = committer
         self.clock = clock
-        self._settings = Lock(settings)
+        self._settings = NIOLockedValueBox(settings)
         self.logger = logger
         self.timer = DeadlineTimer(name: "alertd-waiters")
     }
@@ -89,10 +94,10 @@ final class AlertService: Sendable {
     /// Publishes every client's displayed alert (the board holds committed state
     /// after a restore) and starts the deadline ticker.
     func start() {
-        let displays = state.withLock { state in
+        let displays = state.withLockedValue { state in
             state.board.clients.map { ($0, state.board.displayed(on: $0)) }
         }
-        hub.withLock { hub in
+        hub.withLockedValue { hub in
             for (client, alert) in displays { _ = hub.publish(client: client, alert: alert) }
         }
         let thread = Thread { [self] in runTicker() }
@@ -102,15 +107,15 @@ final class AlertService: Sendable {
 
     /// Stops taking changes and answers every parked waiter with the state it waits on.
     func drain() {
-        state.withLock { $0.draining = true }
+        state.withLockedValue { $0.draining = true }
         ticker.stop()
-        let parked = hub.withLock { $0.takeAll() }
+        let parked = hub.withLockedValue { $0.takeAll() }
         for waiter in parked { answer(waiter) }
     }
 
     func stopTimers() { timer.stop() }
 
-    var isDraining: Bool { state.withLock { $0.draining } }
+    var isDraining: Bool { state.withLockedValue { $0.draining } }
 
     // MARK: - Posting
 
@@ -146,7 +151,7 @@ final class AlertService: Sendable {
         // Everything, the store lookup of a key included, under the board lock:
         // two posts with one key can never both create. Writes are submitted
         // under it too, so the store applies them in board order.
-        let failure: Problem? = state.withLock { state in
+        let failure: Problem? = state.withLockedValue { state in
             if let refusal = refusal(state) { return refusal }
             var keyRef: KeyRef?
             if let idempotencyKey, let digest {
@@ -228,7 +233,7 @@ final class AlertService: Sendable {
             case stored
         }
         // Writes (and barriers) are submitted under the board lock: store order is board order.
-        let outcome: Outcome = state.withLock { state in
+        let outcome: Outcome = state.withLockedValue { state in
             if let refusal = refusal(state) { return .failed(refusal) }
             switch state.board.visible(id) {
             case .notYetCommitted:
@@ -314,7 +319,7 @@ final class AlertService: Sendable {
     /// Fires due dismissals and expiries; returns when the next one is due.
     func fireDeadlines() -> Timestamp? {
         let now = clock.now()
-        let (change, next): (BoardChange, Timestamp?) = state.withLock { state in
+        let (change, next): (BoardChange, Timestamp?) = state.withLockedValue { state in
             if refusal(state) != nil { return (BoardChange(), nil) }
             let change = state.board.fireDeadlines(now: now)
             let displays = Self.displays(change, state.board)
@@ -337,7 +342,7 @@ final class AlertService: Sendable {
     /// committed and published like any other.
     func reconfigure(_ settings: QueueSettings) {
         let now = clock.now()
-        state.withLock { state in
+        state.withLockedValue { state in
             let change = state.board.reconfigure(settings, now: now)
             let displays = Self.displays(change, state.board)
             guard !change.saved.isEmpty else { return }
@@ -358,7 +363,7 @@ final class AlertService: Sendable {
         let writes: [StoreWrite] = [
             .purge(decidedBefore: now.adding(seconds: -settings.retentionSeconds), keysBefore: now.adding(seconds: -86_400))
         ]
-        state.withLock { state in
+        state.withLockedValue { state in
             guard refusal(state) == nil else { return }
             committer.submit(writes) { _ in }
         }
@@ -368,7 +373,7 @@ final class AlertService: Sendable {
 
     /// An alert as readers may see it: memory first, then the store.
     func lookup(_ id: AlertID, client: String) -> Result<Alert?, Problem> {
-        let visible = state.withLock { $0.board.visible(id) }
+        let visible = state.withLockedValue { $0.board.visible(id) }
         switch visible {
         case .alert(let alert):
             return .success(alert.client == client ? alert : nil)
@@ -390,7 +395,7 @@ final class AlertService: Sendable {
     func position(of alert: Alert) -> Int? {
         guard alert.isPending else { return nil }
         if alert.state == .displayed { return 0 }
-        return state.withLock { $0.board.position(of: alert) }
+        return state.withLockedValue { $0.board.position(of: alert) }
     }
 
     func render(_ alert: Alert) -> [UInt8] {
@@ -406,8 +411,8 @@ final class AlertService: Sendable {
             case parked
             case tooMany
         }
-        let outcome: Outcome = hub.withLock { hub in
-            let visible = state.withLock { $0.board.visible(id) }
+        let outcome: Outcome = hub.withLockedValue { hub in
+            let visible = state.withLockedValue { $0.board.visible(id) }
             let alert: Alert
             switch visible {
             case .alert(let found) where found.client == client:
@@ -422,7 +427,7 @@ final class AlertService: Sendable {
             if hub.count >= settings.maxWaiters { return .tooMany }
             let waiterID = hub.nextID()
             let token = timer.schedule(after: Double(waitSeconds)) { [self] in
-                if let waiter = self.hub.withLock({ $0.removeAlertWaiter(id, waiterID) }) { answer(waiter) }
+                if let waiter = self.hub.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(waiter) }
             }
             hub.addAlertWaiter(id, Hub.AlertWaiter(id: waiterID, alertID: id, client: client, token: token, respond: respond))
             return .parked
@@ -448,13 +453,13 @@ final class AlertService: Sendable {
             case parked
             case tooMany
         }
-        let outcome: Outcome = hub.withLock { hub in
+        let outcome: Outcome = hub.withLockedValue { hub in
             let display = hub.display(client)
             if waitSeconds == 0 || display.id != after || hub.draining { return .now(display.body) }
             if hub.count >= settings.maxWaiters { return .tooMany }
             let waiterID = hub.nextID()
             let token = timer.schedule(after: Double(waitSeconds)) { [self] in
-                if let waiter = self.hub.withLock({ $0.removeCurrentWaiter(client, waiterID) }) { answer(waiter) }
+                if let waiter = self.hub.withLockedValue({ $0.removeCurrentWaiter(client, waiterID) }) { answer(waiter) }
             }
             hub.addCurrentWaiter(client, Hub.CurrentWaiter(id: waiterID, client: client, after: after, token: token, respond: respond))
             return .parked
@@ -474,7 +479,7 @@ final class AlertService: Sendable {
 
     func clients() -> [ClientSummary] {
         // Pending as readers see them: committed versions, not alerts still committing.
-        let counts = state.withLock { state in
+        let counts = state.withLockedValue { state in
             state.board.clients.map { client in
                 (
                     client,
@@ -485,23 +490,23 @@ final class AlertService: Sendable {
                 )
             }
         }
-        return hub.withLock { hub in
+        return hub.withLockedValue { hub in
             counts.map { ClientSummary(client: $0.0, pending: $0.1, displayed: hub.display($0.0).id) }
         }
     }
 
     /// Pending alerts on every client.
-    var pendingTotal: Int { state.withLock { $0.board.pendingTotal } }
+    var pendingTotal: Int { state.withLockedValue { $0.board.pendingTotal } }
     /// Requests parked right now.
-    var waiterCount: Int { hub.withLock { $0.count } }
+    var waiterCount: Int { hub.withLockedValue { $0.count } }
 
     func policy(of client: String) -> QueuePolicy {
-        state.withLock { $0.board.settings[client].policy }
+        state.withLockedValue { $0.board.settings[client].policy }
     }
 
     /// Pending alerts (visible versions, with positions) in display order.
     func pendingAlerts(on client: String) -> [(Alert, Int?)] {
-        state.withLock { state in
+        state.withLockedValue { state in
             var visible: [(Alert, Int?)] = []
             for latest in state.board.pending(on: client) {
                 guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { continue }
@@ -526,7 +531,7 @@ final class AlertService: Sendable {
             }
         }
         let now = clock.now()
-        let outcome: Result<Webhook, Problem> = state.withLock { state in
+        let outcome: Result<Webhook, Problem> = state.withLockedValue { state in
             if let refusal = refusal(state) { return .failure(refusal) }
             let webhook = Webhook(
                 id: Webhook.newID(&state.webhookIDs, at: now), client: client, url: url,
@@ -544,12 +549,12 @@ final class AlertService: Sendable {
     }
 
     func webhooks(of client: String) -> [Webhook] {
-        state.withLock { $0.webhooks[client] ?? [] }
+        state.withLockedValue { $0.webhooks[client] ?? [] }
     }
 
     /// Removes an API webhook; config ones stay (403), unknown ones are 404.
     func deleteWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, Problem>) -> Void) {
-        let outcome: Problem? = state.withLock { state in
+        let outcome: Problem? = state.withLockedValue { state in
             if let refusal = refusal(state) { return refusal }
             guard let index = state.webhooks[client]?.firstIndex(where: { $0.id == id }) else {
                 return Problem(.notFound, "no webhook \(id) on client \(client)")
@@ -574,7 +579,7 @@ final class AlertService: Sendable {
     /// Applies a reloaded config's waiter limits and retention (the signing
     /// secret is kept: events already written were signed for their targets).
     func update(maxWaitSeconds: Int, maxWaiters: Int, retentionSeconds: Double) {
-        _settings.withLock {
+        _settings.withLockedValue {
             $0.maxWaitSeconds = maxWaitSeconds
             $0.maxWaiters = maxWaiters
             $0.retentionSeconds = retentionSeconds
@@ -584,7 +589,7 @@ final class AlertService: Sendable {
     /// Replaces the webhooks of the config file with `webhooks`; those registered
     /// through the API stay. Events already written keep their targets.
     func replaceConfigWebhooks(with webhooks: [Webhook]) {
-        state.withLock { state in
+        state.withLockedValue { state in
             var merged: [String: [Webhook]] = [:]
             for webhook in webhooks { merged[webhook.client, default: []].append(webhook) }
             for (client, list) in state.webhooks {
@@ -674,12 +679,12 @@ final class AlertService: Sendable {
     /// After a commit: make the change visible, publish displays, wake waiters.
     @discardableResult
     private func finish<T>(_ change: BoardChange, displays: [(String, Alert?)], _ also: (inout State) -> T) -> T {
-        let value = state.withLock { state -> T in
+        let value = state.withLockedValue { state -> T in
             state.board.committed(change)
             return also(&state)
         }
         if let metrics { for alert in change.decided { metrics.terminal(alert.state.rawValue) } }
-        let woken: [Hub.Parked] = hub.withLock { hub in
+        let woken: [Hub.Parked] = hub.withLockedValue { hub in
             var woken: [Hub.Parked] = []
             for (client, alert) in displays {
                 woken += hub.publish(client: client, alert: alert).map(Hub.Parked.current)
@@ -698,7 +703,7 @@ final class AlertService: Sendable {
         switch waiter {
         case .current(let current):
             timer.cancel(current.token)
-            let body = hub.withLock { $0.display(current.client).body }
+            let body = hub.withLockedValue { $0.display(current.client).body }
             current.respond(.success(body))
         case .alert(let waiting, let decided):
             timer.cancel(waiting.token)

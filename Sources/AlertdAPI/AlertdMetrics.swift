@@ -1,6 +1,6 @@
-import Foundation
-import AlertdHTTP
 import CoreMetrics
+import Foundation
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 import Prometheus
 
 /// alertd's metrics, through swift-metrics with a Prometheus registry of its
@@ -15,14 +15,14 @@ final class AlertdMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
 
     /// Per route and status: its request counter and its route's duration histogram.
-    private let requestMetrics = Lock<[RequestKey: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
+    private let requestMetrics = NIOLockedValueBox<[RequestKey: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
     /// Hashed on every request: no string is built for it.
     private struct RequestKey: Hashable {
         let route: String
         let status: Int
     }
-    private let terminalCounters = Lock<[String: CoreMetrics.Counter]>([:])
-    private let deliveryCounters = Lock<[String: CoreMetrics.Counter]>([:])
+    private let terminalCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let deliveryCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     let alertsCreated: CoreMetrics.Counter
     let commitDuration: CoreMetrics.Timer
     let deliveryLatency: CoreMetrics.Timer
@@ -50,7 +50,7 @@ final class AlertdMetrics: Sendable {
     /// One answered request: `route` is the route's name (`unmatched` for 404/405).
     func request(route: String, status: Int, nanoseconds: UInt64) {
         let key = RequestKey(route: route, status: status)
-        let (counter, timer) = requestMetrics.withLock { cache in
+        let (counter, timer) = requestMetrics.withLockedValue { cache in
             if let metrics = cache[key] { return metrics }
             // A route's timer is the same histogram whatever the status: the registry hands it out once.
             let metrics = (
@@ -77,10 +77,10 @@ final class AlertdMetrics: Sendable {
         counter(deliveryCounters, key: result, label: "alertd_deliveries_total", dimension: "result").increment()
     }
 
-    private func counter(_ cache: Lock<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
+    private func counter(_ cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
         -> CoreMetrics.Counter
     {
-        cache.withLock { counters in
+        cache.withLockedValue { counters in
             if let counter = counters[key] { return counter }
             let counter = CoreMetrics.Counter(label: label, dimensions: [(dimension, key)], factory: factory)
             counters[key] = counter

@@ -395,7 +395,7 @@ final class Reloader: Sendable {
         }
         let old = current.withLock { $0 }
         let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
-        handler.access.withLock { access in
+        handler.access.withLockedValue { access in
             access = APIHandler.Access(
                 auth: Authenticator(tokens: new.tokens), rateLimiter: keepLimiter ? access.rateLimiter : RateLimiter(new.limits))
         }

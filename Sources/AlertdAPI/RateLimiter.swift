@@ -1,5 +1,5 @@
-import AlertdHTTP
 import Foundation
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 
 /// A token bucket: `rate` requests a second on average, `burst` at once.
 ///
@@ -49,7 +49,7 @@ public struct TokenBucket: Sendable, Hashable {
 final class RateLimiter: Sendable {
     private let rate: Double
     private let burst: Double
-    private let buckets = Lock<[String: TokenBucket]>([:])
+    private let buckets = NIOLockedValueBox<[String: TokenBucket]>([:])
 
     init(rate: Double, burst: Double) {
         self.rate = rate
@@ -66,7 +66,7 @@ final class RateLimiter: Sendable {
     /// Takes one request of `token` now; a problem (429 with Retry-After) when over its rate.
     func admit(_ token: String) -> Problem? {
         let now = DeadlineTimer.now()
-        let outcome = buckets.withLock { buckets in
+        let outcome = buckets.withLockedValue { buckets in
             buckets[token, default: TokenBucket(rate: rate, burst: burst, now: now)].take(now: now)
         }
         guard case .limited(let seconds) = outcome else { return nil }

@@ -196,25 +196,22 @@ public struct Router: Sendable {
                 start = index + 1
             }
         }
-        func matches(_ route: Route) -> (literals: Int, Bool) {
-            guard route.segments.count == count else { return (0, false) }
+        /// How many literal segments `route` matched by; nil if it does not match the path.
+        func literals(_ route: Route) -> Int? {
+            guard route.segments.count == count else { return nil }
             var literals = 0
             for (index, segment) in route.segments.enumerated() {
                 guard case .literal(let text) = segment else { continue }
-                guard UnsafeBufferPointer(rebasing: path[parts[index]]).elementsEqual(text) else { return (0, false) }
+                guard UnsafeBufferPointer(rebasing: path[parts[index]]).elementsEqual(text) else { return nil }
                 literals += 1
             }
-            return (literals, true)
+            return literals
         }
         let wanted = method == "HEAD" ? "GET" : method
         var best: (route: Route, literals: Int)?
-        var pathExists = false
-        for route in routes {
-            let (literals, found) = matches(route)
-            guard found else { continue }
-            pathExists = true
-            // A literal match (`current`) hides a capture match (`{id}`) for the same method.
-            if route.method == wanted, literals > best?.literals ?? -1 { best = (route, literals) }
+        // A literal match (`current`) hides a capture match (`{id}`) for the same method.
+        for route in routes where route.method == wanted {
+            if let literals = literals(route), literals > best?.literals ?? -1 { best = (route, literals) }
         }
         if let best {
             var captures = Captures()
@@ -223,11 +220,11 @@ public struct Router: Sendable {
             }
             return .found(best.route.make(captures), best.route.permission)
         }
-        guard pathExists else { return .notFound }
         var allowed: [String] = []
-        for route in routes where matches(route).1 && !allowed.contains(route.method) {
+        for route in routes where !allowed.contains(route.method) && literals(route) != nil {
             allowed.append(route.method)
         }
+        if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allow: allowed)
     }

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Glibc
 import Logging
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 import Synchronization
 
 /// How the server listens and what it bounds.
@@ -89,7 +90,7 @@ public final class HTTPServer: Sendable {
     /// that those over the bound get a 503 instead of waiting unaccepted.
     static let connectionHeadroom = 64
     /// Requests whose connection is suspended, so a shutdown can answer them.
-    private let suspendedResponders = Lock<[ObjectIdentifier: Responder]>([:])
+    private let suspendedResponders = NIOLockedValueBox<[ObjectIdentifier: Responder]>([:])
     private let draining = Atomic<Bool>(false)
     /// Deadlines of connections reading a request; see ``HTTPServerConfiguration/readTimeoutSeconds``.
     let readDeadlines: ReadDeadlines
@@ -118,12 +119,12 @@ public final class HTTPServer: Sendable {
     /// Requests between their first byte and their completion, parked ones included.
     public var activeRequests: Int { active.load(ordering: .relaxed) }
     /// Requests whose connection is suspended (parked waiters, pending commits).
-    public var suspendedRequests: Int { suspendedResponders.withLock { $0.count } }
+    public var suspendedRequests: Int { suspendedResponders.withLockedValue { $0.count } }
 
     /// Answers every request still suspended (the drain ran out of time): a
     /// suspended connection must not outlive `stop()`.
     public func answerSuspended() {
-        let waiting = suspendedResponders.withLock { Array($0.values) }
+        let waiting = suspendedResponders.withLockedValue { Array($0.values) }
         for responder in waiting { responder.respond(handler.reject(.shuttingDown)) }
     }
 
@@ -333,7 +334,7 @@ public final class HTTPServer: Sendable {
         )
         context.body = []
         let responder = Responder(connection: ConnectionHandle(pointer: connection)) { [self] responder, isSuspended in
-            suspendedResponders.withLock { registry in
+            suspendedResponders.withLockedValue { registry in
                 if isSuspended {
                     registry[ObjectIdentifier(responder)] = responder
                 } else {

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Dispatch
 import Glibc
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 import Synchronization
 
 /// The read timeout of every open connection: a whole request must arrive within
@@ -25,18 +26,18 @@ final class ReadDeadlines: Sendable {
     /// One open connection.
     final class Entry: Sendable {
         let fd: Int32
-        /// Monotonic nanoseconds; `.max` while the daemon, not the client, has the next move.
-        let deadline: Atomic<Int64>
+        /// Uptime nanoseconds (`DispatchTime`); `.max` while the daemon, not the client, has the next move.
+        let deadline: Atomic<UInt64>
         let cut = Atomic<Bool>(false)
 
-        init(fd: Int32, deadline: Int64) {
+        init(fd: Int32, deadline: UInt64) {
             self.fd = fd
             self.deadline = Atomic(deadline)
         }
     }
 
-    private let timeout: Int64
-    private let entries = Lock<[ObjectIdentifier: Entry]>([:])
+    private let timeout: UInt64
+    private let entries = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
     /// Dispatch sources are thread-safe (resume, cancel, handlers), though not marked Sendable.
     private nonisolated(unsafe) let timer: any DispatchSourceTimer
     private let started = Atomic<Bool>(false)
@@ -44,24 +45,17 @@ final class ReadDeadlines: Sendable {
     private let cutCount = Atomic<Int>(0)
 
     init(timeout seconds: Double) {
-        timeout = Int64(max(0.05, seconds) * 1e9)
+        timeout = UInt64(max(0.05, seconds) * 1e9)
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "alertd.read-deadlines"))
     }
 
     var connectionsCut: Int { cutCount.load(ordering: .relaxed) }
 
-    /// The monotonic clock the deadlines are on, in nanoseconds.
-    static func now() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-    }
-
     /// A connection opened: its entry is kept in `context` (libmicrohttpd's socket context).
     func opened(fd: Int32, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard fd >= 0 else { return }
-        let entry = Entry(fd: fd, deadline: Self.now() + timeout)
-        entries.withLock { $0[ObjectIdentifier(entry)] = entry }
+        let entry = Entry(fd: fd, deadline: DispatchTime.now().uptimeNanoseconds + timeout)
+        entries.withLockedValue { $0[ObjectIdentifier(entry)] = entry }
         context.pointee = Unmanaged.passRetained(entry).toOpaque()
     }
 
@@ -72,20 +66,20 @@ final class ReadDeadlines: Sendable {
 
     /// The answer went out: the client has `timeout` to send the next request.
     func answered(_ connection: OpaquePointer) {
-        Self.entry(of: connection)?.deadline.store(Self.now() + timeout, ordering: .relaxed)
+        Self.entry(of: connection)?.deadline.store(DispatchTime.now().uptimeNanoseconds + timeout, ordering: .relaxed)
     }
 
     func closed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard let raw = context.pointee else { return }
         context.pointee = nil
         let entry = Unmanaged<Entry>.fromOpaque(raw).takeRetainedValue()
-        _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(entry)) }
+        _ = entries.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(entry)) }
     }
 
     /// Shuts down every connection past its deadline; returns how many.
     @discardableResult
-    func sweep(now: Int64 = ReadDeadlines.now()) -> Int {
-        let cut = entries.withLock { entries -> Int in
+    func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int {
+        let cut = entries.withLockedValue { entries -> Int in
             var cut = 0
             for entry in entries.values where entry.deadline.load(ordering: .relaxed) <= now {
                 guard !entry.cut.exchange(true, ordering: .relaxed) else { continue }

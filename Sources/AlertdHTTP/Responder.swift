@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 
 /// The one-shot answer channel of a request.
 ///
@@ -19,7 +20,7 @@ public final class Responder: Sendable {
         case done
     }
 
-    private let state = Lock(State.handling)
+    private let state = NIOLockedValueBox(State.handling)
     private let connection: ConnectionHandle?
     private let onSuspend: (@Sendable (Responder, Bool) -> Void)?
 
@@ -55,14 +56,14 @@ public final class Responder: Sendable {
     /// when it is sent: work a waking thread (the store writer) should not do.
     public func respond(building make: @escaping @Sendable () -> HTTPResponse) {
         if let sink = inProcessSink {
-            let first = state.withLock { state -> Bool in
+            let first = state.withLockedValue { state -> Bool in
                 if case .handling = state { state = .done; return true }
                 return false
             }
             if first { sink(make()) }
             return
         }
-        let resume = state.withLock { state -> Bool in
+        let resume = state.withLockedValue { state -> Bool in
             switch state {
             case .handling:
                 state = .ready(make)
@@ -83,7 +84,7 @@ public final class Responder: Sendable {
     /// Called on the MHD thread once the handler returned: the answer to queue now,
     /// or nil after suspending the connection.
     func afterHandler() -> HTTPResponse? {
-        let make = state.withLock { state -> (@Sendable () -> HTTPResponse)? in
+        let make = state.withLockedValue { state -> (@Sendable () -> HTTPResponse)? in
             switch state {
             case .ready(let make):
                 state = .done
@@ -104,7 +105,7 @@ public final class Responder: Sendable {
 
     /// Called on the MHD thread when a resumed connection comes back.
     func takeResumedResponse() -> HTTPResponse? {
-        let make = state.withLock { state -> (@Sendable () -> HTTPResponse)? in
+        let make = state.withLockedValue { state -> (@Sendable () -> HTTPResponse)? in
             if case .ready(let make) = state {
                 state = .done
                 return make

@@ -145,12 +145,12 @@ struct WaiterTests {
         let waiters = (0..<50).map { _ in daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60&after=\(first["id"] as! String)") }
         daemon.barrier()
         #expect(waiters.allSatisfy { !$0.isAnswered })
-        #expect(daemon.core.service.hub.withLock { $0.count } == 50)
+        #expect(daemon.core.service.hub.withLockedValue { $0.count } == 50)
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(first["id"] as! String)/choice", json: #"{"button":"OK"}"#)
         for waiter in waiters {
             #expect(try waiter.wait().object()["id"] as? String == second["id"] as? String)
         }
-        #expect(daemon.core.service.hub.withLock { $0.count } == 0)
+        #expect(daemon.core.service.hub.withLockedValue { $0.count } == 0)
     }
 
     @Test("a current waiter without after parks only while nothing is displayed")

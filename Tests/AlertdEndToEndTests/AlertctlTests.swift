@@ -42,24 +42,15 @@ struct Alertctl {
         /// Ctrl-C.
         func interrupt() { child.send(SIGINT) }
 
-        /// Starts `executable ARGS` with the test process's environment plus `environment`.
-        /// Names in `unset` are left out of the inherited environment.
-        static func spawn(_ executable: String, _ arguments: [String], environment: [String: String], unset: [String] = [])
-            throws -> Run
-        {
-            var merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-            for name in unset { merged[name] = nil }
-            let child = try DaemonProcess.spawn(
-                executable, arguments: arguments, environment: merged.map { "\($0.key)=\($0.value)" }, dieWithParent: false)
-            return Run(child: child)
+        /// Starts `executable ARGS`; see ``Program/spawn(_:_:environment:stdinPath:)``.
+        static func spawn(_ executable: String, _ arguments: [String], environment: [String: String?]) throws -> Run {
+            Run(child: try Program.spawn(executable, arguments, environment: environment))
         }
     }
 
     /// Starts `alertctl ARGS` with `ALERTD_URL` (and `ALERTD_TOKEN`) set.
     func start(_ arguments: [String]) throws -> Run {
-        var environment = ["ALERTD_URL": url]
-        if let token { environment["ALERTD_TOKEN"] = token }
-        return try Run.spawn(try Self.binary(), arguments, environment: environment, unset: token == nil ? ["ALERTD_TOKEN"] : [])
+        try Run.spawn(try Self.binary(), arguments, environment: ["ALERTD_URL": url, "ALERTD_TOKEN": token])
     }
 
     func run(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {

@@ -3,9 +3,7 @@ import Testing
 
 /// Runs `alertd token new` and returns the secret and the config entry it printed.
 private func newToken(_ name: String, roles: String, clients: String) throws -> (secret: String, entry: String) {
-    let binary = try Daemon.locateBinary(
-        override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath())
-    let run = try Program.run(binary, ["token", "new", name, "--roles", roles, "--clients", clients])
+    let run = try Program.alertd(["token", "new", name, "--roles", roles, "--clients", clients])
     try #require(run.status == 0, "alertd token new: \(run.stderr)")
     let text = run.stdout
     let secret = try #require(text.split(separator: "\n").first { $0.hasPrefix("secret: ") }).dropFirst("secret: ".count)

@@ -39,7 +39,7 @@ struct DashboardE2ETests {
     @Test("whoami answers any valid token with its name, roles and clients, and 401 without one; the page stays open")
     func whoAmI() throws {
         let secret = "alertd_dashboard-e2e-secret"
-        let hex = sha256Hex(secret)
+        let hex = Program.sha256Hex(secret)
         let daemon = try Daemon.start(
             .init(
                 config: """
@@ -57,10 +57,4 @@ struct DashboardE2ETests {
         #expect(try http.get("/").status == 200)
         #expect(try http.get("/ui/dashboard.js").status == 200)
     }
-}
-
-/// Lower-case hex SHA-256, through `sha256sum` so the test does not share the daemon's code.
-private func sha256Hex(_ text: String) -> String {
-    let run = try? Program.run("/usr/bin/sha256sum", [], stdin: text)
-    return String((run?.stdout ?? "").prefix(64))
 }

@@ -4,23 +4,13 @@ import Testing
 
 /// Runs `alertd` with `arguments` to completion: exit status, stdout, stderr.
 private func runAlertd(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-    let binary = try Daemon.locateBinary(
-        override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath())
-    let run = try Program.run(binary, arguments)
+    let run = try Program.alertd(arguments)
     return (run.status, run.stdout, run.stderr)
 }
 
 private func tokenEntry(_ name: String, _ secret: String, roles: String) -> String {
-    let hex = SHA256Hex.of(secret)
+    let hex = Program.sha256Hex(secret)
     return "    - { name: \(name), sha256: \"\(hex)\", roles: [\(roles)], clients: [\"*\"] }\n"
-}
-
-/// SHA-256 hex with the system's sha256sum, so the test does not share alertd's hashing code.
-private enum SHA256Hex {
-    static func of(_ text: String) -> String {
-        let run = try? Program.run("/usr/bin/sha256sum", [], stdin: text)
-        return String((run?.stdout ?? "").prefix(64))
-    }
 }
 
 extension Daemon {

@@ -34,16 +34,39 @@ struct Program {
             scratch = file
         }
         defer { scratch.map { try? FileManager.default.removeItem(at: $0) } }
-        let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let child = try DaemonProcess.spawn(
-            path, arguments: arguments, environment: merged.map { "\($0.key)=\($0.value)" }, dieWithParent: false,
-            stdinPath: stdinPath)
+        let child = try spawn(path, arguments, environment: environment.mapValues { $0 }, stdinPath: stdinPath)
         guard let status = child.waitForExit(timeout: timeout) else {
             child.killAndReap()
             throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) still running after \(timeout) s; killed")
         }
         child.awaitOutputEnd()
         return Program(status: status, stdout: child.stdout.text, stderr: child.stderr.text)
+    }
+
+    /// Starts `executable` (a path) without waiting for it, with the test process's environment
+    /// plus `environment`, where a nil value leaves that name out.
+    static func spawn(
+        _ executable: String, _ arguments: [String], environment: [String: String?], stdinPath: String = "/dev/null"
+    ) throws -> DaemonProcess {
+        var merged = ProcessInfo.processInfo.environment
+        for (name, value) in environment { merged[name] = value }
+        return try DaemonProcess.spawn(
+            executable, arguments: arguments, environment: merged.map { "\($0.key)=\($0.value)" }, dieWithParent: false,
+            stdinPath: stdinPath)
+    }
+
+    /// Runs the alertd binary under test (`token new`, `check-config`) to completion.
+    static func alertd(_ arguments: [String]) throws -> Program {
+        let binary = try Daemon.locateBinary(
+            override: nil, environment: ProcessInfo.processInfo.environment, testExecutable: Daemon.selfExecutablePath())
+        return try run(binary, arguments)
+    }
+
+    /// Lower-case hex SHA-256 of `text`, through the system's `sha256sum` so that tests do not
+    /// share alertd's hashing code; empty if `sha256sum` could not run.
+    static func sha256Hex(_ text: String) -> String {
+        let run = try? run("/usr/bin/sha256sum", [], stdin: text)
+        return String((run?.stdout ?? "").prefix(64))
     }
 
     /// The path of `name`: itself if it holds a slash, else the first executable on `PATH`.
