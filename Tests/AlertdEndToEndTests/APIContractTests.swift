@@ -8,7 +8,7 @@
 import Foundation
 import Testing
 
-@Suite("API contract", .sharedAlertd())
+@Suite("API contract", .sharedAlertd(), .ownThreads)
 struct APIContractTests {}
 
 // MARK: - Posting

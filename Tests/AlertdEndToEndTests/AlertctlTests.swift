@@ -64,7 +64,7 @@ struct Alertctl {
     }
 }
 
-@Suite("alertctl: commands, --json and exit codes against the real daemon")
+@Suite("alertctl: commands, --json and exit codes against the real daemon", .ownThreads)
 struct AlertctlTests {
     @Test("post --wait exits 0 for a button, 1 for the cancel button, and prints the button")
     func waitForAButton() async throws {

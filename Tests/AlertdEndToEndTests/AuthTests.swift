@@ -11,7 +11,7 @@ private func newToken(_ name: String, roles: String, clients: String) throws -> 
     return (String(secret), entry)
 }
 
-@Suite("Tokens and roles (§7) on the real daemon", .serialized)
+@Suite("Tokens and roles (§7) on the real daemon", .serialized, .ownThreads)
 struct AuthTests {
     /// A daemon with four tokens made by `alertd token new`, and their secrets.
     static func start() throws -> (Daemon, [String: String]) {

@@ -9,7 +9,7 @@
 import Foundation
 import Testing
 
-@Suite("Bad input", .serialized, .sharedAlertd(prepare: BadInputFixture.prepare))
+@Suite("Bad input", .serialized, .sharedAlertd(prepare: BadInputFixture.prepare), .ownThreads)
 struct BadInputTests {
     // MARK: Bodies that are not JSON
 

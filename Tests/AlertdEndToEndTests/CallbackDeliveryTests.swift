@@ -68,7 +68,7 @@ private func verify(_ request: WebhookReceiver.Received) throws -> [String: Any]
 
 // Synchronous on purpose: these tests block on sockets and conditions, so they
 // never wait for a continuation that needs a free thread of the cooperative pool.
-@Suite("Callbacks: every terminal alert reaches every target, signed", .serialized)
+@Suite("Callbacks: every terminal alert reaches every target, signed", .serialized, .ownThreads)
 struct CallbackDeliveryTests {
     @Test("each terminal state sends one event of its type to the callback_url and to every webhook, with one webhook-id")
     func everyTerminalStateEveryTarget() throws {

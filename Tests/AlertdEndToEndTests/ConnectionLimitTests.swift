@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("limits.max_connections bounds the connections held at once")
+@Suite("limits.max_connections bounds the connections held at once", .ownThreads)
 struct ConnectionLimitTests {
     @Test("beyond max_connections a new connection gets 503 and is closed, not left waiting; afterwards the daemon serves normally")
     func connectionLimit() throws {

@@ -3,7 +3,7 @@ import Testing
 
 /// The dashboard and `whoami` over real HTTP; the page itself is tested in a
 /// browser by Tests/Browser.
-@Suite("The dashboard on the real daemon")
+@Suite("The dashboard on the real daemon", .ownThreads)
 struct DashboardE2ETests {
     @Test("/ and /ui/ files are served from the binary with their headers; HEAD has no body; If-None-Match gets 304")
     func served() throws {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite("Durability: kill -9 and restart")
+@Suite("Durability: kill -9 and restart", .ownThreads)
 struct DurabilityTests {
     static let states = "queued,displayed,answered,dismissed,expired,withdrawn"
 
@@ -164,7 +164,7 @@ struct DurabilityTests {
     }
 }
 
-@Suite("Graceful shutdown")
+@Suite("Graceful shutdown", .ownThreads)
 struct ShutdownTests {
     @Test("SIGTERM answers parked waiters with their current state and exits 0")
     func sigtermDrains() throws {

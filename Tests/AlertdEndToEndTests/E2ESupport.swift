@@ -3,14 +3,11 @@ import Testing
 
 /// How long an async test waits for something the daemon or a program will do.
 ///
-/// Swift's cooperative thread pool has one thread per CPU (two on CI), and many of the
-/// end-to-end tests are synchronous: they block their thread in socket reads, waits for a
-/// daemon's "listening" line or deliberate slowness (slow clients, start timeouts). When
-/// two of them run at once, every async test is frozen until one ends; a run showed such
-/// stretches of ~25 s near the start, and async waits of 20 s failed with nothing wrong
-/// with alertd. The async waits are therefore measured against this bound, long enough to
-/// outlast that and short enough to end a run whose awaited thing never comes.
-let asyncWaitTimeout: Double = 90
+/// Every suite here has the `.ownThreads` trait: each test runs on threads of its own, so a
+/// test that blocks no longer freezes the async ones (it used to, for ~25 s stretches, when
+/// they all shared the cooperative pool). The bound is generous for a loaded CI machine and
+/// short enough to end a run whose awaited thing never comes.
+let asyncWaitTimeout: Double = 30
 
 /// Small conveniences over the harness for the end-to-end suites.
 extension TestHTTPClient {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("HTTP behaviour of the real daemon")
+@Suite("HTTP behaviour of the real daemon", .ownThreads)
 struct HTTPBehaviourTests {
     @Test("one keep-alive connection carries inline answers, answers after a commit, a parked wait and errors")
     func keepAliveKept() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Long-poll against the real daemon")
+@Suite("Long-poll against the real daemon", .ownThreads)
 struct LongPollTests {
     @Test("current?wait returns at once when the displayed alert differs from after")
     func returnsAtOnce() throws {

@@ -13,7 +13,7 @@ private func sample(_ text: String, _ series: String) -> Double? {
     text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
 }
 
-@Suite("/metrics in the Prometheus text format", .serialized)
+@Suite("/metrics in the Prometheus text format", .serialized, .ownThreads)
 struct MetricsTests {
     @Test("real activity shows in /metrics, promtool accepts it, and no client id becomes a label")
     func metricsReflectActivity() throws {

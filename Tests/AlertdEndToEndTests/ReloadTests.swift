@@ -25,7 +25,7 @@ extension Daemon {
     }
 }
 
-@Suite("SIGHUP reloads the config; check-config checks one", .serialized)
+@Suite("SIGHUP reloads the config; check-config checks one", .serialized, .ownThreads)
 struct ReloadTests {
     @Test("tokens, config webhooks and the log level change on SIGHUP; a parked long-poll survives it")
     func reloadApplies() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Request ids: on every answer and on the request's log line")
+@Suite("Request ids: on every answer and on the request's log line", .ownThreads)
 struct RequestLogTests {
     @Test("a client's X-Request-Id is echoed and logged with the request at debug; a bad one is replaced")
     func requestIDs() throws {

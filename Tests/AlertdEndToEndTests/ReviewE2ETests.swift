@@ -7,7 +7,7 @@ import Testing
 // (2da5e63, b66596a) keep their test as a regression test. None is marked as a
 // known issue on purpose.
 
-@Suite("Review: the real binary")
+@Suite("Review: the real binary", .ownThreads)
 struct ReviewE2ETests {
     /// HTTPServer.bindListener sets SO_REUSEPORT on every listening socket, so a
     /// second alertd (a duplicate unit, a restart script that does not wait) binds

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The Swift SDK against the real daemon binary over real sockets.
-@Suite("AlertdClient: the Swift SDK against the real daemon")
+@Suite("AlertdClient: the Swift SDK against the real daemon", .ownThreads)
 struct SDKTests {
     // Every wait here is async (Task.sleep between looks, or a long-poll): a test that blocked
     // its thread while the SDK's tasks need the same small cooperative pool would starve them.

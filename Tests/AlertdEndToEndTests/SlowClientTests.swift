@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Slow clients: a whole request within limits.read_timeout_seconds, or the connection is closed")
+@Suite("Slow clients: a whole request within limits.read_timeout_seconds, or the connection is closed", .ownThreads)
 struct SlowClientTests {
     static let config = "limits:\n  read_timeout_seconds: 1\n  max_wait_seconds: 5\n"
 

@@ -162,7 +162,7 @@ final class SelfTestGate: Sendable {
 
 // MARK: - The HTTP client
 
-@Suite("TestHTTPClient against a scripted server")
+@Suite("TestHTTPClient against a scripted server", .ownThreads)
 struct HTTPClientSelfTests {
     @Test("parses a Content-Length response, headers case-insensitively, and JSON")
     func contentLength() throws {
@@ -386,7 +386,7 @@ struct HTTPClientSelfTests {
     }
 }
 
-@Suite("ParkedRequests against a scripted server")
+@Suite("ParkedRequests against a scripted server", .ownThreads)
 struct ParkedRequestsSelfTests {
     @Test("parks many requests, sees none answered, then reads every answer in order")
     func parkAndRelease() throws {
@@ -493,7 +493,7 @@ private let pythonAvailable: Bool = {
     return path.split(separator: ":").contains { access("\($0)/python3", X_OK) == 0 }
 }()
 
-@Suite("Daemon against a fake alertd", .enabled(if: pythonAvailable, "needs python3"))
+@Suite("Daemon against a fake alertd", .enabled(if: pythonAvailable, "needs python3"), .ownThreads)
 struct DaemonSelfTests {
     /// The fake's directory lives as long as this suite instance, i.e. one test.
     private let scratch: ScratchDirectory
@@ -634,7 +634,7 @@ struct DaemonSelfTests {
     }
 }
 
-@Suite("Daemon's log parsing")
+@Suite("Daemon's log parsing", .ownThreads)
 struct DaemonLogParsingSelfTests {
     @Test(
         "finds the port in a listening line, quoted or not",
@@ -663,5 +663,75 @@ struct DaemonLogParsingSelfTests {
     func logfmt() {
         let fields = Daemon.logfmtFields(#"a=1 b="two words" c="q\"x" flag d="#)
         #expect(fields == ["a": "1", "b": "two words", "c": "q\"x", "flag": "", "d": ""])
+    }
+}
+
+// MARK: - Tests on threads of their own
+
+/// The name of the calling thread.
+private func threadName() -> String { Thread.current.name ?? "(unnamed)" }
+
+@Suite("OwnThreads: tests off the cooperative pool, a few at a time", .ownThreads)
+struct OwnThreadsSelfTests {
+    @Test("a synchronous test runs on a dedicated thread")
+    func synchronous() {
+        #expect(threadName().hasPrefix("e2e-test-"), "ran on \(threadName())")
+    }
+
+    @Test("each case of a parameterized test runs on a dedicated thread", arguments: [1, 2, 3])
+    func parameterized(_ value: Int) {
+        #expect(threadName().hasPrefix("e2e-test-"), "case \(value) ran on \(threadName())")
+    }
+
+    @Test("an async test comes back to its threads after a suspension, and so do its children")
+    func suspensions() async throws {
+        try await Task.sleep(for: .milliseconds(10))
+        #expect(threadName().hasPrefix("e2e-test-"), "resumed on \(threadName())")
+        async let child: String = {
+            await Task.yield()
+            return threadName()
+        }()
+        let childThread = await child
+        #expect(childThread.hasPrefix("e2e-test-"), "the child ran on \(childThread)")
+    }
+
+    @Test("slots bound how many bodies run at once, and every body runs")
+    func slots() async throws {
+        final class Counts: Sendable {
+            let value = Mutex((running: 0, most: 0, done: 0))
+        }
+        let slots = E2ESlots(width: 2)
+        let counts = Counts()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<6 {
+                group.addTask {
+                    try await slots.run {
+                        counts.value.withLock {
+                            $0.running += 1; $0.most = max($0.most, $0.running)
+                        }
+                        try await Task.sleep(for: .milliseconds(30))
+                        counts.value.withLock {
+                            $0.running -= 1; $0.done += 1
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let final = counts.value.withLock { $0 }
+        #expect(final.done == 6)
+        #expect(final.most <= 2, "\(final.most) bodies ran at once")
+    }
+
+    @Test("a job enqueued after shutdown still runs (on the global executor)", .timeLimit(.minutes(1)))
+    func afterShutdown() async throws {
+        let executor = DedicatedThreads(name: "e2e-gone", count: 1)
+        executor.shutdown()
+        // The thread may or may not have ended yet; either way the body must complete.
+        let ran = try await withTaskExecutorPreference(executor) {
+            try await Task.sleep(for: .milliseconds(20))
+            return true
+        }
+        #expect(ran)
     }
 }

@@ -45,7 +45,7 @@ final class FakeNotifySocket {
     }
 }
 
-@Suite("systemd: readiness, watchdog, stopping and socket activation", .serialized)
+@Suite("systemd: readiness, watchdog, stopping and socket activation", .serialized, .ownThreads)
 struct SystemdProtocolTests {
     @Test("READY=1 once listening (with MAINPID), WATCHDOG=1 pings while it answers, STOPPING=1 on SIGTERM")
     func notify() throws {

@@ -6,7 +6,7 @@
 import Foundation
 import Testing
 
-@Suite("systemd units (§8)")
+@Suite("systemd units (§8)", .ownThreads)
 struct SystemdUnitTests {
     /// The repository root: this file is Tests/AlertdEndToEndTests/SystemdUnitTests.swift.
     static let repoRoot = URL(fileURLWithPath: #filePath)

@@ -49,7 +49,7 @@ private func https(_ method: String, _ url: String, cafile: String, body: String
     return (Int(lines.first ?? "") ?? -1, lines.count > 1 ? lines[1] : result.output)
 }
 
-@Suite("TLS: tls.cert_file and tls.key_file serve HTTPS", .serialized)
+@Suite("TLS: tls.cert_file and tls.key_file serve HTTPS", .serialized, .ownThreads)
 struct TLSTests {
     @Test("HTTPS with a self-signed certificate: a verifying client gets answers; plain HTTP gets none")
     func servesHTTPS() throws {

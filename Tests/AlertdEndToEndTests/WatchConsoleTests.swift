@@ -50,7 +50,7 @@ struct TmuxSession {
     }
 }
 
-@Suite("alertctl watch: the terminal console, driven through tmux")
+@Suite("alertctl watch: the terminal console, driven through tmux", .ownThreads)
 struct WatchConsoleTests {
     @Test("it shows the alert in 80×24, a number key and Esc choose, new alerts appear live, q quits")
     func console() async throws {

@@ -5,7 +5,7 @@ import AlertdTestSupport
 import Foundation
 import Testing
 
-@Suite("WebhookReceiver")
+@Suite("WebhookReceiver", .ownThreads)
 struct WebhookReceiverSelfTests {
     private let signed: [(String, String)] = [
         ("Webhook-Id", "msg_2p7Yk"), ("Webhook-Timestamp", "1700000000"), ("Webhook-Signature", "v1,c2lnbmF0dXJl"),
