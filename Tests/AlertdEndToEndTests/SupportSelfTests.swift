@@ -723,6 +723,25 @@ struct OwnThreadsSelfTests {
         #expect(final.most <= 2, "\(final.most) bodies ran at once")
     }
 
+    @Test("every top-level suite of this target has the trait")
+    func everySuite() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".swift") }
+        var suites = 0
+        var missing: [String] = []
+        for file in files {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            // A top-level suite's attribute starts a line; it may span lines up to its type.
+            for attribute in text.components(separatedBy: "\n@Suite(").dropFirst() {
+                suites += 1
+                let declaration = attribute.prefix { $0 != "{" }
+                if !declaration.contains(".ownThreads") { missing.append("\(file): @Suite(\(declaration.prefix(60))") }
+            }
+        }
+        #expect(suites >= 20, "found only \(suites) suites in \(directory.path)")
+        #expect(missing.isEmpty, "give these suites the .ownThreads trait:\n\(missing.joined(separator: "\n"))")
+    }
+
     @Test("a job enqueued after shutdown still runs (on the global executor)", .timeLimit(.minutes(1)))
     func afterShutdown() async throws {
         let executor = DedicatedThreads(name: "e2e-gone", count: 1)
