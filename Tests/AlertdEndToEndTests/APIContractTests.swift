@@ -1222,9 +1222,18 @@ struct SharedAlertd: SuiteTrait, TestScoping {
     func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        let daemon = try Daemon.start(.init(config: config))
+        // Starting, preparing and stopping block: on a thread of their own, not the pool's.
+        let executor = DedicatedThreads(name: "e2e-suite", count: 1)
+        defer { executor.shutdown() }
+        let daemon = try await withTaskExecutorPreference(executor) { [config, prepare] in
+            let daemon = try Daemon.start(.init(config: config))
+            do { try prepare?(daemon) } catch {
+                daemon.cleanup()
+                throw error
+            }
+            return daemon
+        }
         defer { daemon.cleanup() }
-        try prepare?(daemon)
         try await Self.$current.withValue(daemon) { try await function() }
         #expect(
             daemon.isRunning,
