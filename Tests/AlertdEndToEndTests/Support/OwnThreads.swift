@@ -9,12 +9,14 @@ import Testing
 /// async ones included, for as long as they blocked; a run showed 25 s stretches in which
 /// the SDK tests' waits ran out with nothing wrong with alertd. With this trait a test
 /// first takes one of ``E2ESlots`` (an async wait that holds no thread), then runs with a
-/// ``DedicatedThreads`` executor as its task executor preference: its synchronous code
-/// runs on those threads, and so, as a rule, do its `async let` children and the
-/// continuations it resumes (once in about a dozen full runs a resumption was seen on the
-/// pool instead, which costs time only), so the pool stays free.
+/// ``DedicatedThreads`` executor as its task executor preference: its synchronous code,
+/// its `async let` children and the continuations it resumes run on those threads, and
+/// the pool stays free.
 struct OwnThreads: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
+
+    /// The executor of the running test.
+    @TaskLocal static var executor: DedicatedThreads?
 
     /// Only around a test case (a test function is one case, or one per argument): a
     /// parameterized function scoped as well would hold a slot while its cases wait for one.
@@ -28,7 +30,9 @@ struct OwnThreads: SuiteTrait, TestTrait, TestScoping {
         try await E2ESlots.shared.run {
             let executor = DedicatedThreads(name: "e2e-test", count: 2)
             defer { executor.shutdown() }
-            try await withTaskExecutorPreference(executor) { try await function() }
+            try await Self.$executor.withValue(executor) {
+                try await withTaskExecutorPreference(executor) { try await function() }
+            }
         }
     }
 }
@@ -83,6 +87,7 @@ actor E2ESlots {
 final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
     // Guarded by `condition`.
     private var jobs: [UnownedJob] = []
+    private var threads: [pthread_t] = []
     private var stopping = false
     private var live: Int
     private let condition = NSCondition()
@@ -107,6 +112,13 @@ final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether the calling thread is one of this executor's.
+    var runsCurrentThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return threads.contains { pthread_equal($0, pthread_self()) != 0 }
+    }
+
     /// Lets the threads end once the queue is empty.
     func shutdown() {
         condition.lock()
@@ -116,8 +128,11 @@ final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
     }
 
     private func work(name: String) {
-        Thread.current.name = name
+        // Named for stack dumps. Not through `Thread.name`: on Linux a thread that sets it
+        // right after starting sometimes names a stand-in object, and the kernel name stays.
+        try? name.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
         condition.lock()
+        threads.append(pthread_self())
         while true {
             if !jobs.isEmpty {
                 let job = jobs.removeFirst()
