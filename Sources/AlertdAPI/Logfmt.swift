@@ -103,7 +103,7 @@ extension Logger.Level {
 /// letters, digits, `.`, `_`, `-`), else a new one: a per-process random
 /// prefix and a counter, unique and cheap.
 enum RequestID {
-    private static let prefix = Array(String(UInt32.random(in: 0...UInt32.max), radix: 16).utf8)
+    private static let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
     private static let counter = Atomic<UInt64>(0)
 
     static func of(_ given: String?) -> String {
@@ -115,25 +115,7 @@ enum RequestID {
         {
             return given
         }
-        // Written straight into the string's storage: up to 15 bytes need no allocation.
-        var next = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        return String(unsafeUninitializedCapacity: prefix.count + 14) { buffer in
-            var count = 0
-            for byte in prefix {
-                buffer[count] = byte
-                count += 1
-            }
-            buffer[count] = UInt8(ascii: "-")
-            count += 1
-            let digitsStart = count
-            repeat {
-                let digit = UInt8(next % 36)
-                buffer[count] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-                count += 1
-                next /= 36
-            } while next > 0
-            buffer[digitsStart..<count].reverse()
-            return count
-        }
+        let next = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        return prefix + "-" + String(next, radix: 36)
     }
 }

@@ -25,18 +25,14 @@ struct Alertctl {
     struct Run: Sendable {
         let child: DaemonProcess
 
-        /// Waits for the exit without blocking a thread of the task pool; then the output.
+        /// Waits for the exit (blocking one of the test's own threads, see `.ownThreads`); then the output.
         func finish(timeout: Double = asyncWaitTimeout) async throws -> (status: Int32, stdout: String, stderr: String) {
-            let deadline = Date(timeIntervalSinceNow: timeout)
-            while child.exitStatus == nil {
-                guard Date() < deadline else {
-                    child.killAndReap()
-                    throw DaemonError("alertctl still running after \(timeout) s", exitStatus: nil, stderr: child.stderr.text)
-                }
-                try await Task.sleep(for: .milliseconds(10))
+            guard let status = child.waitForExit(timeout: timeout) else {
+                child.killAndReap()
+                throw DaemonError("alertctl still running after \(timeout) s", exitStatus: nil, stderr: child.stderr.text)
             }
             child.awaitOutputEnd()
-            return (child.exitStatus ?? -1, child.stdout.text, child.stderr.text)
+            return (status, child.stdout.text, child.stderr.text)
         }
 
         /// Ctrl-C.

@@ -6,8 +6,9 @@ import Testing
 /// The Swift SDK against the real daemon binary over real sockets.
 @Suite("AlertdClient: the Swift SDK against the real daemon", .ownThreads)
 struct SDKTests {
-    // Every wait here is async (Task.sleep between looks, or a long-poll): a test that blocked
-    // its thread while the SDK's tasks need the same small cooperative pool would starve them.
+    // Every wait here is async (Task.sleep between looks, or a long-poll): the SDK's calls
+    // resume on the test's two threads (`.ownThreads`), and a wait that blocked one of them
+    // would leave its `async let` work a single thread.
 
     /// Waits until the daemon's stderr holds `count` request lines for `path` (debug level logs one per request).
     static func awaitRequests(_ daemon: Daemon, path: String, count: Int, timeout: Double = asyncWaitTimeout) async throws {
