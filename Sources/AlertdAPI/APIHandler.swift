@@ -14,6 +14,8 @@ final class APIHandler: HTTPHandler {
         var auth: Authenticator
         /// Per-token request rate; nil when `limits.rate_per_second` is not set.
         var rateLimiter: RateLimiter?
+        /// `Host` and `Origin` checks while the API is anonymous.
+        var hosts = HostPolicy()
     }
     let access: NIOLockedValueBox<Access>
     let metrics: AlertdMetrics
@@ -24,13 +26,13 @@ final class APIHandler: HTTPHandler {
 
     init(
         service: AlertService, auth: Authenticator = Authenticator(tokens: []), rateLimiter: RateLimiter? = nil,
-        metrics: AlertdMetrics = AlertdMetrics(), metricsNeedToken: Bool = false, logger: Logger,
+        hosts: HostPolicy = HostPolicy(), metrics: AlertdMetrics = AlertdMetrics(), metricsNeedToken: Bool = false, logger: Logger,
         readiness: @escaping @Sendable () -> Bool
     ) {
         self.service = service
         self.metrics = metrics
         self.metricsNeedToken = metricsNeedToken
-        self.access = NIOLockedValueBox(Access(auth: auth, rateLimiter: rateLimiter))
+        self.access = NIOLockedValueBox(Access(auth: auth, rateLimiter: rateLimiter, hosts: hosts))
         self.logger = logger
         self.readiness = readiness
     }
@@ -41,6 +43,16 @@ final class APIHandler: HTTPHandler {
         case .badFraming(let detail): render(Problem(.badRequest, detail))
         case .headersTooLarge(let limit): render(Problem(.badRequest, "the request line and headers take more than \(limit) bytes"))
         case .shuttingDown: render(Problem(.unavailable, "alertd is shutting down"))
+        case .tooManyConnectionsFromAddress(let limit):
+            render(
+                {
+                    var problem = Problem(
+                        .rateLimited,
+                        "your address holds its maximum of \(limit) connections to alertd (limits.max_connections_per_ip); reuse one or retry later"
+                    )
+                    problem.headers = [("Retry-After", "1")]
+                    return problem
+                }())
         case .tooManyConnections(let limit):
             render(
                 {
@@ -52,19 +64,96 @@ final class APIHandler: HTTPHandler {
         }
     }
 
-    func handle(_ request: HTTPRequest, responder: Responder) {
+    /// What ``admit(_:)`` found in a request's head, carried to ``handle(_:responder:)``.
+    struct Admitted: Sendable {
+        let requestID: String
+        let started: UInt64
+        let endpoint: Endpoint
+        let principal: Principal?
+    }
+
+    /// Decides from the head alone, before any body is read: the route, then
+    /// (without tokens) `Host` and `Origin`, (with tokens) the token, its rate and
+    /// its role. A refusal here costs the client's body nothing.
+    func admit(_ head: HTTPRequestHead) -> HTTPAdmission {
+        switch admission(head) {
+        case .success(let admitted): .proceed(admitted)
+        case .failure(let refusal): .refuse(refusal.response)
+        }
+    }
+
+    private struct Refusal: Error {
+        let response: HTTPResponse
+    }
+
+    private func admission(_ head: HTTPRequestHead) -> Result<Admitted, Refusal> {
         // Every answer carries the request's id, and with log.level debug one
         // line per request names it (with the token's name, never its secret).
-        let requestID = RequestID.of(request.header("x-request-id"))
-        let (method, path, started) = (request.method, request.path, DeadlineTimer.now())
+        let requestID = RequestID.of(head.header("x-request-id"))
+        let started = DeadlineTimer.now()
+        let match = router.match(method: head.method, path: head.path)
+        var routeName = "unmatched"
+        var endpoint: Endpoint?
+        if case .found(let found, _) = match { (endpoint, routeName) = (found, found.routeName) }
+        func refuse(_ problem: Problem) -> Result<Admitted, Refusal> {
+            let finish = finisher(requestID: requestID, route: routeName, method: head.method, path: head.path, started: started)
+            return .failure(Refusal(response: finish(render(problem))))
+        }
+        let (auth, rateLimiter, hosts) = access.withLockedValue { ($0.auth, $0.rateLimiter, $0.hosts) }
+        let isAPI = head.path == "/v1" || head.path.hasPrefix("/v1/")
+        let metricsGuarded = metricsNeedToken && head.path == "/metrics"
+        var principal: Principal?
+        if !auth.isEnabled {
+            // Anonymous: only requests addressed to alertd itself, not through a rebound name or from a foreign page.
+            let isDashboard = endpoint == .dashboard || { if case .dashboardAsset = endpoint { true } else { false } }()
+            if let problem = hosts.check(
+                method: head.method, isDashboard: isDashboard, host: head.header("host"), origin: head.header("origin"))
+            {
+                return refuse(problem)
+            }
+        } else if isAPI || metricsGuarded {
+            // With tokens, every /v1 request shows one first: 401 comes before anything else.
+            switch auth.authenticate(head.header("authorization")) {
+            case .success(let found): principal = found
+            case .failure(let problem): return refuse(problem)
+            }
+            if let principal, let limited = rateLimiter?.admit(principal.name) {
+                return refuse(limited)
+            }
+        }
+        if metricsGuarded, principal == nil {
+            // metrics.require_token with no tokens configured: no token can be valid.
+            return refuse(Authenticator.unauthorized("/metrics needs a token (metrics.require_token) and none is configured"))
+        }
+        switch match {
+        case .notFound:
+            return refuse(Problem(.notFound, "no such resource: \(head.path)"))
+        case .methodNotAllowed(let allow):
+            var problem = Problem(
+                .methodNotAllowed, "\(head.method) is not allowed on \(head.path); allowed: \(allow.joined(separator: ", "))")
+            problem.headers = [("Allow", allow.joined(separator: ", "))]
+            return refuse(problem)
+        case .found(let endpoint, let permission):
+            if let principal {
+                do {
+                    try Self.authorize(principal, permission, endpoint)
+                } catch {
+                    return refuse(error)
+                }
+            }
+            return .success(Admitted(requestID: requestID, started: started, endpoint: endpoint, principal: principal))
+        }
+    }
+
+    /// Adds the request id to an answer, counts it and (at debug) logs it.
+    private func finisher(
+        requestID: String, route: String, method: String, path: String, started: UInt64
+    ) -> @Sendable (HTTPResponse) -> HTTPResponse {
         let debug = logger.logLevel <= .debug
-        let match = router.match(method: request.method, path: request.path)
-        let routeName: String
-        if case .found(let endpoint, _) = match { routeName = endpoint.routeName } else { routeName = "unmatched" }
-        let finish: @Sendable (HTTPResponse) -> HTTPResponse = { [logger, metrics] response in
+        return { [logger, metrics] response in
             var response = response
             response.headers.append(("X-Request-Id", requestID))
-            metrics.request(route: routeName, status: response.status, nanoseconds: DeadlineTimer.now() - started)
+            metrics.request(route: route, status: response.status, nanoseconds: DeadlineTimer.now() - started)
             if debug {
                 logger.debug(
                     "request",
@@ -75,44 +164,33 @@ final class APIHandler: HTTPHandler {
             }
             return response
         }
+    }
+
+    func handle(_ request: HTTPRequest, responder: Responder) {
+        // Through a server, the head was admitted before the body was read; called
+        // directly (in-process tests), admit it now.
+        let admitted: Admitted
+        if let given = request.admission as? Admitted {
+            admitted = given
+        } else {
+            switch admission(request.head) {
+            case .success(let found): admitted = found
+            case .failure(let refusal): return responder.respond(refusal.response)
+            }
+        }
+        let finish = finisher(
+            requestID: admitted.requestID, route: admitted.endpoint.routeName, method: request.method, path: request.path,
+            started: admitted.started)
         let answer = Answer(responder: responder, finish: finish)
         // Answers that come from a commit's completion are built lazily, on the
         // connection's thread, not on the store writer's.
         let respond: Reply = { make in responder.respond(building: { finish(make()) }) }
-        // With tokens, every /v1 request shows one first: 401 comes before anything else.
-        var principal: Principal?
-        let (auth, rateLimiter) = access.withLockedValue { ($0.auth, $0.rateLimiter) }
-        let metricsGuarded = metricsNeedToken && request.path == "/metrics"
-        if auth.isEnabled, request.path == "/v1" || request.path.hasPrefix("/v1/") || metricsGuarded {
-            switch auth.authenticate(request.header("authorization")) {
-            case .success(let found): principal = found
-            case .failure(let problem): return answer.now(render(problem))
-            }
-            if let principal, let limited = rateLimiter?.admit(principal.name) {
-                return answer.now(render(limited))
-            }
-        }
-        if metricsGuarded, principal == nil {
-            // metrics.require_token with no tokens configured: no token can be valid.
-            return answer.now(render(Authenticator.unauthorized("/metrics needs a token (metrics.require_token) and none is configured")))
-        }
-        switch match {
-        case .notFound:
-            answer.now(render(Problem(.notFound, "no such resource: \(request.path)")))
-        case .methodNotAllowed(let allow):
-            var problem = Problem(
-                .methodNotAllowed, "\(request.method) is not allowed on \(request.path); allowed: \(allow.joined(separator: ", "))")
-            problem.headers = [("Allow", allow.joined(separator: ", "))]
+        do {
+            try dispatch(admitted.endpoint, request, admitted.principal, admitted.requestID, respond)
+        } catch let problem as Problem {
             answer.now(render(problem))
-        case .found(let endpoint, let permission):
-            do {
-                if let principal { try Self.authorize(principal, permission, endpoint) }
-                try dispatch(endpoint, request, principal, requestID, respond)
-            } catch let problem as Problem {
-                answer.now(render(problem))
-            } catch {
-                answer.now(render(Problem(.badRequest, "\(error)")))
-            }
+        } catch {
+            answer.now(render(Problem(.badRequest, "\(error)")))
         }
     }
 
@@ -126,7 +204,7 @@ final class APIHandler: HTTPHandler {
     }
 
     /// 403 unless the token has a role for the route and its clients cover the route's client.
-    static func authorize(_ principal: Principal, _ permission: Permission, _ endpoint: Endpoint) throws {
+    static func authorize(_ principal: Principal, _ permission: Permission, _ endpoint: Endpoint) throws(Problem) {
         guard principal.allows(permission) else {
             let roles = principal.roles.map(\.rawValue).sorted().joined(separator: ", ")
             throw Problem(.forbidden, "token \(principal.name) (roles: \(roles)) may not do this: it needs \(permission.roleNeeded)")

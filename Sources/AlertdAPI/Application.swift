@@ -55,7 +55,7 @@ public enum Application {
                 listen: listen,
                 maxConnections: config.limits.maxConnections,
                 readTimeoutSeconds: config.limits.readTimeoutSeconds,
-                maxBodyBytes: config.limits.maxBodyBytes, tls: tls),
+                maxBodyBytes: config.limits.maxBodyBytes, maxConnectionsPerAddress: config.limits.maxConnectionsPerIP, tls: tls),
             handler: handler, logger: logger)
         try server.start()
         logger.info(
@@ -198,7 +198,8 @@ public enum Application {
         let readiness = Readiness(store: store, failure: failure, service: service)
         let rateLimiter = RateLimiter(config.limits)
         let handler = APIHandler(
-            service: service, auth: Authenticator(tokens: config.tokens), rateLimiter: rateLimiter, metrics: metrics,
+            service: service, auth: Authenticator(tokens: config.tokens), rateLimiter: rateLimiter,
+            hosts: HostPolicy(allowedHosts: config.allowedHosts, tls: config.tls != nil), metrics: metrics,
             metricsNeedToken: config.metricsRequireToken, logger: logger
         ) {
             readiness.isReady()
@@ -397,7 +398,8 @@ final class Reloader: Sendable {
         let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
         handler.access.withLockedValue { access in
             access = APIHandler.Access(
-                auth: Authenticator(tokens: new.tokens), rateLimiter: keepLimiter ? access.rateLimiter : RateLimiter(new.limits))
+                auth: Authenticator(tokens: new.tokens), rateLimiter: keepLimiter ? access.rateLimiter : RateLimiter(new.limits),
+                hosts: HostPolicy(allowedHosts: new.allowedHosts, tls: access.hosts.scheme == "https"))
         }
         service.replaceConfigWebhooks(with: Application.configWebhooks(new, at: service.clock.now()))
         service.update(
@@ -412,6 +414,7 @@ final class Reloader: Sendable {
         if new.durability != old.durability { atStart.append("durability") }
         if new.limits.maxBodyBytes != old.limits.maxBodyBytes { atStart.append("limits.max_body_bytes") }
         if new.limits.maxConnections != old.limits.maxConnections { atStart.append("limits.max_connections") }
+        if new.limits.maxConnectionsPerIP != old.limits.maxConnectionsPerIP { atStart.append("limits.max_connections_per_ip") }
         if new.limits.readTimeoutSeconds != old.limits.readTimeoutSeconds { atStart.append("limits.read_timeout_seconds") }
         if new.alertRules != old.alertRules { atStart.append("alerts") }
         let (a, b) = (new.callbacks, old.callbacks)

@@ -22,6 +22,9 @@ public struct Config: Sendable {
     public var allowAnonymous = false
     /// `tls`: serve HTTPS with these PEM files; nil: plain HTTP.
     public var tls: TLSFiles?
+    /// `http.allowed_hosts`: names besides loopback ones and IP addresses that
+    /// requests may address alertd by while it has no tokens (see ``HostPolicy``).
+    public var allowedHosts: [String] = []
 
     public struct TLSFiles: Sendable, Hashable {
         public var certFile: String
@@ -59,6 +62,8 @@ public struct Config: Sendable {
         public var maxWaitSeconds = 60
         public var maxWaiters = 20_000
         public var maxConnections = 30_000
+        /// Connections one client address may hold open; nil: no per-address limit.
+        public var maxConnectionsPerIP: Int?
         /// Seconds a connection has to deliver a whole request, from opening or from its previous answer.
         public var readTimeoutSeconds: Double = 30
         /// Requests a second per token, on average; nil: no rate limit.
@@ -125,7 +130,7 @@ extension Config {
         let root = try Section(node, path: "", source: source)
         try root.only([
             "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
-            "webhooks", "tls",
+            "webhooks", "tls", "http",
         ])
         if let v = try root.string("listen") { config.listen = v }
         if let v = try root.string("state_dir") { config.stateDir = v }
@@ -138,13 +143,14 @@ extension Config {
         if let limits = try root.section("limits") {
             try limits.only([
                 "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
-                "rate_per_second", "rate_burst", "read_timeout_seconds",
+                "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip",
             ])
             if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v }
             if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v }
             if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v }
             if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v }
             if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v }
+            if let v = try limits.int("max_connections_per_ip", min: 1) { config.limits.maxConnectionsPerIP = v }
             if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v }
             if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v }
             if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v }
@@ -158,6 +164,16 @@ extension Config {
                 throw ConfigError("\(source): tls needs both cert_file and key_file (PEM files)")
             }
             config.tls = TLSFiles(certFile: cert, keyFile: key)
+        }
+        if let http = try root.section("http") {
+            try http.only(["allowed_hosts"])
+            for name in try http.strings("allowed_hosts") ?? [] {
+                guard HostPolicy.Authority(name).map({ $0.port == nil && !$0.isAddress }) == true else {
+                    throw ConfigError(
+                        "\(source): http.allowed_hosts: \(name) is not a host name (no port, no scheme; IP addresses need no entry)")
+                }
+                config.allowedHosts.append(name)
+            }
         }
         if let log = try root.section("log") {
             try log.only(["level"])

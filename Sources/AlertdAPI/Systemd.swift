@@ -184,7 +184,7 @@ struct WatchdogService: Service {
             }
         }
         guard connected == 0 else { return false }
-        let request = Array("GET /healthz HTTP/1.1\r\nHost: alertd\r\nConnection: close\r\n\r\n".utf8)
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
             return false
         }

@@ -9,19 +9,32 @@ public struct HTTPRequest: Sendable {
     /// Header fields with lower-cased names, in the order they came.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// What the handler's ``HTTPHandler/admit(_:)`` returned for this request's
+    /// head; nil when the request did not come through a server (tests).
+    public var admission: (any Sendable)?
 
     public init(
         method: String,
         path: String,
         query: [(name: String, value: String)] = [],
         headers: [(name: String, value: String)] = [],
-        body: [UInt8] = []
+        body: [UInt8] = [],
+        admission: (any Sendable)? = nil
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
         self.body = body
+        self.admission = admission
+    }
+
+    /// The request line and the head's header fields, as ``HTTPHandler/admit(_:)`` sees them.
+    public var head: HTTPRequestHead {
+        HTTPRequestHead(
+            method: method, path: path,
+            headers: headers.filter { HTTPRequestHead.fields.contains($0.name) },
+            hasBody: !body.isEmpty)
     }
 
     /// The first value of a header field, by case-insensitive name.
@@ -49,10 +62,57 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+/// A request as it stands when its line and header block are in and none of
+/// its body has been read: enough to decide who may send a body at all.
+public struct HTTPRequestHead: Sendable {
+    /// The header fields a head carries (lower-cased); the others come with the whole request.
+    public static let fields: Set<String> = ["host", "origin", "authorization", "x-request-id"]
+
+    public var method: String
+    /// The decoded path, without the query string.
+    public var path: String
+    /// The fields of ``fields`` that came, lower-cased names, in order (a repeated one repeated).
+    public var headers: [(name: String, value: String)]
+    /// Whether a body follows (a non-zero `Content-Length` or chunked framing).
+    public var hasBody: Bool
+
+    public init(method: String, path: String, headers: [(name: String, value: String)] = [], hasBody: Bool = false) {
+        self.method = method
+        self.path = path
+        self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
+        self.hasBody = hasBody
+    }
+
+    /// The first value of a header field, by case-insensitive name.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
+    }
+
+    /// How many times a header field came.
+    public func count(of name: String) -> Int {
+        let lowered = name.lowercased()
+        return headers.count { $0.name == lowered }
+    }
+}
+
+/// What a handler decides from a request's head.
+public enum HTTPAdmission: Sendable {
+    /// Read the body, then call ``HTTPHandler/handle(_:responder:)``; the value
+    /// travels to it as ``HTTPRequest/admission``.
+    case proceed(any Sendable)
+    /// Answer this without reading a byte of the body (a body that follows is
+    /// not read: the connection is closed after the answer).
+    case refuse(HTTPResponse)
+}
+
 /// What a server calls for each request. It must answer every request exactly once
 /// through `responder`, now or later from any thread; answering later is what
 /// parks a long-poll waiter without holding a thread.
 public protocol HTTPHandler: Sendable {
+    /// Called once the request line and headers are in, before any body is read:
+    /// refusing here (a missing token, a forbidden route) costs no body buffer.
+    func admit(_ head: HTTPRequestHead) -> HTTPAdmission
     func handle(_ request: HTTPRequest, responder: Responder)
     /// The answer for a request the server refuses before routing it.
     func reject(_ rejection: HTTPRejection) -> HTTPResponse
@@ -70,4 +130,6 @@ public enum HTTPRejection: Sendable, Equatable {
     case shuttingDown
     /// More connections are open than the limit allows.
     case tooManyConnections(limit: Int)
+    /// More connections are open from the client's address than the per-address limit allows.
+    case tooManyConnectionsFromAddress(limit: Int)
 }

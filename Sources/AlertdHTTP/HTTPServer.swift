@@ -31,6 +31,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var readTimeoutSeconds: Double
     /// A request body is refused with 413 once it would exceed this.
     public var maxBodyBytes: Int
+    /// Connections one client address may hold open (the rest are refused at
+    /// their first request and closed); nil: no per-address limit.
+    public var maxConnectionsPerAddress: Int?
     /// Serve HTTPS with this certificate chain and key (PEM); nil: plain HTTP.
     public var tls: TLSMaterial?
 
@@ -52,8 +55,10 @@ public struct HTTPServerConfiguration: Sendable {
         connectionTimeoutSeconds: Int = 120,
         readTimeoutSeconds: Double = 30,
         maxBodyBytes: Int = 64 * 1024,
+        maxConnectionsPerAddress: Int? = nil,
         tls: TLSMaterial? = nil
     ) {
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.readTimeoutSeconds = readTimeoutSeconds
         self.tls = tls
         self.listen = listen
@@ -99,7 +104,8 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.handler = handler
         self.logger = logger
-        readDeadlines = ReadDeadlines(timeout: configuration.readTimeoutSeconds)
+        readDeadlines = ReadDeadlines(
+            timeout: configuration.readTimeoutSeconds, perAddressLimit: configuration.maxConnectionsPerAddress)
         tlsStrings = configuration.tls.map { (strdup($0.certificatePEM)!, strdup($0.keyPEM)!) }
     }
 
@@ -279,7 +285,30 @@ public final class HTTPServer: Sendable {
                 context.phase = .answered
                 return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
             }
-            return .YES
+            if let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
+                context.phase = .answered
+                return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, close: true)
+            }
+            // Who may send a body is decided before a byte of it is read.
+            let head = HTTPRequestHead(
+                method: String(cString: method), path: String(cString: url),
+                headers: Self.headerValues(connection, named: HTTPRequestHead.fields), hasBody: framing.hasBody)
+            switch handler.admit(head) {
+            case .proceed(let admission):
+                context.admission = admission
+                context.headHeaders = head.headers
+                return .YES
+            case .refuse(let response):
+                // A body would follow: answer now, which closes the connection
+                // after the answer instead of reading the body. Without one,
+                // answer on the next call and keep the connection alive.
+                guard head.hasBody else {
+                    context.phase = .refused(response)
+                    return .YES
+                }
+                context.phase = .answered
+                return queue(response, on: connection, close: true)
+            }
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
 
@@ -287,6 +316,10 @@ public final class HTTPServer: Sendable {
         case .answered:
             uploadDataSize.pointee = 0
             return .YES
+        case .refused(let response):
+            uploadDataSize.pointee = 0
+            context.phase = .answered
+            return queue(response, on: connection)
         case .parked(let responder):
             // Resumed: the answer is ready.
             guard let response = responder.takeResumedResponse() else { return .YES }
@@ -329,8 +362,9 @@ public final class HTTPServer: Sendable {
             method: String(cString: method),
             path: String(cString: url),
             query: values(connection, .GET_ARGUMENT_KIND, collectArgument),
-            headers: Self.knownHeaders(connection),
-            body: context.body
+            headers: context.headHeaders + Self.headerValues(connection, named: Self.handlerHeaders),
+            body: context.body,
+            admission: context.admission
         )
         context.body = []
         let responder = Responder(connection: ConnectionHandle(pointer: connection)) { [self] responder, isSuspended in
@@ -393,14 +427,14 @@ public final class HTTPServer: Sendable {
         MHD_OptionItem(option: option, value: value, ptr_value: nil)
     }
 
-    /// The header fields handlers read, fetched by name: far fewer allocations
-    /// than collecting every field of every request. A repeated field is kept
-    /// repeated (a handler may refuse it).
-    public static let handlerHeaders = ["content-type", "idempotency-key", "authorization", "x-request-id", "if-none-match"]
+    /// The header fields handlers read besides the head's (``HTTPRequestHead/fields``),
+    /// fetched by name: far fewer allocations than collecting every field of every
+    /// request. A repeated field is kept repeated (a handler may refuse it).
+    public static let handlerHeaders: Set<String> = ["content-type", "idempotency-key", "if-none-match"]
 
-    private static func knownHeaders(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+    private static func headerValues(_ connection: OpaquePointer, named names: Set<String>) -> [(name: String, value: String)] {
         var found: [(name: String, value: String)] = []
-        for name in handlerHeaders where MHD_lookup_connection_value(connection, .HEADER_KIND, name) != nil {
+        for name in names where MHD_lookup_connection_value(connection, .HEADER_KIND, name) != nil {
             var scan = (name: name, values: [String]())
             withUnsafeMutablePointer(to: &scan) { pointer in
                 _ = MHD_get_connection_values(connection, .HEADER_KIND, collectNamed, pointer)
@@ -507,9 +541,14 @@ private final class RequestContext {
     enum Phase {
         case reading
         case parked(Responder)
+        /// Refused from its head; the answer goes out on the next call.
+        case refused(HTTPResponse)
         case answered
     }
     var phase = Phase.reading
+    /// What the handler admitted the head with, and the head's header fields.
+    var admission: (any Sendable)?
+    var headHeaders: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var tooLarge = false
     var discarded = 0
@@ -575,6 +614,8 @@ private let collectArgument: MHD_KeyValueIterator = { cls, _, key, value in
 private struct Framing {
     var contentLength: Int?
     var problem: String?
+    /// Whether a body follows: chunked, or a non-zero length.
+    var hasBody = false
     /// The header fields' size as sent, about (names, values, separators).
     var headerBytes = 0
 
@@ -598,6 +639,7 @@ private struct Framing {
         } else if let text = distinct.first {
             contentLength = Int(text)
         }
+        hasBody = scan.transferEncoding || (contentLength ?? 0) > 0
     }
 }
 

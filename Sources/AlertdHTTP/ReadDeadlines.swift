@@ -15,6 +15,10 @@ import Synchronization
 /// then closes the connection as if the client had hung up. While a request is
 /// being answered, or parked in a long-poll, the connection has no deadline.
 ///
+/// With a per-address limit, the registry also counts the open connections of
+/// each client address; a connection that opens over the limit is marked, and the
+/// server answers its first request with a refusal and closes it.
+///
 /// Descriptor reuse: libmicrohttpd reports a connection closed before it closes
 /// the socket, and both that report and the sweep hold the registry's lock, so the
 /// sweep never shuts down a descriptor that belongs to a newer connection.
@@ -29,23 +33,38 @@ final class ReadDeadlines: Sendable {
         /// Uptime nanoseconds (`DispatchTime`); `.max` while the daemon, not the client, has the next move.
         let deadline: Atomic<UInt64>
         let cut = Atomic<Bool>(false)
+        /// The client's address (its bytes), when connections are counted per address.
+        let address: [UInt8]?
+        /// It opened while its address already held the limit.
+        let overLimit: Bool
 
-        init(fd: Int32, deadline: UInt64) {
+        init(fd: Int32, deadline: UInt64, address: [UInt8]? = nil, overLimit: Bool = false) {
             self.fd = fd
             self.deadline = Atomic(deadline)
+            self.address = address
+            self.overLimit = overLimit
         }
     }
 
+    private struct Registry {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        /// Open connections per client address; only with a per-address limit.
+        var perAddress: [[UInt8]: Int] = [:]
+    }
+
     private let timeout: UInt64
-    private let entries = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
+    /// Connections one client address may hold open; nil: no limit.
+    private let perAddressLimit: Int?
+    private let registry = NIOLockedValueBox(Registry())
     /// Dispatch sources are thread-safe (resume, cancel, handlers), though not marked Sendable.
     private nonisolated(unsafe) let timer: any DispatchSourceTimer
     private let started = Atomic<Bool>(false)
     /// Connections cut for being too slow, since start.
     private let cutCount = Atomic<Int>(0)
 
-    init(timeout seconds: Double) {
+    init(timeout seconds: Double, perAddressLimit: Int? = nil) {
         timeout = UInt64(max(0.05, seconds) * 1e9)
+        self.perAddressLimit = perAddressLimit
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "alertd.read-deadlines"))
     }
 
@@ -54,9 +73,43 @@ final class ReadDeadlines: Sendable {
     /// A connection opened: its entry is kept in `context` (libmicrohttpd's socket context).
     func opened(fd: Int32, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard fd >= 0 else { return }
-        let entry = Entry(fd: fd, deadline: DispatchTime.now().uptimeNanoseconds + timeout)
-        entries.withLockedValue { $0[ObjectIdentifier(entry)] = entry }
+        let deadline = DispatchTime.now().uptimeNanoseconds + timeout
+        let address = perAddressLimit == nil ? nil : Self.peerAddress(of: fd)
+        let entry = registry.withLockedValue { registry -> Entry in
+            var overLimit = false
+            if let limit = perAddressLimit, let address {
+                let open = registry.perAddress[address, default: 0] + 1
+                registry.perAddress[address] = open
+                overLimit = open > limit
+            }
+            let entry = Entry(fd: fd, deadline: deadline, address: address, overLimit: overLimit)
+            registry.entries[ObjectIdentifier(entry)] = entry
+            return entry
+        }
         context.pointee = Unmanaged.passRetained(entry).toOpaque()
+    }
+
+    /// Whether the connection opened while its address held the per-address limit.
+    func isOverAddressLimit(_ connection: OpaquePointer) -> Bool {
+        Self.entry(of: connection)?.overLimit ?? false
+    }
+
+    /// The peer's IP address bytes (4 or 16); nil for anything else.
+    static func peerAddress(of fd: Int32) -> [UInt8]? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard status == 0 else { return nil }
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: &storage) { raw -> [UInt8]? in
+            switch family {
+            case AF_INET: Array(raw[4..<8])  // sin_family, sin_port, then sin_addr
+            case AF_INET6: Array(raw[8..<24])  // sin6_family, sin6_port, sin6_flowinfo, then sin6_addr
+            default: nil
+            }
+        }
     }
 
     /// The request is complete: the daemon has the next move.
@@ -73,15 +126,25 @@ final class ReadDeadlines: Sendable {
         guard let raw = context.pointee else { return }
         context.pointee = nil
         let entry = Unmanaged<Entry>.fromOpaque(raw).takeRetainedValue()
-        _ = entries.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(entry)) }
+        registry.withLockedValue { registry in
+            registry.entries.removeValue(forKey: ObjectIdentifier(entry))
+            if let address = entry.address, let open = registry.perAddress[address] {
+                registry.perAddress[address] = open > 1 ? open - 1 : nil
+            }
+        }
+    }
+
+    /// Open connections counted for an address (tests).
+    func openConnections(from address: [UInt8]) -> Int {
+        registry.withLockedValue { $0.perAddress[address] ?? 0 }
     }
 
     /// Shuts down every connection past its deadline; returns how many.
     @discardableResult
     func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int {
-        let cut = entries.withLockedValue { entries -> Int in
+        let cut = registry.withLockedValue { registry -> Int in
             var cut = 0
-            for entry in entries.values where entry.deadline.load(ordering: .relaxed) <= now {
+            for entry in registry.entries.values where entry.deadline.load(ordering: .relaxed) <= now {
                 guard !entry.cut.exchange(true, ordering: .relaxed) else { continue }
                 Glibc.shutdown(entry.fd, Int32(SHUT_RDWR))
                 cut += 1

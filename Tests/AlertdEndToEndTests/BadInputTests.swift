@@ -58,7 +58,7 @@ struct BadInputTests {
         try BadInputFixture.expectHarmless { http, _ in
             let body: [UInt8] = Array(#"{"title":""#.utf8) + [0xC3, 0x28, 0xA0, 0xA1] + Array(#"","buttons":[{"title":"Yes"}]}"#.utf8)
             let head =
-                "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: alertd\r\nContent-Type: application/json\r\n"
+                "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 + "Content-Length: \(body.count)\r\n\r\n"
             try http.sendRaw(Array(head.utf8) + body)
             Contract.expectProblem(try http.readResponse(), status: 400, code: "bad-request")
@@ -111,7 +111,7 @@ struct BadInputTests {
     func oversizedDeclaredOnly() throws {
         try BadInputFixture.expectHarmless { http, _ in
             let head =
-                "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: alertd\r\nContent-Type: application/json\r\n"
+                "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 + "Expect: 100-continue\r\nContent-Length: 65537\r\n\r\n"
             try http.sendRaw(Array(head.utf8))
             Contract.expectProblem(try http.readResponse(), status: 413, code: "payload-too-large")
@@ -451,24 +451,25 @@ struct RawCase: Sendable, CustomTestStringConvertible {
 
     static let all: [RawCase] = {
         let alert = #"{"title":"smuggled","buttons":[{"title":"Yes"}]}"#
-        let post = "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: alertd\r\nContent-Type: application/json\r\n"
+        let post = "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         return [
             RawCase("a request line of one word", "GARBAGE\r\n\r\n", status: 400, code: "bad-request", layer: .closes),
             RawCase("binary junk", bytes: Array(1...8) + Array("\r\n\r\n".utf8), status: 400, code: "bad-request", layer: .closes),
             RawCase("an HTTP/0.9 request line", "GET /healthz\r\n\r\n", status: 400, code: "bad-request", layer: .libmicrohttpd),
             RawCase(
-                "a request line without a target", "GET  HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 400, code: "bad-request",
+                "a request line without a target", "GET  HTTP/1.1\r\nHost: localhost\r\n\r\n", status: 400, code: "bad-request",
                 layer: .libmicrohttpd),
             RawCase(
-                "a control character in the path", "GET /v1/clients/fix\u{01}ture/alerts HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 400,
+                "a control character in the path", "GET /v1/clients/fix\u{01}ture/alerts HTTP/1.1\r\nHost: localhost\r\n\r\n", status: 400,
                 code: "bad-request"),
             RawCase(
-                "an unknown method", "BREW /v1/clients/fixture/alerts HTTP/1.1\r\nHost: alertd\r\n\r\n", status: 405,
+                "an unknown method", "BREW /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\n\r\n", status: 405,
                 code: "method-not-allowed"),
             RawCase(
-                "an unknown HTTP version", "GET /healthz HTTP/9.9\r\nHost: alertd\r\n\r\n", status: 505, code: nil, layer: .libmicrohttpd),
+                "an unknown HTTP version", "GET /healthz HTTP/9.9\r\nHost: localhost\r\n\r\n", status: 505, code: nil, layer: .libmicrohttpd
+            ),
             RawCase(
-                "a header line without a colon", "GET /healthz HTTP/1.1\r\nHost: alertd\r\nNoColonHere\r\n\r\n", status: 400,
+                "a header line without a colon", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nNoColonHere\r\n\r\n", status: 400,
                 code: "bad-request", layer: .libmicrohttpd),
             RawCase(
                 "a Content-Length that is not a number", post + "Content-Length: abc\r\n\r\n" + alert, status: 400, code: "bad-request",
@@ -488,12 +489,12 @@ struct RawCase: Sendable, CustomTestStringConvertible {
                 status: 413, code: "payload-too-large", layer: .libmicrohttpd),
             RawCase(
                 "a header block larger than the daemon takes",
-                "GET /healthz HTTP/1.1\r\nHost: alertd\r\nX-Padding: \(String(repeating: "p", count: 9000))\r\n\r\n", status: 431,
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: \(String(repeating: "p", count: 9000))\r\n\r\n", status: 431,
                 code: nil,
                 layer: .libmicrohttpd),
             RawCase(
                 "a request target longer than the daemon takes",
-                "GET /v1/clients/fixture/alerts?state=\(String(repeating: "q", count: 9000)) HTTP/1.1\r\nHost: alertd\r\n\r\n",
+                "GET /v1/clients/fixture/alerts?state=\(String(repeating: "q", count: 9000)) HTTP/1.1\r\nHost: localhost\r\n\r\n",
                 status: 414, code: nil, layer: .libmicrohttpd),
         ]
     }()
@@ -585,7 +586,7 @@ struct BadInputFixture: Sendable {
     /// A whole `POST …/alerts` with a chunked body cut into `chunkSize` pieces.
     static func chunkedPost(_ body: [UInt8], chunkSize: Int, client: String = "fixture") -> [UInt8] {
         var wire = Array(
-            "POST /v1/clients/\(client)/alerts HTTP/1.1\r\nHost: alertd\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "POST /v1/clients/\(client)/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
                 .utf8)
         var offset = 0
         while offset < body.count {

@@ -8,7 +8,7 @@ struct ConnectionLimitTests {
         // 2 in all: one per libmicrohttpd daemon on this machine's cores (at most 2 here).
         let daemon = try Daemon.start(.init(config: "limits: { max_connections: 2, max_wait_seconds: 2 }\n"))
         defer { daemon.cleanup() }
-        let park = Array("GET /v1/clients/ops/alerts/current?wait=2 HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        let park = Array("GET /v1/clients/ops/alerts/current?wait=2 HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
         let clients = (0..<6).map { _ in daemon.client(timeout: 5) }
         defer { clients.forEach { $0.close() } }
         for client in clients { try? client.sendRaw(park) }

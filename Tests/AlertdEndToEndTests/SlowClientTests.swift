@@ -26,7 +26,7 @@ struct SlowClientTests {
         defer { daemon.cleanup() }
         let slow = daemon.client()
         let others = daemon.client()
-        let header = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 400)
+        let header = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 400)
         let cut = try #require(Self.trickle(header, on: slow), "a header trickled for 20 s was never cut off")
         #expect(cut >= 0.9 && cut < 4, "cut after \(cut) s with a 1 s read timeout")
         #expect(try others.get("/healthz").status == 200)
@@ -40,7 +40,7 @@ struct SlowClientTests {
         let slow = daemon.client()
         let body = Array(#"{"title": "never arrives completely", "message": "\#(String(repeating: "x", count: 300))"}"#.utf8)
         let head =
-            "POST /v1/clients/ops/alerts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+            "POST /v1/clients/ops/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
         try slow.sendRaw(Array(head.utf8))
         let cut = try #require(Self.trickle(body, on: slow), "a body trickled for 15 s was never cut off")
         #expect(cut >= 0.9 && cut < 4, "cut after \(cut) s")
