@@ -64,7 +64,7 @@ final class AlertService: Sendable {
     /// Takes the deliveries of committed events (the delivery worker's queue).
     let outbox: @Sendable ([PendingDelivery]) -> Void
     /// Set when a commit failed: memory may then hold changes the store lacks,
-    /// so no change is taken any more until a restart restores from the store.
+    /// so no change is taken until ``recover()`` rebuilt memory from the store.
     let failure: FailureFlag
     private let ticker = Ticker()
 
@@ -607,13 +607,66 @@ final class AlertService: Sendable {
         return storeRefusal
     }
 
-    /// Set once a commit failed.
+    /// Set while commits fail.
     private var storeRefusal: Problem? {
-        failure.failure.map { Problem(.unavailable, "the store failed (\($0)); alertd takes no changes until it is restarted") }
+        failure.failure.map { reason in
+            var problem = Problem(.unavailable, "the store takes no writes now (\(reason)); nothing was changed, retry later")
+            problem.headers = [("Retry-After", "\(Self.storeRetrySeconds)")]
+            return problem
+        }
     }
 
+    /// Seconds a client is told to wait after a failed commit.
+    static let storeRetrySeconds = 2
+
     static func storeProblem(_ error: any Error) -> Problem {
-        Problem(.unavailable, "the change could not be committed: \(error)")
+        var problem = Problem(.unavailable, "the change could not be committed and was not made: \(error); retry later")
+        problem.headers = [("Retry-After", "\(storeRetrySeconds)")]
+        return problem
+    }
+
+    /// After failed commits, once the store takes a commit again: rebuilds the
+    /// board, idempotency keys in flight and the API's webhooks from the store
+    /// (memory may hold changes whose commit failed), then takes changes again.
+    /// Everything submitted before this fails with the earlier failure.
+    func recover() {
+        let stored: StoredState
+        let storedWebhooks: [Webhook]
+        do {
+            stored = try store.load()
+            storedWebhooks = try store.webhooks()
+        } catch {
+            logger.error("the store cannot be read back after a failed commit", metadata: ["error": "\(error)"])
+            return
+        }
+        let now = clock.now()
+        let displays = state.withLockedValue { state -> [(String, Alert?)]? in
+            guard failure.failure != nil else { return nil }
+            var board = AlertBoard(settings: state.board.settings, rules: rules, lastID: stored.lastID)
+            let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: now)
+            state.board = board
+            state.pendingKeys = [:]
+            var webhooks: [String: [Webhook]] = [:]
+            for webhook in state.webhooks.values.joined() where webhook.source == .config {
+                webhooks[webhook.client, default: []].append(webhook)
+            }
+            for webhook in storedWebhooks { webhooks[webhook.client, default: []].append(webhook) }
+            state.webhooks = webhooks
+            // From here on submissions are computed on memory that matches the store.
+            committer.resume()
+            failure.clear()
+            if !normalized.saved.isEmpty {
+                committer.submit(normalized.saved.map { .alert($0) }) { [self] result in
+                    if case .success = result { self.state.withLockedValue { $0.board.committed(normalized) } }
+                }
+            }
+            if let next = state.board.nextDeadline { ticker.poke(at: next) }
+            return state.board.clients.map { ($0, state.board.displayed(on: $0)) }
+        }
+        guard let displays else { return }
+        logger.info("commits succeed again: changes are taken", metadata: ["pending": "\(stored.pending.count)"])
+        let woken = hub.withLockedValue { hub in displays.flatMap { hub.publish(client: $0.0, alert: $0.1) } }
+        for waiter in woken { answer(.current(waiter)) }
     }
 
     static func tooManyWaiters(_ max: Int) -> Problem {

@@ -151,7 +151,8 @@ public enum Application {
             store: store, logger: logger,
             onFailure: { error in
                 failure.set("\(error)")
-                logger.critical("a commit failed: alertd takes no changes until it is restarted", metadata: ["error": "\(error)"])
+                logger.error(
+                    "a commit failed: changes are refused (503) until a commit succeeds again", metadata: ["error": "\(error)"])
             },
             onCommit: { metrics.commitDuration.recordNanoseconds(Int64($0)) })
         committer.start()
@@ -230,10 +231,13 @@ public enum Application {
     }
 }
 
-/// Set once a commit failed: from then on the daemon is not ready and takes no changes.
+/// Set while the store fails commits (a full disk, an I/O error): the daemon is
+/// not ready and refuses changes until a commit succeeds again and memory has
+/// been rebuilt from the store (``AlertService/recover()``).
 final class FailureFlag: Sendable {
     private let reason = Mutex<String?>(nil)
     func set(_ text: String) { reason.withLock { $0 = $0 ?? text } }
+    func clear() { reason.withLock { $0 = nil } }
     var failure: String? { reason.withLock { $0 } }
 }
 
@@ -257,20 +261,33 @@ final class Readiness: Sendable {
         failure.failure == nil && !service.isDraining && writable.load(ordering: .relaxed)
     }
 
-    /// Probes the store now.
+    /// Probes the store now (a real commit); after a failed commit, once one
+    /// goes through again, rebuilds memory from the store and takes changes again.
     func refresh() {
-        writable.store(store.isWritable(), ordering: .relaxed)
+        // While commits fail, only room for a real batch counts (a full disk may
+        // still take one small row), so memory is not rebuilt just to fail again.
+        let failing = failure.failure != nil
+        let ok = failing ? store.hasRoom(forBytes: Self.headroomBytes) : store.isWritable()
+        writable.store(ok, ordering: .relaxed)
+        if ok, failing { service.recover() }
     }
+
+    /// The room a store must show before changes are taken again after a failed commit.
+    static let headroomBytes = 1 << 20
+
+    /// Whether a failed commit has changes refused now.
+    var isFailing: Bool { failure.failure != nil }
 }
 
-/// Probes the store for `/readyz` every two seconds.
+/// Probes the store for `/readyz` every two seconds, every half second while
+/// commits fail (so writes resume soon after the disk has room again).
 struct ReadinessService: Service {
     let readiness: Readiness
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(2))
+                try? await Task.sleep(for: readiness.isFailing ? .milliseconds(500) : .seconds(2))
                 readiness.refresh()
             }
         }

@@ -10,9 +10,11 @@ final class StateLock: Sendable {
 
     /// Takes the lock on `directory/alertd.lock`, or throws naming the holder.
     init(directory: String) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // 0700 when new, whatever the umask: the store in it holds webhook secrets.
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let path = directory + "/alertd.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw ConfigError("cannot open \(path): \(String(cString: strerror(errno)))")
         }

@@ -181,4 +181,11 @@ public protocol AlertStore: Sendable {
     func pendingDeliveries() throws -> [PendingDelivery]
     /// Whether a write can be made now (for readiness).
     func isWritable() -> Bool
+    /// Whether a commit of about `bytes` goes through now: after a failed commit
+    /// (a full disk), a probe that a small write passing says little about.
+    func hasRoom(forBytes bytes: Int) -> Bool
+}
+
+extension AlertStore {
+    public func hasRoom(forBytes bytes: Int) -> Bool { isWritable() }
 }

@@ -10,21 +10,31 @@ import Logging
 /// each completion in submission order. Durability then costs one fsync per batch,
 /// not per request. An empty write set is a barrier: its completion runs once
 /// everything submitted before it is committed.
+///
+/// A failed commit (a full disk, an I/O error) fails its batch, rolled back
+/// whole, and every submission made until the owner calls ``resume()``: those
+/// were computed on memory that included the failed change. The owner rebuilds
+/// its memory from the store, then resumes, under the lock it submits under.
 public final class GroupCommitter: @unchecked Sendable {
     public typealias Completion = @Sendable (Result<Void, any Error>) -> Void
 
     private struct Submission {
         var writes: [StoreWrite]
         var completion: Completion
+        /// ``resume()`` calls before it was submitted.
+        var epoch: Int
     }
 
     // Guarded by `condition`.
     private var queue: [Submission] = []
     private var stopping = false
     private var running = false
-    /// The first commit failure. Everything queued after it was computed on a
-    /// state that includes the failed change, so it is failed too, never committed.
-    private var failure: (any Error)?
+    /// Counts ``resume()`` calls; each submission is stamped with it.
+    private var epoch = 0
+    /// The last commit failure and the newest epoch it dooms: submissions of that
+    /// epoch or older were computed on a state that includes the failed change,
+    /// so they fail too, never committed.
+    private var failure: (error: any Error, through: Int)?
     private let condition = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
 
@@ -35,7 +45,7 @@ public final class GroupCommitter: @unchecked Sendable {
     /// Told how long each commit took, in nanoseconds (for metrics).
     private let onCommit: @Sendable (UInt64) -> Void
 
-    /// - Parameter onFailure: told when a commit failed (the store can no longer be trusted).
+    /// - Parameter onFailure: told when a commit failed: memory no longer matches the store.
     public init(
         store: any AlertStore, logger: Logger, maxBatch: Int = 1024,
         onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
@@ -66,9 +76,24 @@ public final class GroupCommitter: @unchecked Sendable {
             completion(.failure(StoppedError()))
             return
         }
-        queue.append(Submission(writes: writes, completion: completion))
+        queue.append(Submission(writes: writes, completion: completion, epoch: epoch))
         condition.signal()
         condition.unlock()
+    }
+
+    /// After a failure: submissions from now on are committed again (those made
+    /// before still fail). Call once memory matches the store again.
+    public func resume() {
+        condition.lock()
+        epoch += 1
+        condition.unlock()
+    }
+
+    /// Whether submissions made now would fail for an earlier failed commit.
+    public var isFailing: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return failure.map { $0.through >= epoch } ?? false
     }
 
     /// Commits everything already queued, then stops the thread and returns.
@@ -104,24 +129,34 @@ public final class GroupCommitter: @unchecked Sendable {
     }
 
     private func commit(_ batch: [Submission]) {
+        // Submissions made before the owner resumed from a failure fail with it.
+        condition.lock()
+        let doomed = failure
+        condition.unlock()
+        var live = batch
+        if let doomed {
+            live = batch.filter { $0.epoch > doomed.through }
+            for submission in batch where submission.epoch <= doomed.through { submission.completion(.failure(doomed.error)) }
+        }
+        guard !live.isEmpty else { return }
         var writes: [StoreWrite] = []
-        writes.reserveCapacity(batch.count * 2)
-        for submission in batch { writes.append(contentsOf: submission.writes) }
+        writes.reserveCapacity(live.count * 2)
+        for submission in live { writes.append(contentsOf: submission.writes) }
         var result: Result<Void, any Error> = .success(())
-        if let failure {
-            result = .failure(failure)
-        } else if !writes.isEmpty {
+        if !writes.isEmpty {
             do {
                 let started = DispatchTime.now().uptimeNanoseconds
                 try store.commit(writes)
                 onCommit(DispatchTime.now().uptimeNanoseconds - started)
             } catch {
-                logger.critical("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+                logger.error("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
                 result = .failure(error)
-                failure = error
+                condition.lock()
+                failure = (error, live.map(\.epoch).max() ?? epoch)
+                condition.unlock()
                 onFailure(error)
             }
         }
-        for submission in batch { submission.completion(result) }
+        for submission in live { submission.completion(result) }
     }
 }

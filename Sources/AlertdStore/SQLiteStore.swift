@@ -21,7 +21,12 @@ public final class SQLiteStore: AlertStore {
     /// Opens (creating and migrating) the database in `directory`.
     public init(directory: String, durability: Durability) throws {
         self.durability = durability
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // The store holds webhook secrets: a new directory is 0700 and the
+        // database 0600 whatever the umask (SQLite gives its -wal and -shm files
+        // the database's mode). An existing directory keeps the mode its owner chose.
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Self.restrictFile(directory + "/" + Self.fileName)
         var configuration = Configuration()
         configuration.label = "alertd"
         configuration.maximumReaderCount = 4
@@ -38,11 +43,53 @@ public final class SQLiteStore: AlertStore {
         try Self.migrator.migrate(pool)
     }
 
+    /// Creates `path` 0600 if missing; tightens an existing one (and its -wal, -shm) to 0600.
+    static func restrictFile(_ path: String) throws {
+        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path, "reason": String(cString: strerror(errno))])
+        }
+        fchmod(fd, 0o600)
+        close(fd)
+        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+    }
+
     /// SQLite's query plan for a statement (for tests of index use).
     public func explain(_ sql: String) throws -> String {
         try pool.read { db in
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql).map { $0["detail"] as String }.joined(separator: "; ")
         }
+    }
+
+    /// Commits a transaction that takes `bytes` of new pages and frees them again:
+    /// it fails where a commit that size would (pages over `max_page_count`, a
+    /// WAL that cannot grow on a full disk). Leaves that much free space behind.
+    public func hasRoom(forBytes bytes: Int) -> Bool {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        do {
+            try pool.write { db -> Void in
+                try db.execute(sql: "INSERT OR REPLACE INTO probe (id, at, room) VALUES (2, ?, zeroblob(?))", arguments: [now, bytes])
+                try db.execute(sql: "DELETE FROM probe WHERE id = 2")
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Caps the database at `pages` pages (`PRAGMA max_page_count`; nil: no cap
+    /// but SQLite's own): a commit that needs more fails as on a full disk.
+    /// SQLite never sets the cap below the pages in use; returns the cap in force.
+    @discardableResult
+    public func limitPages(_ pages: Int?) throws -> Int {
+        try pool.writeWithoutTransaction { db in
+            try Int.fetchOne(db, sql: "PRAGMA max_page_count = \(pages ?? 4_294_967_294)") ?? 0
+        }
+    }
+
+    /// Pages the database uses now.
+    public func pageCount() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0 }
     }
 
     /// The writer connection's `PRAGMA synchronous` (2 FULL, 1 NORMAL).
@@ -145,6 +192,9 @@ public final class SQLiteStore: AlertStore {
                         PRIMARY KEY (delivery_id, number)
                     ) WITHOUT ROWID;
                     """)
+        }
+        migrator.registerMigration("v5: a row the readiness probe rewrites") { db in
+            try db.execute(sql: "CREATE TABLE probe (id INTEGER PRIMARY KEY NOT NULL, at INTEGER NOT NULL, room BLOB)")
         }
         return migrator
     }
@@ -374,8 +424,14 @@ public final class SQLiteStore: AlertStore {
         }
     }
 
+    /// Whether a commit goes through now: a real one (one small row rewritten),
+    /// since taking the write lock alone says nothing of a full disk.
     public func isWritable() -> Bool {
-        (try? pool.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE; ROLLBACK") }) != nil
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        return
+            (try? pool.write { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)", arguments: [now])
+            }) != nil
     }
 
     // MARK: - Rows

@@ -28,6 +28,15 @@ struct SystemdUnitTests {
         #expect(SystemdAnalyze.linesAboutOurUnits(in: run.stderr).isEmpty, "warnings about the unit:\n\(run.stderr)")
     }
 
+    @Test("alertd.service denies link-local addresses, bounds its tasks and documents MemoryMax=")
+    func backstops() throws {
+        let text = try String(contentsOf: Self.unit("alertd.service"), encoding: .utf8)
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.contains("IPAddressDeny=link-local"))
+        #expect(lines.contains { $0.hasPrefix("TasksMax=") && Int($0.dropFirst("TasksMax=".count)) != nil })
+        #expect(lines.contains { $0.hasPrefix("#") && $0.contains("MemoryMax=") })
+    }
+
     /// `verify` checks that ExecStart's binary exists, so it runs on a scratch
     /// root (`--root`) holding the units exactly as shipped in
     /// /etc/systemd/system, stub executables at the paths the units run, and a

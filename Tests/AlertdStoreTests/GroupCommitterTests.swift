@@ -120,6 +120,55 @@ struct GroupCommitterTests {
         committer.shutdown()
     }
 
+    @Test("after a failure, submissions fail until resume(); then they commit again")
+    func resumeAfterFailure() throws {
+        let dir = TempDir()
+        let store = GatedStore(try SQLiteStore(directory: dir.path, durability: .normal))
+        let committer = GroupCommitter(store: store, logger: Logger(label: "test"))
+        committer.start()
+        var ids = AlertIDGenerator()
+        func submit() -> Bool {
+            let outcome = Mutex<Bool?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { result in
+                outcome.withLock { if case .success = result { $0 = true } else { $0 = false } }
+                done.signal()
+            }
+            store.gate.signal()
+            done.wait()
+            return outcome.withLock { $0! }
+        }
+        store.failing.store(true, ordering: .relaxed)
+        #expect(!submit())
+        #expect(committer.isFailing)
+        // The store works again, but what was computed before resume() still fails.
+        store.failing.store(false, ordering: .relaxed)
+        #expect(!submit())
+        #expect(try store.load().pending.isEmpty, "nothing of a doomed submission reaches the store")
+        committer.resume()
+        #expect(!committer.isFailing)
+        #expect(submit())
+        #expect(try store.load().pending.count == 1)
+        committer.shutdown()
+    }
+
+    @Test("SQLite's max_page_count makes commits fail like a full disk; lifting it lets them through")
+    func pageLimit() throws {
+        let dir = TempDir()
+        let store = try SQLiteStore(directory: dir.path, durability: .normal)
+        var ids = AlertIDGenerator()
+        try store.limitPages(try store.pageCount())
+        #expect(!store.hasRoom(forBytes: 1 << 20))
+        var big = makeAlert(ids.next(at: Timestamp(milliseconds: 1)))
+        big.message = String(repeating: "m", count: 64 * 1024)
+        #expect(throws: (any Error).self) { try store.commit([.alert(big)]) }
+        #expect(try store.load().pending.isEmpty)
+        try store.limitPages(nil)
+        #expect(store.hasRoom(forBytes: 1 << 20))
+        try store.commit([.alert(big)])
+        #expect(try store.load().pending.count == 1)
+    }
+
     @Test("shutdown commits what is queued before the thread stops")
     func shutdownDrains() throws {
         let dir = TempDir()
