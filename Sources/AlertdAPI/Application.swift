@@ -74,7 +74,8 @@ public enum Application {
             watchdog.append(
                 .init(
                     service: WatchdogService(
-                        notifier: notifier, interval: interval, address: server.boundAddress, tls: tls != nil, logger: logger)))
+                        notifier: notifier, interval: interval, address: server.boundAddress, tls: tls != nil,
+                        probeToken: server.probeToken, logger: logger)))
         }
 
         let reloader = reload.map { load in

@@ -1,3 +1,4 @@
+import AlertdHTTP
 import AsyncHTTPClient
 import Foundation
 import Glibc
@@ -96,6 +97,9 @@ struct WatchdogService: Service {
     /// Whether the server speaks HTTPS: then the probe does too (over AsyncHTTPClient,
     /// without checking the certificate: it talks to itself on its own address).
     let tls: Bool
+    /// The server's ``HTTPServer/probeToken``: the probe is served even when
+    /// every connection slot is taken, so a busy daemon is not restarted.
+    let probeToken: String
     let logger: Logger
 
     func run() async throws {
@@ -105,9 +109,9 @@ struct WatchdogService: Service {
                 let probeTimeout = max(0.05, interval / 4)
                 let healthy: Bool
                 if let client {
-                    healthy = await Self.probeTLS(address, client: client, timeout: probeTimeout)
+                    healthy = await Self.probeTLS(address, client: client, timeout: probeTimeout, token: probeToken)
                 } else {
-                    healthy = await Self.detached { Self.probe(address, timeout: probeTimeout) }
+                    healthy = await Self.detached { [probeToken] in Self.probe(address, timeout: probeTimeout, token: probeToken) }
                 }
                 if healthy {
                     notifier.send("WATCHDOG=1")
@@ -130,13 +134,14 @@ struct WatchdogService: Service {
     }
 
     /// Whether `GET https://address/healthz` answers 200 within `timeout` seconds.
-    static func probeTLS(_ address: String, client: HTTPClient, timeout: Double) async -> Bool {
+    static func probeTLS(_ address: String, client: HTTPClient, timeout: Double, token: String = "") async -> Bool {
         var host = String(address[..<(address.lastIndex(of: ":") ?? address.endIndex)])
         let port = address[(address.lastIndex(of: ":").map { address.index(after: $0) } ?? address.endIndex)...]
         if host == "0.0.0.0" { host = "127.0.0.1" }
         if host == "::" || host == "[::]" { host = "[::1]" }
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
-        let request = HTTPClientRequest(url: "https://\(host):\(port)/healthz")
+        var request = HTTPClientRequest(url: "https://\(host):\(port)/healthz")
+        request.headers.add(name: HTTPServer.probeHeader, value: token)
         do {
             let response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
             return response.status == .ok
@@ -153,7 +158,7 @@ struct WatchdogService: Service {
     }
 
     /// Whether `GET /healthz` on `address` answers 200 within `timeout` seconds.
-    static func probe(_ address: String, timeout: Double) -> Bool {
+    static func probe(_ address: String, timeout: Double, token: String = "") -> Bool {
         guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else { return false }
         var host = String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         if host == "0.0.0.0" { host = "127.0.0.1" }
@@ -184,7 +189,8 @@ struct WatchdogService: Service {
             }
         }
         guard connected == 0 else { return false }
-        let request = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
+        let request = Array(
+            "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\(HTTPServer.probeHeader): \(token)\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
             return false
         }

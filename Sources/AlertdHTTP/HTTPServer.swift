@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Dispatch
 import Glibc
 import Logging
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
@@ -91,14 +92,28 @@ public final class HTTPServer: Sendable {
     private let active = Atomic<Int>(0)
     /// TCP connections open now, from libmicrohttpd's connection notifications.
     private let openConnections = Atomic<Int>(0)
+    /// Watchdog probes being served: their connections take no client's slot.
+    private let probesInFlight = Atomic<Int>(0)
     /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
     /// that those over the bound get a 503 instead of waiting unaccepted.
     static let connectionHeadroom = 64
     /// Requests whose connection is suspended, so a shutdown can answer them.
-    private let suspendedResponders = NIOLockedValueBox<[ObjectIdentifier: Responder]>([:])
+    let suspended = SuspendedConnections()
+    /// The server as libmicrohttpd's callbacks see it: retained while any MHD
+    /// daemon runs, so no MHD thread can outlive the object it calls into.
+    private let retainedForMHD = NIOLockedValueBox<Unmanaged<HTTPServer>?>(nil)
     private let draining = Atomic<Bool>(false)
     /// Deadlines of connections reading a request; see ``HTTPServerConfiguration/readTimeoutSeconds``.
     let readDeadlines: ReadDeadlines
+    /// A request carrying this value in ``probeHeader`` is the daemon's own
+    /// watchdog probe: it is served even at `maxConnections` (or an address's
+    /// limit), so a daemon busy at its bounds is not taken for a hung one.
+    /// Random per process; it never leaves it.
+    public let probeToken: String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
+    }()
+    public static let probeHeader = "X-Alertd-Probe"
 
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger) {
         self.configuration = configuration
@@ -125,13 +140,12 @@ public final class HTTPServer: Sendable {
     /// Requests between their first byte and their completion, parked ones included.
     public var activeRequests: Int { active.load(ordering: .relaxed) }
     /// Requests whose connection is suspended (parked waiters, pending commits).
-    public var suspendedRequests: Int { suspendedResponders.withLockedValue { $0.count } }
+    public var suspendedRequests: Int { suspended.count }
 
     /// Answers every request still suspended (the drain ran out of time): a
     /// suspended connection must not outlive `stop()`.
     public func answerSuspended() {
-        let waiting = suspendedResponders.withLockedValue { Array($0.values) }
-        for responder in waiting { responder.respond(handler.reject(.shuttingDown)) }
+        for responder in suspended.all { responder.respond(handler.reject(.shuttingDown)) }
     }
 
     /// Binds (unless given a socket) and starts the polling threads.
@@ -167,6 +181,10 @@ public final class HTTPServer: Sendable {
             }
         } catch {
             for handle in started { MHD_stop_daemon(handle.pointer) }
+            retainedForMHD.withLockedValue { retained in
+                retained?.release()
+                retained = nil
+            }
             throw error
         }
         daemons.withLock { $0 = started }
@@ -181,7 +199,11 @@ public final class HTTPServer: Sendable {
         if Self.family(of: fd) == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
         if tlsStrings != nil { flags |= MHD_USE_TLS.rawValue }
 
-        let this = Unmanaged.passUnretained(self).toOpaque()
+        // Retained once for every daemon; released when stop() has stopped them all.
+        let this = retainedForMHD.withLockedValue { retained in
+            if retained == nil { retained = Unmanaged.passRetained(self) }
+            return retained!.toOpaque()
+        }
         var options: [MHD_OptionItem] = [
             // The logger first, or MHD logs the options before it on its own.
             MHD_OptionItem(option: .EXTERNAL_LOGGER, value: alertd_mhd_logger_address(), ptr_value: this),
@@ -230,13 +252,20 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops libmicrohttpd: closes every connection and joins its threads.
-    /// Every suspended connection must have been answered first
+    ///
+    /// First waits, up to `grace` seconds, until no request is in flight. Every
+    /// suspended connection must have been answered and resumed by then
     /// (``answerSuspended()``): libmicrohttpd aborts the process otherwise, so
-    /// this refuses to stop it while any is left, and the process exit closes them.
-    public func stop() {
-        if suspendedRequests > 0 {
+    /// while any is left (or being resumed) this leaves libmicrohttpd running —
+    /// the server stays alive for its threads — and the process exit closes them.
+    /// Returns whether libmicrohttpd was stopped.
+    @discardableResult
+    public func stop(grace: Double = 2) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, grace) * 1e9)
+        while activeRequests > 0, DispatchTime.now().uptimeNanoseconds < deadline { usleep(1000) }
+        guard suspended.close() else {
             logger.error("not stopping libmicrohttpd: requests are still suspended", metadata: ["requests": "\(suspendedRequests)"])
-            return
+            return false
         }
         let handles = daemons.withLock { handles -> [DaemonHandle] in
             defer { handles = [] }
@@ -244,6 +273,11 @@ public final class HTTPServer: Sendable {
         }
         for handle in handles { MHD_stop_daemon(handle.pointer) }
         readDeadlines.stop()
+        retainedForMHD.withLockedValue { retained in
+            retained?.release()
+            retained = nil
+        }
+        return true
     }
 
     // MARK: - The access handler, on an MHD thread
@@ -264,8 +298,15 @@ public final class HTTPServer: Sendable {
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
             active.add(1, ordering: .relaxed)
             // Over limits.max_connections: a 503 that closes the connection, not
-            // a connection left unaccepted in the backlog.
-            if openConnections.load(ordering: .relaxed) > configuration.maxConnections {
+            // a connection left unaccepted in the backlog. The watchdog's probe
+            // is the exception: it does not compete with clients for a slot.
+            let isProbe = Self.isProbe(connection, token: probeToken)
+            if isProbe {
+                context.isProbe = true
+                probesInFlight.add(1, ordering: .relaxed)
+            }
+            let clientConnections = openConnections.load(ordering: .relaxed) - probesInFlight.load(ordering: .relaxed)
+            if !isProbe, clientConnections > configuration.maxConnections {
                 context.phase = .answered
                 return queue(handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, close: true)
             }
@@ -285,7 +326,7 @@ public final class HTTPServer: Sendable {
                 context.phase = .answered
                 return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
             }
-            if let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
+            if !isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
                 context.phase = .answered
                 return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, close: true)
             }
@@ -367,15 +408,7 @@ public final class HTTPServer: Sendable {
             admission: context.admission
         )
         context.body = []
-        let responder = Responder(connection: ConnectionHandle(pointer: connection)) { [self] responder, isSuspended in
-            suspendedResponders.withLockedValue { registry in
-                if isSuspended {
-                    registry[ObjectIdentifier(responder)] = responder
-                } else {
-                    registry[ObjectIdentifier(responder)] = nil
-                }
-            }
-        }
+        let responder = Responder(connection: ConnectionHandle(pointer: connection), registry: suspended)
         handler.handle(request, responder: responder)
         if let response = responder.afterHandler() {
             context.phase = .answered
@@ -389,6 +422,9 @@ public final class HTTPServer: Sendable {
         // Answered: the next request on this connection has its own time to arrive.
         if let connection { readDeadlines.answered(connection) }
         guard let contextSlot, let raw = contextSlot.pointee else { return }
+        if Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue().isProbe {
+            probesInFlight.subtract(1, ordering: .relaxed)
+        }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextSlot.pointee = nil
         active.subtract(1, ordering: .relaxed)
@@ -422,6 +458,11 @@ public final class HTTPServer: Sendable {
     }
 
     // MARK: - Helpers
+
+    private static func isProbe(_ connection: OpaquePointer, token: String) -> Bool {
+        guard let value = MHD_lookup_connection_value(connection, .HEADER_KIND, probeHeader) else { return false }
+        return strcmp(value, token) == 0
+    }
 
     private func item(_ option: MHD_OPTION, _ value: Int) -> MHD_OptionItem {
         MHD_OptionItem(option: option, value: value, ptr_value: nil)
@@ -552,6 +593,8 @@ private final class RequestContext {
     var body: [UInt8] = []
     var tooLarge = false
     var discarded = 0
+    /// The watchdog's own probe (``HTTPServer/probeToken``).
+    var isProbe = false
 }
 
 /// The MHD daemon pointer. Guarantee relied on: MHD's API for a daemon is

@@ -22,20 +22,21 @@ public final class Responder: Sendable {
 
     private let state = NIOLockedValueBox(State.handling)
     private let connection: ConnectionHandle?
-    private let onSuspend: (@Sendable (Responder, Bool) -> Void)?
+    /// Where the connection is registered while suspended; nil in process.
+    private let registry: SuspendedConnections?
 
     /// - Parameters:
     ///   - connection: the MHD connection, or nil for an in-process responder (tests).
-    ///   - onSuspend: told true when the connection is suspended and false when resumed.
-    init(connection: ConnectionHandle?, onSuspend: (@Sendable (Responder, Bool) -> Void)? = nil) {
+    ///   - registry: suspends and resumes the connection, keeping the list of suspended ones.
+    init(connection: ConnectionHandle?, registry: SuspendedConnections?) {
         self.connection = connection
-        self.onSuspend = onSuspend
+        self.registry = registry
         self.inProcessSink = nil
     }
 
     private init(sink: @escaping @Sendable (HTTPResponse) -> Void) {
         self.connection = nil
-        self.onSuspend = nil
+        self.registry = nil
         self.inProcessSink = sink
     }
 
@@ -75,10 +76,7 @@ public final class Responder: Sendable {
                 return false
             }
         }
-        if resume, let connection {
-            onSuspend?(self, false)
-            MHD_resume_connection(connection.pointer)
-        }
+        if resume, let connection, let registry { registry.resume(self, connection) }
     }
 
     /// Called on the MHD thread once the handler returned: the answer to queue now,
@@ -90,10 +88,7 @@ public final class Responder: Sendable {
                 state = .done
                 return make
             case .handling:
-                if let connection {
-                    MHD_suspend_connection(connection.pointer)
-                    onSuspend?(self, true)
-                }
+                if let connection, let registry { registry.suspend(self, connection) }
                 state = .suspended
                 return nil
             case .suspended, .done:
@@ -124,4 +119,60 @@ public final class Responder: Sendable {
 /// ALLOW_SUSPEND_RESUME) off the MHD thread.
 struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
+}
+
+/// The requests whose connection is suspended, and the only place that
+/// suspends and resumes connections.
+///
+/// Each libmicrohttpd call happens under the same lock as the list's update —
+/// a connection is listed before it is suspended and unlisted only after it is
+/// resumed — so ``close()``, which the server calls before `MHD_stop_daemon`,
+/// never finds the list empty while a resume is still under way (libmicrohttpd
+/// would then stop, or free, a connection being resumed).
+final class SuspendedConnections: Sendable {
+    private struct List {
+        var responders: [ObjectIdentifier: Responder] = [:]
+        var closed = false
+    }
+
+    private let list = NIOLockedValueBox(List())
+    private let suspendCall: @Sendable (ConnectionHandle) -> Void
+    private let resumeCall: @Sendable (ConnectionHandle) -> Void
+
+    /// The calls default to libmicrohttpd's; tests pass their own.
+    init(
+        suspend: @escaping @Sendable (ConnectionHandle) -> Void = { MHD_suspend_connection($0.pointer) },
+        resume: @escaping @Sendable (ConnectionHandle) -> Void = { MHD_resume_connection($0.pointer) }
+    ) {
+        suspendCall = suspend
+        resumeCall = resume
+    }
+
+    var count: Int { list.withLockedValue { $0.responders.count } }
+    var all: [Responder] { list.withLockedValue { Array($0.responders.values) } }
+
+    /// On the connection's MHD thread, from inside the access handler.
+    func suspend(_ responder: Responder, _ connection: ConnectionHandle) {
+        list.withLockedValue { list in
+            list.responders[ObjectIdentifier(responder)] = responder
+            suspendCall(connection)
+        }
+    }
+
+    /// From any thread, once the answer is ready.
+    func resume(_ responder: Responder, _ connection: ConnectionHandle) {
+        list.withLockedValue { list in
+            resumeCall(connection)
+            list.responders[ObjectIdentifier(responder)] = nil
+        }
+    }
+
+    /// True, and closed for good, when no connection is suspended or being resumed.
+    func close() -> Bool {
+        list.withLockedValue { list in
+            guard list.responders.isEmpty else { return false }
+            list.closed = true
+            return true
+        }
+    }
 }

@@ -47,6 +47,42 @@ final class FakeNotifySocket {
 
 @Suite("systemd: readiness, watchdog, stopping and socket activation", .serialized, .ownThreads)
 struct SystemdProtocolTests {
+    @Test("at max_connections the watchdog's probe is still served: a busy daemon keeps pinging and is not restarted")
+    func watchdogAtConnectionLimit() throws {
+        let notify = try FakeNotifySocket()
+        let daemon = try Daemon.start(
+            .init(
+                config: "limits: { max_connections: 3, max_wait_seconds: 30 }\n",
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"]))
+        defer { daemon.cleanup() }
+        _ = notify.receive(until: "READY=1", timeout: 10)
+        // Fill every slot: an observer's keep-alive connection and two parked long-polls,
+        // parked one at a time (connections accepted together would all be counted at once).
+        let observer = daemon.client(timeout: 5)
+        var held: [TestHTTPClient] = []
+        defer { held.forEach { $0.close() } }
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while held.count < 2, Date() < deadline {
+            let client = daemon.client(timeout: 5)
+            try client.sendRaw(Array("GET /v1/clients/ops/alerts/current?wait=30 HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+            // Parked, or refused (a probe's connection was being accepted just then): try again.
+            while Date() < deadline, client.isConnected {
+                if try observer.get("/readyz").jsonObject()["waiters"] as? Int == held.count + 1 { break }
+                usleep(10_000)
+            }
+            if client.isConnected { held.append(client) }
+        }
+        try #require(held.count == 2)
+        let refused = try daemon.client(timeout: 5).get("/healthz")
+        try #require(refused.status == 503, "clients are refused: the daemon is at max_connections")
+        // Pings (every 0.2 s) go on while it is full: the probe does not need a client's slot.
+        // First drop the pings queued before it was full (and any probe then in flight).
+        _ = notify.receive(until: "nothing", timeout: 0.5)
+        let pings = notify.receive(until: "nothing", timeout: 2).filter { $0.contains("WATCHDOG=1") }.count
+        #expect(pings >= 3, "\(daemon.stderrText.suffix(500))")
+        #expect(!daemon.stderrText.contains("watchdog probe failed"))
+    }
+
     @Test("READY=1 once listening (with MAINPID), WATCHDOG=1 pings while it answers, STOPPING=1 on SIGTERM")
     func notify() throws {
         let notify = try FakeNotifySocket()

@@ -1,0 +1,131 @@
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import Testing
+
+@testable import AlertdHTTP
+
+@Suite("Suspended connections and shutdown")
+struct SuspendResumeTests {
+    @Test("a connection stays listed until its resume returned: close() cannot slip in between")
+    func resumeBeforeUnlisting() throws {
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let resumeReturned = Atomic<Bool>(false)
+        let registry = SuspendedConnections(
+            suspend: { _ in },
+            resume: { _ in
+                entered.signal()
+                gate.wait()
+                resumeReturned.store(true, ordering: .sequentiallyConsistent)
+            })
+        let connection = ConnectionHandle(pointer: try #require(OpaquePointer(bitPattern: 0x10)))
+        let responder = Responder(connection: connection, registry: registry)
+        #expect(responder.afterHandler() == nil, "no answer yet: the connection is suspended")
+        #expect(registry.count == 1)
+        #expect(!registry.close(), "a suspended connection keeps the server from stopping")
+
+        let answering = Thread { responder.respond(HTTPResponse(status: 200)) }
+        answering.start()
+        entered.wait()
+        // The resume is under way: a close() now must wait for it, never see an empty list.
+        let closed = Mutex<(Bool, Bool)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let result = registry.close()
+            closed.withLock { $0 = (result, resumeReturned.load(ordering: .sequentiallyConsistent)) }
+            done.signal()
+        }.start()
+        gate.signal()
+        done.wait()
+        let (result, afterResume) = try #require(closed.withLock { $0 })
+        #expect(result)
+        #expect(afterResume, "close() succeeded only once the resume had returned")
+        #expect(responder.takeResumedResponse()?.status == 200)
+    }
+
+    /// Parks every request; the test answers them.
+    final class ParkingHandler: HTTPHandler, @unchecked Sendable {
+        let parked = Mutex<[Responder]>([])
+        func admit(_ head: HTTPRequestHead) -> HTTPAdmission { .proceed(0) }
+        func handle(_ request: HTTPRequest, responder: Responder) { parked.withLock { $0.append(responder) } }
+        func reject(_ rejection: HTTPRejection) -> HTTPResponse { HTTPResponse(status: 503) }
+    }
+
+    @Test("stop() waits for answers in flight: every waiter answered during shutdown gets its answer", arguments: 0..<10)
+    func stopWaitsForAnswers(round: Int) throws {
+        let handler = ParkingHandler()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(listen: .address(host: "127.0.0.1", port: 0), threads: 2),
+            handler: handler, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        try server.start()
+        let port = Int(server.boundAddress.split(separator: ":").last!)!
+        let clients = try (0..<16).map { _ in try RawClient(port: port) }
+        for client in clients { try client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n") }
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while server.suspendedRequests < clients.count, Date() < deadline { usleep(1000) }
+        try #require(server.suspendedRequests == clients.count)
+
+        // Answer from another thread while the server stops.
+        let answering = Thread {
+            for responder in handler.parked.withLock({ $0 }) {
+                responder.respond(HTTPResponse(status: 200, body: Array("answered".utf8)))
+            }
+        }
+        answering.start()
+        let stopped = server.stop(grace: 10)
+        #expect(stopped)
+        for client in clients {
+            let reply = client.readAll()
+            #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply.prefix(40))")
+            #expect(reply.hasSuffix("answered"))
+        }
+    }
+}
+
+/// A blocking TCP client that sends bytes and reads until the server closes or a response is whole.
+final class RawClient {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var limit = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw POSIXError(.EPIPE) }
+    }
+
+    /// Reads one response with a Content-Length body (or until the server closes).
+    func readAll() -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[..<count]
+            let text = String(decoding: received, as: UTF8.self)
+            if let end = text.range(of: "\r\n\r\n"),
+                let line = text[..<end.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+                let length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)),
+                text.utf8.distance(from: end.upperBound.samePosition(in: text.utf8)!, to: text.utf8.endIndex) >= length
+            {
+                break
+            }
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}
