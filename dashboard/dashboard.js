@@ -337,11 +337,11 @@
     while (generation === state.generation) {
       let delay = CLIENTS_REFRESH;
       try {
-        const data = await api("/v1/clients", { signal: state.controller.signal });
+        const clients = await listClients();
         if (generation !== state.generation) return;
         connected();
         $("clients-error").textContent = "";
-        renderClients(data.clients);
+        renderClients(clients);
       } catch (error) {
         if (isAbort(error) || error instanceof Unauthorized) return;
         if (isNetwork(error)) {
@@ -353,6 +353,19 @@
       }
       await sleep(delay, generation);
     }
+  }
+
+  /** Every client the token may see: GET /v1/clients is paged by its next_cursor. */
+  async function listClients() {
+    let clients = [];
+    let cursor = null;
+    do {
+      const query = "?limit=1000" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+      const data = await api("/v1/clients" + query, { signal: state.controller.signal });
+      clients = clients.concat(data.clients);
+      cursor = data.next_cursor;
+    } while (cursor);
+    return clients;
   }
 
   function renderClients(clients) {

@@ -262,12 +262,29 @@ final class APIHandler: HTTPHandler {
             respond(now: json(200, Self.whoAmI(principal)))
 
         case .listClients:
-            _ = try Query(request, allowed: [])
-            var out = JSONWriter(capacity: 256)
+            // Paged like the alert list: by client id, `limit` (default 100, at most
+            // 1000) and the `cursor` of the previous page (`c.<last client id>`).
+            let query = try Query(request, allowed: ["limit", "cursor"])
+            var limit = 100
+            if let text = query["limit"] {
+                guard text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text), (1...1000).contains(value) else {
+                    throw Problem(.badRequest, "limit must be an integer from 1 to 1000, not \"\(text)\"")
+                }
+                limit = value
+            }
+            var after: String?
+            if let text = query["cursor"] {
+                guard text.hasPrefix("c."), ClientID.isValid(String(text.dropFirst(2))) else {
+                    throw Problem(.badRequest, "cursor \"\(text)\" was not issued by this daemon")
+                }
+                after = String(text.dropFirst(2))
+            }
+            let (page, more) = service.clients(after: after, limit: limit) { principal?.mayTouch($0) ?? true }
+            var out = JSONWriter(capacity: 64 + page.count * 64)
             out.beginObject()
             out.key("clients")
             out.beginArray()
-            for summary in service.clients() where principal?.mayTouch(summary.client) ?? true {
+            for summary in page {
                 out.beginObject()
                 out.key("client")
                 out.string(summary.client)
@@ -278,6 +295,8 @@ final class APIHandler: HTTPHandler {
                 out.endObject()
             }
             out.endArray()
+            out.key("next_cursor")
+            out.string(more ? page.last.map { "c." + $0.client } : nil)
             out.endObject()
             respond(now: json(200, out.bytes))
 
@@ -310,7 +329,7 @@ final class APIHandler: HTTPHandler {
                 }
                 after = id
             }
-            service.awaitCurrent(client: client, wait: wait, after: after) { [self] result in
+            service.awaitCurrent(client: client, wait: wait, after: after, owner: principal?.name) { [self] result in
                 switch result {
                 case .success(let body?): reply { [self] in json(200, body) }
                 case .success(nil): reply { HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]) }
@@ -323,7 +342,7 @@ final class APIHandler: HTTPHandler {
             let query = try Query(request, allowed: ["wait"])
             let wait = try query.wait()
             let id = try Self.alertID(idText, client: client)
-            service.awaitAlert(id, client: client, wait: wait) { [self] result in
+            service.awaitAlert(id, client: client, wait: wait, owner: principal?.name) { [self] result in
                 reply { [self] in alertResponse(result) }
             }
 

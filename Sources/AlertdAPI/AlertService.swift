@@ -21,6 +21,8 @@ final class AlertService: Sendable {
     struct Settings: Sendable {
         var maxWaitSeconds: Int
         var maxWaiters: Int
+        /// Waiters one token may have parked at once.
+        var maxWaitersPerToken: Int = .max
         var retentionSeconds: Double
         /// Signs deliveries to an alert's `callback_url`; without it no alert may have one.
         var signingSecret: String? = nil
@@ -357,16 +359,22 @@ final class AlertService: Sendable {
         while ticker.sleep(until: fireDeadlines(), clock: clock) {}
     }
 
-    /// Deletes terminal alerts past retention and keys past 24 h.
-    func purge() {
+    /// Deletes terminal alerts past retention and keys past 24 h; then forgets
+    /// the clients left with nothing.
+    func purge() async {
         let now = clock.now()
         let writes: [StoreWrite] = [
             .purge(decidedBefore: now.adding(seconds: -settings.retentionSeconds), keysBefore: now.adding(seconds: -86_400))
         ]
-        state.withLockedValue { state in
-            guard refusal(state) == nil else { return }
-            committer.submit(writes) { _ in }
+        let committed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            state.withLockedValue { state in
+                guard refusal(state) == nil else { return continuation.resume(returning: false) }
+                committer.submit(writes) { result in
+                    if case .success = result { continuation.resume(returning: true) } else { continuation.resume(returning: false) }
+                }
+            }
         }
+        if committed { forgetIdleClients() }
     }
 
     // MARK: - Reading
@@ -403,13 +411,16 @@ final class AlertService: Sendable {
     }
 
     /// `GET .../alerts/{id}?wait=N`.
-    func awaitAlert(_ id: AlertID, client: String, wait: Int, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void) {
+    func awaitAlert(
+        _ id: AlertID, client: String, wait: Int, owner: String? = nil, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void
+    ) {
+        let settings = settings
         let waitSeconds = min(wait, settings.maxWaitSeconds)
         enum Outcome {
             case now(Result<Alert, Problem>)
             case stored
             case parked
-            case tooMany
+            case tooMany(Problem)
         }
         let outcome: Outcome = hub.withLockedValue { hub in
             let visible = state.withLockedValue { $0.board.visible(id) }
@@ -424,12 +435,13 @@ final class AlertService: Sendable {
                 return .stored
             }
             if alert.state.isTerminal || waitSeconds == 0 || hub.draining { return .now(.success(alert)) }
-            if hub.count >= settings.maxWaiters { return .tooMany }
+            if let refusal = Self.waiterRefusal(hub, owner: owner, settings) { return .tooMany(refusal) }
             let waiterID = hub.nextID()
             let token = timer.schedule(after: Double(waitSeconds)) { [self] in
                 if let waiter = self.hub.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(waiter) }
             }
-            hub.addAlertWaiter(id, Hub.AlertWaiter(id: waiterID, alertID: id, client: client, token: token, respond: respond))
+            hub.addAlertWaiter(
+                id, Hub.AlertWaiter(id: waiterID, alertID: id, client: client, owner: owner, token: token, respond: respond))
             return .parked
         }
         switch outcome {
@@ -440,35 +452,54 @@ final class AlertService: Sendable {
                     found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(id) on client \(client)"))
                 })
         case .parked: break
-        case .tooMany: respond(.failure(Self.tooManyWaiters(settings.maxWaiters)))
+        case .tooMany(let problem): respond(.failure(problem))
         }
     }
 
     /// `GET .../alerts/current?wait=N&after=ID`: the published displayed alert
     /// (encoded once per display change), or a parked waiter.
-    func awaitCurrent(client: String, wait: Int, after: AlertID?, respond: @escaping @Sendable (Result<[UInt8]?, Problem>) -> Void) {
+    func awaitCurrent(
+        client: String, wait: Int, after: AlertID?, owner: String? = nil,
+        respond: @escaping @Sendable (Result<[UInt8]?, Problem>) -> Void
+    ) {
+        let settings = settings
         let waitSeconds = min(wait, settings.maxWaitSeconds)
         enum Outcome {
             case now([UInt8]?)
             case parked
-            case tooMany
+            case tooMany(Problem)
         }
         let outcome: Outcome = hub.withLockedValue { hub in
             let display = hub.display(client)
             if waitSeconds == 0 || display.id != after || hub.draining { return .now(display.body) }
-            if hub.count >= settings.maxWaiters { return .tooMany }
+            if let refusal = Self.waiterRefusal(hub, owner: owner, settings) { return .tooMany(refusal) }
             let waiterID = hub.nextID()
             let token = timer.schedule(after: Double(waitSeconds)) { [self] in
                 if let waiter = self.hub.withLockedValue({ $0.removeCurrentWaiter(client, waiterID) }) { answer(waiter) }
             }
-            hub.addCurrentWaiter(client, Hub.CurrentWaiter(id: waiterID, client: client, after: after, token: token, respond: respond))
+            hub.addCurrentWaiter(
+                client, Hub.CurrentWaiter(id: waiterID, client: client, owner: owner, after: after, token: token, respond: respond))
             return .parked
         }
         switch outcome {
         case .now(let body): respond(.success(body))
         case .parked: break
-        case .tooMany: respond(.failure(Self.tooManyWaiters(settings.maxWaiters)))
+        case .tooMany(let problem): respond(.failure(problem))
         }
+    }
+
+    /// 503 too-many-waiters when all waiter slots, or the token's share, are taken.
+    private static func waiterRefusal(_ hub: Hub, owner: String?, _ settings: Settings) -> Problem? {
+        if hub.count >= settings.maxWaiters { return tooManyWaiters(settings.maxWaiters) }
+        if let owner, hub.count(of: owner) >= settings.maxWaitersPerToken {
+            var problem = Problem(
+                .tooManyWaiters,
+                "token \(owner) has \(settings.maxWaitersPerToken) requests waiting, its limit (limits.max_waiters_per_token); retry later"
+            )
+            problem.headers = [("Retry-After", "1")]
+            return problem
+        }
+        return nil
     }
 
     struct ClientSummary {
@@ -477,22 +508,44 @@ final class AlertService: Sendable {
         var displayed: AlertID?
     }
 
-    func clients() -> [ClientSummary] {
-        // Pending as readers see them: committed versions, not alerts still committing.
-        let counts = state.withLockedValue { state in
-            state.board.clients.map { client in
-                (
-                    client,
-                    state.board.pending(on: client).count { latest in
-                        if case .alert(let alert) = state.board.visible(latest.id) { return alert.isPending }
-                        return false
-                    }
-                )
-            }
+    /// One page of clients, by id, after `after`, among those `include` accepts;
+    /// and whether more follow. Pending counts are those readers see (committed
+    /// versions), kept by the board: no alert is walked.
+    func clients(after: String? = nil, limit: Int = .max, where include: (String) -> Bool = { _ in true }) -> (
+        page: [ClientSummary], more: Bool
+    ) {
+        let (counts, more) = state.withLockedValue { state in
+            let (page, more) = state.board.clients(after: after, limit: limit, where: include)
+            return (page.map { ($0, state.board.visiblePendingCount(on: $0)) }, more)
         }
-        return hub.withLockedValue { hub in
+        let page = hub.withLockedValue { hub in
             counts.map { ClientSummary(client: $0.0, pending: $0.1, displayed: hub.display($0.0).id) }
         }
+        return (page, more)
+    }
+
+    /// Forgets clients that hold nothing any more (nothing pending, nothing
+    /// retained): `GET /v1/clients` stops listing them and they no longer count
+    /// against `limits.max_clients`. A later post creates the client again.
+    func forgetIdleClients() {
+        let candidates = state.withLockedValue { $0.board.beginIdleSweep() }
+        guard !candidates.isEmpty else { return }
+        let idle: [String]
+        do {
+            idle = try store.clientsWithoutDecidedAlerts(among: candidates)
+        } catch {
+            logger.warning("idle clients not checked: the store cannot be read", metadata: ["error": "\(error)"])
+            return
+        }
+        let forgotten = state.withLockedValue { state -> [String] in
+            guard refusal(state) == nil else { return [] }
+            let forgotten = state.board.forget(idle: idle)
+            if !forgotten.isEmpty { committer.submit([.deleteClients(forgotten)]) { _ in } }
+            return forgotten
+        }
+        guard !forgotten.isEmpty else { return }
+        hub.withLockedValue { $0.forget(forgotten) }
+        logger.debug("idle clients forgotten", metadata: ["clients": "\(forgotten.count)"])
     }
 
     /// Pending alerts on every client.
@@ -578,10 +631,11 @@ final class AlertService: Sendable {
 
     /// Applies a reloaded config's waiter limits and retention (the signing
     /// secret is kept: events already written were signed for their targets).
-    func update(maxWaitSeconds: Int, maxWaiters: Int, retentionSeconds: Double) {
+    func update(maxWaitSeconds: Int, maxWaiters: Int, maxWaitersPerToken: Int = .max, retentionSeconds: Double) {
         _settings.withLockedValue {
             $0.maxWaitSeconds = maxWaitSeconds
             $0.maxWaiters = maxWaiters
+            $0.maxWaitersPerToken = maxWaitersPerToken
             $0.retentionSeconds = retentionSeconds
         }
     }

@@ -194,6 +194,7 @@ public enum Application {
             board: board, store: store, committer: committer, clock: clock,
             settings: .init(
                 maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
+                maxWaitersPerToken: config.limits.maxWaitersPerToken,
                 retentionSeconds: config.retentionSeconds, signingSecret: config.callbacks.signingSecret),
             failure: failure, webhooks: webhooks, logger: logger, outbox: { deliveries.enqueue($0) }, metrics: metrics)
         service.start()
@@ -323,7 +324,7 @@ struct PurgeService: Service {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                service.purge()
+                await service.purge()
                 try? await Task.sleep(for: .seconds(60))
             }
         }
@@ -421,7 +422,8 @@ final class Reloader: Sendable {
         }
         service.replaceConfigWebhooks(with: Application.configWebhooks(new, at: service.clock.now()))
         service.update(
-            maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters, retentionSeconds: new.retentionSeconds)
+            maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters,
+            maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds)
         if new.queueSettings != old.queueSettings { service.reconfigure(new.queueSettings) }
         LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
         current.withLock { $0 = new }

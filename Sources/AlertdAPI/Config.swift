@@ -61,6 +61,12 @@ public struct Config: Sendable {
         public var maxPendingPerClient = 10_000
         public var maxWaitSeconds = 60
         public var maxWaiters = 20_000
+        /// Waiters one token may have parked at once (no limit without tokens).
+        public var maxWaitersPerToken = 10_000
+        /// Clients known at once: a post to a new client beyond it is 429 queue-full.
+        public var maxClients = 10_000
+        /// Pending alerts across every client: beyond it a post is 429 queue-full.
+        public var maxPendingTotal = 200_000
         public var maxConnections = 30_000
         /// Connections one client address may hold open; nil: no per-address limit.
         public var maxConnectionsPerIP: Int?
@@ -95,7 +101,7 @@ public struct Config: Sendable {
     public var queueSettings: QueueSettings {
         QueueSettings(
             standard: ClientSettings(policy: .fifo, maxPending: limits.maxPendingPerClient),
-            clients: clients)
+            clients: clients, maxClients: limits.maxClients, maxPendingTotal: limits.maxPendingTotal)
     }
 }
 
@@ -143,12 +149,16 @@ extension Config {
         if let limits = try root.section("limits") {
             try limits.only([
                 "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
-                "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip",
+                "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
+                "max_clients", "max_pending_total",
             ])
             if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v }
             if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v }
             if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v }
             if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v }
+            if let v = try limits.int("max_waiters_per_token", min: 0) { config.limits.maxWaitersPerToken = v }
+            if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v }
+            if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v }
             if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v }
             if let v = try limits.int("max_connections_per_ip", min: 1) { config.limits.maxConnectionsPerIP = v }
             if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v }

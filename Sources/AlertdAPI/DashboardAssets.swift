@@ -782,7 +782,7 @@ main {
         Dashboard.Asset(
             name: "dashboard.js",
             contentType: "text/javascript; charset=utf-8",
-            etag: "\"e0c5d12ede57a489e3dcf30cc3be935533dfdfd3b1f083be5eeb6537d6a52aef\"",
+            etag: "\"c9c7a6b3ce8405153b80bc6673ca6906792a7de17c79b2719918e8cbb28f9ee1\"",
             text: #"""
 // The alertd operator dashboard. Plain JavaScript, no build step, no library.
 //
@@ -1123,11 +1123,11 @@ main {
     while (generation === state.generation) {
       let delay = CLIENTS_REFRESH;
       try {
-        const data = await api("/v1/clients", { signal: state.controller.signal });
+        const clients = await listClients();
         if (generation !== state.generation) return;
         connected();
         $("clients-error").textContent = "";
-        renderClients(data.clients);
+        renderClients(clients);
       } catch (error) {
         if (isAbort(error) || error instanceof Unauthorized) return;
         if (isNetwork(error)) {
@@ -1139,6 +1139,19 @@ main {
       }
       await sleep(delay, generation);
     }
+  }
+
+  /** Every client the token may see: GET /v1/clients is paged by its next_cursor. */
+  async function listClients() {
+    let clients = [];
+    let cursor = null;
+    do {
+      const query = "?limit=1000" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+      const data = await api("/v1/clients" + query, { signal: state.controller.signal });
+      clients = clients.concat(data.clients);
+      cursor = data.next_cursor;
+    } while (cursor);
+    return clients;
   }
 
   function renderClients(clients) {

@@ -15,6 +15,8 @@ struct Hub: Sendable {
     struct CurrentWaiter: Sendable {
         var id: UInt64
         var client: String
+        /// The token's name that parked it; nil without tokens.
+        var owner: String?
         var after: AlertID?
         var token: DeadlineTimer.Token
         var respond: @Sendable (Result<[UInt8]?, Problem>) -> Void
@@ -24,6 +26,8 @@ struct Hub: Sendable {
         var id: UInt64
         var alertID: AlertID
         var client: String
+        /// The token's name that parked it; nil without tokens.
+        var owner: String?
         var token: DeadlineTimer.Token
         var respond: @Sendable (Result<Alert, Problem>) -> Void
     }
@@ -40,6 +44,23 @@ struct Hub: Sendable {
     private var lastID: UInt64 = 0
     /// Parked waiters right now.
     private(set) var count = 0
+    /// Parked waiters per token name.
+    private var perOwner: [String: Int] = [:]
+
+    /// Waiters parked by one token now.
+    func count(of owner: String) -> Int { perOwner[owner] ?? 0 }
+
+    private mutating func counted(_ owner: String?, _ delta: Int) {
+        count += delta
+        guard let owner else { return }
+        let now = perOwner[owner, default: 0] + delta
+        perOwner[owner] = now > 0 ? now : nil
+    }
+
+    /// Drops the published display of clients that are gone (nothing is parked on them).
+    mutating func forget(_ clients: [String]) {
+        for client in clients where currentWaiters[client] == nil { displays[client] = nil }
+    }
     /// Once set, nobody parks any more.
     private(set) var draining = false
 
@@ -62,37 +83,37 @@ struct Hub: Sendable {
         } else {
             for waiter in woken { currentWaiters[client]![waiter.id] = nil }
         }
-        count -= woken.count
+        for waiter in woken { counted(waiter.owner, -1) }
         return woken
     }
 
     mutating func addCurrentWaiter(_ client: String, _ waiter: CurrentWaiter) {
         currentWaiters[client, default: [:]][waiter.id] = waiter
-        count += 1
+        counted(waiter.owner, 1)
     }
 
     mutating func removeCurrentWaiter(_ client: String, _ id: UInt64) -> Parked? {
         guard let waiter = currentWaiters[client]?.removeValue(forKey: id) else { return nil }
         if currentWaiters[client]?.isEmpty == true { currentWaiters[client] = nil }
-        count -= 1
+        counted(waiter.owner, -1)
         return .current(waiter)
     }
 
     mutating func addAlertWaiter(_ alertID: AlertID, _ waiter: AlertWaiter) {
         alertWaiters[alertID, default: [:]][waiter.id] = waiter
-        count += 1
+        counted(waiter.owner, 1)
     }
 
     mutating func removeAlertWaiter(_ alertID: AlertID, _ id: UInt64) -> Parked? {
         guard let waiter = alertWaiters[alertID]?.removeValue(forKey: id) else { return nil }
         if alertWaiters[alertID]?.isEmpty == true { alertWaiters[alertID] = nil }
-        count -= 1
+        counted(waiter.owner, -1)
         return .alert(waiter, nil)
     }
 
     mutating func takeAlertWaiters(_ alertID: AlertID) -> [AlertWaiter] {
         guard let parked = alertWaiters.removeValue(forKey: alertID) else { return [] }
-        count -= parked.count
+        for waiter in parked.values { counted(waiter.owner, -1) }
         return Array(parked.values)
     }
 
@@ -104,6 +125,7 @@ struct Hub: Sendable {
         currentWaiters = [:]
         alertWaiters = [:]
         count = 0
+        perOwner = [:]
         return all
     }
 }

@@ -157,10 +157,29 @@ public struct AlertdClient: Sendable {
         AlertSequence(client: self, target: client, states: states, pageSize: pageSize)
     }
 
-    /// Every client ever used (only those the token may see): `GET /v1/clients`.
+    /// Every client known (only those the token may see): `GET /v1/clients`, every page.
     public func clients() async throws -> [ClientSummary] {
-        let answer = try await transport.send(.GET, "/v1/clients", timeout: requestTimeout)
-        return try transport.decode(ClientList.self, from: answer).clients
+        var all: [ClientSummary] = []
+        var cursor: String?
+        repeat {
+            let page = try await clientsPage(limit: 1000, cursor: cursor)
+            all += page.clients
+            cursor = page.nextCursor
+        } while cursor != nil
+        return all
+    }
+
+    /// One page of clients, by id: `GET /v1/clients?limit=…&cursor=…`.
+    ///
+    /// - Parameters:
+    ///   - limit: 1–1000 (the daemon's default is 100).
+    ///   - cursor: the previous page's ``ClientList/nextCursor``.
+    public func clientsPage(limit: Int? = nil, cursor: String? = nil) async throws -> ClientList {
+        var query: [(String, String)] = []
+        if let limit { query.append(("limit", String(limit))) }
+        if let cursor { query.append(("cursor", cursor)) }
+        let answer = try await transport.send(.GET, "/v1/clients", query: query, timeout: requestTimeout)
+        return try transport.decode(ClientList.self, from: answer)
     }
 
     // MARK: Webhooks and deliveries

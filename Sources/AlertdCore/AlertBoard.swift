@@ -11,14 +11,24 @@ public struct ClientSettings: Sendable, Hashable {
     }
 }
 
-/// The settings of every client: a default and overrides by client id.
+/// The settings of every client: a default and overrides by client id, and the
+/// bounds on what posters can grow across clients.
 public struct QueueSettings: Sendable, Hashable {
     public var standard: ClientSettings
     public var clients: [String: ClientSettings]
+    /// Clients known at once (`limits.max_clients`): a post to a new one beyond it is refused.
+    public var maxClients: Int
+    /// Pending alerts across every client (`limits.max_pending_total`).
+    public var maxPendingTotal: Int
 
-    public init(standard: ClientSettings = ClientSettings(), clients: [String: ClientSettings] = [:]) {
+    public init(
+        standard: ClientSettings = ClientSettings(), clients: [String: ClientSettings] = [:], maxClients: Int = 10_000,
+        maxPendingTotal: Int = 200_000
+    ) {
         self.standard = standard
         self.clients = clients
+        self.maxClients = maxClients
+        self.maxPendingTotal = maxPendingTotal
     }
 
     public subscript(client: String) -> ClientSettings { clients[client] ?? standard }
@@ -89,11 +99,28 @@ public struct AlertBoard: Sendable {
     /// Pending alerts, plus decided ones until their commit is in flight.
     private var alerts = AlertTable()
     private var queues: [String: ClientQueue] = [:]
+    /// Every client's id, sorted: the order `GET /v1/clients` pages in.
+    private var sortedClients: [String] = []
+    /// Pending alerts in every queue.
+    public private(set) var pendingTotal = 0
+    /// Per client, the pending alerts readers see: committed versions only.
+    private var visiblePending: [String: Int] = [:]
+    /// Clients posted to or decided on since the last ``beginIdleSweep()``.
+    private var touched = Set<String>()
     private var deadlines = Heap<Deadline>()
     private var ids: AlertIDGenerator
     /// Alerts with writes in flight: their last committed version (nil: not
     /// committed yet) and how many write sets touching them are uncommitted.
-    private var inFlight: [AlertID: (committed: Alert?, writes: Int)] = [:]
+    private var inFlight: [AlertID: Flight] = [:]
+
+    struct Flight: Sendable {
+        /// The last committed version (nil: not committed yet).
+        var committed: Alert?
+        /// Uncommitted write sets touching the alert.
+        var writes: Int
+        /// While ``committed(_:)`` runs: the version committed before this change.
+        var committedBefore: Alert? = nil
+    }
 
     struct Deadline: Comparable, Sendable {
         enum Kind: Int, Sendable { case dismiss, expire }
@@ -143,6 +170,7 @@ public struct AlertBoard: Sendable {
         let saved = change.saved
         for alert in saved {
             guard var flight = inFlight[alert.id] else { continue }
+            flight.committedBefore = flight.committed
             flight.writes -= 1
             if flight.writes > 0 {
                 flight.committed = alert
@@ -151,6 +179,8 @@ public struct AlertBoard: Sendable {
                 inFlight[alert.id] = nil
                 if alerts[alert.id]?.state.isTerminal == true { alerts[alert.id] = nil }
             }
+            let delta = (alert.isPending ? 1 : 0) - (flight.committedBefore?.isPending == true ? 1 : 0)
+            if delta != 0 { visiblePending[alert.client, default: 0] += delta }
         }
     }
 
@@ -171,15 +201,72 @@ public struct AlertBoard: Sendable {
 
     public func pendingCount(on client: String) -> Int { queues[client]?.pendingCount ?? 0 }
 
-    /// Every client ever used, sorted by id.
-    public var clients: [String] { queues.keys.sorted() }
+    /// Pending alerts of a client as readers see them (committed versions only).
+    public func visiblePendingCount(on client: String) -> Int { visiblePending[client] ?? 0 }
+
+    /// Every client known (used, and not forgotten), sorted by id.
+    public var clients: [String] { sortedClients }
+
+    /// Up to `limit` clients after `after` (sorted by id) that `include` accepts,
+    /// and whether more follow.
+    public func clients(after: String?, limit: Int, where include: (String) -> Bool) -> (page: [String], more: Bool) {
+        var index = 0
+        if let after {
+            // The first id greater than `after`.
+            var (low, high) = (0, sortedClients.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if sortedClients[middle] <= after { low = middle + 1 } else { high = middle }
+            }
+            index = low
+        }
+        var page: [String] = []
+        while index < sortedClients.count {
+            let client = sortedClients[index]
+            index += 1
+            guard include(client) else { continue }
+            if page.count == limit { return (page, true) }
+            page.append(client)
+        }
+        return (page, false)
+    }
+
+    /// Starts a sweep for idle clients: the clients with nothing pending now.
+    /// The caller checks the store for retained alerts of these (without the
+    /// board's lock), then calls ``forget(idle:)``, which skips any client touched
+    /// in between.
+    public mutating func beginIdleSweep() -> [String] {
+        touched = []
+        return sortedClients.filter { queues[$0]?.pendingCount == 0 }
+    }
+
+    /// Forgets clients that hold nothing: no pending alert, none committing, not
+    /// touched since ``beginIdleSweep()`` and (the caller has checked the store) no
+    /// retained terminal one. Returns those forgotten, for the caller to delete
+    /// from the store.
+    public mutating func forget(idle candidates: [String]) -> [String] {
+        var busy = touched
+        for (id, _) in inFlight { if let alert = alerts[id] { busy.insert(alert.client) } }
+        var forgotten: [String] = []
+        for client in candidates {
+            guard let queue = queues[client], queue.pendingCount == 0, visiblePending[client, default: 0] == 0,
+                !busy.contains(client)
+            else { continue }
+            queues[client] = nil
+            visiblePending[client] = nil
+            forgotten.append(client)
+        }
+        if !forgotten.isEmpty {
+            let gone = Set(forgotten)
+            sortedClients.removeAll { gone.contains($0) }
+        }
+        return forgotten
+    }
 
     public func knows(client: String) -> Bool { queues[client] != nil }
 
     /// The earliest stored deadline (a dismissal or an expiry), if any.
     public var nextDeadline: Timestamp? { deadlines.min?.at }
-
-    public var pendingTotal: Int { queues.values.reduce(0) { $0 + $1.pendingCount } }
 
     // MARK: - Changing
 
@@ -187,13 +274,24 @@ public struct AlertBoard: Sendable {
     public mutating func post(_ draft: AlertDraft, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
         var change = BoardChange()
         let clientSettings = settings[client]
+        guard pendingTotal < settings.maxPendingTotal else {
+            throw BoardError(
+                .queueFull, "alertd holds its maximum of \(settings.maxPendingTotal) pending alerts (limits.max_pending_total)")
+        }
         if queues[client] == nil {
+            guard queues.count < settings.maxClients else {
+                throw BoardError(
+                    .queueFull,
+                    "alertd holds its maximum of \(settings.maxClients) clients (limits.max_clients); client \(client) is new")
+            }
             queues[client] = ClientQueue(policy: clientSettings.policy)
+            addSorted(client)
             change.newClients.append(client)
         }
         guard queues[client]!.pendingCount < clientSettings.maxPending else {
             throw BoardError(.queueFull, "client \(client) has \(clientSettings.maxPending) pending alerts, its limit")
         }
+        touched.insert(client)
         let expiresIn = min(draft.expiresIn ?? rules.defaultExpiresIn, rules.maxExpiresIn)
         let dismissAfter = draft.buttons.isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
         let alert = Alert(
@@ -207,6 +305,7 @@ public struct AlertBoard: Sendable {
         set(alert, &before)
         deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
         let display = queues[client]!.insert(entry(alert))
+        pendingTotal += 1
         change.saved.append(alert)
         apply(display, on: client, now: now, into: &change, &before)
         finish(&change, before)
@@ -312,6 +411,7 @@ public struct AlertBoard: Sendable {
         for client in clients where queues[client] == nil {
             queues[client] = ClientQueue(policy: settings[client].policy)
         }
+        sortedClients = queues.keys.sorted()
         // Displayed ones first, so that a queue never holds two displayed alerts
         // (two passes: sorting would copy every alert).
         for displayedPass in [true, false] {
@@ -323,7 +423,12 @@ public struct AlertBoard: Sendable {
     }
 
     private mutating func restoreOne(_ alert: Alert) {
-        if queues[alert.client] == nil { queues[alert.client] = ClientQueue(policy: settings[alert.client].policy) }
+        if queues[alert.client] == nil {
+            queues[alert.client] = ClientQueue(policy: settings[alert.client].policy)
+            addSorted(alert.client)
+        }
+        pendingTotal += 1
+        visiblePending[alert.client, default: 0] += 1
         var restored = alert
         let shown = alert.state == .displayed && queues[alert.client]!.displayed == nil
         if !shown, alert.state == .displayed {
@@ -415,7 +520,7 @@ public struct AlertBoard: Sendable {
                 flight.writes += 1
                 inFlight[alert.id] = flight
             } else {
-                inFlight[alert.id] = (committed: before.versions[alert.id] ?? nil, writes: 1)
+                inFlight[alert.id] = Flight(committed: before.versions[alert.id] ?? nil, writes: 1)
             }
         }
     }
@@ -454,6 +559,8 @@ public struct AlertBoard: Sendable {
         change.decided.append(decided)
         let wasDisplayed = alert.state == .displayed
         let display = queues[alert.client]!.remove(entry(alert))
+        pendingTotal -= 1
+        touched.insert(alert.client)
         if wasDisplayed { change.displayChanged.append(alert.client) }
         apply(display, on: alert.client, now: now, into: &change, &before)
         return (decided, change)
@@ -482,6 +589,15 @@ public struct AlertBoard: Sendable {
         if display.shown != nil || display.covered != nil, !change.displayChanged.contains(client) {
             change.displayChanged.append(client)
         }
+    }
+
+    private mutating func addSorted(_ client: String) {
+        var (low, high) = (0, sortedClients.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if sortedClients[middle] < client { low = middle + 1 } else { high = middle }
+        }
+        sortedClients.insert(client, at: low)
     }
 
     private func entry(_ alert: Alert) -> ClientQueue.Entry {

@@ -136,6 +136,8 @@ public enum StoreWrite: Sendable {
     case webhook(Webhook)
     /// Removes an API webhook.
     case deleteWebhook(id: String)
+    /// Forgets clients that hold no alert any more.
+    case deleteClients([String])
     /// Records a terminal event and its pending deliveries (due at once).
     case event(OutboxEvent)
     /// Records a delivery attempt and the delivery's new state (ignored if the
@@ -179,6 +181,8 @@ public protocol AlertStore: Sendable {
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
     /// Every delivery still pending, with its event's body and how many attempts it had.
     func pendingDeliveries() throws -> [PendingDelivery]
+    /// Those of `clients` that have no terminal alert stored.
+    func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String]
     /// Whether a write can be made now (for readiness).
     func isWritable() -> Bool
     /// Whether a commit of about `bytes` goes through now: after a failed commit

@@ -295,6 +295,10 @@ public final class SQLiteStore: AlertStore {
                 try db.cachedStatement(
                     sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ? AND state = 'pending'"
                 ).execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
+            case .deleteClients(let clients):
+                for client in clients {
+                    try db.cachedStatement(sql: "DELETE FROM clients WHERE id = ?").execute(arguments: [client])
+                }
             case .purge(let decidedBefore, let keysBefore):
                 // Events, deliveries and attempts go with their alert; an alert
                 // with a delivery still pending stays until it is settled
@@ -315,6 +319,15 @@ public final class SQLiteStore: AlertStore {
                 try db.execute(
                     sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
             }
+        }
+    }
+
+    public func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
+        try pool.read { db in
+            // The partial index of decided alerts by client answers each in one lookup.
+            let statement = try db.cachedStatement(
+                sql: "SELECT EXISTS (SELECT 1 FROM alerts WHERE client = ? AND decided_at IS NOT NULL)")
+            return try clients.filter { client in try Bool.fetchOne(statement, arguments: [client]) == false }
         }
     }
 

@@ -189,10 +189,23 @@ public struct ClientSummary: Sendable, Hashable, Codable {
     }
 }
 
-/// `GET /v1/clients`.
+/// `GET /v1/clients`: one page of the clients the token may see, by id, and the
+/// cursor of the next page (nil on the last).
 public struct ClientList: Sendable, Hashable, Codable {
-    /// Every client the token may see.
     public var clients: [ClientSummary]
+    /// Pass as `cursor` for the next page; nil on the last one.
+    public var nextCursor: String?
+
+    /// A value with every field given.
+    public init(clients: [ClientSummary], nextCursor: String?) {
+        self.clients = clients
+        self.nextCursor = nextCursor
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clients
+        case nextCursor = "next_cursor"
+    }
 }
 
 /// `POST /v1/clients/{client}/webhooks`: a URL and, optionally, the secret to sign with.

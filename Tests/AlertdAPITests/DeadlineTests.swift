@@ -186,7 +186,7 @@ struct WaiterTests {
 @Suite("Retention")
 struct RetentionTests {
     @Test("decided alerts are deleted once alerts.retention has passed, pending ones never")
-    func purge() throws {
+    func purge() async throws {
         let daemon = try InProcessDaemon(config: "alerts: { retention: 3600 }")
         defer { daemon.cleanUp() }
         let decided = try daemon.post("ops", #"{"title":"Old","buttons":[{"title":"OK"}]}"#)
@@ -194,12 +194,12 @@ struct RetentionTests {
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(decided["id"] as! String)/choice", json: #"{"button":"OK"}"#)
 
         daemon.clock.advance(seconds: 3599)
-        daemon.core.service.purge()
+        await daemon.core.service.purge()
         daemon.barrier()
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 200)
 
         daemon.clock.advance(seconds: 2)
-        daemon.core.service.purge()
+        await daemon.core.service.purge()
         daemon.barrier()
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 404)
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(pending["id"] as! String)").status == 200)

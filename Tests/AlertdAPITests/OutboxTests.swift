@@ -150,28 +150,28 @@ struct OutboxTests {
     }
 
     @Test("purging an alert waits for its pending deliveries, then purges its events and deliveries")
-    func purge() throws {
+    func purge() async throws {
         let daemon = try InProcessDaemon(config: Self.config + "\nalerts: { retention: 60 }")
         defer { daemon.cleanUp() }
         let id = try daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).count == 1)
         daemon.clock.advance(seconds: 61)
-        daemon.core.service.purge()
+        await daemon.core.service.purge()
         daemon.barrier()
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).count == 1, "its delivery is still pending")
         // Settle the delivery (as the worker records a 2xx), then purge again.
         let queue0 = try DatabaseQueue(path: daemon.stateDir + "/alertd.sqlite")
         let deliveryID = try #require(
-            try queue0.read { try String.fetchOne($0, sql: "SELECT id FROM deliveries WHERE alert_id = ?", arguments: [id]) })
+            try await queue0.read { try String.fetchOne($0, sql: "SELECT id FROM deliveries WHERE alert_id = ?", arguments: [id]) })
         let attempt = DeliveryAttempt(at: daemon.clock.now(), statusCode: 204, error: nil)
         daemon.core.committer.submit([
             .attempt(AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil))
         ]) { _ in }
-        daemon.core.service.purge()
+        await daemon.core.service.purge()
         daemon.barrier()
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).isEmpty)
         let queue = try DatabaseQueue(path: daemon.stateDir + "/alertd.sqlite")
-        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM events") } == 0)
+        #expect(try await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM events") } == 0)
     }
 }

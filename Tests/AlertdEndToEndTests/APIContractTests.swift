@@ -945,7 +945,7 @@ struct MixedHistory {
 extension APIContractTests {
     @Suite("Listing clients")
     struct Clients {
-        @Test("GET /v1/clients lists every client ever used, sorted, with its pending count and displayed alert")
+        @Test("GET /v1/clients lists every client known, sorted, with its pending count, displayed alert and next_cursor")
         func everyClient() throws {
             let daemon = try Daemon.start(.init(config: SharedAlertd.baseConfig))
             defer { daemon.cleanup() }
@@ -953,7 +953,7 @@ extension APIContractTests {
             let empty = try api.http.get("/v1/clients")
             #expect(empty.status == 200)
             #expect(empty.header("Content-Type") == "application/json")
-            #expect(Contract.same(try empty.jsonObject(), ["clients": [Any]()] as [String: Any]))
+            #expect(Contract.same(try empty.jsonObject(), ["clients": [Any](), "next_cursor": NSNull()] as [String: Any]))
 
             let beta1 = try api.create("beta")
             _ = try api.create("beta")
@@ -963,7 +963,8 @@ extension APIContractTests {
                 "clients": [
                     ["client": "alpha", "pending": 0, "displayed": NSNull()],
                     ["client": "beta", "pending": 2, "displayed": Contract.id(beta1)],
-                ]
+                ],
+                "next_cursor": NSNull(),
             ]
             let listed = try api.http.get("/v1/clients").jsonObject()
             #expect(Contract.same(listed, expected), "\(listed)")

@@ -39,6 +39,9 @@ final class GatedStore: AlertStore, @unchecked Sendable {
     func webhooks() throws -> [Webhook] { try inner.webhooks() }
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
     func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
+    func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
+        try inner.clientsWithoutDecidedAlerts(among: clients)
+    }
     func isWritable() -> Bool { inner.isWritable() }
 }
 
