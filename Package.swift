@@ -94,6 +94,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // TLSConfiguration for https targets (a test's trust roots).
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -149,12 +151,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // https receivers, for the callback worker's TLS tests.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/AlertdTestSupport"
         ),
         .testTarget(
             name: "AlertdCallbacksTests",
-            dependencies: ["AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire", "AlertdTestSupport"]
+            dependencies: [
+                "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire", "AlertdTestSupport",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .testTarget(
             name: "AlertdEndToEndTests",

@@ -377,7 +377,9 @@ final class APIHandler: HTTPHandler {
             } catch {
                 throw Problem(.unavailable, "the store cannot be read: \(error)")
             }
-            respond(now: json(200, Rendering.deliveries(records)))
+            // Webhook URLs often carry secrets (user info, query): whole for admin only (§7).
+            let whole = principal.map { $0.roles.contains(.admin) } ?? true
+            respond(now: json(200, Rendering.deliveries(records, wholeTargets: whole)))
 
         case .createWebhook(let client):
             try Self.check(client: client)

@@ -75,7 +75,11 @@ enum Rendering {
     }
 
     /// `{"deliveries": [...]}`: each target of an alert's event, its attempts and next try.
-    static func deliveries(_ records: [DeliveryRecord]) -> [UInt8] {
+    ///
+    /// - Parameter wholeTargets: whether targets are shown as they are (to
+    ///   `admin`, or to everyone when no tokens are configured); otherwise
+    ///   through ``Redaction/callbackURL(_:)``.
+    static func deliveries(_ records: [DeliveryRecord], wholeTargets: Bool) -> [UInt8] {
         var out = JSONWriter(capacity: 256 + records.count * 256)
         out.beginObject()
         out.key("deliveries")
@@ -87,7 +91,7 @@ enum Rendering {
             out.key("event_id")
             out.string(record.eventID)
             out.key("target")
-            out.string(record.target)
+            out.string(wholeTargets ? record.target : Redaction.callbackURL(record.target))
             out.key("webhook_id")
             out.string(record.webhookID)
             out.key("state")

@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// Delivers callback events (§5): takes due deliveries, POSTs each signed
@@ -17,17 +18,27 @@ import Synchronization
 /// - Deliveries arrive from two places: the store's pending ones at start
 ///   (``start(restoring:)``), and new events once their transaction committed
 ///   (``enqueue(_:)``). Nothing uncommitted is ever sent.
-/// - Each target (origin of its URL) has at most `maxInFlightPerTarget`
-///   attempts in flight (``DeliveryQueue``), so a slow or dead receiver holds
-///   its own slots and no one else's.
+/// - Each target (the host of its URL, whatever the user info or port) has at
+///   most `maxInFlightPerTarget` attempts in flight, and all targets together
+///   `maxInFlight` (``DeliveryQueue``), so a slow or dead receiver holds its
+///   own slots and no one else's, and many names cannot add up without bound.
 /// - Before each attempt the host is resolved and checked against
-///   `callbacks.deny`. Plain-http attempts then connect to the checked address
-///   (the URL is rewritten to it, `Host` keeps the name), so a name that
-///   re-resolves elsewhere cannot slip past. https attempts connect by name:
-///   the certificate must match the name, so a re-resolved name reaches
-///   nothing it could talk to.
+///   `callbacks.deny`, and the attempt connects to an address that was
+///   checked, never to what a second lookup might say (DNS rebinding):
+///   - plain http to a name: the URL is rewritten to the address, `Host`
+///     keeps the name;
+///   - https to a name: through a client pinned to (name, address)
+///     (``PinnedClients``, AsyncHTTPClient's `dnsOverride`): the connection
+///     goes to the address, SNI and certificate verification use the name;
+///   - an address literal: as it is (it was checked itself).
+///   When a connection to one address cannot be made, the next checked
+///   address is tried, within the attempt's deadline.
 /// - Redirects are not followed: the receiver's answer is the outcome.
 /// - Each attempt is signed at its own time with the event's one `webhook-id`.
+/// - What an attempt records (and the deliveries API shows) says what failed
+///   in words — "connection refused", "timed out", "TLS handshake failed:
+///   certificate not trusted" — never an address a name resolved to or a
+///   port probed (``describe(_:)``); the full error goes to the debug log.
 ///
 /// Threads: one scheduling thread sleeps until the next due delivery or a
 /// new one; attempts run on the HTTP client's event loops.
@@ -37,23 +48,34 @@ public final class DeliveryWorker: @unchecked Sendable {
         public var timeout: Double
         public var policy: RetryPolicy
         public var deny: DenyList
-        /// Attempts in flight to one receiver at most.
+        /// Attempts in flight to one receiver (host) at most.
         public var maxInFlightPerTarget: Int
+        /// Attempts in flight to all receivers together at most.
+        public var maxInFlight: Int
         /// How long ``shutdown()`` lets attempts in flight finish, in seconds.
         public var shutdownGrace: Double
         /// How names are resolved: the system resolver, or a test's.
         public var lookUp: HostLookup
+        /// TLS for https targets; nil: AsyncHTTPClient's default (the system's
+        /// trust roots, full verification). Tests give one that trusts their CA.
+        public var tlsConfiguration: TLSConfiguration?
+        /// https-to-a-name clients kept (one per name and address; see ``PinnedClients``).
+        public var pinnedClients: Int
 
         public init(
-            timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, shutdownGrace: Double = 5,
-            lookUp: @escaping HostLookup = HostResolver.addresses(of:port:)
+            timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, maxInFlight: Int = 256,
+            shutdownGrace: Double = 5, lookUp: @escaping HostLookup = HostResolver.addresses(of:port:),
+            tlsConfiguration: TLSConfiguration? = nil, pinnedClients: Int = 64
         ) {
             self.timeout = timeout
             self.policy = policy
             self.deny = deny
             self.maxInFlightPerTarget = maxInFlightPerTarget
+            self.maxInFlight = maxInFlight
             self.shutdownGrace = shutdownGrace
             self.lookUp = lookUp
+            self.tlsConfiguration = tlsConfiguration
+            self.pinnedClients = pinnedClients
         }
     }
 
@@ -66,7 +88,10 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let condition = NSCondition()
     private let loopFinished = DispatchSemaphore(value: 0)
 
+    /// Plain http (connecting to checked addresses) and address literals.
     private let client: HTTPClient
+    /// https to a name, one client per (name, checked address).
+    private let pinned: PinnedClients
     private let resolver: CachingResolver
     private let keys = Mutex<[String: WebhookKey]>([:])
     /// Targets parsed and checked by name; see `check(_:)`.
@@ -89,7 +114,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         self.committer = committer
         self.clock = clock
         self.logger = logger
-        queue = DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget)
+        queue = DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget, maxInFlight: settings.maxInFlight)
         resolver = CachingResolver(lookUp: settings.lookUp)
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -109,7 +134,9 @@ public final class DeliveryWorker: @unchecked Sendable {
         // No distributed tracing of callback requests: a span per attempt costs
         // time at thousands of deliveries a second and nobody collects them.
         configuration.tracing.tracer = nil
+        if let tls = settings.tlsConfiguration { configuration.tlsConfiguration = tls }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        pinned = PinnedClients(capacity: settings.pinnedClients, configuration: configuration, logger: logger)
     }
 
     /// Starts the scheduling thread with the deliveries the store holds as pending.
@@ -165,6 +192,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         } catch {
             logger.warning("HTTP client shutdown", metadata: ["error": "\(error)"])
         }
+        pinned.shutdown()
         resolver.shutdown()
     }
 
@@ -210,14 +238,21 @@ public final class DeliveryWorker: @unchecked Sendable {
         guard let url = checked.url else {
             return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt, on: nil)
         }
-        // A denied name (or address literal) is refused before anyone is asked to resolve it.
+        // A denied name (or address literal) is refused before anyone is asked to
+        // resolve it. The reason names the URL's own host and the entry: nothing
+        // the URL does not show already.
         if let refusal = checked.refusal {
+            refused(delivery, because: refusal)
             return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt, on: nil)
         }
         resolve(url, on: eventLoop, deadline: deadline).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
             // A literal was checked with its address above; a name's addresses are checked now, every time.
             if url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
-                return eventLoop.makeSucceededFuture(.failed(reason: "refused: " + refusal))
+                // Recorded without the address or the entry it matched: they
+                // would tell whoever reads deliveries what the name resolves to.
+                refused(delivery, because: refusal)
+                return eventLoop.makeSucceededFuture(
+                    .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"))
             }
             return send(delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, on: eventLoop)
         }.whenComplete { [self] result in
@@ -225,16 +260,32 @@ public final class DeliveryWorker: @unchecked Sendable {
             case .success(let outcome): settle(delivery, outcome, at: startedAt, on: eventLoop)
             case .failure(let error as HTTPClientError) where error == .deadlineExceeded:
                 settle(delivery, .timedOut, at: startedAt, on: eventLoop)
-            case .failure(let error): settle(delivery, .failed(reason: Self.describe(error)), at: startedAt, on: eventLoop)
+            case .failure(let error): settle(delivery, failed(delivery, error), at: startedAt, on: eventLoop)
             }
         }
+    }
+
+    /// Logs a refusal with its whole reason (the recorded one may say less).
+    private func refused(_ delivery: PendingDelivery, because reason: String) {
+        logger.warning(
+            "callback target refused", metadata: ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"])
+    }
+
+    /// The outcome of an attempt that ended in `error`: described in words for
+    /// the record, in full in the debug log.
+    private func failed(_ delivery: PendingDelivery, _ error: any Error) -> AttemptOutcome {
+        let reason = Self.describe(error)
+        logger.debug("delivery attempt failed", metadata: ["delivery": "\(delivery.id)", "reason": "\(reason)", "error": "\(error)"])
+        return .failed(reason: reason)
     }
 
     /// The addresses of the URL's host: the literal itself, or the resolver's
     /// answer (one lookup per name at a time, answers kept for a second).
     private func resolve(_ url: TargetURL, on eventLoop: any EventLoop, deadline: NIODeadline) -> EventLoopFuture<[IPAddress]> {
         if let literal = url.address { return eventLoop.makeSucceededFuture([literal]) }
-        let answer = resolver.addresses(of: url.host, port: url.port, on: eventLoop)
+        let answer = resolver.addresses(of: url.host, port: url.port, on: eventLoop).flatMapErrorThrowing { error in
+            throw ResolutionFailure(error)
+        }
         // A name server that does not answer ends the attempt at its deadline.
         let promise = eventLoop.makePromise(of: [IPAddress].self)
         let timeout = eventLoop.scheduleTask(deadline: deadline) { promise.fail(HTTPClientError.deadlineExceeded) }
@@ -247,7 +298,8 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     /// Sends to the first address; when a connection cannot be made, to the
     /// next one (a name with IPv6 and IPv4 addresses and a receiver on one of
-    /// them), within the attempt's deadline.
+    /// them), within the attempt's deadline. Every connection goes to one of
+    /// `addresses`, which passed the deny list.
     private func send(
         _ delivery: PendingDelivery, to url: TargetURL, addresses: ArraySlice<IPAddress>, at startedAt: Timestamp,
         deadline: NIODeadline, on eventLoop: any EventLoop
@@ -268,26 +320,44 @@ public final class DeliveryWorker: @unchecked Sendable {
         headers.add(
             name: "webhook-signature",
             value: WebhookSignature.sign(id: delivery.eventID, timestamp: timestamp, body: delivery.body, key: key))
-        // Plain http to a name connects to the address that was checked; an
-        // address literal or https goes to the URL as it is.
-        let rewrite = url.scheme == "http" && url.address == nil
-        if rewrite { headers.add(name: "host", value: url.hostHeader) }
+        let route = Route(url)
+        if route == .rewrite { headers.add(name: "host", value: url.hostHeader) }
         let signed = headers
 
         @Sendable func post(_ remaining: ArraySlice<IPAddress>) -> EventLoopFuture<AttemptOutcome> {
-            let target = rewrite ? (remaining.first.map { url.connecting(to: $0) } ?? delivery.target) : delivery.target
+            guard let address = remaining.first else {
+                return eventLoop.makeSucceededFuture(.failed(reason: "name resolution failed: no addresses"))
+            }
             let request: HTTPClient.Request
             do {
-                request = try HTTPClient.Request(url: target, method: .POST, headers: signed, body: .bytes(delivery.body))
+                request = try HTTPClient.Request(
+                    url: route == .rewrite ? url.connecting(to: address) : delivery.target, method: .POST, headers: signed,
+                    body: .bytes(delivery.body))
             } catch {
-                return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
+                return eventLoop.makeSucceededFuture(failed(delivery, error))
             }
-            return client.execute(
+            // The host the HTTP client read from the URL must be the one that
+            // was checked (the address itself when rewritten): a URL two
+            // parsers read differently must not reach an unchecked host.
+            let expected = route == .rewrite ? address.description : url.host
+            guard Self.sameHost(request.host, expected) else {
+                refused(delivery, because: "the HTTP client reads host \(request.host), the deny list checked \(expected)")
+                return eventLoop.makeSucceededFuture(.failed(reason: "refused: the URL's host is ambiguous"))
+            }
+            let lease: PinnedClients.Lease?
+            do {
+                lease = route == .pinned ? try pinned.lease(host: request.host, address: address) : nil
+            } catch {
+                return eventLoop.makeSucceededFuture(failed(delivery, error))
+            }
+            return (lease?.client ?? client).execute(
                 request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
-            ).futureResult.map { head in
+            ).futureResult.always { [pinned] _ in
+                if let lease { pinned.giveBack(lease) }
+            }.map { head in
                 AttemptOutcome.response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
-            }.flatMapError { error in
-                if rewrite, remaining.count > 1, Self.couldNotConnect(error), NIODeadline.now() < deadline {
+            }.flatMapError { [self] error in
+                if route != .asIs, remaining.count > 1, Self.couldNotConnect(error), NIODeadline.now() < deadline {
                     return post(remaining.dropFirst())
                 }
                 if let error = error as? HTTPClientError,
@@ -295,10 +365,30 @@ public final class DeliveryWorker: @unchecked Sendable {
                 {
                     return eventLoop.makeSucceededFuture(.timedOut)
                 }
-                return eventLoop.makeSucceededFuture(.failed(reason: Self.describe(error)))
+                return eventLoop.makeSucceededFuture(failed(delivery, error))
             }
         }
         return post(addresses)
+    }
+
+    /// How an attempt reaches the address it checked.
+    private enum Route: Sendable {
+        /// An address literal: the URL as it is.
+        case asIs
+        /// Plain http to a name: the URL rewritten to the address, `Host` keeps the name.
+        case rewrite
+        /// https to a name: the URL as it is, over a client pinned to (name, address).
+        case pinned
+
+        init(_ url: TargetURL) {
+            self = url.address != nil ? .asIs : url.scheme == "http" ? .rewrite : .pinned
+        }
+    }
+
+    /// Whether two hosts are the same: equal addresses, or names equal without regard to case.
+    static func sameHost(_ a: String, _ b: String) -> Bool {
+        if let address = IPAddress(a) { return address == IPAddress(b) }
+        return a.lowercased() == b.lowercased()
     }
 
     /// A target parsed and checked against the deny list (by name, and by address for a
@@ -374,10 +464,6 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
         condition.unlock()
         if let eventLoop { for delivery in next { attempt(delivery, on: eventLoop) } }
-        if case .failed(let reason) = outcome, reason.hasPrefix("refused: ") {
-            logger.warning(
-                "callback target refused", metadata: ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"])
-        }
         logger.debug(
             "delivery attempt",
             metadata: [
@@ -387,18 +473,84 @@ public final class DeliveryWorker: @unchecked Sendable {
             ])
     }
 
-    /// A short reason for the deliveries API: what failed, without NIO's type names where they help nobody.
+    /// A short reason for the deliveries API: what failed, in words. Never an
+    /// address or a port (those in NIO's errors are what a name resolved to,
+    /// or an internal receiver probed), never a type name; the full error is
+    /// for the log.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError { return "\(error)" }
-        if let error = error as? NIOConnectionError {
-            let causes = error.connectionErrors.map { "\($0.target): \($0.error)" }
-            if let dns = error.dnsAAAAError ?? error.dnsAError { return "name resolution failed: \(dns)" }
-            return "could not connect" + (causes.isEmpty ? "" : " (" + causes.joined(separator: "; ") + ")")
+        switch error {
+        case let error as ResolutionFailure:
+            return "name resolution failed" + (error.reason.isEmpty ? "" : ": " + error.reason)
+        case let error as HTTPClientError:
+            return describe(error)
+        case let error as NIOConnectionError:
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "name resolution failed" }
+            // Each address tried failed; the first says how.
+            return error.connectionErrors.first.map { describe($0.error) } ?? "could not connect"
+        case let error as IOError:
+            return describe(errno: error.errnoCode)
+        case let error as ChannelError:
+            switch error {
+            case .connectTimeout: return "timed out"
+            case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed:
+                return "connection closed by the receiver before it answered"
+            default: return "connection failed"
+            }
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "TLS handshake failed: certificate does not match the host name"
+        case let error as NIOSSLError:
+            switch error {
+            case .handshakeFailed(let cause):
+                let text = "\(cause)"
+                if text.contains("CERTIFICATE_VERIFY_FAILED") { return "TLS handshake failed: certificate not trusted" }
+                if text.contains("WRONG_VERSION_NUMBER") { return "TLS handshake failed: the receiver does not speak TLS" }
+                return "TLS handshake failed"
+            case .uncleanShutdown: return "connection closed by the receiver before it answered"
+            default: return "TLS failed"
+            }
+        case is NIOSSLExtraError:
+            return "TLS handshake failed"
+        default:
+            return "request failed"
         }
-        if let error = error as? IOError { return "connection failed: \(error.description)" }
-        if let error = error as? ChannelError { return "connection failed: \(error)" }
-        return "\(error)"
     }
+
+    private static func describe(_ error: HTTPClientError) -> String {
+        switch error {
+        case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
+            "timed out"
+        case .remoteConnectionClosed: "connection closed by the receiver before it answered"
+        case .invalidURL, .emptyHost, .emptyScheme: "not a valid URL"
+        case .alreadyShutdown, .cancelled: "cancelled: alertd is stopping"
+        // Short descriptions carry no values (AsyncHTTPClient keeps them fit for metric labels).
+        default: "request failed: " + error.shortDescription.lowercased()
+        }
+    }
+
+    private static func describe(errno code: Int32) -> String {
+        switch code {
+        case ECONNREFUSED: "connection refused"
+        case ECONNRESET: "connection reset by the receiver"
+        case ECONNABORTED: "connection aborted"
+        case EPIPE: "connection closed by the receiver before it answered"
+        case ENETUNREACH: "network unreachable"
+        case EHOSTUNREACH: "host unreachable"
+        case ETIMEDOUT: "timed out"
+        case EADDRNOTAVAIL: "no local address to connect from"
+        default: "connection failed: " + String(cString: strerror(code))
+        }
+    }
+}
+
+/// A name lookup that failed: the resolver's reason (`Name or service not known`), no address.
+struct ResolutionFailure: Error, CustomStringConvertible {
+    let reason: String
+
+    init(_ error: any Error) {
+        reason = (error as? HostResolver.Failure)?.reason ?? "\(error)"
+    }
+
+    var description: String { "name resolution failed: \(reason)" }
 }
 
 /// Keeps the response head and drops the body: a receiver's answer is its status.

@@ -2,19 +2,24 @@ import AlertdCore
 import AlertdWire
 
 /// The deliveries waiting for their next attempt, by target, with a bound on
-/// the attempts in flight to each target.
+/// the attempts in flight to each target and on all of them together.
 ///
-/// A target is a receiver: the origin (`scheme://host:port`) of the delivery's
-/// URL, so callback URLs that differ only by path or query share one bound. A
-/// receiver that is slow or dead holds at most ``maxInFlightPerTarget``
-/// attempts; every other target's deliveries are taken as soon as they are
-/// due. Within a target, deliveries go in order of due time, then of arrival
-/// (so events due at once leave in the order they were handed over).
+/// A target is a receiver's host: the host of the delivery's URL, lowercased,
+/// without user info, port or trailing dot. URLs that differ by path, query,
+/// scheme, port or user info (`http://u1@h/`, `https://u2@h:8443/`) share one
+/// bound, so nobody can multiply a host's share by writing its URL another
+/// way. A receiver that is slow or dead holds at most
+/// ``maxInFlightPerTarget`` attempts; every other target's deliveries are
+/// taken as soon as they are due, as long as fewer than ``maxInFlight``
+/// attempts are in flight altogether (many names for one machine are many
+/// targets: the global bound is what holds them). Within a target, deliveries
+/// go in order of due time, then of arrival (so events due at once leave in
+/// the order they were handed over).
 ///
 /// Pure and single-threaded: the worker keeps it under its lock.
 ///
 /// ```swift
-/// var queue = DeliveryQueue(maxInFlightPerTarget: 32)
+/// var queue = DeliveryQueue(maxInFlightPerTarget: 32, maxInFlight: 256)
 /// queue.add(delivery)
 /// for job in queue.takeDue(now: clock.now()) { send(job) }   // now in flight
 /// queue.finished(job)                                       // frees its slot
@@ -24,6 +29,8 @@ import AlertdWire
 public struct DeliveryQueue: Sendable {
     /// The most attempts in flight to one target at once.
     public let maxInFlightPerTarget: Int
+    /// The most attempts in flight altogether.
+    public let maxInFlight: Int
 
     /// A heap entry: small and cheap to move, compared without touching the delivery.
     fileprivate struct Entry: Comparable, Sendable {
@@ -50,16 +57,22 @@ public struct DeliveryQueue: Sendable {
     /// by a commit racing it) is taken once.
     private var known: Set<String> = []
     private var sequence: UInt64 = 0
+    /// Where ``takeDue(now:limit:)`` starts among the targets, moved on every
+    /// call: when the global bound leaves room for only a few attempts, the
+    /// same targets are not always first in line.
+    private var rotation = 0
 
     /// Deliveries waiting for an attempt.
     public private(set) var waitingCount = 0
     /// Attempts taken and not yet ``finished(_:)``.
     public private(set) var inFlightCount = 0
 
-    /// - Precondition: `maxInFlightPerTarget > 0`.
-    public init(maxInFlightPerTarget: Int) {
+    /// - Precondition: `maxInFlightPerTarget > 0` and `maxInFlight > 0`.
+    public init(maxInFlightPerTarget: Int, maxInFlight: Int = .max) {
         precondition(maxInFlightPerTarget > 0, "at least one attempt per target must be allowed")
+        precondition(maxInFlight > 0, "at least one attempt must be allowed")
         self.maxInFlightPerTarget = maxInFlightPerTarget
+        self.maxInFlight = maxInFlight
     }
 
     /// Adds a delivery, due at `delivery.due`. False if it is already waiting or in flight.
@@ -67,7 +80,7 @@ public struct DeliveryQueue: Sendable {
     public mutating func add(_ delivery: PendingDelivery) -> Bool {
         guard known.insert(delivery.id).inserted else { return false }
         sequence &+= 1
-        targets[Self.origin(of: delivery.target), default: Target()].waiting.insert(
+        targets[Self.host(of: delivery.target), default: Target()].waiting.insert(
             Entry(due: delivery.due, sequence: sequence, box: Box(delivery)))
         waitingCount += 1
         return true
@@ -80,14 +93,21 @@ public struct DeliveryQueue: Sendable {
     }
 
     /// Takes every delivery due at `now` whose target has a free slot, at most
-    /// `limit`, and counts them in flight.
+    /// `limit` and at most as many as the global bound leaves room for, and
+    /// counts them in flight.
     public mutating func takeDue(now: Timestamp, limit: Int = .max) -> [PendingDelivery] {
+        let budget = min(limit, maxInFlight - inFlightCount)
+        guard budget > 0, !targets.isEmpty else { return [] }
         var taken: [PendingDelivery] = []
         // A copy of the keys, not a view: a view would keep the storage shared
         // and make the first mutation below copy every target's heap.
-        for key in Array(targets.keys) {
-            guard taken.count < limit else { break }
-            targets[key]!.take(into: &taken, now: now, max: maxInFlightPerTarget, limit: limit)
+        let keys = Array(targets.keys)
+        let start = rotation % keys.count
+        rotation = (rotation &+ 1) & Int.max
+        for offset in 0..<keys.count {
+            guard taken.count < budget else { break }
+            let key = keys[(start + offset) % keys.count]
+            targets[key]!.take(into: &taken, now: now, max: maxInFlightPerTarget, limit: budget)
         }
         waitingCount -= taken.count
         inFlightCount += taken.count
@@ -98,15 +118,17 @@ public struct DeliveryQueue: Sendable {
     /// decides whether it comes back through ``retry(_:)``.
     public mutating func finished(_ delivery: PendingDelivery) {
         guard known.remove(delivery.id) != nil else { return }
-        let key = Self.origin(of: delivery.target)
+        let key = Self.host(of: delivery.target)
         guard targets[key] != nil else { return }
         targets[key]!.inFlight -= 1
         inFlightCount -= 1
         if targets[key]!.inFlight == 0 && targets[key]!.waiting.isEmpty { targets[key] = nil }
     }
 
-    /// The earliest due time among targets with a free slot; nil if nothing can be taken.
+    /// The earliest due time among targets with a free slot; nil if nothing
+    /// can be taken (the global bound is reached, or every due target is full).
     public var nextDue: Timestamp? {
+        guard inFlightCount < maxInFlight else { return nil }
         var next: Timestamp?
         for target in targets.values where target.inFlight < maxInFlightPerTarget {
             if let due = target.waiting.min?.due, next == nil || due < next! { next = due }
@@ -115,19 +137,37 @@ public struct DeliveryQueue: Sendable {
     }
 
     /// Attempts in flight to the target of `url`.
-    public func inFlight(to url: String) -> Int { targets[Self.origin(of: url)]?.inFlight ?? 0 }
+    public func inFlight(to url: String) -> Int { targets[Self.host(of: url)]?.inFlight ?? 0 }
 
-    /// `scheme://authority` of a URL, lowercased: what counts as one receiver.
-    public static func origin(of url: String) -> String {
+    /// The host of a URL, lowercased, without user info, port, the brackets
+    /// of an IPv6 literal or a trailing dot: what counts as one receiver.
+    ///
+    /// ```swift
+    /// DeliveryQueue.host(of: "https://u:p@Hooks.Example.:8443/x?y")  // "hooks.example"
+    /// DeliveryQueue.host(of: "http://[::1]:9000/h")                  // "::1"
+    /// ```
+    public static func host(of url: String) -> String {
         let bytes = Array(url.utf8)
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else {
             return url.lowercased()
         }
         let authorityStart = colon + 3
-        let end =
+        let authorityEnd =
             bytes[authorityStart...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? bytes.endIndex
-        return String(decoding: bytes[..<end], as: UTF8.self).lowercased()
+        var hostPort = bytes[authorityStart..<authorityEnd]
+        // The last `@` ends the user info, as the target parser (TargetURL) reads it.
+        if let at = hostPort.lastIndex(of: UInt8(ascii: "@")) { hostPort = hostPort[(at + 1)...] }
+        var host: ArraySlice<UInt8>
+        if hostPort.first == UInt8(ascii: "["), let close = hostPort.firstIndex(of: UInt8(ascii: "]")) {
+            host = hostPort[(hostPort.startIndex + 1)..<close]
+        } else if let portColon = hostPort.lastIndex(of: UInt8(ascii: ":")) {
+            host = hostPort[..<portColon]
+        } else {
+            host = hostPort
+        }
+        if host.last == UInt8(ascii: ".") { host = host.dropLast() }
+        return String(decoding: host, as: UTF8.self).lowercased()
     }
 }
 

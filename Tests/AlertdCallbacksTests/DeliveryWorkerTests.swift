@@ -1,13 +1,17 @@
-import AlertdCallbacks
 import AlertdCore
 import AlertdDelivery
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
+import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOCore
+import NIOSSL
 import Synchronization
 import Testing
+
+@testable import AlertdCallbacks
 
 /// The worker over a real store and committer in a temp directory, with a
 /// name resolver the test controls (so a name can resolve to several addresses).
@@ -17,7 +21,9 @@ private final class Harness: Sendable {
     let committer: GroupCommitter
     let worker: DeliveryWorker
 
-    init(timeout: Double = 5, deny: [String] = DenyList.defaultEntries, lookUp: @escaping HostLookup) throws {
+    init(
+        timeout: Double = 5, deny: [String] = DenyList.defaultEntries, tls: TLSConfiguration? = nil, lookUp: @escaping HostLookup
+    ) throws {
         directory = NSTemporaryDirectory() + "alertd-worker-\(UUID().uuidString)"
         store = try SQLiteStore(directory: directory, durability: .normal)
         let logger = Logger(label: "test")
@@ -26,7 +32,7 @@ private final class Harness: Sendable {
         worker = DeliveryWorker(
             settings: .init(
                 timeout: timeout, policy: RetryPolicy(initial: 0.2, maxInterval: 0.4, maxAge: 600), deny: try DenyList(deny),
-                lookUp: lookUp),
+                lookUp: lookUp, tlsConfiguration: tls),
             committer: committer, clock: SystemClock(), logger: logger)
     }
 
@@ -85,7 +91,7 @@ struct DeliveryWorkerTests {
         #expect(resolved.withLock { $0 } == ["receiver.test"])
     }
 
-    @Test("a name resolving to a denied address is refused without a connection, and the reason recorded")
+    @Test("a name resolving to a denied address is refused without a connection; the reason recorded does not say the address")
     func resolvedAddressDenied() throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
@@ -95,12 +101,14 @@ struct DeliveryWorkerTests {
         let alertID = try harness.deliver(to: "http://sneaky.test:\(receiver.port)/hook")
         let record = try harness.attempts(of: alertID, count: 1)
         let error = try #require(record.attempts.first?.error)
-        #expect(error.contains("127.0.0.1 is in callbacks.deny entry 127.0.0.0/8"), "\(error)")
+        // What sneaky.test resolves to (and the entry that caught it) is for the log, not for readers of the API.
+        #expect(error == "refused: sneaky.test resolves to an address denied by callbacks.deny", "\(error)")
+        #expect(!error.contains("127.0.0.1") && !error.contains("127.0.0.0/8"))
         #expect(record.state == .pending && record.nextAttemptAt != nil)
         #expect(receiver.requests.isEmpty && receiver.connectionsAccepted == 0)
     }
 
-    @Test("a name that does not resolve is a failed attempt naming the host, retried later")
+    @Test("a name that does not resolve is a failed attempt saying why, retried later")
     func resolutionFailure() throws {
         struct NoSuchHost: Error, CustomStringConvertible { var description: String { "no such host" } }
         let harness = try Harness { _, _ in throw NoSuchHost() }
@@ -109,7 +117,7 @@ struct DeliveryWorkerTests {
         let alertID = try harness.deliver(to: "http://nowhere.test/hook")
         let record = try harness.attempts(of: alertID, count: 2)
         #expect(record.attempts.count >= 2)
-        #expect(record.attempts.allSatisfy { $0.error?.contains("no such host") == true }, "\(record.attempts)")
+        #expect(record.attempts.allSatisfy { $0.error == "name resolution failed: no such host" }, "\(record.attempts)")
     }
 
     @Test("a name server that hangs ends the attempt at its timeout, and another name is not held up")
@@ -134,5 +142,151 @@ struct DeliveryWorkerTests {
         #expect(ContinuousClock.now - started < .seconds(5))
         let record = try harness.attempts(of: slow, count: 1)
         #expect(record.attempts.first?.error == "timed out", "\(record.attempts)")
+    }
+
+    @Test("addresses that refuse are recorded as a refused connection, without the address or port probed")
+    func refusedConnectionInWords() throws {
+        // 127.0.0.2 is loopback, but nothing listens there: the port is free on it.
+        let reserved = try WebhookReceiver.start()
+        defer { reserved.stop() }
+        let harness = try Harness { _, _ in [IPAddress("127.0.0.2")!] }
+        harness.worker.start(restoring: [])
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://inside.test:\(reserved.port)/hook")
+        let record = try harness.attempts(of: alertID, count: 1)
+        let error = try #require(record.attempts.first?.error)
+        #expect(error == "connection refused", "\(error)")
+        #expect(!error.contains("127.0.0.2") && !error.contains(String(reserved.port)))
+    }
+}
+
+/// Two receivers on one port: one on 127.0.0.2, and one on 127.0.0.1 (what the system
+/// resolver says `localhost` is), which must never be reached.
+private func receiverAndTrap(tls: TLSConfiguration) throws -> (receiver: WebhookReceiver, trap: WebhookReceiver) {
+    for _ in 0..<20 {
+        let receiver = try WebhookReceiver.start(host: "127.0.0.2", tls: tls)
+        if let trap = try? WebhookReceiver.start(port: receiver.port, host: "127.0.0.1", tls: tls) { return (receiver, trap) }
+        receiver.stop()
+    }
+    struct NoPort: Error {}
+    throw NoPort()
+}
+
+// Nested in the serialized suite: these bind 127.0.0.2, where the suite's other tests expect nothing to listen.
+extension DeliveryWorkerTests {
+    @Suite("https callbacks connect to the address the deny list checked, and verify the certificate against the name")
+    struct TLS {
+        @Test("https to a name goes to the checked address, not to where the system resolver sends the name (rebinding)")
+        func connectsToTheCheckedAddress() throws {
+            let certificate = try TestCertificate(names: ["localhost"])
+            defer { certificate.remove() }
+            let (receiver, trap) = try receiverAndTrap(tls: certificate.server)
+            defer { [receiver, trap].forEach { $0.stop() } }
+            // The check sees 127.0.0.2 (allowed); a second lookup of localhost would give 127.0.0.1 (denied).
+            let harness = try Harness(deny: DenyList.defaultEntries + ["127.0.0.1/32", "::1/128"], tls: certificate.client) { _, _ in
+                [IPAddress("127.0.0.2")!]
+            }
+            harness.worker.start(restoring: [])
+            defer { harness.stop() }
+            let alertID = try harness.deliver(to: "https://localhost:\(receiver.port)/hook")
+            let record = try harness.attempts(of: alertID, count: 1)
+            #expect(trap.connectionsAccepted == 0, "the denied address was reached: \(trap.requests)")
+            #expect(record.state == .delivered && record.attempts.map(\.statusCode) == [204], "\(record.attempts)")
+            let requests = receiver.requests
+            #expect(requests.count == 1)
+            #expect(requests.first?.header("host") == "localhost:\(receiver.port)")
+            #expect(requests.first?.header("webhook-id") == "msg_1")
+        }
+
+        @Test("https to a name whose answer is denied is refused without any connection")
+        func deniedAnswerRefused() throws {
+            let certificate = try TestCertificate(names: ["hooks.test"])
+            defer { certificate.remove() }
+            let receiver = try WebhookReceiver.start(tls: certificate.server)
+            defer { receiver.stop() }
+            let harness = try Harness(deny: ["127.0.0.0/8"], tls: certificate.client) { _, _ in [IPAddress("127.0.0.1")!] }
+            harness.worker.start(restoring: [])
+            defer { harness.stop() }
+            let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
+            let record = try harness.attempts(of: alertID, count: 1)
+            #expect(record.attempts.first?.error == "refused: hooks.test resolves to an address denied by callbacks.deny")
+            #expect(receiver.connectionsAccepted == 0)
+        }
+
+        @Test("https to a name falls back to its next checked address when one refuses")
+        func fallsBack() throws {
+            let certificate = try TestCertificate(names: ["hooks.test"])
+            defer { certificate.remove() }
+            let receiver = try WebhookReceiver.start(host: "127.0.0.2", tls: certificate.server)
+            defer { receiver.stop() }
+            let harness = try Harness(tls: certificate.client) { _, _ in [IPAddress("127.0.0.3")!, IPAddress("127.0.0.2")!] }
+            harness.worker.start(restoring: [])
+            defer { harness.stop() }
+            let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
+            let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
+            #expect(requests[0].header("host") == "hooks.test:\(receiver.port)")
+            let record = try harness.attempts(of: alertID, count: 1)
+            #expect(record.state == .delivered, "\(record.attempts)")
+        }
+
+        @Test("the certificate is still verified against the name: another name's certificate is refused")
+        func certificateMustMatchTheName() throws {
+            let certificate = try TestCertificate(names: ["hooks.test"])
+            defer { certificate.remove() }
+            let receiver = try WebhookReceiver.start(tls: certificate.server)
+            defer { receiver.stop() }
+            let harness = try Harness(tls: certificate.client) { _, _ in [IPAddress("127.0.0.1")!] }
+            harness.worker.start(restoring: [])
+            defer { harness.stop() }
+            let alertID = try harness.deliver(to: "https://elsewhere.test:\(receiver.port)/hook")
+            let record = try harness.attempts(of: alertID, count: 1)
+            #expect(record.attempts.first?.error == "TLS handshake failed: certificate does not match the host name", "\(record.attempts)")
+            #expect(receiver.requests.isEmpty)
+        }
+
+        @Test("a certificate nobody vouches for is refused with the system's trust roots")
+        func untrustedCertificate() throws {
+            let certificate = try TestCertificate(names: ["hooks.test"])
+            defer { certificate.remove() }
+            let receiver = try WebhookReceiver.start(tls: certificate.server)
+            defer { receiver.stop() }
+            let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
+            harness.worker.start(restoring: [])
+            defer { harness.stop() }
+            let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
+            let record = try harness.attempts(of: alertID, count: 1)
+            #expect(record.attempts.first?.error == "TLS handshake failed: certificate not trusted", "\(record.attempts)")
+            #expect(receiver.requests.isEmpty)
+        }
+    }
+
+}
+
+@Suite("Recorded attempt errors say what failed in words, never an address or a port")
+struct AttemptErrorTests {
+    struct Leaky: Error, CustomStringConvertible {
+        var description: String { "connect to 10.0.0.5:8080 failed" }
+    }
+
+    @Test(
+        "each kind of failure has its words",
+        arguments: [
+            (IOError(errnoCode: ECONNREFUSED, reason: "connect to 10.0.0.5:8080") as any Error, "connection refused"),
+            (IOError(errnoCode: EHOSTUNREACH, reason: "connect"), "host unreachable"),
+            (IOError(errnoCode: ECONNRESET, reason: "read"), "connection reset by the receiver"),
+            (ChannelError.connectTimeout(.seconds(1)), "timed out"),
+            (ChannelError.eof, "connection closed by the receiver before it answered"),
+            (HTTPClientError.remoteConnectionClosed, "connection closed by the receiver before it answered"),
+            (HTTPClientError.readTimeout, "timed out"),
+            (NIOSSLExtraError.failedToValidateHostname, "TLS handshake failed: certificate does not match the host name"),
+            (NIOSSLError.handshakeFailed(.syscallError), "TLS handshake failed"),
+            (
+                ResolutionFailure(HostResolver.Failure(host: "x.test", reason: "Name or service not known")),
+                "name resolution failed: Name or service not known"
+            ),
+            (Leaky(), "request failed"),
+        ])
+    func words(error: any Error, expected: String) {
+        #expect(DeliveryWorker.describe(error) == expected)
     }
 }

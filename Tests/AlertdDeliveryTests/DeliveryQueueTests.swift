@@ -9,7 +9,7 @@ private func delivery(_ id: String, to target: String = "http://a.test/hook", du
         attemptsMade: 0, due: eventTime.adding(seconds: seconds))
 }
 
-@Suite("The delivery queue takes due deliveries, bounded per target")
+@Suite("The delivery queue takes due deliveries, bounded per target host and in all")
 struct DeliveryQueueTests {
     @Test("Only deliveries that are due are taken, earliest first, then in the order they came")
     func dueOnly() {
@@ -54,15 +54,59 @@ struct DeliveryQueueTests {
         #expect(queue.inFlight(to: "http://slow.test/") == 1)
     }
 
-    @Test("URLs on one origin share the bound; another port is another target")
-    func origins() {
-        #expect(DeliveryQueue.origin(of: "http://A.test:8080/x?y#z") == "http://a.test:8080")
-        #expect(DeliveryQueue.origin(of: "https://a.test?q") == "https://a.test")
+    @Test("URLs on one host share the bound, whatever their user info, port, scheme, case or trailing dot")
+    func hosts() {
+        #expect(DeliveryQueue.host(of: "http://A.test:8080/x?y#z") == "a.test")
+        #expect(DeliveryQueue.host(of: "https://a.test?q") == "a.test")
+        #expect(DeliveryQueue.host(of: "https://u:p@x@A.Test.:8443/h") == "a.test")
+        #expect(DeliveryQueue.host(of: "http://[::1]:9000/h") == "::1")
+        #expect(DeliveryQueue.host(of: "http://[::1]/h") == "::1")
+        #expect(DeliveryQueue.host(of: "http://10.0.0.5:81") == "10.0.0.5")
         var queue = DeliveryQueue(maxInFlightPerTarget: 1)
-        queue.add(delivery("p1", to: "http://a.test/one"))
-        queue.add(delivery("p2", to: "http://a.test/two?x=1"))
-        queue.add(delivery("q1", to: "http://a.test:81/one"))
-        #expect(Set(queue.takeDue(now: eventTime).map(\.id)) == ["p1", "q1"])
+        let variants = [
+            "http://a.test/one", "http://a.test/two?x=1", "http://a.test:81/one", "https://a.test/one", "http://u1@a.test/one",
+            "http://u2:pw@a.test:82/one", "http://A.TEST./one",
+        ]
+        for (index, url) in variants.enumerated() { queue.add(delivery("v\(index)", to: url)) }
+        queue.add(delivery("other", to: "http://b.test/one"))
+        let taken = queue.takeDue(now: eventTime)
+        #expect(taken.count == 2 && taken.contains { $0.id == "other" }, "one for a.test, one for b.test: \(taken.map(\.id))")
+        #expect(queue.inFlight(to: "https://someone@a.test:9999/") == 1)
+        #expect(queue.nextDue == nil, "a.test is full, b.test has nothing waiting")
+    }
+
+    @Test("The global bound caps the attempts in flight over all targets; finishing one makes room")
+    func globalBound() {
+        var queue = DeliveryQueue(maxInFlightPerTarget: 2, maxInFlight: 3)
+        for index in 0..<4 {
+            queue.add(delivery("a\(index)", to: "http://a\(index).test/hook"))
+            queue.add(delivery("b\(index)", to: "http://a\(index).test/hook"))
+        }
+        let first = queue.takeDue(now: eventTime)
+        #expect(first.count == 3 && queue.inFlightCount == 3)
+        #expect(queue.takeDue(now: eventTime).isEmpty)
+        #expect(queue.nextDue == nil, "nothing can be taken while the global bound is reached")
+        queue.finished(first[0])
+        #expect(queue.nextDue == eventTime)
+        #expect(queue.takeDue(now: eventTime).count == 1)
+        #expect(queue.inFlightCount == 3 && queue.waitingCount == 4)
+    }
+
+    @Test("Under the global bound every target gets its turn: the same targets are not always first")
+    func globalBoundRotates() throws {
+        var queue = DeliveryQueue(maxInFlightPerTarget: 10, maxInFlight: 1)
+        for target in 0..<5 {
+            for index in 0..<10 { queue.add(delivery("t\(target)-\(index)", to: "http://t\(target).test/hook")) }
+        }
+        var served: Set<String> = []
+        for _ in 0..<10 {
+            let taken = queue.takeDue(now: eventTime)
+            #expect(taken.count == 1)
+            let first = try #require(taken.first)
+            served.insert(DeliveryQueue.host(of: first.target))
+            queue.finished(first)
+        }
+        #expect(served.count == 5, "served \(served.sorted())")
     }
 
     @Test("A delivery handed over twice is taken once; after it finished it can come back")

@@ -257,7 +257,8 @@ struct CallbackDeliveryTests {
     @Test("a receiver that hangs does not delay another receiver's events")
     func hangingReceiverIsolated() throws {
         let stuck = try WebhookReceiver.start()
-        let fast = try WebhookReceiver.start()
+        // Another host: the in-flight bound is per host, so another port of 127.0.0.1 would share it.
+        let fast = try WebhookReceiver.start(host: "127.0.0.4")
         defer { [stuck, fast].forEach { $0.stop() } }
         stuck.behave(.hang)
         let daemon = try Daemon.start(.init(config: config(webhooks: [("ops", stuck.url), ("ops", fast.url)], timeout: 60)))

@@ -1,7 +1,8 @@
 // A real HTTP/1.1 server for the daemon's webhook callbacks to land on.
 //
 // SwiftNIO (ServerBootstrap + the NIOHTTP1 server pipeline, keep-alive and pipelining
-// included) on 127.0.0.1. Each request is recorded once it has been fully received, then
+// included) on 127.0.0.1 (or another loopback address), over TLS when given a server
+// configuration (NIOSSL). Each request is recorded once it has been fully received, then
 // answered as scripted: a status at once, a status after a delay (scheduled on the event
 // loop, never blocking it), no answer at all, or a closed connection. Tests await the
 // requests they expect instead of sleeping.
@@ -13,6 +14,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A scripted webhook endpoint for end-to-end tests.
@@ -101,13 +103,20 @@ public final class WebhookReceiver: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The address listened on.
+    public let host: String
+    /// Set for an https receiver.
+    private let tls: NIOSSLContext?
     /// Broadcast after every recorded request, for `waitForRequestsBlocking`. The requests
     /// themselves live in `state`; this only wakes sleepers.
     private let doorbell = NSCondition()
 
     private static var group: MultiThreadedEventLoopGroup { .singleton }
 
-    private init() {}
+    private init(host: String, tls: NIOSSLContext?) {
+        self.host = host
+        self.tls = tls
+    }
 
     deinit {
         // Only reached once nothing holds the receiver; close without waiting.
@@ -119,9 +128,16 @@ public final class WebhookReceiver: Sendable {
 
     // MARK: Lifecycle
 
-    /// Listens on 127.0.0.1:`port`; 0 picks a free port.
-    public static func start(port: Int = 0) throws -> WebhookReceiver {
-        let receiver = WebhookReceiver()
+    /// Listens on `host`:`port` (a loopback address; 0 picks a free port), speaking
+    /// HTTPS when given `tls` (a server configuration: certificate chain and key).
+    public static func start(port: Int = 0, host: String = "127.0.0.1", tls: TLSConfiguration? = nil) throws -> WebhookReceiver {
+        let context: NIOSSLContext?
+        do {
+            context = try tls.map { try NIOSSLContext(configuration: $0) }
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "TLS configuration: \(error)", received: [])
+        }
+        let receiver = WebhookReceiver(host: host, tls: context)
         try receiver.listen(port: port)
         return receiver
     }
@@ -129,8 +145,8 @@ public final class WebhookReceiver: Sendable {
     /// The port listened on; stays the same across `stop()` and `restart()`.
     public var port: Int { state.withLock { $0.port } }
 
-    /// `http://127.0.0.1:PORT/hook`. Any path is accepted; this is the one to configure.
-    public var url: String { "http://127.0.0.1:\(port)/hook" }
+    /// `http://127.0.0.1:PORT/hook` (`https://…` over TLS). Any path is accepted; this is the one to configure.
+    public var url: String { "\(tls == nil ? "http" : "https")://\(host):\(port)/hook" }
 
     /// Whether the receiver is listening.
     public var isRunning: Bool { state.withLock { $0.listener != nil } }
@@ -249,15 +265,16 @@ public final class WebhookReceiver: Sendable {
                     return channel.close()
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if let tls = self.tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(ReceiverHandler(receiver: self, connection: connection))
                 }
             }
         let listener: any Channel
         do {
-            listener = try bootstrap.bind(host: "127.0.0.1", port: port).wait()
+            listener = try bootstrap.bind(host: host, port: port).wait()
         } catch {
-            throw WebhookReceiverError(.bindFailed, "binding 127.0.0.1:\(port): \(error)", received: [])
+            throw WebhookReceiverError(.bindFailed, "binding \(host):\(port): \(error)", received: [])
         }
         state.withLock { state in
             state.listener = listener

@@ -1,0 +1,48 @@
+/// Callback URLs as tokens without the `admin` role see them.
+///
+/// A webhook URL often carries a secret: credentials in its user info, a token
+/// in its query. The deliveries API shows each delivery's target; `admin` sees
+/// it whole, every other role this redacted form, which still names the
+/// receiver (scheme, host, port and path) and which query parameters it has.
+///
+/// ```swift
+/// Redaction.callbackURL("https://bot:pw@hooks.example.com/alerts?token=abc&v=2#top")
+/// // "https://***@hooks.example.com/alerts?token=***&v=***"
+/// ```
+enum Redaction {
+    /// `url` with its user info replaced by `***`, the value of every query
+    /// parameter by `***` (a parameter without `=` is replaced whole), and
+    /// without its fragment (never sent to the receiver anyway).
+    static func callbackURL(_ url: String) -> String {
+        var rest = Substring(url)
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        var out = ""
+        out.reserveCapacity(rest.utf8.count + 8)
+        if let separator = rest.range(of: "://") {
+            out += rest[..<separator.upperBound]
+            rest = rest[separator.upperBound...]
+            let authority = rest.prefix { $0 != "/" && $0 != "?" }
+            // The last `@` ends the user info, as the delivery worker reads it.
+            if let at = authority.lastIndex(of: "@") {
+                out += "***"
+                out += authority[at...]
+            } else {
+                out += authority
+            }
+            rest = rest[authority.endIndex...]
+        }
+        guard let question = rest.firstIndex(of: "?") else { return out + rest }
+        out += rest[...question]
+        let parameters = rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
+        for (index, parameter) in parameters.enumerated() {
+            if index > 0 { out += "&" }
+            if let equals = parameter.firstIndex(of: "=") {
+                out += parameter[...equals]
+                out += "***"
+            } else if !parameter.isEmpty {
+                out += "***"
+            }
+        }
+        return out
+    }
+}

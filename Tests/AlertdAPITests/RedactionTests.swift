@@ -1,0 +1,79 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import AlertdAPI
+
+@Suite("Callback URLs are redacted for tokens without admin")
+struct RedactionTests {
+    @Test(
+        "user info becomes ***, query values ***, the fragment goes; scheme, host, port and path stay",
+        arguments: [
+            ("https://hooks.example.com/alerts", "https://hooks.example.com/alerts"),
+            ("https://bot:pw@hooks.example.com/a?token=abc&v=2#top", "https://***@hooks.example.com/a?token=***&v=***"),
+            ("http://u@h:8080", "http://***@h:8080"),
+            ("http://a@b@h/x", "http://***@h/x"),
+            ("http://h?s3cret", "http://h?***"),
+            ("http://h/p?a=&b=1=2&&c", "http://h/p?a=***&b=***&&***"),
+            ("http://h/p?", "http://h/p?"),
+            ("http://h/p#frag?x=1", "http://h/p"),
+            ("http://[::1]:9000/h?k=v", "http://[::1]:9000/h?k=***"),
+            ("http://h/path@with/at", "http://h/path@with/at"),
+        ])
+    func redacted(url: String, expected: String) {
+        #expect(Redaction.callbackURL(url) == expected)
+    }
+}
+
+@Suite("The deliveries API shows targets whole to admin only")
+struct DeliveryTargetTests {
+    static func hex(_ secret: String) -> String { Token.hex(Array(SHA256.hash(data: Array(secret.utf8)))) }
+
+    static let hooks = """
+        callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }
+        webhooks:
+          - { client: ops, url: "http://hook:p4ss@127.0.0.1:9/config-hook?token=s3cret#f", secret: "s" }
+        """
+
+    static let tokens = """
+        auth:
+          tokens:
+            - { name: root, sha256: "\(hex("root-secret"))", roles: [admin], clients: ["*"] }
+            - { name: wall, sha256: "\(hex("wall-secret"))", roles: [read], clients: ["*"] }
+            - { name: console, sha256: "\(hex("console-secret"))", roles: [read, post, answer], clients: [ops] }
+        """
+
+    /// The targets of the deliveries of a decided alert, as `secret`'s token sees them (nil: no token).
+    func targets(config: String, as secret: String?) throws -> [String] {
+        let daemon = try InProcessDaemon(config: config)
+        defer { daemon.cleanUp() }
+        let auth = [("Authorization", "Bearer root-secret")]
+        let headers = secret.map { [("Authorization", "Bearer \($0)")] } ?? []
+        let alert = try daemon.send(
+            "POST", "/v1/clients/ops/alerts",
+            json: #"{"title":"Q","buttons":[{"title":"OK"}],"callback_url":"https://u:pw@127.0.0.1:9/cb?sig=abc"}"#,
+            headers: config.contains("auth:") ? auth : [])
+        let id = try #require(try alert.object()["id"] as? String, "\(alert.text)")
+        #expect(try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: auth).status == 200)
+        let response = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries", headers: headers)
+        #expect(response.status == 200, "\(response.text)")
+        let deliveries = try response.object()["deliveries"] as! [[String: Any]]
+        return deliveries.compactMap { $0["target"] as? String }.sorted()
+    }
+
+    @Test("read, post and answer tokens see user info and query values redacted, and no fragment")
+    func redactedForReaders() throws {
+        for secret in ["wall-secret", "console-secret"] {
+            let seen = try targets(config: Self.hooks + "\n" + Self.tokens, as: secret)
+            #expect(
+                seen == ["http://***@127.0.0.1:9/config-hook?token=***", "https://***@127.0.0.1:9/cb?sig=***"], "\(secret): \(seen)")
+        }
+    }
+
+    @Test("an admin token sees targets whole, and so does everyone without tokens")
+    func wholeForAdmin() throws {
+        let whole = ["http://hook:p4ss@127.0.0.1:9/config-hook?token=s3cret#f", "https://u:pw@127.0.0.1:9/cb?sig=abc"]
+        #expect(try targets(config: Self.hooks + "\n" + Self.tokens, as: "root-secret") == whole)
+        #expect(try targets(config: Self.hooks, as: nil) == whole)
+    }
+}
