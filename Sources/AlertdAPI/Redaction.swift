@@ -1,18 +1,19 @@
 /// Callback URLs as tokens without the `admin` role see them.
 ///
 /// A webhook URL often carries a secret: credentials in its user info, a token
-/// in its query. The deliveries API shows each delivery's target; `admin` sees
-/// it whole, every other role this redacted form, which still names the
-/// receiver (scheme, host, port and path) and which query parameters it has.
+/// in its path (Slack's and Discord's webhook URLs) or in its query. The
+/// deliveries API shows each delivery's target; `admin` sees it whole, every
+/// other role this redacted form, which still names the receiver (scheme, host
+/// and port) and which query parameters it has.
 ///
 /// ```swift
 /// Redaction.callbackURL("https://bot:pw@hooks.example.com/alerts?token=abc&v=2#top")
-/// // "https://***@hooks.example.com/alerts?token=***&v=***"
+/// // "https://***@hooks.example.com/***?token=***&v=***"
 /// ```
 enum Redaction {
-    /// `url` with its user info replaced by `***`, the value of every query
-    /// parameter by `***` (a parameter without `=` is replaced whole), and
-    /// without its fragment (never sent to the receiver anyway).
+    /// `url` with its user info and its path (past the first `/`) replaced by
+    /// `***`, the value of every query parameter by `***` (a parameter without
+    /// `=` is replaced whole), and without its fragment (never sent anyway).
     static func callbackURL(_ url: String) -> String {
         var rest = Substring(url)
         if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
@@ -31,6 +32,9 @@ enum Redaction {
             }
             rest = rest[authority.endIndex...]
         }
+        let path = rest.prefix { $0 != "?" }
+        if path.count > 1 { out += "/***" } else { out += path }
+        rest = rest[path.endIndex...]
         guard let question = rest.firstIndex(of: "?") else { return out + rest }
         out += rest[...question]
         let parameters = rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)

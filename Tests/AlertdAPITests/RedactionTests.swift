@@ -7,18 +7,20 @@ import Testing
 @Suite("Callback URLs are redacted for tokens without admin")
 struct RedactionTests {
     @Test(
-        "user info becomes ***, query values ***, the fragment goes; scheme, host, port and path stay",
+        "user info, path and query values become ***, the fragment goes; scheme, host and port stay",
         arguments: [
-            ("https://hooks.example.com/alerts", "https://hooks.example.com/alerts"),
-            ("https://bot:pw@hooks.example.com/a?token=abc&v=2#top", "https://***@hooks.example.com/a?token=***&v=***"),
+            ("https://hooks.example.com/alerts", "https://hooks.example.com/***"),
+            ("https://hooks.example.com/", "https://hooks.example.com/"),
+            ("https://hooks.slack.com/services/T0/B0/XXXXSECRET", "https://hooks.slack.com/***"),
+            ("https://bot:pw@hooks.example.com/a?token=abc&v=2#top", "https://***@hooks.example.com/***?token=***&v=***"),
             ("http://u@h:8080", "http://***@h:8080"),
-            ("http://a@b@h/x", "http://***@h/x"),
+            ("http://a@b@h/x", "http://***@h/***"),
             ("http://h?s3cret", "http://h?***"),
-            ("http://h/p?a=&b=1=2&&c", "http://h/p?a=***&b=***&&***"),
-            ("http://h/p?", "http://h/p?"),
-            ("http://h/p#frag?x=1", "http://h/p"),
-            ("http://[::1]:9000/h?k=v", "http://[::1]:9000/h?k=***"),
-            ("http://h/path@with/at", "http://h/path@with/at"),
+            ("http://h/p?a=&b=1=2&&c", "http://h/***?a=***&b=***&&***"),
+            ("http://h/p?", "http://h/***?"),
+            ("http://h/p#frag?x=1", "http://h/***"),
+            ("http://[::1]:9000/h?k=v", "http://[::1]:9000/***?k=***"),
+            ("http://h/path@with/at", "http://h/***"),
         ])
     func redacted(url: String, expected: String) {
         #expect(Redaction.callbackURL(url) == expected)
@@ -66,7 +68,7 @@ struct DeliveryTargetTests {
         for secret in ["wall-secret", "console-secret"] {
             let seen = try targets(config: Self.hooks + "\n" + Self.tokens, as: secret)
             #expect(
-                seen == ["http://***@127.0.0.1:9/config-hook?token=***", "https://***@127.0.0.1:9/cb?sig=***"], "\(secret): \(seen)")
+                seen == ["http://***@127.0.0.1:9/***?token=***", "https://***@127.0.0.1:9/***?sig=***"], "\(secret): \(seen)")
         }
     }
 
