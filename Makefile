@@ -1,5 +1,5 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps run test test-browser dashboard bench format
+.PHONY: deps test-deps run test test-browser bench format
 
 deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
@@ -31,10 +31,6 @@ test: test-deps
 test-browser:
 	swift build
 	ALERTD_BIN="$$(swift build --show-bin-path)/alertd" /usr/bin/python3 -m unittest discover -s Tests/Browser -v
-
-# After editing dashboard/: embed it into the binary's sources.
-dashboard:
-	scripts/embed-dashboard
 
 bench:
 	bench/run.sh

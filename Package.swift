@@ -74,6 +74,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
+            ],
+            // The dashboard, compiled into the binary as byte arrays (`PackageResources`):
+            // nothing needs to sit beside the executable.
+            resources: [
+                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/dashboard.js"), .embedInCode("Dashboard/icon.svg"),
             ]
         ),
         // Callback delivery: retry policy, deny list, event bodies.

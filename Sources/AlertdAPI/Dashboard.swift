@@ -1,9 +1,10 @@
 import AlertdHTTP
+import Crypto
 
-/// The operator dashboard: `dashboard/index.html` at `/`, its other files under
-/// `/ui/`. The files are compiled into the binary (`DashboardAssets.swift`,
-/// generated from `dashboard/` by `scripts/embed-dashboard`), so a fresh install
-/// serves them with nothing beside the executable.
+/// The operator dashboard: `Dashboard/index.html` at `/`, its other files under
+/// `/ui/`. The files (in `Sources/AlertdAPI/Dashboard/`) are compiled into the
+/// binary by SwiftPM (`.embedInCode` resources, `PackageResources`), so a fresh
+/// install serves them with nothing beside the executable.
 ///
 /// They load without a token — the page asks for one — and are revalidated on
 /// every load (`Cache-Control: no-cache` with a strong `ETag`), so an upgrade
@@ -11,13 +12,30 @@ import AlertdHTTP
 enum Dashboard {
     /// One embedded file.
     struct Asset: Sendable {
-        /// The file's name in `dashboard/`, and in `/ui/`.
+        /// The file's name in `Dashboard/`, and in `/ui/`.
         let name: String
         let contentType: String
         /// A strong validator: `"` + hex SHA-256 of the file + `"`.
         let etag: String
-        let text: String
+        let body: [UInt8]
+
+        init(name: String, contentType: String, body: [UInt8]) {
+            self.name = name
+            self.contentType = contentType
+            self.body = body
+            etag = "\"" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined() + "\""
+        }
+
+        var text: String { String(decoding: body, as: UTF8.self) }
     }
+
+    /// Every embedded file (ETags computed once, at first use).
+    static let all: [Asset] = [
+        Asset(name: "index.html", contentType: "text/html; charset=utf-8", body: PackageResources.index_html),
+        Asset(name: "dashboard.css", contentType: "text/css; charset=utf-8", body: PackageResources.dashboard_css),
+        Asset(name: "dashboard.js", contentType: "text/javascript; charset=utf-8", body: PackageResources.dashboard_js),
+        Asset(name: "icon.svg", contentType: "image/svg+xml; charset=utf-8", body: PackageResources.icon_svg),
+    ]
 
     /// The page's own file, served at `/` only.
     static let pageName = "index.html"
@@ -27,7 +45,7 @@ enum Dashboard {
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-    private static let byName: [String: Asset] = Dictionary(uniqueKeysWithValues: DashboardAssets.all.map { ($0.name, $0) })
+    private static let byName: [String: Asset] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
     /// The file `/ui/{name}` serves; nil for an unknown name (and for the page,
     /// whose one address is `/`).
@@ -50,7 +68,7 @@ enum Dashboard {
             return HTTPResponse(status: 304, headers: headers)
         }
         headers.insert(("Content-Type", asset.contentType), at: 0)
-        return HTTPResponse(status: 200, headers: headers, body: Array(asset.text.utf8))
+        return HTTPResponse(status: 200, headers: headers, body: asset.body)
     }
 
     /// RFC 9110 §13.1.2: `*`, or a list of entity tags compared weakly

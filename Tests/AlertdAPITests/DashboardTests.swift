@@ -4,10 +4,10 @@ import Testing
 
 @testable import AlertdAPI
 
-/// `dashboard/` at the top of the repository, found from this file's path.
+/// `Sources/AlertdAPI/Dashboard/`, found from this file's path.
 private let dashboardDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("dashboard")
+    .appendingPathComponent("Sources/AlertdAPI/Dashboard")
 
 private func sourceFiles() throws -> [String: Data] {
     let names = try FileManager.default.contentsOfDirectory(atPath: dashboardDirectory.path).filter { !$0.hasPrefix(".") }
@@ -18,18 +18,16 @@ private func sourceFiles() throws -> [String: Data] {
 
 private func hex(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
 
-@Suite("The embedded dashboard is dashboard/, byte for byte")
+@Suite("The embedded dashboard is Sources/AlertdAPI/Dashboard/, byte for byte")
 struct DashboardEmbeddingTests {
-    @Test("every file of dashboard/ is embedded with its exact text and a SHA-256 ETag; run scripts/embed-dashboard when this fails")
+    @Test("every file of Dashboard/ is embedded with its exact bytes and a SHA-256 ETag")
     func upToDate() throws {
         let files = try sourceFiles()
         #expect(files.keys.contains("index.html"))
-        #expect(
-            Set(DashboardAssets.all.map(\.name)) == Set(files.keys),
-            "DashboardAssets.swift is out of date with dashboard/: run scripts/embed-dashboard")
-        for asset in DashboardAssets.all {
-            let file = try #require(files[asset.name], "\(asset.name) is embedded but not in dashboard/")
-            #expect(Data(asset.text.utf8) == file, "\(asset.name) differs from dashboard/\(asset.name): run scripts/embed-dashboard")
+        #expect(Set(Dashboard.all.map(\.name)) == Set(files.keys), "a file of Dashboard/ is not declared in Package.swift's resources")
+        for asset in Dashboard.all {
+            let file = try #require(files[asset.name], "\(asset.name) is embedded but not in Dashboard/")
+            #expect(Data(asset.body) == file, "\(asset.name) differs from Dashboard/\(asset.name)")
             #expect(asset.etag == "\"\(hex(file))\"", "\(asset.name)'s ETag is not the SHA-256 of the file")
         }
     }
@@ -40,7 +38,7 @@ struct DashboardEmbeddingTests {
             "html": "text/html; charset=utf-8", "css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8",
             "svg": "image/svg+xml; charset=utf-8",
         ]
-        for asset in DashboardAssets.all {
+        for asset in Dashboard.all {
             let ext = String(asset.name.split(separator: ".").last ?? "")
             #expect(asset.contentType == expected[ext], "\(asset.name)")
         }
