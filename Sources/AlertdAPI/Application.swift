@@ -81,15 +81,12 @@ public enum Application {
         let reloader = reload.map { load in
             Reloader(config: config, listeningHost: host, handler: handler, service: service, logger: logger, load: load)
         }
-        var checkpoints: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let store = core.store as? any CheckpointingStore { checkpoints.append(.init(service: CheckpointService(store: store))) }
         let signals = SignalService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: StateLockService(lock: core.lock)),
                     .init(service: StoreService(committer: committer)),
-                ] + checkpoints + [
                     .init(service: DeliveryService(worker: core.deliveries)),
                     .init(service: PurgeService(service: service)),
                     .init(service: ReadinessService(readiness: core.readiness)),
@@ -294,21 +291,6 @@ struct ReadinessService: Service {
             while !Task.isCancelled {
                 try? await Task.sleep(for: readiness.isFailing ? .milliseconds(500) : .seconds(2))
                 readiness.refresh()
-            }
-        }
-    }
-}
-
-/// Checkpoints the store's write-ahead log five times a second, on a thread of
-/// its own (a checkpoint fsyncs), so that no commit ever runs one.
-struct CheckpointService: Service {
-    let store: any CheckpointingStore
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                await WatchdogService.detached { [store] in _ = store.checkpoint() }
-                try? await Task.sleep(for: .milliseconds(200))
             }
         }
     }

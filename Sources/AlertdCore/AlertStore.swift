@@ -193,10 +193,3 @@ public protocol AlertStore: Sendable {
 extension AlertStore {
     public func hasRoom(forBytes bytes: Int) -> Bool { isWritable() }
 }
-
-/// A store with a write-ahead log that someone must checkpoint, off the commit path.
-public protocol CheckpointingStore: AlertStore {
-    /// Moves committed pages from the log into the store without waiting for anyone.
-    @discardableResult
-    func checkpoint() -> (walPages: Int, checkpointed: Int)?
-}

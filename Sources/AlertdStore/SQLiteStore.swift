@@ -13,12 +13,10 @@ public enum Durability: String, Sendable {
 }
 
 /// alertd's store: SQLite in WAL mode through GRDB, in the state directory.
-public final class SQLiteStore: CheckpointingStore {
+public final class SQLiteStore: AlertStore {
     public static let fileName = "alertd.sqlite"
     let pool: DatabasePool
     let durability: Durability
-    /// A connection of its own for checkpoints, so they never run on the writer's commit.
-    private let checkpointer: Checkpointer
 
     /// Opens (creating and migrating) the database in `directory`.
     public init(directory: String, durability: Durability) throws {
@@ -39,30 +37,10 @@ public final class SQLiteStore: CheckpointingStore {
         pool = try DatabasePool(path: directory + "/" + Self.fileName, configuration: configuration)
         // GRDB sets synchronous = NORMAL when it opens WAL, after prepareDatabase:
         // set the level on the writer connection now that it is open.
-        // Checkpoints are taken off the commit path: SQLite's automatic one runs
-        // inside the commit that crosses 1000 WAL pages, copying them to the
-        // database and fsyncing it while every request of that batch waits (POST
-        // p99 of 52 ms at p50 0.9 ms). ``checkpoint()`` does it from its own
-        // connection instead, without blocking the writer; the WAL file is kept
-        // to 64 MiB once checkpointed.
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-            try db.execute(sql: "PRAGMA journal_size_limit = \(64 << 20)")
         }
         try Self.migrator.migrate(pool)
-        checkpointer = try Checkpointer(path: directory + "/" + Self.fileName, durability: durability)
-    }
-
-    /// Copies the WAL's committed pages into the database (a passive checkpoint:
-    /// it never waits for the writer or readers, and takes what it can), from a
-    /// connection of its own. Returns the WAL's pages and those checkpointed.
-    @discardableResult
-    public func checkpoint() -> (walPages: Int, checkpointed: Int)? { checkpointer.passive() }
-
-    /// The writer connection's `PRAGMA wal_autocheckpoint` (0: off).
-    public func autoCheckpointPages() throws -> Int {
-        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint") ?? -1 }
     }
 
     /// Creates `path` 0600 if missing; tightens an existing one (and its -wal, -shm) to 0600.
@@ -591,49 +569,5 @@ public final class SQLiteStore: CheckpointingStore {
             state: state, createdAt: createdAt, displayedAt: time(11),
             decidedAt: time(12), expiresAt: expiresAt,
             dismissAfterMilliseconds: row[14], result: result)
-    }
-}
-
-/// A plain SQLite connection that only checkpoints the WAL. Its calls are
-/// serialised by a lock (one checkpoint at a time).
-final class Checkpointer: @unchecked Sendable {
-    private let handle: OpaquePointer
-    private let lock = NSLock()
-
-    init(path: String, durability: Durability) throws {
-        var db: OpaquePointer?
-        let status = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
-        guard status == SQLITE_OK, let db else {
-            let reason = db.map { String(cString: sqlite3_errmsg($0)) } ?? "status \(status)"
-            sqlite3_close(db)
-            throw DatabaseError(resultCode: ResultCode(rawValue: status), message: "checkpoint connection: \(reason)")
-        }
-        handle = db
-        // The checkpoint's fsyncs follow the durability (FULL: the database file too).
-        sqlite3_exec(handle, "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")", nil, nil, nil)
-        sqlite3_exec(handle, "PRAGMA wal_autocheckpoint = 0", nil, nil, nil)
-        sqlite3_busy_timeout(handle, 100)
-    }
-
-    deinit { sqlite3_close(handle) }
-
-    /// WAL pages past which a checkpoint restarts the log: under steady writes a
-    /// passive checkpoint never catches the writer, so the log would only grow.
-    /// A restart holds new commits back while it copies what is left (little,
-    /// after the passive ones) and rewinds the log: a short pause every 32 MiB.
-    static let restartPages: Int32 = 8192
-
-    func passive() -> (walPages: Int, checkpointed: Int)? {
-        lock.lock()
-        defer { lock.unlock() }
-        var log: Int32 = 0
-        var done: Int32 = 0
-        guard sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done) == SQLITE_OK else { return nil }
-        if log > Self.restartPages,
-            sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_RESTART, &log, &done) != SQLITE_OK
-        {
-            return nil
-        }
-        return (Int(log), Int(done))
     }
 }

@@ -186,26 +186,3 @@ struct MigrationTests {
         #expect(plan.contains("alerts_decided_by_client"), "plan: \(plan)")
     }
 }
-
-@Suite("WAL checkpoints stay off the commit path")
-struct CheckpointTests {
-    @Test("commits never checkpoint (the log grows past SQLite's 1000-page default); checkpoint() copies it all back")
-    func offTheCommitPath() throws {
-        let dir = TempDir()
-        let store = try SQLiteStore(directory: dir.path, durability: .normal)
-        #expect(try store.autoCheckpointPages() == 0)
-        var ids = AlertIDGenerator()
-        for _ in 0..<40 {
-            let batch = (0..<100).map { _ in
-                var alert = makeAlert(ids.next(at: Timestamp(milliseconds: 1)))
-                alert.message = String(repeating: "m", count: 1000)
-                return StoreWrite.alert(alert)
-            }
-            try store.commit(batch)
-        }
-        let first = try #require(store.checkpoint())
-        #expect(first.walPages > 1000, "a commit checkpointed the log: \(first)")
-        #expect(first.checkpointed == first.walPages, "nothing held the passive checkpoint back: \(first)")
-        #expect(try store.load().pending.count == 4000)
-    }
-}
