@@ -258,6 +258,7 @@ limits:
   max_waiters: 200000
   max_connections: 30000
   max_pending_per_client: 200000
+  max_pending_total: 5000000
 EOF
 fi
 

@@ -32,6 +32,9 @@ struct HostPolicy: Sendable {
 
     /// nil when the request may go on; else why not.
     func check(method: String, isDashboard: Bool, host: String?, origin: String?) -> Problem? {
+        // Every anonymous request comes here: the usual loopback Host passes
+        // without parsing or allocating.
+        if origin == nil, let host, Self.isPlainLoopback(host) { return nil }
         if let host {
             guard let authority = Authority(host), isTrusted(authority) else {
                 return Problem(
@@ -52,6 +55,31 @@ struct HostPolicy: Sendable {
             "a request from the web page of \(Self.shown(origin)) may not use alertd without tokens: "
                 + "Origin is not alertd's own (nor a host in http.allowed_hosts)")
     }
+
+    /// `127.0.0.1`, `localhost` or `[::1]`, optionally with `:` and a port of up to 5 digits.
+    static func isPlainLoopback(_ host: String) -> Bool {
+        var host = host
+        return host.withUTF8 { bytes in
+            var rest = UnsafeBufferPointer(rebasing: bytes[...])
+            var matched = false
+            for name in plainLoopbackNames where rest.starts(with: name) {
+                rest = UnsafeBufferPointer(rebasing: rest[name.count...])
+                matched = true
+                break
+            }
+            guard matched else { return false }
+            if rest.isEmpty { return true }
+            guard rest.first == UInt8(ascii: ":"), (2...6).contains(rest.count) else { return false }
+            var port = 0
+            for digit in rest.dropFirst() {
+                guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return false }
+                port = port * 10 + Int(digit - UInt8(ascii: "0"))
+            }
+            return port <= 65535
+        }
+    }
+
+    private static let plainLoopbackNames: [[UInt8]] = [Array("127.0.0.1".utf8), Array("localhost".utf8), Array("[::1]".utf8)]
 
     private func isTrusted(_ authority: Authority) -> Bool {
         let name = authority.host

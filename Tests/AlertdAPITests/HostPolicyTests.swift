@@ -30,6 +30,17 @@ struct HostPolicyTests {
         #expect(problem.detail.contains("http.allowed_hosts"))
     }
 
+    @Test(
+        "The fast path takes exactly the plain loopback forms",
+        arguments: [
+            ("127.0.0.1", true), ("127.0.0.1:8080", true), ("localhost:1", true), ("[::1]:65535", true), ("localhost", true),
+            ("127.0.0.1.evil.example", false), ("localhost.evil.example:80", false), ("127.0.0.1:", false),
+            ("127.0.0.1:8080x", false), ("127.0.0.1:1234567", false), ("localhost:99999", false), ("LOCALHOST", false), ("[::1]x", false),
+        ])
+    func fastPath(host: String, plain: Bool) {
+        #expect(HostPolicy.isPlainLoopback(host) == plain, "\(host)")
+    }
+
     @Test("A request without Host (HTTP/1.0) passes")
     func noHost() {
         #expect(policy.check(method: "POST", isDashboard: false, host: nil, origin: nil) == nil)
