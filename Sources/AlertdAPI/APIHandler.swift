@@ -65,11 +65,18 @@ final class APIHandler: HTTPHandler {
     }
 
     /// What ``admit(_:)`` found in a request's head, carried to ``handle(_:responder:)``.
-    struct Admitted: Sendable {
+    final class Admitted: Sendable {
         let requestID: String
         let started: UInt64
         let endpoint: Endpoint
         let principal: Principal?
+
+        init(requestID: String, started: UInt64, endpoint: Endpoint, principal: Principal?) {
+            self.requestID = requestID
+            self.started = started
+            self.endpoint = endpoint
+            self.principal = principal
+        }
     }
 
     /// Decides from the head alone, before any body is read: the route, then

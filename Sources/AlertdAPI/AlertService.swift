@@ -414,13 +414,13 @@ final class AlertService: Sendable {
     func awaitAlert(
         _ id: AlertID, client: String, wait: Int, owner: String? = nil, respond: @escaping @Sendable (Result<Alert, Problem>) -> Void
     ) {
-        let settings = settings
-        let waitSeconds = min(wait, settings.maxWaitSeconds)
+        let waitSeconds = min(wait, _settings.withLockedValue { $0.maxWaitSeconds })
         enum Outcome {
             case now(Result<Alert, Problem>)
             case stored
             case parked
-            case tooMany(Problem)
+            /// Kept small (no Problem inside): this enum is built on every read.
+            case tooMany(perToken: Bool)
         }
         let outcome: Outcome = hub.withLockedValue { hub in
             let visible = state.withLockedValue { $0.board.visible(id) }
@@ -435,7 +435,7 @@ final class AlertService: Sendable {
                 return .stored
             }
             if alert.state.isTerminal || waitSeconds == 0 || hub.draining { return .now(.success(alert)) }
-            if let refusal = Self.waiterRefusal(hub, owner: owner, settings) { return .tooMany(refusal) }
+            if let perToken = Self.waitersFull(hub, owner: owner, self.settings) { return .tooMany(perToken: perToken) }
             let waiterID = hub.nextID()
             let token = timer.schedule(after: Double(waitSeconds)) { [self] in
                 if let waiter = self.hub.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(waiter) }
@@ -452,7 +452,7 @@ final class AlertService: Sendable {
                     found.map { .success($0) } ?? .failure(Problem(.notFound, "no alert \(id) on client \(client)"))
                 })
         case .parked: break
-        case .tooMany(let problem): respond(.failure(problem))
+        case .tooMany(let perToken): respond(.failure(Self.tooManyWaiters(perToken: perToken, owner: owner, settings)))
         }
     }
 
@@ -462,17 +462,17 @@ final class AlertService: Sendable {
         client: String, wait: Int, after: AlertID?, owner: String? = nil,
         respond: @escaping @Sendable (Result<[UInt8]?, Problem>) -> Void
     ) {
-        let settings = settings
-        let waitSeconds = min(wait, settings.maxWaitSeconds)
+        let waitSeconds = min(wait, _settings.withLockedValue { $0.maxWaitSeconds })
         enum Outcome {
             case now([UInt8]?)
             case parked
-            case tooMany(Problem)
+            /// Kept small (no Problem inside): this enum is built on every read.
+            case tooMany(perToken: Bool)
         }
         let outcome: Outcome = hub.withLockedValue { hub in
             let display = hub.display(client)
             if waitSeconds == 0 || display.id != after || hub.draining { return .now(display.body) }
-            if let refusal = Self.waiterRefusal(hub, owner: owner, settings) { return .tooMany(refusal) }
+            if let perToken = Self.waitersFull(hub, owner: owner, self.settings) { return .tooMany(perToken: perToken) }
             let waiterID = hub.nextID()
             let token = timer.schedule(after: Double(waitSeconds)) { [self] in
                 if let waiter = self.hub.withLockedValue({ $0.removeCurrentWaiter(client, waiterID) }) { answer(waiter) }
@@ -484,22 +484,26 @@ final class AlertService: Sendable {
         switch outcome {
         case .now(let body): respond(.success(body))
         case .parked: break
-        case .tooMany(let problem): respond(.failure(problem))
+        case .tooMany(let perToken): respond(.failure(Self.tooManyWaiters(perToken: perToken, owner: owner, settings)))
         }
     }
 
-    /// 503 too-many-waiters when all waiter slots, or the token's share, are taken.
-    private static func waiterRefusal(_ hub: Hub, owner: String?, _ settings: Settings) -> Problem? {
-        if hub.count >= settings.maxWaiters { return tooManyWaiters(settings.maxWaiters) }
-        if let owner, hub.count(of: owner) >= settings.maxWaitersPerToken {
-            var problem = Problem(
-                .tooManyWaiters,
-                "token \(owner) has \(settings.maxWaitersPerToken) requests waiting, its limit (limits.max_waiters_per_token); retry later"
-            )
-            problem.headers = [("Retry-After", "1")]
-            return problem
-        }
+    /// nil while a waiter may park; else whether the token's share (true) or
+    /// every waiter slot (false) is taken.
+    private static func waitersFull(_ hub: Hub, owner: String?, _ settings: Settings) -> Bool? {
+        if hub.count >= settings.maxWaiters { return false }
+        if let owner, hub.count(of: owner) >= settings.maxWaitersPerToken { return true }
         return nil
+    }
+
+    /// 503 too-many-waiters, for every slot taken or the token's share.
+    private static func tooManyWaiters(perToken: Bool, owner: String?, _ settings: Settings) -> Problem {
+        guard perToken, let owner else { return tooManyWaiters(settings.maxWaiters) }
+        var problem = Problem(
+            .tooManyWaiters,
+            "token \(owner) has \(settings.maxWaitersPerToken) requests waiting, its limit (limits.max_waiters_per_token); retry later")
+        problem.headers = [("Retry-After", "1")]
+        return problem
     }
 
     struct ClientSummary {

@@ -11,7 +11,7 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// What the handler's ``HTTPHandler/admit(_:)`` returned for this request's
     /// head; nil when the request did not come through a server (tests).
-    public var admission: (any Sendable)?
+    public var admission: (any AnyObject & Sendable)?
 
     public init(
         method: String,
@@ -19,12 +19,25 @@ public struct HTTPRequest: Sendable {
         query: [(name: String, value: String)] = [],
         headers: [(name: String, value: String)] = [],
         body: [UInt8] = [],
-        admission: (any Sendable)? = nil
+        admission: (any AnyObject & Sendable)? = nil
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
+        self.body = body
+        self.admission = admission
+    }
+
+    /// For the server: names already lower-case.
+    init(
+        method: String, path: String, query: [(name: String, value: String)], lowercasedHeaders: [(name: String, value: String)],
+        body: [UInt8], admission: (any AnyObject & Sendable)?
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = lowercasedHeaders
         self.body = body
         self.admission = admission
     }
@@ -65,8 +78,10 @@ public struct HTTPResponse: Sendable {
 /// A request as it stands when its line and header block are in and none of
 /// its body has been read: enough to decide who may send a body at all.
 public struct HTTPRequestHead: Sendable {
-    /// The header fields a head carries (lower-cased); the others come with the whole request.
-    public static let fields: Set<String> = ["host", "origin", "authorization", "x-request-id"]
+    /// The header fields a head carries (lower-cased), the first value of each;
+    /// the others come with the whole request.
+    public static let fields: Set<String> = Set(fieldList)
+    static let fieldList = ["host", "origin", "authorization", "x-request-id"]
 
     public var method: String
     /// The decoded path, without the query string.
@@ -83,10 +98,17 @@ public struct HTTPRequestHead: Sendable {
         self.hasBody = hasBody
     }
 
-    /// The first value of a header field, by case-insensitive name.
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first { $0.name == lowered }?.value
+    /// For the server: names already lower-case.
+    init(method: String, path: String, lowercasedHeaders: [(name: String, value: String)], hasBody: Bool) {
+        self.method = method
+        self.path = path
+        self.headers = lowercasedHeaders
+        self.hasBody = hasBody
+    }
+
+    /// The first value of a header field, by lower-case name.
+    public func header(_ lowercasedName: String) -> String? {
+        headers.first { $0.name == lowercasedName }?.value
     }
 
     /// How many times a header field came.
@@ -98,9 +120,9 @@ public struct HTTPRequestHead: Sendable {
 
 /// What a handler decides from a request's head.
 public enum HTTPAdmission: Sendable {
-    /// Read the body, then call ``HTTPHandler/handle(_:responder:)``; the value
-    /// travels to it as ``HTTPRequest/admission``.
-    case proceed(any Sendable)
+    /// Read the body, then call ``HTTPHandler/handle(_:responder:)``; the object
+    /// travels to it as ``HTTPRequest/admission`` (a class: no box, a cheap cast).
+    case proceed(any AnyObject & Sendable)
     /// Answer this without reading a byte of the body (a body that follows is
     /// not read: the connection is closed after the answer).
     case refuse(HTTPResponse)

@@ -333,11 +333,11 @@ public final class HTTPServer: Sendable {
             // Who may send a body is decided before a byte of it is read.
             let head = HTTPRequestHead(
                 method: String(cString: method), path: String(cString: url),
-                headers: Self.headerValues(connection, named: HTTPRequestHead.fields), hasBody: framing.hasBody)
+                lowercasedHeaders: Self.firstValues(connection, named: Self.headFields), hasBody: framing.hasBody)
             switch handler.admit(head) {
             case .proceed(let admission):
                 context.admission = admission
-                context.headHeaders = head.headers
+                context.head = head
                 return .YES
             case .refuse(let response):
                 // A body would follow: answer now, which closes the connection
@@ -399,11 +399,15 @@ public final class HTTPServer: Sendable {
             context.phase = .answered
             return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
         }
+        let head = context.head
+        context.head = nil  // so that appending below does not copy the array
+        var headers = head?.headers ?? []
+        Self.appendValues(connection, named: Self.bodyFields, to: &headers)
         let request = HTTPRequest(
-            method: String(cString: method),
-            path: String(cString: url),
+            method: head?.method ?? String(cString: method),
+            path: head?.path ?? String(cString: url),
             query: values(connection, .GET_ARGUMENT_KIND, collectArgument),
-            headers: context.headHeaders + Self.headerValues(connection, named: Self.handlerHeaders),
+            lowercasedHeaders: headers,
             body: context.body,
             admission: context.admission
         )
@@ -471,18 +475,45 @@ public final class HTTPServer: Sendable {
     /// The header fields handlers read besides the head's (``HTTPRequestHead/fields``),
     /// fetched by name: far fewer allocations than collecting every field of every
     /// request. A repeated field is kept repeated (a handler may refuse it).
-    public static let handlerHeaders: Set<String> = ["content-type", "idempotency-key", "if-none-match"]
+    public static let handlerHeaders = ["content-type", "idempotency-key", "if-none-match"]
 
-    private static func headerValues(_ connection: OpaquePointer, named names: Set<String>) -> [(name: String, value: String)] {
+    /// A header field's name as a C string literal (no conversion per lookup) and as a String.
+    private struct FieldName: Sendable {
+        let c: StaticString
+        let text: String
+        init(_ c: StaticString) {
+            self.c = c
+            text = c.description
+        }
+        var pointer: UnsafePointer<CChar> { UnsafeRawPointer(c.utf8Start).assumingMemoryBound(to: CChar.self) }
+    }
+
+    private static let headFields = [FieldName("host"), FieldName("origin"), FieldName("authorization"), FieldName("x-request-id")]
+    private static let bodyFields = [FieldName("content-type"), FieldName("idempotency-key"), FieldName("if-none-match")]
+
+    /// The first value of each named field that came: one lookup each, no scan.
+    private static func firstValues(_ connection: OpaquePointer, named names: [FieldName]) -> [(name: String, value: String)] {
         var found: [(name: String, value: String)] = []
-        for name in names where MHD_lookup_connection_value(connection, .HEADER_KIND, name) != nil {
+        for name in names {
+            if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name.pointer) {
+                found.append((name: name.text, value: String(cString: value)))
+            }
+        }
+        return found
+    }
+
+    /// Every value of each named field that came, repeated ones repeated.
+    private static func appendValues(
+        _ connection: OpaquePointer, named fields: [FieldName], to found: inout [(name: String, value: String)]
+    ) {
+        for field in fields where MHD_lookup_connection_value(connection, .HEADER_KIND, field.pointer) != nil {
+            let name = field.text
             var scan = (name: name, values: [String]())
             withUnsafeMutablePointer(to: &scan) { pointer in
                 _ = MHD_get_connection_values(connection, .HEADER_KIND, collectNamed, pointer)
             }
             for text in scan.values { found.append((name: name, value: text)) }
         }
-        return found
     }
 
     private func values(
@@ -587,9 +618,9 @@ private final class RequestContext {
         case answered
     }
     var phase = Phase.reading
-    /// What the handler admitted the head with, and the head's header fields.
-    var admission: (any Sendable)?
-    var headHeaders: [(name: String, value: String)] = []
+    /// What the handler admitted the head with, and the head.
+    var admission: (any AnyObject & Sendable)?
+    var head: HTTPRequestHead?
     var body: [UInt8] = []
     var tooLarge = false
     var discarded = 0

@@ -48,7 +48,8 @@ struct SuspendResumeTests {
     /// Parks every request; the test answers them.
     final class ParkingHandler: HTTPHandler, @unchecked Sendable {
         let parked = Mutex<[Responder]>([])
-        func admit(_ head: HTTPRequestHead) -> HTTPAdmission { .proceed(0) }
+        final class Admitted: Sendable {}
+        func admit(_ head: HTTPRequestHead) -> HTTPAdmission { .proceed(Admitted()) }
         func handle(_ request: HTTPRequest, responder: Responder) { parked.withLock { $0.append(responder) } }
         func reject(_ rejection: HTTPRejection) -> HTTPResponse { HTTPResponse(status: 503) }
     }
