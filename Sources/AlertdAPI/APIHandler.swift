@@ -194,10 +194,11 @@ final class APIHandler: HTTPHandler {
         let respond: Reply = { make in responder.respond(building: { finish(make()) }) }
         do {
             try dispatch(admitted.endpoint, request, admitted.principal, admitted.requestID, respond)
-        } catch let problem as Problem {
-            answer.now(render(problem))
         } catch {
-            answer.now(render(Problem(.badRequest, "\(error)")))
+            if !(error is Problem) {
+                logger.error("unexpected error", metadata: ["request_id": "\(admitted.requestID)", "error": "\(error)"])
+            }
+            answer.now(render(Problem.of(error, requestID: admitted.requestID)))
         }
     }
 

@@ -75,9 +75,19 @@ extension Problem {
             case .alreadyDecided: .alreadyDecided
             case .unknownButton: .unknownButton
             case .queueFull: .queueFull
-            default: .badRequest
             }
         self.init(code, error.detail)
         self.alert = error.alert
+    }
+}
+
+extension Problem {
+    /// The problem for any error a handler throws: a ``Problem`` as it is; any
+    /// other error is a bug, answered 500 `internal` whose detail names the
+    /// request id (the log line with the error carries the same id), never the
+    /// error's own text, which may name files, addresses or SQL.
+    static func of(_ error: any Error, requestID: String) -> Problem {
+        if let problem = error as? Problem { return problem }
+        return Problem(.internal, "alertd met an unexpected error; its log has it under request id \(requestID)")
     }
 }

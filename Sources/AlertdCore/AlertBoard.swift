@@ -237,7 +237,16 @@ public struct AlertBoard: Sendable {
     /// in between.
     public mutating func beginIdleSweep() -> [String] {
         touched = []
-        return sortedClients.filter { queues[$0]?.pendingCount == 0 }
+        // A client with a change still committing is not a candidate: the
+        // store the caller reads next may not show that change yet.
+        let committing = clientsWithWritesInFlight()
+        return sortedClients.filter { queues[$0]?.pendingCount == 0 && !committing.contains($0) }
+    }
+
+    private func clientsWithWritesInFlight() -> Set<String> {
+        var clients = Set<String>()
+        for (id, _) in inFlight { if let alert = alerts[id] { clients.insert(alert.client) } }
+        return clients
     }
 
     /// Forgets clients that hold nothing: no pending alert, none committing, not
@@ -245,8 +254,7 @@ public struct AlertBoard: Sendable {
     /// retained terminal one. Returns those forgotten, for the caller to delete
     /// from the store.
     public mutating func forget(idle candidates: [String]) -> [String] {
-        var busy = touched
-        for (id, _) in inFlight { if let alert = alerts[id] { busy.insert(alert.client) } }
+        let busy = touched.union(clientsWithWritesInFlight())
         var forgotten: [String] = []
         for client in candidates {
             guard let queue = queues[client], queue.pendingCount == 0, visiblePending[client, default: 0] == 0,

@@ -1,15 +1,15 @@
 /// Why the board refused an operation. Each code is one problem+json `code`.
 public struct BoardError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    /// Closed on purpose: the API maps each case to its problem code in one
+    /// exhaustive `switch`, so a new case cannot compile until it is mapped.
+    public enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        case notFound = "not-found"
+        case notDisplayed = "not-displayed"
+        case alreadyDecided = "already-decided"
+        case unknownButton = "unknown-button"
+        case queueFull = "queue-full"
 
-        public static let notFound = Code("not-found")
-        public static let notDisplayed = Code("not-displayed")
-        public static let alreadyDecided = Code("already-decided")
-        public static let unknownButton = Code("unknown-button")
-        public static let queueFull = Code("queue-full")
+        public var description: String { rawValue }
     }
 
     public let code: Code

@@ -318,12 +318,14 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     public static let tooManyWaiters = ProblemCode("too-many-waiters", 503, "Too many waiters")
     /// 503: the daemon is shutting down or its store is failing.
     public static let unavailable = ProblemCode("unavailable", 503, "Unavailable")
+    /// 500: an error alertd did not expect (a bug); the detail names the request id to look for in its log.
+    public static let `internal` = ProblemCode("internal", 500, "Internal error")
 
-    /// Every code, as §4 lists them.
+    /// Every code: those §4 lists, then alertd's own `internal`.
     public static let all: [ProblemCode] = [
         .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
         .alreadyDecided, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
-        .queueFull, .rateLimited, .tooManyWaiters, .unavailable,
+        .queueFull, .rateLimited, .tooManyWaiters, .unavailable, .internal,
     ]
 
     /// The code named `rawValue`: a known one, or an unknown one kept by name with the answer's status.

@@ -183,7 +183,7 @@ struct ConfigTests {
 
 @Suite("Routing and problem codes")
 struct RoutingTests {
-    @Test("the problem codes are exactly §4's, with their statuses")
+    @Test("the problem codes are exactly §4's, with their statuses, plus alertd's own 500 internal")
     func codes() {
         let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
         #expect(
@@ -191,8 +191,31 @@ struct RoutingTests {
                 "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
                 "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "payload-too-large": 413,
                 "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
-                "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503,
+                "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503, "internal": 500,
             ])
+    }
+
+    @Test("every domain error maps to the problem code of its name and status")
+    func domainErrors() {
+        for code in BoardError.Code.allCases {
+            let problem = Problem(BoardError(code, "detail"))
+            #expect(problem.code.rawValue == code.rawValue, "\(code)")
+            #expect(problem.code.status != 400 && problem.code.status != 500, "\(code) is not a generic error")
+        }
+    }
+
+    @Test("an error that is not a problem is 500 internal naming the request id, never its own text")
+    func unexpectedErrors() {
+        struct SecretLeak: Error, CustomStringConvertible {
+            var description: String { "cannot open /var/lib/alertd/alertd.sqlite at 10.0.0.5" }
+        }
+        let problem = Problem.of(SecretLeak(), requestID: "req-123")
+        #expect(problem.code == .internal)
+        #expect(problem.code.status == 500)
+        #expect(problem.detail.contains("req-123"))
+        #expect(!problem.detail.contains("alertd.sqlite") && !problem.detail.contains("10.0.0.5"))
+        let known = Problem(.notFound, "no such alert")
+        #expect(Problem.of(known, requestID: "req-1").detail == "no such alert")
     }
 
     @Test(

@@ -93,3 +93,39 @@ struct CommittedViewTests {
         #expect(board.visible(freshID(at: start)).isUnknown)
     }
 }
+
+@Suite("Forgetting idle clients")
+struct IdleClientTests {
+    @Test("a client whose decision is still committing is no candidate; one touched during the sweep is kept")
+    func committingAndTouched() throws {
+        var board = AlertBoard()
+        let alpha = try board.postCommitted(question("a"), to: "alpha", now: at(0))
+        let beta = try board.postCommitted(question("b"), to: "beta", now: at(0))
+        let (_, choice) = try board.choose(.title("Yes"), for: alpha.id, on: "alpha", by: nil, now: at(1))
+        _ = try board.withdraw(beta.id, on: "beta", by: nil, now: at(1))
+        // alpha's answer is not committed: the store the caller reads next may not have it yet.
+        #expect(board.beginIdleSweep().isEmpty, "beta's withdrawal is in flight too")
+        board.committed(choice)
+        let candidates = board.beginIdleSweep()
+        #expect(candidates == ["alpha"])
+        // Touched between the sweep's start and its end: kept.
+        _ = try board.postCommitted(question("again"), to: "alpha", now: at(2))
+        #expect(board.forget(idle: candidates).isEmpty)
+        #expect(board.clients == ["alpha", "beta"])
+    }
+
+    @Test("an idle client is forgotten, its slot freed; posting to it creates it anew")
+    func forgotten() throws {
+        var board = AlertBoard(settings: QueueSettings(maxClients: 1))
+        let alert = try board.postCommitted(question("a"), to: "alpha", now: at(0))
+        let (_, change) = try board.withdraw(alert.id, on: "alpha", by: nil, now: at(1))
+        board.committed(change)
+        #expect(throws: BoardError.self) { try board.postCommitted(question("b"), to: "beta", now: at(2)) }
+        #expect(board.forget(idle: board.beginIdleSweep()) == ["alpha"])
+        #expect(board.clients.isEmpty)
+        #expect(board.visiblePendingCount(on: "alpha") == 0)
+        _ = try board.postCommitted(question("b"), to: "beta", now: at(3))
+        #expect(board.clients == ["beta"])
+        #expect(board.visiblePendingCount(on: "beta") == 1)
+    }
+}
