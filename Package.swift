@@ -175,3 +175,15 @@ let package = Package(
         ),
     ]
 )
+
+// The upcoming features a careful Swift 6 codebase turns on: existentials spelled
+// `any`, imports internal unless a public API needs them (`public import`), and
+// members visible only from modules a file imports itself.
+// (Not the examples: they show code as an SDK user writes it, without these flags.)
+for target in package.targets where target.type != .system && target.path?.hasPrefix("examples") != true {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+        ]
+}

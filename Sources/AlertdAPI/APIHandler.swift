@@ -1,6 +1,7 @@
 import AlertdCore
 import AlertdHTTP
 import AlertdWire
+import CoreMetrics
 import Logging
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
 

@@ -3,6 +3,7 @@ import AlertdDelivery
 import AlertdHTTP
 import AlertdStore
 import AlertdWire
+import CoreMetrics
 import Crypto
 import Foundation
 import Logging

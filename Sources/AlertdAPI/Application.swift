@@ -4,10 +4,12 @@ import AlertdDelivery
 import AlertdHTTP
 import AlertdStore
 import AlertdWire
+import CoreMetrics
 import Crypto
 import Foundation
 import Glibc
 import Logging
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
 import ServiceLifecycle
 import Synchronization
 

@@ -1,5 +1,6 @@
 import AlertdHTTP
 import Crypto
+import Foundation
 
 /// The operator dashboard: `Dashboard/index.html` at `/`, its other files under
 /// `/ui/`. The files (in `Sources/AlertdAPI/Dashboard/`) are compiled into the

@@ -1,4 +1,6 @@
 import AlertdDelivery
+import AlertdWire
+import Foundation
 import Glibc
 
 /// The defence of an anonymous API (no tokens) against DNS rebinding and

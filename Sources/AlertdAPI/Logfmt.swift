@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdWire
 import Foundation
 import Logging
 import Synchronization

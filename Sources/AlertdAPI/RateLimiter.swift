@@ -1,3 +1,4 @@
+import AlertdWire
 import Foundation
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
 

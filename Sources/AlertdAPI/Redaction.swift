@@ -1,3 +1,4 @@
+import Foundation
 /// Callback URLs as tokens without the `admin` role see them.
 ///
 /// A webhook URL often carries a secret: credentials in its user info, a token

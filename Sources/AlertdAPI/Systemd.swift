@@ -3,6 +3,8 @@ import AsyncHTTPClient
 import Foundation
 import Glibc
 import Logging
+import NIOCore
+import NIOHTTP1
 import NIOSSL
 import ServiceLifecycle
 

@@ -1,5 +1,6 @@
 import AlertdWire
 import Foundation
+import NIOHTTP1
 
 /// How a presented alert ended: the button a person chose, or why no one chose one.
 ///

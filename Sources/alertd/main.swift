@@ -1,4 +1,5 @@
 import AlertdAPI
+import ArgumentParser
 import Dispatch
 import Foundation
 

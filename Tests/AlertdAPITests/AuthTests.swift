@@ -2,6 +2,8 @@ import Crypto
 import Testing
 
 @testable import AlertdAPI
+import AlertdWire
+import Foundation
 
 private func digest(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Array(secret.utf8))) }
 

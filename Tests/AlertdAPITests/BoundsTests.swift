@@ -1,9 +1,10 @@
 import AlertdHTTP
-import Foundation
 import Crypto
+import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdCore
 
 @Suite("Every resource a caller can grow has a bound")
 struct BoundsTests {

@@ -4,6 +4,8 @@ import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdWire
+import Logging
 
 @Suite("The config file")
 struct ConfigTests {

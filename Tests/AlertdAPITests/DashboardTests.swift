@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdHTTP
 
 /// `Sources/AlertdAPI/Dashboard/`, found from this file's path.
 private let dashboardDirectory = URL(fileURLWithPath: #filePath)

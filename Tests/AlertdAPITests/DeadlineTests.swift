@@ -2,6 +2,9 @@ import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdCore
+import AlertdHTTP
+import NIOConcurrencyHelpers
 
 @Suite("Deadlines through the API, on a manual clock")
 struct DeadlineTests {

@@ -3,6 +3,7 @@ import Crypto
 import Testing
 
 @testable import AlertdAPI
+import AlertdWire
 
 @Suite("Without tokens, Host and Origin keep rebound names and foreign pages out")
 struct HostPolicyTests {

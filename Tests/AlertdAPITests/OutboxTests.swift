@@ -7,6 +7,8 @@ import Synchronization
 import Testing
 
 @testable import AlertdAPI
+import AlertdHTTP
+import AlertdStore
 
 /// Reads the outbox straight from the store file: what the delivery worker will send.
 struct OutboxRow {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdHTTP
 
 @Suite("Callback URLs are redacted for tokens without admin")
 struct RedactionTests {

@@ -5,6 +5,9 @@ import Testing
 
 @testable import AlertdAPI
 @testable import AlertdStore
+import AlertdHTTP
+import AlertdWire
+import GRDB
 
 // Review of the core daemon: each test demonstrates one defect found in the
 // review and fails until it is fixed. Defects fixed while the review ran

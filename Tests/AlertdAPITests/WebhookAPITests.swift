@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdHTTP
 
 @Suite("Registered webhooks")
 struct WebhookAPITests {

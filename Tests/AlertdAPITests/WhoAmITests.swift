@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AlertdAPI
+import AlertdHTTP
 
 @Suite("GET /v1/whoami tells a token what it may do")
 struct WhoAmITests {

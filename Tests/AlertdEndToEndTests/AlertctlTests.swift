@@ -1,4 +1,5 @@
 import AlertdClient
+import AlertdWire
 import Foundation
 import Testing
 
