@@ -185,5 +185,6 @@ for target in package.targets where target.type != .system && target.path?.hasPr
         (target.swiftSettings ?? []) + [
             .enableUpcomingFeature("ExistentialAny"),
             .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
         ]
 }

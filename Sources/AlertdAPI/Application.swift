@@ -8,7 +8,7 @@ import CoreMetrics
 import Crypto
 import Foundation
 import Glibc
-import Logging
+public import Logging
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
 import ServiceLifecycle
 import Synchronization

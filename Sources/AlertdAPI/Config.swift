@@ -1,9 +1,9 @@
-import AlertdCore
-import AlertdDelivery
-import AlertdStore
+public import AlertdCore
+public import AlertdDelivery
+public import AlertdStore
 import AlertdWire
 import Foundation
-import Logging
+public import Logging
 import Yams
 
 /// The daemon's configuration: the §8 YAML file, with `--listen` and

@@ -1,8 +1,8 @@
 import AlertdCore
 import AlertdWire
 import Foundation
-import Logging
-import Synchronization
+public import Logging
+public import Synchronization
 
 /// One logfmt line per event on stderr:
 /// `ts=2026-11-21T19:01:00.123Z level=info msg="listening" address=127.0.0.1:8080`.

@@ -1,6 +1,6 @@
-import AlertdCore
+public import AlertdCore
 import AlertdHTTP
-import AlertdWire
+public import AlertdWire
 
 /// An API error: one stable problem+json `code` (RFC 9457), its status and title.
 ///

@@ -1,14 +1,14 @@
-import AlertdCore
-import AlertdDelivery
-import AlertdStore
+public import AlertdCore
+public import AlertdDelivery
+public import AlertdStore
 import AlertdWire
 import AsyncHTTPClient
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
+public import NIOSSL
 import Synchronization
 
 /// Delivers callback events (§5): takes due deliveries, POSTs each signed

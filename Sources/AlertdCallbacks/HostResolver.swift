@@ -1,4 +1,4 @@
-import AlertdDelivery
+public import AlertdDelivery
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

@@ -1,5 +1,5 @@
-import AlertdWire
-import AsyncHTTPClient
+public import AlertdWire
+public import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1

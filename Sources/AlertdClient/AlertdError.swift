@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// Why a call to alertd failed: the daemon answered with a problem, could not
 /// be reached, or answered with something that is not alertd's API.

@@ -1,5 +1,5 @@
-import AlertdWire
-import Foundation
+public import AlertdWire
+public import Foundation
 
 /// Checks that a callback or webhook request really comes from alertd
 /// (Standard Webhooks signatures), for the program that receives it.

@@ -1,7 +1,7 @@
-import AlertdClient
-import AlertdWire
+public import AlertdClient
+public import AlertdWire
 import Synchronization
-import Testing
+public import Testing
 
 /// An alert as it was presented to a ``TestAlertPresenter``.
 public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {

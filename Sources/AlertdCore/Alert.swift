@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// One question posted to one client, with everything the daemon knows of it.
 public struct Alert: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// Per-client settings (§8 `clients:`).
 public struct ClientSettings: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// An alert's id: 128 bits, 48 of them the creation time in milliseconds, the rest
 /// random, written as 26 Crockford base32 characters. Ids sort by creation as

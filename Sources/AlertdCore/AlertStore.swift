@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// An `Idempotency-Key` seen on a post: which alert it created and a digest of the body.
 public struct IdempotencyRecord: Sendable, Hashable {

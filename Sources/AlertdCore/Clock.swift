@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// An alert as posted, validated, before the daemon gives it an id and a place.
 public struct AlertDraft: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// A URL registered to receive the terminal event of every alert of a client (§5).
 public struct Webhook: Sendable, Hashable {

@@ -1,5 +1,5 @@
-import AlertdCore
-import AlertdWire
+public import AlertdCore
+public import AlertdWire
 
 /// The event alertd delivers when an alert becomes terminal: its id, type and
 /// the exact body every target receives on every attempt.

@@ -1,5 +1,5 @@
-import AlertdCore
-import AlertdWire
+public import AlertdCore
+public import AlertdWire
 
 /// The deliveries waiting for their next attempt, by target, with a bound on
 /// the attempts in flight to each target and on all of them together.

@@ -1,4 +1,4 @@
-import AlertdWire
+public import AlertdWire
 
 /// The `Retry-After` header (RFC 9110 §10.2.3): a number of seconds, or an HTTP date.
 ///

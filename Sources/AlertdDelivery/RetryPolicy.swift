@@ -1,5 +1,5 @@
-import AlertdCore
-import AlertdWire
+public import AlertdCore
+public import AlertdWire
 
 /// When to try a callback again: exponential backoff with jitter, for at most
 /// ``maxAge`` seconds after the event was created.

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Dispatch
 import Glibc
-import Logging
+public import Logging
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
 import Synchronization
 

@@ -1,6 +1,6 @@
-import AlertdCore
+public import AlertdCore
 import Foundation
-import Logging
+public import Logging
 
 /// Writes to the store from one thread, many requests per transaction.
 ///

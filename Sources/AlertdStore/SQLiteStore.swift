@@ -1,5 +1,5 @@
-import AlertdCore
-import AlertdWire
+public import AlertdCore
+public import AlertdWire
 import Foundation
 import GRDB
 import GRDBSQLite

@@ -2,7 +2,7 @@
 // the TLS configurations of a receiver that serves it and of a client that trusts it alone.
 
 import Foundation
-import NIOSSL
+public import NIOSSL
 
 /// A self-signed certificate (P-256) for `names`, valid for two days.
 ///

@@ -10,11 +10,11 @@
 // All receivers share NIO's singleton event loop group, which lives as long as the test
 // process; `stop()` closes the listener and every connection, so nothing outlives it.
 
-import Foundation
+public import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
+public import NIOSSL
 import Synchronization
 
 /// A scripted webhook endpoint for end-to-end tests.
