@@ -89,15 +89,16 @@ enum Systemd {
 }
 
 /// Pings the watchdog at half its interval, but only after proving the server
-/// answers: a real `GET /healthz` over a new connection to its own address.
+/// answers: a real `GET /healthz` over a new connection to its own address,
+/// through the HTTP client alertd already has (AsyncHTTPClient).
 /// A server that stops answering stops the pings, and systemd restarts it.
 struct WatchdogService: Service {
     let notifier: Systemd.Notifier
     let interval: Double
     /// `host:port` to probe.
     let address: String
-    /// Whether the server speaks HTTPS: then the probe does too (over AsyncHTTPClient,
-    /// without checking the certificate: it talks to itself on its own address).
+    /// Whether the server speaks HTTPS: then the probe does too (without checking
+    /// the certificate: it talks to itself on its own address).
     let tls: Bool
     /// The server's ``HTTPServer/probeToken``: the probe is served even when
     /// every connection slot is taken, so a busy daemon is not restarted.
@@ -105,16 +106,12 @@ struct WatchdogService: Service {
     let logger: Logger
 
     func run() async throws {
-        let client: HTTPClient? = tls ? Self.tlsClient() : nil
+        let client = Self.client()
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let probeTimeout = max(0.05, interval / 4)
-                let healthy: Bool
-                if let client {
-                    healthy = await Self.probeTLS(address, client: client, timeout: probeTimeout, token: probeToken)
-                } else {
-                    healthy = await Self.detached { [probeToken] in Self.probe(address, timeout: probeTimeout, token: probeToken) }
-                }
+                let healthy = await Self.probe(
+                    address, scheme: tls ? "https" : "http", client: client, timeout: probeTimeout, token: probeToken)
                 if healthy {
                     notifier.send("WATCHDOG=1")
                 } else {
@@ -123,10 +120,11 @@ struct WatchdogService: Service {
                 try? await Task.sleep(for: .milliseconds(Int(interval * 500)))
             }
         }
-        try? await client?.shutdown()
+        try? await client.shutdown()
     }
 
-    static func tlsClient() -> HTTPClient {
+    /// The probe's client: no redirects, no certificate check (it calls itself).
+    static func client() -> HTTPClient {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .none
@@ -135,74 +133,24 @@ struct WatchdogService: Service {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
-    /// Whether `GET https://address/healthz` answers 200 within `timeout` seconds.
-    static func probeTLS(_ address: String, client: HTTPClient, timeout: Double, token: String = "") async -> Bool {
-        var host = String(address[..<(address.lastIndex(of: ":") ?? address.endIndex)])
-        let port = address[(address.lastIndex(of: ":").map { address.index(after: $0) } ?? address.endIndex)...]
+    /// Whether `GET scheme://address/healthz` answers 200 within `timeout` seconds,
+    /// on a connection of its own (`Connection: close`: an idle pooled one would
+    /// hold a client's slot between probes).
+    static func probe(_ address: String, scheme: String, client: HTTPClient, timeout: Double, token: String = "") async -> Bool {
+        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil else { return false }
+        var host = String(address[..<colon])
+        let port = address[address.index(after: colon)...]
         if host == "0.0.0.0" { host = "127.0.0.1" }
         if host == "::" || host == "[::]" { host = "[::1]" }
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
-        var request = HTTPClientRequest(url: "https://\(host):\(port)/healthz")
+        var request = HTTPClientRequest(url: "\(scheme)://\(host):\(port)/healthz")
         request.headers.add(name: HTTPServer.probeHeader, value: token)
+        request.headers.add(name: "Connection", value: "close")
         do {
             let response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
             return response.status == .ok
         } catch {
             return false
         }
-    }
-
-    /// Runs blocking work off the cooperative pool.
-    static func detached<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: work()) }.start()
-        }
-    }
-
-    /// Whether `GET /healthz` on `address` answers 200 within `timeout` seconds.
-    static func probe(_ address: String, timeout: Double, token: String = "") -> Bool {
-        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else { return false }
-        var host = String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if host == "0.0.0.0" { host = "127.0.0.1" }
-        if host == "::" { host = "::1" }
-        let family = host.contains(":") ? AF_INET6 : AF_INET
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        let connected: Int32
-        if family == AF_INET6 {
-            var socketAddress = sockaddr_in6()
-            socketAddress.sin6_family = sa_family_t(AF_INET6)
-            socketAddress.sin6_port = port.bigEndian
-            guard inet_pton(AF_INET6, host, &socketAddress.sin6_addr) == 1 else { return false }
-            connected = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
-        } else {
-            var socketAddress = sockaddr_in()
-            socketAddress.sin_family = sa_family_t(AF_INET)
-            socketAddress.sin_port = port.bigEndian
-            guard inet_pton(AF_INET, host, &socketAddress.sin_addr) == 1 else { return false }
-            connected = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        guard connected == 0 else { return false }
-        let request = Array(
-            "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\(HTTPServer.probeHeader): \(token)\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
-            return false
-        }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        var received = 0
-        while received < 12 {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + received, $0.count - received, 0) }
-            guard count > 0 else { break }
-            received += count
-        }
-        return received >= 12 && String(decoding: buffer[..<12], as: UTF8.self) == "HTTP/1.1 200"
     }
 }

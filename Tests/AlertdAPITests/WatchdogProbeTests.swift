@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Glibc
 import Testing
@@ -6,25 +7,32 @@ import Testing
 
 @Suite("The watchdog pings only when its probe gets 200 from /healthz")
 struct WatchdogProbeTests {
+    static func probe(_ address: String, timeout: Double) async -> Bool {
+        let client = WatchdogService.client()
+        let healthy = await WatchdogService.probe(address, scheme: "http", client: client, timeout: timeout)
+        try? await client.shutdown()
+        return healthy
+    }
+
     @Test("Nothing listening: the probe fails")
-    func refused() {
+    func refused() async {
         let (fd, port) = Self.listeningSocket()
         close(fd)  // the port is free again: connections are refused
-        #expect(!WatchdogService.probe("127.0.0.1:\(port)", timeout: 0.5))
+        #expect(await !Self.probe("127.0.0.1:\(port)", timeout: 0.5))
     }
 
     @Test("A server that accepts but never answers: the probe fails within its timeout")
-    func hung() {
+    func hung() async {
         let (fd, port) = Self.listeningSocket()  // listening, never accepting: the kernel completes the handshake
         defer { close(fd) }
         let started = ContinuousClock.now
-        #expect(!WatchdogService.probe("127.0.0.1:\(port)", timeout: 0.3))
+        #expect(await !Self.probe("127.0.0.1:\(port)", timeout: 0.3))
         #expect(ContinuousClock.now - started < .seconds(3))
     }
 
     @Test("Malformed addresses fail without a connection", arguments: ["", "127.0.0.1", "127.0.0.1:x", "nohost:80"])
-    func malformed(address: String) {
-        #expect(!WatchdogService.probe(address, timeout: 0.2))
+    func malformed(address: String) async {
+        #expect(await !Self.probe(address, timeout: 0.2))
     }
 
     static func listeningSocket() -> (Int32, Int) {
