@@ -110,8 +110,10 @@ struct WatchdogService: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let probeTimeout = max(0.05, interval / 4)
-                let healthy = await Self.probe(
-                    address, scheme: tls ? "https" : "http", client: client, timeout: probeTimeout, token: probeToken)
+                let healthy =
+                    (try? await Self.probe(
+                        address, scheme: tls ? "https" : "http", client: client, timeout: probeTimeout, token: probeToken
+                    ).get()) ?? false
                 if healthy {
                     notifier.send("WATCHDOG=1")
                 } else {
@@ -135,22 +137,28 @@ struct WatchdogService: Service {
 
     /// Whether `GET scheme://address/healthz` answers 200 within `timeout` seconds,
     /// on a connection of its own (`Connection: close`: an idle pooled one would
-    /// hold a client's slot between probes).
-    static func probe(_ address: String, scheme: String, client: HTTPClient, timeout: Double, token: String = "") async -> Bool {
-        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil else { return false }
+    /// hold a client's slot between probes). A future, not an async function: its
+    /// deadline runs on the client's event loop, whatever the cooperative pool is doing.
+    static func probe(
+        _ address: String, scheme: String, client: HTTPClient, timeout: Double, token: String = ""
+    ) -> EventLoopFuture<Bool> {
+        let eventLoop = client.eventLoopGroup.any()
+        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil else {
+            return eventLoop.makeSucceededFuture(false)
+        }
         var host = String(address[..<colon])
         let port = address[address.index(after: colon)...]
         if host == "0.0.0.0" { host = "127.0.0.1" }
         if host == "::" || host == "[::]" { host = "[::1]" }
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
-        var request = HTTPClientRequest(url: "\(scheme)://\(host):\(port)/healthz")
-        request.headers.add(name: HTTPServer.probeHeader, value: token)
-        request.headers.add(name: "Connection", value: "close")
-        do {
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
-            return response.status == .ok
-        } catch {
-            return false
+        var headers = HTTPHeaders()
+        headers.add(name: HTTPServer.probeHeader, value: token)
+        headers.add(name: "Connection", value: "close")
+        guard let request = try? HTTPClient.Request(url: "\(scheme)://\(host):\(port)/healthz", method: .GET, headers: headers) else {
+            return eventLoop.makeSucceededFuture(false)
         }
+        return client.execute(request: request, eventLoop: .indifferent, deadline: .now() + .milliseconds(Int64(timeout * 1000)))
+            .map { $0.status == .ok }
+            .recover { _ in false }
     }
 }
