@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Tests only: the property test of the alert resource's codec.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // libmicrohttpd (Debian: libmicrohttpd-dev) plus a non-variadic starter. Not API.
@@ -147,7 +149,12 @@ let package = Package(
             name: "DeployApprovalTests", dependencies: ["DeployApproval", "AlertdClientTesting"], path: "examples/swift/Tests"),
         .testTarget(
             name: "AlertdAPITests",
-            dependencies: ["AlertdAPI", "AlertdHTTP", "AlertdStore", "AlertdClient", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "AlertdAPI", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire", "AlertdClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // Random valid alerts for the property that the renderer and the Wire types agree.
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         // Starts the real alertd binary and speaks HTTP over real sockets.
         // Real webhook receivers (SwiftNIO) for the tests that deliver callbacks.

@@ -12,6 +12,9 @@ struct Transport: Sendable {
     let http: HTTPClient
     /// Answers larger than this are refused (a page of 1000 alerts fits).
     static let maxResponseBytes = 32 << 20
+    /// Reads answers with AlertdWire's own parser, not Foundation's `JSONDecoder`: an
+    /// alert's metadata keeps its member order and number literals, as the daemon wrote it.
+    static let decoder = JSONValueDecoder()
 
     init(url: String, token: String?, http: HTTPClient) throws(AlertdError) {
         var base = url
@@ -83,7 +86,7 @@ struct Transport: Sendable {
 
     func decode<T: Decodable>(_ type: T.Type, from answer: Answer) throws(AlertdError) -> T {
         do {
-            return try JSONDecoder().decode(T.self, from: Data(answer.body.readableBytesView))
+            return try Self.decoder.decode(T.self, from: Array(answer.body.readableBytesView))
         } catch {
             throw AlertdError(
                 kind: .invalidResponse, status: answer.status, message: "the answer is not a valid \(T.self): \(error)")
@@ -93,7 +96,7 @@ struct Transport: Sendable {
     private func check(_ answer: Answer) throws(AlertdError) {
         guard answer.status >= 400 else { return }
         let retryAfter = answer.headers.first(name: "Retry-After").flatMap(Double.init)
-        let problem = try? JSONDecoder().decode(ProblemDocument.self, from: Data(answer.body.readableBytesView))
+        let problem = try? Self.decoder.decode(ProblemDocument.self, from: Array(answer.body.readableBytesView))
         guard let problem else {
             throw AlertdError(
                 kind: .invalidResponse, status: answer.status, retryAfter: retryAfter,

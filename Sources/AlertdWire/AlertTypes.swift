@@ -38,12 +38,34 @@ public struct Button: Sendable, Hashable, Codable {
     /// A button for an action that destroys something, shown in red.
     public static func destructive(_ title: String) -> Button { Button(title: title, style: .destructive) }
 
-    /// A delivery record with every field given.
+    /// Decodes a button; a missing `style` is `default`, as §2 says.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = try container.decode(String.self, forKey: .title)
         // §2: `style` defaults to "default" when a poster leaves it out.
         style = try container.decodeIfPresent(ButtonStyle.self, forKey: .style) ?? .default
+    }
+
+    /// The member names, in the order the daemon writes them.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case title, style
+    }
+
+    /// Every member name a button has, in the order the daemon writes them.
+    public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Writes the button as the daemon writes it, members in ``memberNames`` order:
+    /// `{"title":"Deploy","style":"default"}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        for key in CodingKeys.allCases {
+            json.key(key.rawValue)
+            switch key {
+            case .title: json.string(title)
+            case .style: json.string(style.rawValue)
+            }
+        }
+        json.endObject()
     }
 }
 
@@ -82,12 +104,18 @@ public struct AlertResult: Sendable, Hashable, Codable {
         self.decidedBy = decidedBy
     }
 
-    enum CodingKeys: String, CodingKey {
-        case outcome, button, cancelled
+    /// The member names, in the order the daemon writes them.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case outcome, button
         case buttonIndex = "button_index"
+        case cancelled
         case decidedBy = "decided_by"
     }
 
+    /// Every member name a result has, in the order the daemon writes them.
+    public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Encodes every member, `null` included, as the daemon writes them.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(outcome, forKey: .outcome)
@@ -95,6 +123,22 @@ public struct AlertResult: Sendable, Hashable, Codable {
         try container.encode(buttonIndex, forKey: .buttonIndex)
         try container.encode(cancelled, forKey: .cancelled)
         try container.encode(decidedBy, forKey: .decidedBy)
+    }
+
+    /// Writes the result as the daemon writes it: members in ``memberNames`` order, `null` for what is absent.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        for key in CodingKeys.allCases {
+            json.key(key.rawValue)
+            switch key {
+            case .outcome: json.string(outcome.rawValue)
+            case .button: json.string(button)
+            case .buttonIndex: json.int(buttonIndex)
+            case .cancelled: json.bool(cancelled)
+            case .decidedBy: json.string(decidedBy)
+            }
+        }
+        json.endObject()
     }
 }
 

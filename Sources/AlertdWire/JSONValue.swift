@@ -101,9 +101,14 @@ extension JSONValue: CustomStringConvertible {
 // MARK: - Codable
 
 extension JSONValue: Codable {
-    /// Decodes any JSON value. Numbers are read as `Int`, then `UInt64`, then `Double`;
+    /// Decodes any JSON value. From ``JSONValueDecoder`` the value is taken as parsed.
+    /// From other decoders numbers are read as `Int`, then `UInt64`, then `Double`, and
     /// object member order follows the decoder's `allKeys`, which Foundation does not keep.
     public init(from decoder: any Decoder) throws {
+        if let parsed = decoder as? JSONValueDecoding {
+            self = parsed.value
+            return
+        }
         if let container = try? decoder.container(keyedBy: JSONCodingKey.self) {
             self = .object(try JSONObject(from: container))
             return
@@ -234,8 +239,13 @@ public struct JSONNumber: Sendable, Hashable, Codable, CustomStringConvertible {
         hasher.combine(canonical)
     }
 
-    /// Decodes a number as `Int`, then `UInt64`, then `Double`.
+    /// Decodes a number: its literal from ``JSONValueDecoder``; from other decoders
+    /// as `Int`, then `UInt64`, then `Double` (the spelling is lost).
     public init(from decoder: any Decoder) throws {
+        if let parsed = decoder as? JSONValueDecoding, case .number(let number) = parsed.value {
+            self = number
+            return
+        }
         let container = try decoder.singleValueContainer()
         if let i = try? container.decode(Int.self) {
             self.init(i)
@@ -476,8 +486,13 @@ extension JSONObject: ExpressibleByDictionaryLiteral {
 }
 
 extension JSONObject: Codable {
-    /// Decodes an object from a keyed container; member order follows the decoder's `allKeys`.
+    /// Decodes an object: as parsed from ``JSONValueDecoder``; from other decoders
+    /// through a keyed container, in the order of the decoder's `allKeys`.
     public init(from decoder: any Decoder) throws {
+        if let parsed = decoder as? JSONValueDecoding, case .object(let object) = parsed.value {
+            self = object
+            return
+        }
         try self.init(from: decoder.container(keyedBy: JSONCodingKey.self))
     }
 

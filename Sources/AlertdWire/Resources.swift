@@ -1,6 +1,7 @@
 // The request and response bodies of the HTTP API (SPEC §2, §4), as Codable values.
-// The daemon writes these shapes with its own fast writer; a contract test decodes
-// what it writes into these types, so the SDK and the daemon cannot drift.
+// The daemon writes these shapes with its own fast writer; a property test renders
+// random valid alerts, decodes them into these types as the SDK does and writes
+// them back (`write(into:)`) to the same bytes, so the SDK and the daemon cannot drift.
 
 /// An alert to post (`POST /v1/clients/{client}/alerts`): what §2 lets a poster set.
 ///
@@ -120,19 +121,84 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// True once answered, dismissed, expired or withdrawn.
     public var isTerminal: Bool { state.isTerminal }
 
+    /// The member names, in the order the daemon writes them: ``write(into:)`` and
+    /// ``memberNames`` follow this list, and a property test holds the daemon's
+    /// renderer to it byte for byte.
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, client, state, position, title, message, style, buttons, priority, metadata, result
+        case id, client, state, position, title, message, style, buttons, priority
         case expiresIn = "expires_in"
         case dismissAfter = "dismiss_after"
         case callbackURL = "callback_url"
+        case metadata
         case createdAt = "created_at"
         case displayedAt = "displayed_at"
         case decidedAt = "decided_at"
         case expiresAt = "expires_at"
+        case result
     }
 
     /// Every member name the resource has, in the order the daemon writes them.
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Writes the resource as the daemon writes it: every member in ``memberNames``
+    /// order, `null` for what is absent, whole seconds as integers (`3600`, otherwise
+    /// `1.5`), times as RFC 3339 with milliseconds, metadata member for member.
+    ///
+    /// Decoding the daemon's bytes with ``JSONValueDecoder`` and writing them back
+    /// gives the same bytes:
+    ///
+    /// ```swift
+    /// let alert = try JSONValueDecoder().decode(AlertResource.self, from: body)
+    /// var json = JSONWriter()
+    /// alert.write(into: &json)
+    /// // json.bytes == body
+    /// ```
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        for key in CodingKeys.allCases {
+            json.key(key.rawValue)
+            switch key {
+            case .id: json.string(id)
+            case .client: json.string(client)
+            case .state: json.string(state.rawValue)
+            case .position: json.int(position)
+            case .title: json.string(title)
+            case .message: json.string(message)
+            case .style: json.string(style.rawValue)
+            case .buttons:
+                json.beginArray()
+                for button in buttons { button.write(into: &json) }
+                json.endArray()
+            case .priority: json.int(priority)
+            case .expiresIn: json.seconds(expiresIn)
+            case .dismissAfter: json.seconds(dismissAfter)
+            case .callbackURL: json.string(callbackURL)
+            case .metadata:
+                if let metadata { json.value(.object(metadata)) } else { json.null() }
+            case .createdAt: json.timestamp(createdAt)
+            case .displayedAt: json.timestamp(displayedAt)
+            case .decidedAt: json.timestamp(decidedAt)
+            case .expiresAt: json.timestamp(expiresAt)
+            case .result:
+                if let result { result.write(into: &json) } else { json.null() }
+            }
+        }
+        json.endObject()
+    }
+}
+
+extension JSONWriter {
+    /// Seconds as the API writes them: a whole number as an integer, otherwise the
+    /// shortest decimal that reads back as `seconds`; `null` when nil.
+    mutating func seconds(_ seconds: Double?) {
+        guard let seconds else { return null() }
+        // Below 2^53 every whole Double is an exact Int64.
+        if seconds == seconds.rounded(.towardZero), abs(seconds) < 9_007_199_254_740_992 {
+            int64(Int64(seconds))
+        } else {
+            double(seconds)
+        }
+    }
 }
 
 /// `POST .../alerts/{id}/choice`: exactly one of the button's title or its index.

@@ -1,0 +1,470 @@
+import AlertdCore
+import AlertdWire
+import PropertyBased
+import Testing
+
+@testable import AlertdAPI
+@testable import AlertdClient
+
+/// The alert resource is written twice: by the daemon's hand-written renderer, straight
+/// from its domain `Alert`, and as the Wire types the SDK decodes. These properties
+/// hold the two to one shape, byte for byte, over random valid alerts.
+@Suite("The daemon's alert resource and the SDK's Wire types are one codec")
+struct ResourceCodecTests {
+    @Test("a random valid alert, rendered, decodes as the SDK decodes it into what the alert says, and writes back to the same bytes")
+    func roundTrip() async {
+        await propertyCheck(count: 500, input: RandomAlert.generator) { sample in
+            let bytes = Rendering.alert(sample.alert, position: sample.position)
+            let decoded: AlertResource
+            do {
+                decoded = try Transport.decoder.decode(AlertResource.self, from: bytes)
+            } catch {
+                Issue.record("the SDK cannot decode \(String(decoding: bytes, as: UTF8.self)): \(error)")
+                return
+            }
+            #expect(decoded == Self.expected(sample.alert, position: sample.position))
+
+            var json = JSONWriter()
+            decoded.write(into: &json)
+            let difference = Self.firstDifference(json.bytes, bytes)
+            #expect(difference == nil, "written back: \(difference ?? "")")
+        }
+    }
+
+    @Test("the renderer writes the members of the resource, its result and its buttons in the Wire types' order")
+    func memberOrder() async {
+        await propertyCheck(count: 100, input: RandomAlert.generator) { sample in
+            let bytes = Rendering.alert(sample.alert, position: sample.position)
+            guard case .object(let resource)? = try? JSONParser.parse(bytes) else {
+                Issue.record("not a JSON object: \(String(decoding: bytes, as: UTF8.self))")
+                return
+            }
+            #expect(resource.keys == AlertResource.memberNames)
+            if case .object(let result)? = resource["result"] {
+                #expect(result.keys == AlertResult.memberNames)
+            } else {
+                #expect(resource["result"] == .null && sample.alert.result == nil)
+            }
+            for case .object(let button) in resource["buttons"]?.arrayValue ?? [] {
+                #expect(button.keys == Button.memberNames)
+            }
+        }
+    }
+
+    @Test("the generator's alerts are valid: their posted form passes the daemon's validation unchanged")
+    func generatedAlertsAreValid() async {
+        await propertyCheck(count: 200, input: RandomAlert.generator) { sample in
+            let alert = sample.alert
+            let rules = AlertRules(maxExpiresIn: Double(RandomAlert.maxDurationMilliseconds) / 1000)
+            let body = try JSONParser.parse(RandomAlert.postedBody(alert))
+            switch AlertDraft.validate(body, rules: rules) {
+            case .failure(let invalid):
+                Issue.record("invalid: \(invalid.errors)")
+            case .success(let draft):
+                #expect(Array(draft.title.utf8) == Array(alert.title.utf8))
+                #expect(draft.message.map { Array($0.utf8) } == alert.message.map { Array($0.utf8) })
+                #expect(draft.buttons == alert.buttons && draft.callbackURL == alert.callbackURL)
+                #expect(draft.metadata.map(CompactJSON.init) == alert.metadata)
+                #expect(ClientID.isValid(alert.client))
+            }
+            #expect(alert.id.timestamp == alert.createdAt)
+            #expect(alert.buttons.isEmpty == (alert.dismissAfterMilliseconds != nil))
+            #expect(alert.result?.outcome == (alert.state.isTerminal ? alert.state : nil))
+            #expect((alert.decidedAt != nil) == alert.state.isTerminal)
+        }
+    }
+
+    /// The resource the SDK should see, built from the domain alert field by field.
+    static func expected(_ alert: Alert, position: Int?) -> AlertResource {
+        AlertResource(
+            id: alert.id.description, client: alert.client, state: alert.state,
+            // §2: a position only while pending.
+            position: alert.state.isTerminal ? nil : position,
+            title: alert.title, message: alert.message, style: alert.style, buttons: alert.buttons,
+            priority: alert.priority,
+            expiresIn: Double(alert.expiresAt.milliseconds - alert.createdAt.milliseconds) / 1000,
+            dismissAfter: alert.dismissAfterMilliseconds.map { Double($0) / 1000 },
+            callbackURL: alert.callbackURL,
+            metadata: alert.metadata.map { CompactJSON(trusting: $0.bytes).object ?? [:] },
+            createdAt: alert.createdAt, displayedAt: alert.displayedAt, decidedAt: alert.decidedAt,
+            expiresAt: alert.expiresAt,
+            result: alert.result.map {
+                AlertResult(
+                    outcome: $0.outcome, button: $0.button, buttonIndex: $0.buttonIndex, cancelled: $0.cancelled,
+                    decidedBy: $0.decidedBy)
+            }
+        )
+    }
+
+    /// Where two byte strings first differ, with some text around it; nil when equal.
+    static func firstDifference(_ actual: [UInt8], _ expected: [UInt8]) -> String? {
+        guard actual != expected else { return nil }
+        let at = zip(actual, expected).prefix { $0 == $1 }.count
+        func around(_ bytes: [UInt8]) -> String {
+            String(decoding: bytes[max(0, at - 60)..<min(bytes.count, at + 60)], as: UTF8.self)
+        }
+        return "byte \(at) of \(actual.count) (expected \(expected.count)): …\(around(actual))… instead of …\(around(expected))…"
+    }
+}
+
+/// A random valid domain alert, in any state, and the position it is rendered with.
+struct RandomAlert: Sendable, CustomStringConvertible {
+    var alert: Alert
+    var position: Int?
+
+    var description: String {
+        let json = String(decoding: Rendering.alert(alert, position: position), as: UTF8.self)
+        return "\(alert.state.rawValue) alert with \(alert.buttons.count) buttons, rendered as \(json)"
+    }
+
+    /// Alerts drawn from PropertyBased's seeded generator, so a failure names a seed
+    /// that reproduces it. No shrinking: a smaller alert would have to stay valid.
+    static let generator = Generator<RandomAlert, Shrink.None<RandomAlert>> { rng in
+        var random = SplitMix64(seed: rng.next())
+        return RandomAlert(using: &random)
+    }
+
+    /// Ten years: beyond the default `max_expires_in` of a week, as a config may allow.
+    static let maxDurationMilliseconds: Int64 = 10 * 365 * 86_400_000
+
+    init(using rng: inout SplitMix64) {
+        let state = AlertState.allCases.randomElement(using: &rng)!
+        // Answered alerts have a button to answer with; dismissed ones are buttonless notices.
+        let buttonCount: Int
+        switch state {
+        case .answered: buttonCount = Int.random(in: 1...16, using: &rng)
+        case .dismissed: buttonCount = 0
+        default: buttonCount = rng.chance(0.3) ? 0 : Int.random(in: 1...16, using: &rng)
+        }
+        var buttons: [Button] = []
+        var titles: Set<String> = []
+        while buttons.count < buttonCount {
+            // Unique as validation sees it: String equality, canonical equivalence included.
+            let title = Text.random(scalars: rng.chance(0.2) ? 64 : Int.random(in: 1...64, using: &rng), using: &rng)
+            guard titles.insert(title).inserted else { continue }
+            var style = ButtonStyle.allCases.randomElement(using: &rng)!
+            if style == .cancel, buttons.contains(where: { $0.style == .cancel }) { style = .default }
+            buttons.append(Button(title: title, style: style))
+        }
+
+        let created = Self.time(using: &rng)
+        let expiresIn = Self.duration(using: &rng)
+        let dismissAfter = buttons.isEmpty ? Self.duration(using: &rng) : nil
+        let expiresAt = created.adding(milliseconds: expiresIn)
+        var displayedAt: Timestamp?
+        var decidedAt: Timestamp?
+        var result: AlertResult?
+        /// A time from `start` to the expiry.
+        func before(expiryFrom start: Timestamp) -> Timestamp {
+            Timestamp(milliseconds: Int64.random(in: start.milliseconds...expiresAt.milliseconds, using: &rng))
+        }
+        func shown() -> Timestamp { before(expiryFrom: created) }
+        switch state {
+        case .queued:
+            break
+        case .displayed:
+            displayedAt = shown()
+        case .answered:
+            displayedAt = shown()
+            decidedAt = before(expiryFrom: displayedAt!)
+            let index = Int.random(in: buttons.indices, using: &rng)
+            result = AlertResult(
+                outcome: .answered, button: buttons[index].title, buttonIndex: index, cancelled: buttons[index].style == .cancel,
+                decidedBy: rng.chance(0.5) ? Text.random(scalars: Int.random(in: 1...64, using: &rng), using: &rng) : nil)
+        case .dismissed:
+            displayedAt = shown()
+            decidedAt = displayedAt!.adding(milliseconds: dismissAfter!)
+            result = AlertResult(outcome: .dismissed)
+        case .expired:
+            displayedAt = rng.chance(0.5) ? shown() : nil
+            decidedAt = expiresAt
+            result = AlertResult(outcome: .expired)
+        case .withdrawn:
+            displayedAt = rng.chance(0.5) ? shown() : nil
+            decidedAt = before(expiryFrom: displayedAt ?? created)
+            result = AlertResult(
+                outcome: .withdrawn,
+                decidedBy: rng.chance(0.5) ? Text.random(scalars: Int.random(in: 1...64, using: &rng), using: &rng) : nil)
+        }
+
+        let titleLength =
+            rng.chance(0.1) ? [1, 256].randomElement(using: &rng)! : Int.random(in: 1...(rng.chance(0.5) ? 16 : 256), using: &rng)
+        let message: String? =
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0, 1: nil
+            case 2: Text.random(scalars: [0, 4096].randomElement(using: &rng)!, using: &rng)
+            case 3: Text.random(scalars: Int.random(in: 0...4096, using: &rng), using: &rng)
+            default: Text.random(scalars: Int.random(in: 0...200, using: &rng), using: &rng)
+            }
+        alert = Alert(
+            // The id carries the creation time in its top 48 bits, as the board's ids do.
+            id: AlertID(high: UInt64(created.milliseconds) << 16 | UInt64.random(in: 0...0xFFFF, using: &rng), low: rng.next()),
+            client: Self.client(using: &rng),
+            title: Text.random(scalars: titleLength, using: &rng),
+            message: message,
+            style: AlertStyle.allCases.randomElement(using: &rng)!,
+            buttons: buttons,
+            priority: rng.chance(0.2) ? [-100, 0, 100].randomElement(using: &rng)! : Int.random(in: -100...100, using: &rng),
+            callbackURL: rng.chance(0.5) ? Self.callbackURL(using: &rng) : nil,
+            metadata: rng.chance(0.6) ? Metadata.random(using: &rng) : nil,
+            state: state, createdAt: created, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,
+            dismissAfterMilliseconds: dismissAfter, result: result
+        )
+        // The renderer prints a position for pending alerts only; terminal ones get a
+        // stray one now and then, which must not show.
+        switch state {
+        case .queued: position = rng.chance(0.8) ? Int.random(in: 1...10_000, using: &rng) : nil
+        case .displayed: position = rng.chance(0.8) ? 0 : nil
+        default: position = rng.chance(0.3) ? Int.random(in: 0...10_000, using: &rng) : nil
+        }
+    }
+
+    /// Mostly this century, sometimes anywhere from 1970 to 9989 (RFC 3339 has four-digit years).
+    static func time(using rng: inout SplitMix64) -> Timestamp {
+        let range: ClosedRange<Int64> =
+            rng.chance(0.8) ? 946_684_800_000...4_102_444_800_000 : 0...253_086_508_800_000
+        return Timestamp(milliseconds: Int64.random(in: range, using: &rng))
+    }
+
+    /// Whole seconds (written as integers) as often as not; 0 where a tiny duration rounds to it.
+    static func duration(using rng: inout SplitMix64) -> Int64 {
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0: [0, 1, 999, 1000, 1001, maxDurationMilliseconds].randomElement(using: &rng)!
+        case 1, 2, 3, 4: Int64.random(in: 1...604_800, using: &rng) * 1000
+        case 5: Int64.random(in: 1...maxDurationMilliseconds, using: &rng)
+        default: Int64.random(in: 1...604_800_000, using: &rng)
+        }
+    }
+
+    /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
+    static func client(using rng: inout SplitMix64) -> String {
+        let alnum = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        let rest = alnum + Array("._-")
+        let length = rng.chance(0.1) ? 64 : Int.random(in: 1...20, using: &rng)
+        return String([alnum.randomElement(using: &rng)!] + (1..<length).map { _ in rest.randomElement(using: &rng)! })
+    }
+
+    /// An absolute http(s) URL with a host, printable ASCII only: quotes, backslashes and `</script>` included.
+    static func callbackURL(using rng: inout SplitMix64) -> String {
+        let hosts = ["hooks.example.com", "127.0.0.1", "[::1]", "a", "xn--bcher-kva.example"]
+        var url = (rng.chance(0.5) ? "https://" : "http://") + hosts.randomElement(using: &rng)!
+        if rng.chance(0.3) { url += ":\(Int.random(in: 1...65535, using: &rng))" }
+        url += "/"
+        let pieces = ["a", "/", "?", "&", "=", "#", "%20", "\"", "\\", "</script>", "'", "~", "@", "{}", "<>"]
+        for _ in 0..<Int.random(in: 0...30, using: &rng) {
+            url +=
+                rng.chance(0.5)
+                ? pieces.randomElement(using: &rng)!
+                : String(UnicodeScalar(UInt8.random(in: 0x21...0x7E, using: &rng)))
+        }
+        return url
+    }
+
+    /// The alert as a poster would have posted it (what validation reads).
+    static func postedBody(_ alert: Alert) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("title")
+        json.string(alert.title)
+        if let message = alert.message {
+            json.key("message")
+            json.string(message)
+        }
+        json.key("style")
+        json.string(alert.style.rawValue)
+        json.key("buttons")
+        json.beginArray()
+        for button in alert.buttons {
+            json.beginObject()
+            json.key("title")
+            json.string(button.title)
+            json.key("style")
+            json.string(button.style.rawValue)
+            json.endObject()
+        }
+        json.endArray()
+        json.key("priority")
+        json.int(alert.priority)
+        let expiresIn = alert.expiresAt.milliseconds - alert.createdAt.milliseconds
+        if expiresIn > 0 {
+            json.key("expires_in")
+            json.double(Double(expiresIn) / 1000)
+        }
+        if let dismissAfter = alert.dismissAfterMilliseconds, dismissAfter > 0 {
+            json.key("dismiss_after")
+            json.double(Double(dismissAfter) / 1000)
+        }
+        if let callbackURL = alert.callbackURL {
+            json.key("callback_url")
+            json.string(callbackURL)
+        }
+        if let metadata = alert.metadata {
+            json.key("metadata")
+            json.raw(metadata.bytes)
+        }
+        json.endObject()
+        return json.bytes
+    }
+}
+
+/// Random text of an exact number of Unicode scalars, mixing what tends to break JSON
+/// writers: quotes, backslashes, control characters, `</script>`, line and paragraph
+/// separators, combining marks, emoji sequences, astral and private-use scalars.
+enum Text {
+    static let fragments: [String] = [
+        "</script>", "<script>alert(1)</script>", "<!--", "]]>", "\"", "\\", "\\u0000", "\\\"", "\"}", "]}", "\r\n",
+        "\u{2028}", "\u{2029}", "\u{FEFF}", "\u{7F}", "\u{0}", "e\u{301}", "\u{E9}", "👩‍👩‍👧‍👦", "🇩🇪", "👍🏽", "\u{10FFFF}",
+        "\u{FFFD}", "\u{FFFE}", "\u{FFFF}", "\u{1D11E}", "日本語", "Ωmega", "&amp;", "'", "/", "\t",
+    ]
+
+    static func random(scalars count: Int, using rng: inout SplitMix64) -> String {
+        var scalars: [Unicode.Scalar] = []
+        scalars.reserveCapacity(count + 16)
+        while scalars.count < count {
+            switch Int.random(in: 0..<20, using: &rng) {
+            case 0..<7: scalars.append(scalar(in: 0x20...0x7E, using: &rng))
+            case 7: scalars.append(scalar(in: 0x00...0x1F, using: &rng))
+            case 8, 9: scalars.append(contentsOf: fragments.randomElement(using: &rng)!.unicodeScalars)
+            case 10, 11: scalars.append(scalar(in: 0xA0...0x24F, using: &rng))
+            case 12, 13: scalars.append(scalar(in: 0x370...0xD7FF, using: &rng))
+            case 14: scalars.append(scalar(in: 0xE000...0xFFFF, using: &rng))
+            case 15, 16: scalars.append(scalar(in: 0x1F300...0x1FAFF, using: &rng))
+            case 17: scalars.append(scalar(in: 0x10000...0x10FFFF, using: &rng))
+            default: scalars.append(scalar(in: 0x300...0x36F, using: &rng))  // combining marks
+            }
+        }
+        var text = String.UnicodeScalarView()
+        text.append(contentsOf: scalars.prefix(count))
+        return String(text)
+    }
+
+    /// A scalar in `range`; surrogate code points (not scalars) become U+FFFD.
+    static func scalar(in range: ClosedRange<UInt32>, using rng: inout SplitMix64) -> Unicode.Scalar {
+        Unicode.Scalar(UInt32.random(in: range, using: &rng)) ?? "\u{FFFD}"
+    }
+}
+
+/// Random metadata, made as the daemon makes it: JSON text as a poster might write it
+/// (any number spelling, escapes, whitespace, unicode keys, nesting), parsed by the
+/// daemon's parser, kept as `CompactJSON` when it fits the 4 KiB limit.
+enum Metadata {
+    static func random(using rng: inout SplitMix64) -> CompactJSON {
+        while true {
+            var text = ""
+            if rng.chance(0.05) {
+                // As deep as a posted body allows: the body is one level, metadata 63 more.
+                let depth = Int.random(in: 1...63, using: &rng)
+                text =
+                    "{\"deep\":" + String(repeating: "[", count: depth - 1) + number(using: &rng)
+                    + String(repeating: "]", count: depth - 1) + "}"
+            } else {
+                object(depth: 0, into: &text, using: &rng)
+            }
+            guard case .object(let object)? = try? JSONParser.parse(text, maxDepth: 63) else { continue }
+            let compact = CompactJSON(object)
+            if compact.bytes.count <= AlertDraft.metadataLimit { return compact }
+        }
+    }
+
+    static func object(depth: Int, into text: inout String, using rng: inout SplitMix64) {
+        text += "{" + space(using: &rng)
+        // Keys unique as the parser sees them (String equality).
+        var keys: Set<String> = []
+        for _ in 0..<Int.random(in: 0...(depth == 0 ? 14 : 4), using: &rng) {
+            let key = Text.random(scalars: Int.random(in: 0...12, using: &rng), using: &rng)
+            guard keys.insert(key).inserted else { continue }
+            if keys.count > 1 { text += "," + space(using: &rng) }
+            string(key, into: &text, using: &rng)
+            text += space(using: &rng) + ":" + space(using: &rng)
+            value(depth: depth + 1, into: &text, using: &rng)
+            text += space(using: &rng)
+        }
+        text += "}"
+    }
+
+    static func value(depth: Int, into text: inout String, using rng: inout SplitMix64) {
+        // Containers only down to five levels.
+        let kind = Int.random(in: 0..<(depth < 5 ? 10 : 6), using: &rng)
+        switch kind {
+        case 0: text += ["null", "true", "false"].randomElement(using: &rng)!
+        case 1, 2, 3: text += number(using: &rng)
+        case 4, 5: string(Text.random(scalars: Int.random(in: 0...40, using: &rng), using: &rng), into: &text, using: &rng)
+        case 6, 7: object(depth: depth, into: &text, using: &rng)
+        default:
+            text += "[" + space(using: &rng)
+            for i in 0..<Int.random(in: 0...4, using: &rng) {
+                if i > 0 { text += "," + space(using: &rng) }
+                value(depth: depth + 1, into: &text, using: &rng)
+            }
+            text += "]"
+        }
+    }
+
+    /// A number as RFC 8259 allows it to be spelled, including ones no `Double` holds.
+    static func number(using rng: inout SplitMix64) -> String {
+        if rng.chance(0.3) {
+            return [
+                "0", "-0", "-0.0", "1.50e3", "1E+2", "1e400", "-1e400", "5e-324", "1.7976931348623157e308", "9007199254740993",
+                "18446744073709551616", "123456789012345678901234567890", "0.1", "1e-7", "2.5E-3", "100",
+            ].randomElement(using: &rng)!
+        }
+        var n = rng.chance(0.3) ? "-" : ""
+        n += rng.chance(0.2) ? "0" : String(Int.random(in: 1...9, using: &rng)) + digits(0...25, using: &rng)
+        if rng.chance(0.4) { n += "." + digits(1...20, using: &rng) }
+        if rng.chance(0.3) {
+            n += (rng.chance(0.5) ? "e" : "E") + ["", "+", "-"].randomElement(using: &rng)! + digits(1...4, using: &rng)
+        }
+        return n
+    }
+
+    static func digits(_ count: ClosedRange<Int>, using rng: inout SplitMix64) -> String {
+        String((0..<Int.random(in: count, using: &rng)).map { _ in Character(String(Int.random(in: 0...9, using: &rng))) })
+    }
+
+    static func space(using rng: inout SplitMix64) -> String {
+        rng.chance(0.8)
+            ? "" : String((0..<Int.random(in: 1...3, using: &rng)).map { _ in [" ", "\t", "\n", "\r"].randomElement(using: &rng)! })
+    }
+
+    /// A JSON string literal, each scalar written raw or escaped at random (`\u` with surrogate pairs too).
+    static func string(_ s: String, into text: inout String, using rng: inout SplitMix64) {
+        text += "\""
+        for scalar in s.unicodeScalars {
+            let mustEscape = scalar.value < 0x20 || scalar == "\"" || scalar == "\\"
+            if !mustEscape && rng.chance(0.8) {
+                text.unicodeScalars.append(scalar)
+                continue
+            }
+            let short: [Unicode.Scalar: String] = [
+                "\"": "\\\"", "\\": "\\\\", "/": "\\/", "\u{8}": "\\b", "\u{C}": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+            ]
+            if let escape = short[scalar], rng.chance(0.7) {
+                text += escape
+            } else {
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16, uppercase: rng.chance(0.5))
+                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
+            }
+        }
+        text += "\""
+    }
+}
+
+/// A small seeded generator, started from PropertyBased's, so a reported seed reproduces a case.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
+}
