@@ -6,6 +6,10 @@ import Testing
 @testable import AlertdAPI
 @testable import AlertdClient
 
+// Over 400 lines because the generator of random *valid* alerts (consistent
+// states, results, buttons, metadata built by the daemon's own parser) is most
+// of it, and it belongs next to the properties that use it.
+
 /// The alert resource is written twice: by the daemon's hand-written renderer, straight
 /// from its domain `Alert`, and as the Wire types the SDK decodes. These properties
 /// hold the two to one shape, byte for byte, over random valid alerts.
