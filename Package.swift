@@ -139,7 +139,8 @@ let package = Package(
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient"]),
+        .testTarget(
+            name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
         .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdClientTesting", "AlertdWire"]),
         // The example of examples/swift: a program that asks before deploying, tested with the double.
         .target(name: "DeployApproval", dependencies: ["AlertdClient"], path: "examples/swift/DeployApproval"),
@@ -150,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "AlertdAPITests",
             dependencies: [
-                "AlertdAPI", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire", "AlertdClient",
+                "AlertdAPI", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire", "AlertdClient", "AlertdTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Random valid alerts for the property that the renderer and the Wire types agree.
                 .product(name: "PropertyBased", package: "swift-property-based"),

@@ -113,9 +113,9 @@ final class APIHandler: HTTPHandler {
         var principal: Principal?
         if !auth.isEnabled {
             // Anonymous: only requests addressed to alertd itself, not through a rebound name or from a foreign page.
-            let isDashboard = endpoint == .dashboard || { if case .dashboardAsset = endpoint { true } else { false } }()
             if let problem = hosts.check(
-                method: head.method, isDashboard: isDashboard, host: head.header("host"), origin: head.header("origin"))
+                method: head.method, isDashboard: endpoint?.isDashboard ?? false, host: head.header("host"),
+                origin: head.header("origin"))
             {
                 return refuse(problem)
             }
@@ -274,13 +274,7 @@ final class APIHandler: HTTPHandler {
             // Paged like the alert list: by client id, `limit` (default 100, at most
             // 1000) and the `cursor` of the previous page (`c.<last client id>`).
             let query = try Query(request, allowed: ["limit", "cursor"])
-            var limit = 100
-            if let text = query["limit"] {
-                guard text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text), (1...1000).contains(value) else {
-                    throw Problem(.badRequest, "limit must be an integer from 1 to 1000, not \"\(text)\"")
-                }
-                limit = value
-            }
+            let limit = try query.limit()
             var after: String?
             if let text = query["cursor"] {
                 guard text.hasPrefix("c."), ClientID.isValid(String(text.dropFirst(2))) else {
@@ -593,6 +587,15 @@ struct Query {
     }
 
     subscript(name: String) -> String? { values[name] }
+
+    /// `limit`: 1–1000, for the paged lists; `standard` when absent.
+    func limit(standard: Int = 100) throws -> Int {
+        guard let text = values["limit"] else { return standard }
+        guard text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let limit = Int(text), (1...1000).contains(limit) else {
+            throw Problem(.badRequest, "limit must be an integer from 1 to 1000, not \"\(text)\"")
+        }
+        return limit
+    }
 
     /// `wait`: a non-negative integer of seconds; 0 when absent.
     func wait() throws -> Int {

@@ -55,12 +55,7 @@ struct AlertListing {
             }
             self.states = states
         }
-        if let text = query["limit"] {
-            guard text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let limit = Int(text), (1...1000).contains(limit) else {
-                throw Problem(.badRequest, "limit must be an integer from 1 to 1000, not \"\(text)\"")
-            }
-            self.limit = limit
-        }
+        limit = try query.limit()
         if let text = query["cursor"] {
             guard let cursor = Cursor(text) else {
                 throw Problem(.badRequest, "cursor \"\(text)\" was not issued by this daemon")

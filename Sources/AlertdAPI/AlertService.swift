@@ -81,7 +81,7 @@ final class AlertService: Sendable {
         self.outbox = outbox
         self.rules = board.rules
         var state = State(board: board)
-        for webhook in webhooks { state.webhooks[webhook.client, default: []].append(webhook) }
+        state.webhooks = Self.byClient(webhooks)
         self.state = NIOLockedValueBox(state)
         self.hub = NIOLockedValueBox(Hub())
         self.store = store
@@ -649,13 +649,15 @@ final class AlertService: Sendable {
     /// through the API stay. Events already written keep their targets.
     func replaceConfigWebhooks(with webhooks: [Webhook]) {
         state.withLockedValue { state in
-            var merged: [String: [Webhook]] = [:]
-            for webhook in webhooks { merged[webhook.client, default: []].append(webhook) }
-            for (client, list) in state.webhooks {
-                merged[client, default: []].append(contentsOf: list.filter { $0.source == .api })
-            }
-            state.webhooks = merged
+            state.webhooks = Self.byClient(webhooks + state.webhooks.values.joined().filter { $0.source == .api })
         }
+    }
+
+    /// Webhooks by client, in the order given (config ones first, as everywhere).
+    static func byClient(_ webhooks: [Webhook]) -> [String: [Webhook]] {
+        var byClient: [String: [Webhook]] = [:]
+        for webhook in webhooks { byClient[webhook.client, default: []].append(webhook) }
+        return byClient
     }
 
     // MARK: - Internals
@@ -705,12 +707,8 @@ final class AlertService: Sendable {
             let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: now)
             state.board = board
             state.pendingKeys = [:]
-            var webhooks: [String: [Webhook]] = [:]
-            for webhook in state.webhooks.values.joined() where webhook.source == .config {
-                webhooks[webhook.client, default: []].append(webhook)
-            }
-            for webhook in storedWebhooks { webhooks[webhook.client, default: []].append(webhook) }
-            state.webhooks = webhooks
+            let configured = state.webhooks.values.joined().filter { $0.source == .config }
+            state.webhooks = Self.byClient(configured + storedWebhooks)
             // From here on submissions are computed on memory that matches the store.
             committer.resume()
             failure.clear()

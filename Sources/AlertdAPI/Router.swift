@@ -48,6 +48,14 @@ extension Endpoint {
         }
     }
 
+    /// The dashboard's page or one of its files: loadable from any origin.
+    public var isDashboard: Bool {
+        switch self {
+        case .dashboard, .dashboardAsset: true
+        default: false
+        }
+    }
+
     /// The client the request touches; nil for those that name none.
     public var client: String? {
         switch self {

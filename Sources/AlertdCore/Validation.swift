@@ -297,17 +297,3 @@ public enum CallbackURL {
         return (1...65535).contains(value)
     }
 }
-
-extension JSONValue {
-    /// The JSON type's name, for error reasons.
-    public var typeName: String {
-        switch self {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        }
-    }
-}

@@ -80,8 +80,7 @@ public struct HTTPResponse: Sendable {
 public struct HTTPRequestHead: Sendable {
     /// The header fields a head carries (lower-cased), the first value of each;
     /// the others come with the whole request.
-    public static let fields: Set<String> = Set(fieldList)
-    static let fieldList = ["host", "origin", "authorization", "x-request-id"]
+    public static let fields: Set<String> = Set(HTTPServer.headFields.map(\.text))
 
     public var method: String
     /// The decoded path, without the query string.
@@ -109,12 +108,6 @@ public struct HTTPRequestHead: Sendable {
     /// The first value of a header field, by lower-case name.
     public func header(_ lowercasedName: String) -> String? {
         headers.first { $0.name == lowercasedName }?.value
-    }
-
-    /// How many times a header field came.
-    public func count(of name: String) -> Int {
-        let lowered = name.lowercased()
-        return headers.count { $0.name == lowered }
     }
 }
 

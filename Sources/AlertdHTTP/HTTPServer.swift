@@ -263,7 +263,7 @@ public final class HTTPServer: Sendable {
     public func stop(grace: Double = 2) -> Bool {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, grace) * 1e9)
         while activeRequests > 0, DispatchTime.now().uptimeNanoseconds < deadline { usleep(1000) }
-        guard suspended.close() else {
+        guard suspended.isEmpty else {
             logger.error("not stopping libmicrohttpd: requests are still suspended", metadata: ["requests": "\(suspendedRequests)"])
             return false
         }
@@ -300,13 +300,10 @@ public final class HTTPServer: Sendable {
             // Over limits.max_connections: a 503 that closes the connection, not
             // a connection left unaccepted in the backlog. The watchdog's probe
             // is the exception: it does not compete with clients for a slot.
-            let isProbe = Self.isProbe(connection, token: probeToken)
-            if isProbe {
-                context.isProbe = true
-                probesInFlight.add(1, ordering: .relaxed)
-            }
+            context.isProbe = Self.isProbe(connection, token: probeToken)
+            if context.isProbe { probesInFlight.add(1, ordering: .relaxed) }
             let clientConnections = openConnections.load(ordering: .relaxed) - probesInFlight.load(ordering: .relaxed)
-            if !isProbe, clientConnections > configuration.maxConnections {
+            if !context.isProbe, clientConnections > configuration.maxConnections {
                 context.phase = .answered
                 return queue(handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, close: true)
             }
@@ -326,7 +323,7 @@ public final class HTTPServer: Sendable {
                 context.phase = .answered
                 return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
             }
-            if !isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
+            if !context.isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
                 context.phase = .answered
                 return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, close: true)
             }
@@ -472,13 +469,8 @@ public final class HTTPServer: Sendable {
         MHD_OptionItem(option: option, value: value, ptr_value: nil)
     }
 
-    /// The header fields handlers read besides the head's (``HTTPRequestHead/fields``),
-    /// fetched by name: far fewer allocations than collecting every field of every
-    /// request. A repeated field is kept repeated (a handler may refuse it).
-    public static let handlerHeaders = ["content-type", "idempotency-key", "if-none-match"]
-
     /// A header field's name as a C string literal (no conversion per lookup) and as a String.
-    private struct FieldName: Sendable {
+    struct FieldName: Sendable {
         let c: StaticString
         let text: String
         init(_ c: StaticString) {
@@ -488,7 +480,11 @@ public final class HTTPServer: Sendable {
         var pointer: UnsafePointer<CChar> { UnsafeRawPointer(c.utf8Start).assumingMemoryBound(to: CChar.self) }
     }
 
-    private static let headFields = [FieldName("host"), FieldName("origin"), FieldName("authorization"), FieldName("x-request-id")]
+    /// The fields of a request's head (``HTTPRequestHead/fields``): the first value of each.
+    static let headFields = [FieldName("host"), FieldName("origin"), FieldName("authorization"), FieldName("x-request-id")]
+    /// The fields handlers read besides the head's, fetched by name (far fewer
+    /// allocations than collecting every field of every request); a repeated
+    /// field is kept repeated, for a handler to refuse.
     private static let bodyFields = [FieldName("content-type"), FieldName("idempotency-key"), FieldName("if-none-match")]
 
     /// The first value of each named field that came: one lookup each, no scan.

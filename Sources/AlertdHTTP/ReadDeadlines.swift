@@ -134,11 +134,6 @@ final class ReadDeadlines: Sendable {
         }
     }
 
-    /// Open connections counted for an address (tests).
-    func openConnections(from address: [UInt8]) -> Int {
-        registry.withLockedValue { $0.perAddress[address] ?? 0 }
-    }
-
     /// Shuts down every connection past its deadline; returns how many.
     @discardableResult
     func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int {

@@ -126,16 +126,11 @@ struct ConnectionHandle: @unchecked Sendable {
 ///
 /// Each libmicrohttpd call happens under the same lock as the list's update —
 /// a connection is listed before it is suspended and unlisted only after it is
-/// resumed — so ``close()``, which the server calls before `MHD_stop_daemon`,
-/// never finds the list empty while a resume is still under way (libmicrohttpd
+/// resumed — so ``isEmpty``, which the server checks before `MHD_stop_daemon`,
+/// is never true while a resume is still under way (libmicrohttpd
 /// would then stop, or free, a connection being resumed).
 final class SuspendedConnections: Sendable {
-    private struct List {
-        var responders: [ObjectIdentifier: Responder] = [:]
-        var closed = false
-    }
-
-    private let list = NIOLockedValueBox(List())
+    private let list = NIOLockedValueBox<[ObjectIdentifier: Responder]>([:])
     private let suspendCall: @Sendable (ConnectionHandle) -> Void
     private let resumeCall: @Sendable (ConnectionHandle) -> Void
 
@@ -148,13 +143,15 @@ final class SuspendedConnections: Sendable {
         resumeCall = resume
     }
 
-    var count: Int { list.withLockedValue { $0.responders.count } }
-    var all: [Responder] { list.withLockedValue { Array($0.responders.values) } }
+    var count: Int { list.withLockedValue { $0.count } }
+    /// No connection is suspended, nor being resumed (the resume happens under the lock).
+    var isEmpty: Bool { count == 0 }
+    var all: [Responder] { list.withLockedValue { Array($0.values) } }
 
     /// On the connection's MHD thread, from inside the access handler.
     func suspend(_ responder: Responder, _ connection: ConnectionHandle) {
         list.withLockedValue { list in
-            list.responders[ObjectIdentifier(responder)] = responder
+            list[ObjectIdentifier(responder)] = responder
             suspendCall(connection)
         }
     }
@@ -163,16 +160,7 @@ final class SuspendedConnections: Sendable {
     func resume(_ responder: Responder, _ connection: ConnectionHandle) {
         list.withLockedValue { list in
             resumeCall(connection)
-            list.responders[ObjectIdentifier(responder)] = nil
-        }
-    }
-
-    /// True, and closed for good, when no connection is suspended or being resumed.
-    func close() -> Bool {
-        list.withLockedValue { list in
-            guard list.responders.isEmpty else { return false }
-            list.closed = true
-            return true
+            list[ObjectIdentifier(responder)] = nil
         }
     }
 }

@@ -513,3 +513,17 @@ extension JSONObject: Codable {
         }
     }
 }
+
+extension JSONValue {
+    /// The JSON type's name, for error reasons.
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}

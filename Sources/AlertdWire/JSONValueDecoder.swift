@@ -114,18 +114,8 @@ struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
             return .valueNotFound(
                 type, DecodingError.Context(codingPath: codingPath, debugDescription: "null where a \(type) was expected"))
         }
-        return .typeMismatch(type, DecodingError.Context(codingPath: codingPath, debugDescription: "\(kind) where a \(type) was expected"))
-    }
-
-    private var kind: String {
-        switch value {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        }
+        return .typeMismatch(
+            type, DecodingError.Context(codingPath: codingPath, debugDescription: "\(value.typeName) where a \(type) was expected"))
     }
 }
 

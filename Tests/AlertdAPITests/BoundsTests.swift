@@ -47,6 +47,8 @@ struct BoundsTests {
         let once = try daemon.post("once", #"{"title":"x","buttons":[{"title":"OK"}]}"#)
         _ = try daemon.post("busy", #"{"title":"still pending","buttons":[{"title":"OK"}]}"#)
         #expect(try daemon.send("DELETE", "/v1/clients/once/alerts/\(once["id"] as! String)").status == 200)
+        let hook = try daemon.send("POST", "/v1/clients/once/webhooks", json: #"{"url":"http://127.0.0.1:9/hook"}"#)
+        #expect(hook.status == 201)
         // Retained: the client stays (and holds its slot) while its alert is readable.
         await daemon.core.service.purge()
         func listed(_ daemon: InProcessDaemon) throws -> [String] {
@@ -59,6 +61,13 @@ struct BoundsTests {
         await daemon.core.service.purge()
         daemon.barrier()
         #expect(try listed(daemon) == ["busy"])
+        // A forgotten client is as one never used (§4): no current alert, empty lists.
+        #expect(try daemon.send("GET", "/v1/clients/once/alerts/current").status == 204)
+        let all = "/v1/clients/once/alerts?state=queued,displayed,answered,dismissed,expired,withdrawn"
+        #expect((try daemon.send("GET", all).object()["alerts"] as? [Any])?.isEmpty == true)
+        // Its webhooks are configuration, not queue state: they stay.
+        let hooks = try daemon.send("GET", "/v1/clients/once/webhooks").object()["webhooks"] as? [[String: Any]]
+        #expect(hooks?.count == 1)
         // Its slot is free again, and the store forgot it too.
         let restarted = try daemon.restart(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
         defer { restarted.cleanUp() }

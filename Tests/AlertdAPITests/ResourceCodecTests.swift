@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdTestSupport
 import AlertdWire
 import PropertyBased
 import Testing
@@ -278,14 +279,7 @@ struct RandomAlert: Sendable, CustomStringConvertible {
         json.string(alert.style.rawValue)
         json.key("buttons")
         json.beginArray()
-        for button in alert.buttons {
-            json.beginObject()
-            json.key("title")
-            json.string(button.title)
-            json.key("style")
-            json.string(button.style.rawValue)
-            json.endObject()
-        }
+        for button in alert.buttons { button.write(into: &json) }
         json.endArray()
         json.key("priority")
         json.int(alert.priority)
@@ -455,20 +449,7 @@ enum Metadata {
     }
 }
 
-/// A small seeded generator, started from PropertyBased's, so a reported seed reproduces a case.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
 }

@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdDelivery
+import AlertdTestSupport
 import AlertdWire
 import Testing
 

@@ -1,4 +1,5 @@
 import AlertdDelivery
+import AlertdTestSupport
 import AlertdWire
 import Testing
 
