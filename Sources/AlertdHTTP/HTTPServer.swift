@@ -90,10 +90,6 @@ public final class HTTPServer: Sendable {
     private let daemons = Mutex<[DaemonHandle]>([])
     private let _boundAddress = Mutex<String>("")
     private let active = Atomic<Int>(0)
-    /// TCP connections open now, from libmicrohttpd's connection notifications.
-    private let openConnections = Atomic<Int>(0)
-    /// Watchdog probes being served: their connections take no client's slot.
-    private let probesInFlight = Atomic<Int>(0)
     /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
     /// that those over the bound get a 503 instead of waiting unaccepted.
     static let connectionHeadroom = 64
@@ -231,7 +227,6 @@ public final class HTTPServer: Sendable {
     }
 
     func connection(_ connection: OpaquePointer, opened: Bool, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        openConnections.add(opened ? 1 : -1, ordering: .relaxed)
         if opened {
             readDeadlines.opened(fd: alertd_connection_fd(connection), context: context)
         } else {
@@ -301,9 +296,7 @@ public final class HTTPServer: Sendable {
             // a connection left unaccepted in the backlog. The watchdog's probe
             // is the exception: it does not compete with clients for a slot.
             context.isProbe = Self.isProbe(connection, token: probeToken)
-            if context.isProbe { probesInFlight.add(1, ordering: .relaxed) }
-            let clientConnections = openConnections.load(ordering: .relaxed) - probesInFlight.load(ordering: .relaxed)
-            if !context.isProbe, clientConnections > configuration.maxConnections {
+            if !context.isProbe, readDeadlines.takeClientSlot(connection) > configuration.maxConnections {
                 context.phase = .answered
                 return queue(handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, close: true)
             }
@@ -423,9 +416,6 @@ public final class HTTPServer: Sendable {
         // Answered: the next request on this connection has its own time to arrive.
         if let connection { readDeadlines.answered(connection) }
         guard let contextSlot, let raw = contextSlot.pointee else { return }
-        if Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue().isProbe {
-            probesInFlight.subtract(1, ordering: .relaxed)
-        }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextSlot.pointee = nil
         active.subtract(1, ordering: .relaxed)

@@ -37,6 +37,8 @@ final class ReadDeadlines: Sendable {
         let address: [UInt8]?
         /// It opened while its address already held the limit.
         let overLimit: Bool
+        /// A client's request arrived on it: it holds one of `max_connections`' slots.
+        let holdsClientSlot = Atomic<Bool>(false)
 
         init(fd: Int32, deadline: UInt64, address: [UInt8]? = nil, overLimit: Bool = false) {
             self.fd = fd
@@ -61,6 +63,8 @@ final class ReadDeadlines: Sendable {
     private let started = Atomic<Bool>(false)
     /// Connections cut for being too slow, since start.
     private let cutCount = Atomic<Int>(0)
+    /// Open connections that have carried a client's request (not the watchdog's probe).
+    private let clientSlots = Atomic<Int>(0)
 
     init(timeout seconds: Double, perAddressLimit: Int? = nil) {
         timeout = UInt64(max(0.05, seconds) * 1e9)
@@ -92,6 +96,20 @@ final class ReadDeadlines: Sendable {
     /// Whether the connection opened while its address held the per-address limit.
     func isOverAddressLimit(_ connection: OpaquePointer) -> Bool {
         Self.entry(of: connection)?.overLimit ?? false
+    }
+
+    /// A client's request arrived on `connection`: it takes a slot (once per
+    /// connection) and this returns how many connections hold one now.
+    ///
+    /// Counting only connections that carried a client's request keeps the
+    /// watchdog's probe out of the count for its whole life — accepted but not
+    /// yet read, answered but not yet closed — so it never takes a client's slot
+    /// and a client never takes its. Connections that send nothing are bounded
+    /// by libmicrohttpd's own limit and cut by the read timeout.
+    func takeClientSlot(_ connection: OpaquePointer) -> Int {
+        guard let entry = Self.entry(of: connection) else { return clientSlots.load(ordering: .relaxed) }
+        if entry.holdsClientSlot.exchange(true, ordering: .relaxed) { return clientSlots.load(ordering: .relaxed) }
+        return clientSlots.add(1, ordering: .relaxed).newValue
     }
 
     /// The peer's IP address bytes (4 or 16); nil for anything else.
@@ -126,6 +144,7 @@ final class ReadDeadlines: Sendable {
         guard let raw = context.pointee else { return }
         context.pointee = nil
         let entry = Unmanaged<Entry>.fromOpaque(raw).takeRetainedValue()
+        if entry.holdsClientSlot.load(ordering: .relaxed) { clientSlots.subtract(1, ordering: .relaxed) }
         registry.withLockedValue { registry in
             registry.entries.removeValue(forKey: ObjectIdentifier(entry))
             if let address = entry.address, let open = registry.perAddress[address] {

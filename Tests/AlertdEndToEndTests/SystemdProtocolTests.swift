@@ -65,12 +65,13 @@ struct SystemdProtocolTests {
         while held.count < 2, Date() < deadline {
             let client = daemon.client(timeout: 5)
             try client.sendRaw(Array("GET /v1/clients/ops/alerts/current?wait=30 HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
-            // Parked, or refused (a probe's connection was being accepted just then): try again.
-            while Date() < deadline, client.isConnected {
-                if try observer.get("/readyz").jsonObject()["waiters"] as? Int == held.count + 1 { break }
-                usleep(10_000)
+            // Kept only once it is seen parked; refused (the connection closed): try again.
+            var parked = false
+            while !parked, Date() < deadline, client.isConnected {
+                parked = try observer.get("/readyz").jsonObject()["waiters"] as? Int == held.count + 1
+                if !parked { usleep(10_000) }
             }
-            if client.isConnected { held.append(client) }
+            if parked { held.append(client) }
         }
         try #require(held.count == 2)
         let refused = try daemon.client(timeout: 5).get("/healthz")
