@@ -184,7 +184,6 @@ public final class HTTPServer: Sendable {
             throw error
         }
         daemons.withLock { $0 = started }
-        readDeadlines.start()
         logger.debug("http server started", metadata: ["address": "\(boundAddress)", "threads": "\(threads)"])
     }
 
@@ -267,7 +266,6 @@ public final class HTTPServer: Sendable {
             return handles
         }
         for handle in handles { MHD_stop_daemon(handle.pointer) }
-        readDeadlines.stop()
         retainedForMHD.withLockedValue { retained in
             retained?.release()
             retained = nil

@@ -13,7 +13,7 @@ public enum Durability: String, Sendable {
 }
 
 /// alertd's store: SQLite in WAL mode through GRDB, in the state directory.
-public final class SQLiteStore: AlertStore {
+public final class SQLiteStore: PersistentStore {
     public static let fileName = "alertd.sqlite"
     let pool: DatabasePool
     let durability: Durability
@@ -199,7 +199,7 @@ public final class SQLiteStore: AlertStore {
         return migrator
     }
 
-    // MARK: - AlertStore
+    // MARK: - PersistentStore
 
     public func load() throws -> StoredState {
         try pool.read { db in

@@ -1,4 +1,4 @@
-import AlertdAPI
+import AlertdDaemon
 import ArgumentParser
 import Foundation
 import Logging

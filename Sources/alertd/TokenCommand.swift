@@ -1,4 +1,5 @@
 import AlertdAPI
+import AlertdDaemon
 import ArgumentParser
 import Foundation
 

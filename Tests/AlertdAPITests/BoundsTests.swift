@@ -1,9 +1,11 @@
+import AlertdEngine
 import AlertdHTTP
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdCore
 
 @Suite("Every resource a caller can grow has a bound")
@@ -50,7 +52,7 @@ struct BoundsTests {
         let hook = try daemon.send("POST", "/v1/clients/once/webhooks", json: #"{"url":"http://127.0.0.1:9/hook"}"#)
         #expect(hook.status == 201)
         // Retained: the client stays (and holds its slot) while its alert is readable.
-        await daemon.core.service.purge()
+        await daemon.alertd.engine.purge()
         func listed(_ daemon: InProcessDaemon) throws -> [String] {
             try (daemon.send("GET", "/v1/clients").object()["clients"] as! [[String: Any]]).map { $0["client"] as! String }
         }
@@ -58,7 +60,7 @@ struct BoundsTests {
         #expect(try daemon.send("POST", "/v1/clients/third/alerts", json: #"{"title":"x"}"#).status == 429)
 
         daemon.clock.advance(seconds: 61)
-        await daemon.core.service.purge()
+        await daemon.alertd.engine.purge()
         daemon.barrier()
         #expect(try listed(daemon) == ["busy"])
         // A forgotten client is as one never used (§4): no current alert, empty lists.

@@ -1,9 +1,12 @@
 import AlertdCore
+import AlertdEngine
+import AlertdHTTP
 import AlertdStore
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdWire
 import Logging
 
@@ -197,66 +200,93 @@ struct RoutingTests {
             ])
     }
 
-    @Test("every domain error maps to the problem code of its name and status")
+    @Test("every engine error maps to its problem code; the board's keep their names; none is a 500")
     func domainErrors() {
+        let expected: [EngineError.Code: Problem.Code] = [
+            .notFound: .notFound, .notDisplayed: .notDisplayed, .alreadyDecided: .alreadyDecided, .unknownButton: .unknownButton,
+            .queueFull: .queueFull, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
+            .invalidWebhook: .badRequest, .configWebhook: .forbidden, .tooManyWaiters: .tooManyWaiters, .unavailable: .unavailable,
+        ]
+        #expect(Set(expected.keys) == Set(EngineError.Code.allCases))
+        for code in EngineError.Code.allCases {
+            let problem = Problem(EngineError(code, "detail", retryAfter: 3))
+            #expect(problem.code == expected[code], "\(code)")
+            #expect(problem.code.status != 500, "\(code) is not a bug")
+            #expect(problem.headers.contains { $0.name == "Retry-After" && $0.value == "3" })
+        }
         for code in BoardError.Code.allCases {
-            let problem = Problem(BoardError(code, "detail"))
-            #expect(problem.code.rawValue == code.rawValue, "\(code)")
-            #expect(problem.code.status != 400 && problem.code.status != 500, "\(code) is not a generic error")
+            #expect(Problem(EngineError(BoardError(code, "detail"))).code.rawValue == code.rawValue, "\(code)")
         }
     }
 
     @Test("an error that is not a problem is 500 internal naming the request id, never its own text")
-    func unexpectedErrors() {
+    func unexpectedErrors() throws {
         struct SecretLeak: Error, CustomStringConvertible {
             var description: String { "cannot open /var/lib/alertd/alertd.sqlite at 10.0.0.5" }
         }
-        let problem = Problem.of(SecretLeak(), requestID: "req-123")
-        #expect(problem.code == .internal)
-        #expect(problem.code.status == 500)
-        #expect(problem.detail.contains("req-123"))
-        #expect(!problem.detail.contains("alertd.sqlite") && !problem.detail.contains("10.0.0.5"))
-        let known = Problem(.notFound, "no such alert")
-        #expect(Problem.of(known, requestID: "req-1").detail == "no such alert")
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let failing = Route("GET", "/boom", .open, "boom") { _ in { _ in throw SecretLeak() } }
+        let api = API(
+            engine: daemon.alertd.engine, routes: [failing], access: API.Access(), metrics: API.Metrics(), metricsNeedToken: false,
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let answer = PendingAnswer()
+        api.handle(
+            HTTPRequest(method: "GET", path: "/boom", headers: [("X-Request-Id", "req-123")]), responder: .inProcess { answer.fulfil($0) })
+        let response = try answer.wait()
+        #expect(response.status == 500)
+        let body = try response.object()
+        #expect(body["code"] as? String == "internal")
+        #expect((body["detail"] as? String)?.contains("req-123") == true)
+        #expect(!response.text.contains("alertd.sqlite") && !response.text.contains("10.0.0.5"))
+        #expect(response.header("X-Request-Id") == "req-123")
     }
 
     @Test(
-        "each path and method reaches its endpoint",
+        "each path and method reaches its route, with its client and id",
         arguments: [
-            ("GET", "/healthz", Endpoint.healthz),
-            ("GET", "/readyz", .readyz),
-            ("GET", "/v1/clients", .listClients),
-            ("POST", "/v1/clients/ops/alerts", .postAlert(client: "ops")),
-            ("GET", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
-            ("HEAD", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
-            ("GET", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
-            ("GET", "/v1/clients/ops/alerts/X1", .getAlert(client: "ops", id: "X1")),
-            ("DELETE", "/v1/clients/ops/alerts/X1", .withdrawAlert(client: "ops", id: "X1")),
-            ("POST", "/v1/clients/ops/alerts/X1/choice", .choose(client: "ops", id: "X1")),
-            ("POST", "/v1/clients/ops/webhooks", .createWebhook(client: "ops")),
-            ("GET", "/v1/clients/ops/webhooks", .listWebhooks(client: "ops")),
-            ("GET", "/v1/clients/ops/webhooks/wh_1", .getWebhook(client: "ops", id: "wh_1")),
-            ("DELETE", "/v1/clients/ops/webhooks/wh_1", .deleteWebhook(client: "ops", id: "wh_1")),
-            ("GET", "/v1/clients/ops/alerts/X1/deliveries", .deliveries(client: "ops", id: "X1")),
-            ("HEAD", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
-            ("GET", "/", .dashboard),
-            ("GET", "/ui/app.js", .dashboardAsset(name: "app.js")),
+            ("GET", "/healthz", "healthz", nil, nil),
+            ("GET", "/readyz", "readyz", nil, nil),
+            ("GET", "/v1/clients", "list_clients", nil, nil),
+            ("POST", "/v1/clients/ops/alerts", "post_alert", "ops", nil),
+            ("GET", "/v1/clients/ops/alerts", "list_alerts", "ops", nil),
+            ("HEAD", "/v1/clients/ops/alerts", "list_alerts", "ops", nil),
+            ("GET", "/v1/clients/ops/alerts/current", "current_alert", "ops", nil),
+            ("GET", "/v1/clients/ops/alerts/X1", "get_alert", "ops", "X1"),
+            ("DELETE", "/v1/clients/ops/alerts/X1", "withdraw_alert", "ops", "X1"),
+            ("POST", "/v1/clients/ops/alerts/X1/choice", "choose", "ops", "X1"),
+            ("POST", "/v1/clients/ops/webhooks", "create_webhook", "ops", nil),
+            ("GET", "/v1/clients/ops/webhooks", "list_webhooks", "ops", nil),
+            ("GET", "/v1/clients/ops/webhooks/wh_1", "get_webhook", "ops", "wh_1"),
+            ("DELETE", "/v1/clients/ops/webhooks/wh_1", "delete_webhook", "ops", "wh_1"),
+            ("GET", "/v1/clients/ops/alerts/X1/deliveries", "deliveries", "ops", "X1"),
+            ("HEAD", "/v1/clients/ops/alerts/current", "current_alert", "ops", nil),
+            ("GET", "/", "dashboard", nil, nil),
+            ("GET", "/ui/app.js", "dashboard_asset", nil, nil),
             // A capture is the segment's text as decoded, not only ASCII; the handler judges it.
-            ("GET", "/v1/clients/öps/alerts/current", .currentAlert(client: "öps")),
+            ("GET", "/v1/clients/öps/alerts/current", "current_alert", "öps", nil),
             // `current` is a literal: it wins over `{id}`, but only in that position.
-            ("GET", "/v1/clients/current/alerts/current", .currentAlert(client: "current")),
-        ])
-    func routes(method: String, path: String, endpoint: Endpoint) {
-        guard case .found(let found, _) = Router.api.match(method: method, path: path) else {
+            ("GET", "/v1/clients/current/alerts/current", "current_alert", "current", nil),
+        ] as [(String, String, String, String?, String?)])
+    func routes(method: String, path: String, name: String, client: String?, id: String?) {
+        guard case .found(let route, let captures) = Router(API.routes).match(method: method, path: path) else {
             Issue.record("no route for \(method) \(path)")
             return
         }
-        #expect(found == endpoint)
+        #expect(route.name == name)
+        #expect(captures["client"] == client)
+        #expect(captures["id"] == id)
+        if name == "dashboard_asset" { #expect(captures["asset"] == "app.js") }
+    }
+
+    @Test("route names are unique: each is one metrics label")
+    func routeNames() {
+        #expect(Set(API.routes.map(\.name)).count == API.routes.count)
     }
 
     @Test("a known path with another method is 405 with the methods it allows")
     func methodNotAllowed() {
-        guard case .methodNotAllowed(let allow) = Router.api.match(method: "PUT", path: "/v1/clients/ops/alerts/X1") else {
+        guard case .methodNotAllowed(let allow) = Router(API.routes).match(method: "PUT", path: "/v1/clients/ops/alerts/X1") else {
             Issue.record("expected 405")
             return
         }
@@ -265,7 +295,7 @@ struct RoutingTests {
 
     @Test("405 lists each method once, in table order, with HEAD after GET")
     func allowOrder() {
-        guard case .methodNotAllowed(let allow) = Router.api.match(method: "PATCH", path: "/v1/clients/ops/alerts") else {
+        guard case .methodNotAllowed(let allow) = Router(API.routes).match(method: "PATCH", path: "/v1/clients/ops/alerts") else {
             Issue.record("expected 405")
             return
         }
@@ -279,7 +309,7 @@ struct RoutingTests {
             "//", "/v1/clients/ops/alerts/X1/choice/x/y/z/w", "/v1/clients/ops/alert", "/v1/clients/ops/alertsx", "/V1/clients",
         ])
     func notFound(path: String) {
-        guard case .notFound = Router.api.match(method: "GET", path: path) else {
+        guard case .notFound = Router(API.routes).match(method: "GET", path: path) else {
             Issue.record("expected 404 for \(path)")
             return
         }

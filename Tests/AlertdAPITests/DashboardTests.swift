@@ -1,8 +1,10 @@
+import AlertdEngine
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 /// `Sources/AlertdAPI/Dashboard/`, found from this file's path.
@@ -175,12 +177,13 @@ struct DashboardServingTests {
     func routeNames() {
         let cases: [(String, String)] = [("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset")]
         for (path, name) in cases {
-            guard case .found(let endpoint, let permission) = Router.api.match(method: "GET", path: path) else {
+            guard case .found(let route, _) = Router(API.routes).match(method: "GET", path: path) else {
                 Issue.record("no route for \(path)")
                 continue
             }
-            #expect(endpoint.routeName == name)
-            #expect(permission == .open)
+            #expect(route.name == name)
+            #expect(route.permission == .open)
+            #expect(route.isDashboard)
         }
     }
 

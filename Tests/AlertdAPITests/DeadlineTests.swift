@@ -1,7 +1,9 @@
+import AlertdEngine
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdCore
 import AlertdHTTP
 import NIOConcurrencyHelpers
@@ -148,12 +150,12 @@ struct WaiterTests {
         let waiters = (0..<50).map { _ in daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60&after=\(first["id"] as! String)") }
         daemon.barrier()
         #expect(waiters.allSatisfy { !$0.isAnswered })
-        #expect(daemon.core.service.hub.withLockedValue { $0.count } == 50)
+        #expect(daemon.alertd.engine.waiterCount == 50)
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(first["id"] as! String)/choice", json: #"{"button":"OK"}"#)
         for waiter in waiters {
             #expect(try waiter.wait().object()["id"] as? String == second["id"] as? String)
         }
-        #expect(daemon.core.service.hub.withLockedValue { $0.count } == 0)
+        #expect(daemon.alertd.engine.waiterCount == 0)
     }
 
     @Test("a current waiter without after parks only while nothing is displayed")
@@ -177,7 +179,7 @@ struct WaiterTests {
         let onCurrent = daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60&after=\(posted["id"] as! String)")
         let onAlert = daemon.start("GET", "/v1/clients/ops/alerts/\(posted["id"] as! String)?wait=60")
         daemon.barrier()
-        daemon.core.service.drain()
+        daemon.alertd.engine.drain()
         #expect(try onCurrent.wait(seconds: 2).object()["id"] as? String == posted["id"] as? String)
         #expect(try onAlert.wait(seconds: 2).object()["state"] as? String == "displayed")
         let refused = try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Late"}"#)
@@ -197,12 +199,12 @@ struct RetentionTests {
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(decided["id"] as! String)/choice", json: #"{"button":"OK"}"#)
 
         daemon.clock.advance(seconds: 3599)
-        await daemon.core.service.purge()
+        await daemon.alertd.engine.purge()
         daemon.barrier()
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 200)
 
         daemon.clock.advance(seconds: 2)
-        await daemon.core.service.purge()
+        await daemon.alertd.engine.purge()
         daemon.barrier()
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 404)
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(pending["id"] as! String)").status == 200)

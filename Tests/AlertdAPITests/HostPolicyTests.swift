@@ -1,8 +1,10 @@
+import AlertdEngine
 import AlertdHTTP
 import Crypto
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdWire
 
 @Suite("Without tokens, Host and Origin keep rebound names and foreign pages out")

@@ -1,4 +1,6 @@
+import AlertdCallbacks
 import AlertdCore
+import AlertdEngine
 import AlertdHTTP
 import AlertdStore
 import AlertdWire
@@ -7,19 +9,24 @@ import Logging
 import Synchronization
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 
-/// alertd built exactly as the daemon builds it (`Application.build`), with a
-/// manual clock and a temp state dir, driven through its HTTP handler without sockets.
+/// alertd built exactly as the daemon builds it (`Alertd.build`), with a
+/// manual clock and a temp state dir, driven through its HTTP handler without
+/// sockets. Its loops run as the daemon's services would: the store's writer
+/// thread, and the deadline and delivery loops as tasks.
 final class InProcessDaemon: @unchecked Sendable {
     let clock: ManualClock
     let stateDir: String
     let config: Config
-    let core: Application.Core
+    let alertd: Alertd
     private let ownsDir: Bool
+    private let loops: [Task<Void, Never>]
+    private let stopped = Atomic<Bool>(false)
 
     init(
         config yaml: String = "", stateDir: String? = nil, clock: ManualClock = ManualClock(),
-        wrapStore: (any AlertStore) -> any AlertStore = { $0 }
+        wrapStore: (any PersistentStore) -> any PersistentStore = { $0 }
     ) throws {
         self.clock = clock
         self.ownsDir = stateDir == nil
@@ -27,13 +34,26 @@ final class InProcessDaemon: @unchecked Sendable {
         var config = try Config.parse(yaml: yaml)
         config.stateDir = self.stateDir
         self.config = config
-        core = try Application.build(config: config, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
+        let alertd = try Alertd.build(config: config, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
             wrapStore(try SQLiteStore(directory: $0.stateDir, durability: $0.durability))
         }
+        self.alertd = alertd
+        alertd.store.startWriter()
+        loops = [
+            Task { try? await DeadlineService(engine: alertd.engine).run() },
+            Task { await alertd.deliveries.run() },
+        ]
     }
 
     /// Stops this instance (like a crash would, minus losing anything committed).
-    func stop() { core.shutdown() }
+    func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        for loop in loops { loop.cancel() }
+        alertd.engine.drain()
+        alertd.deliveries.shutdownNow()
+        alertd.store.shutdown()
+        alertd.releaseStateDirectory()
+    }
 
     /// A new instance on the same state dir: a restart.
     func restart(config yaml: String = "") throws -> InProcessDaemon {
@@ -60,7 +80,7 @@ final class InProcessDaemon: @unchecked Sendable {
         if json != nil { allHeaders.append((name: "Content-Type", value: "application/json")) }
         let request = HTTPRequest(
             method: method, path: String(parts[0]), query: query, headers: allHeaders, body: Array((json ?? "").utf8))
-        core.handler.handle(request, responder: Responder.inProcess { pending.fulfil($0) })
+        alertd.api.handle(request, responder: Responder.inProcess { pending.fulfil($0) })
         return pending
     }
 
@@ -71,14 +91,16 @@ final class InProcessDaemon: @unchecked Sendable {
 
     /// Fires the deadlines due at the manual clock's time and waits for their commit.
     func fireDeadlines() {
-        _ = core.service.fireDeadlines()
+        alertd.engine.fireDeadlines()
         barrier()
     }
 
     /// Returns once everything submitted so far is committed and published.
     func barrier() {
         let done = DispatchSemaphore(value: 0)
-        core.committer.submit([]) { _ in done.signal() }
+        alertd.store.transact(client: "barrier", now: clock.now()) { _, _ in Mutation((), afterEarlierCommits: true) } completion: { _ in
+            done.signal()
+        }
         done.wait()
     }
 

@@ -1,3 +1,4 @@
+import AlertdEngine
 import AlertdClient
 import AlertdCore
 import AlertdWire
@@ -7,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 import AlertdStore
 
@@ -159,7 +161,7 @@ struct OutboxTests {
         _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).count == 1)
         daemon.clock.advance(seconds: 61)
-        await daemon.core.service.purge()
+        await daemon.alertd.engine.purge()
         daemon.barrier()
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).count == 1, "its delivery is still pending")
         // Settle the delivery (as the worker records a 2xx), then purge again.
@@ -167,10 +169,10 @@ struct OutboxTests {
         let deliveryID = try #require(
             try await queue0.read { try String.fetchOne($0, sql: "SELECT id FROM deliveries WHERE alert_id = ?", arguments: [id]) })
         let attempt = DeliveryAttempt(at: daemon.clock.now(), statusCode: 204, error: nil)
-        daemon.core.committer.submit([
-            .attempt(AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil))
-        ]) { _ in }
-        await daemon.core.service.purge()
+        daemon.alertd.store.record(
+            AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil)
+        ) { _ in }
+        await daemon.alertd.engine.purge()
         daemon.barrier()
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).isEmpty)
         let queue = try DatabaseQueue(path: daemon.stateDir + "/alertd.sqlite")

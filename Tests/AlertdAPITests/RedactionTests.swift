@@ -1,8 +1,10 @@
+import AlertdEngine
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 @Suite("Callback URLs are redacted for tokens without admin")

@@ -1,9 +1,11 @@
+import AlertdEngine
 import AlertdCore
 import Foundation
 import Synchronization
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 @testable import AlertdStore
 import AlertdHTTP
 import AlertdWire
@@ -245,35 +247,5 @@ struct ReviewPositionTests {
                 "B reads position \(withCommitting["position"] ?? "nil") behind an alert no reader can see")
         }
         #expect(listed.last?["position"] as? Int == 1)
-    }
-}
-
-@Suite("Review: the deadline ticker")
-struct ReviewTickerTests {
-    /// Ticker.poke compares the new deadline with `wakeAt`, the wake-up planned
-    /// by the *previous* sleep. Between the ticker waking up, computing its next
-    /// deadline in fireDeadlines() and sleeping again, `wakeAt` is stale (in the
-    /// past), so a post that adds a sooner deadline in that window is not
-    /// recorded, and the ticker sleeps until the old next deadline (up to 60 s):
-    /// a dismissal or expiry fires late.
-    @Test("a deadline added while the ticker is between two sleeps still wakes it in time")
-    func pokeBetweenSleepsIsNotLost() throws {
-        let ticker = Ticker()
-        let clock = SystemClock()
-        // The previous sleep: planned to wake 50 ms from now, and does.
-        #expect(ticker.sleep(until: clock.now().adding(seconds: 0.05), clock: clock))
-        // fireDeadlines() then found its next deadline 60 s away; before the ticker
-        // sleeps on it, a post adds a dismissal due in 0.5 s and pokes.
-        let next = clock.now().adding(seconds: 60)
-        ticker.poke(at: clock.now().adding(seconds: 0.5))
-        let woke = DispatchSemaphore(value: 0)
-        Thread {
-            _ = ticker.sleep(until: next, clock: clock)
-            woke.signal()
-        }.start()
-        let inTime = woke.wait(timeout: .now() + 3) == .success
-        ticker.stop()
-        _ = woke.wait(timeout: .now() + 5)
-        #expect(inTime, "the ticker slept through a deadline poked between two sleeps")
     }
 }

@@ -1,3 +1,4 @@
+import AlertdEngine
 import AlertdCore
 import AlertdHTTP
 import AlertdWire
@@ -7,14 +8,15 @@ import Synchronization
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 
 /// A real store whose commits fail once told to (a full disk, an I/O error).
-final class FailingStore: AlertStore, Sendable {
-    let inner: any AlertStore
+final class FailingStore: PersistentStore, Sendable {
+    let inner: any PersistentStore
     let failing = Atomic<Bool>(false)
     let attempts = Atomic<Int>(0)
 
-    init(_ inner: any AlertStore) { self.inner = inner }
+    init(_ inner: any PersistentStore) { self.inner = inner }
 
     struct DiskFull: Error, CustomStringConvertible {
         var description: String { "disk full" }
@@ -74,7 +76,7 @@ struct StoreFailureTests {
         #expect(list.map { $0["title"] as? String } == ["Committed"])
 
         // The readiness probe finds the store writable again: changes are taken, no restart.
-        daemon.core.readiness.refresh()
+        daemon.alertd.engine.checkStore()
         #expect(try daemon.send("GET", "/readyz").status == 200)
         #expect(try daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#).status == 200)
         #expect(try daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)["state"] as? String == "displayed")
@@ -115,12 +117,12 @@ struct StoreFailureTests {
         #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").status == 200)
         #expect(try daemon.send("GET", "/readyz").status == 503)
         // Still full: the probe finds no room and changes stay refused.
-        daemon.core.readiness.refresh()
+        daemon.alertd.engine.checkStore()
         #expect(try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Still full"}"#).status == 503)
 
         // Room again: the next probe resumes writes by itself.
         try store.limitPages(nil)
-        daemon.core.readiness.refresh()
+        daemon.alertd.engine.checkStore()
         #expect(try daemon.send("GET", "/readyz").status == 200)
         let after = try daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)
 

@@ -1,8 +1,10 @@
+import AlertdEngine
 import AlertdWire
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 @Suite("Registered webhooks")

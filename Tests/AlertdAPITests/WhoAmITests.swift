@@ -1,8 +1,10 @@
+import AlertdEngine
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 @Suite("GET /v1/whoami tells a token what it may do")
@@ -64,10 +66,10 @@ struct WhoAmITests {
 
     @Test("its route is open to any valid token and named whoami in metrics")
     func route() {
-        guard case .found(let endpoint, let permission) = Router.api.match(method: "GET", path: "/v1/whoami") else {
+        guard case .found(let route, _) = Router(API.routes).match(method: "GET", path: "/v1/whoami") else {
             Issue.record("no route for /v1/whoami")
             return
         }
-        #expect(endpoint == .whoAmI && endpoint.routeName == "whoami" && permission == .open)
+        #expect(route.name == "whoami" && route.permission == .open)
     }
 }

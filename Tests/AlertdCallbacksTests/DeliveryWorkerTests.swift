@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdDelivery
+import AlertdEngine
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
@@ -18,8 +19,9 @@ import Testing
 private final class Harness: Sendable {
     let directory: String
     let store: SQLiteStore
-    let committer: GroupCommitter
+    let alertStore: SQLiteAlertStore
     let worker: DeliveryWorker
+    private let loop = Mutex<Task<Void, Never>?>(nil)
 
     init(
         timeout: Double = 5, deny: [String] = DenyList.defaultEntries, tls: TLSConfiguration? = nil, lookUp: @escaping HostLookup
@@ -27,13 +29,14 @@ private final class Harness: Sendable {
         directory = NSTemporaryDirectory() + "alertd-worker-\(UUID().uuidString)"
         store = try SQLiteStore(directory: directory, durability: .normal)
         let logger = Logger(label: "test")
-        committer = GroupCommitter(store: store, logger: logger)
-        committer.start()
+        alertStore = try SQLiteAlertStore(
+            persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: logger)
+        alertStore.startWriter()
         worker = DeliveryWorker(
             settings: .init(
                 timeout: timeout, policy: RetryPolicy(initial: 0.2, maxInterval: 0.4, maxAge: 600), deny: try DenyList(deny),
                 lookUp: lookUp, tlsConfiguration: tls),
-            committer: committer, clock: SystemClock(), logger: logger)
+            log: alertStore, clock: SystemClock(), logger: logger)
     }
 
     /// Writes an event with one delivery to `target` and hands it to the worker, as a commit does.
@@ -61,9 +64,15 @@ private final class Harness: Sendable {
         }
     }
 
+    /// Runs the worker's scheduling loop, as its service does.
+    func start() {
+        loop.withLock { $0 = Task { [worker] in await worker.run() } }
+    }
+
     func stop() {
-        worker.shutdown()
-        committer.shutdown()
+        loop.withLock { $0?.cancel() }
+        worker.shutdownNow()
+        alertStore.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -80,7 +89,7 @@ struct DeliveryWorkerTests {
             // 127.0.0.2 is loopback too, but the receiver listens on 127.0.0.1 only: refused.
             return [IPAddress("127.0.0.2")!, IPAddress("127.0.0.1")!]
         }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
         let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
@@ -96,7 +105,7 @@ struct DeliveryWorkerTests {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let harness = try Harness(deny: ["127.0.0.0/8"]) { _, _ in [IPAddress("127.0.0.1")!] }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://sneaky.test:\(receiver.port)/hook")
         let record = try harness.attempts(of: alertID, count: 1)
@@ -112,7 +121,7 @@ struct DeliveryWorkerTests {
     func resolutionFailure() throws {
         struct NoSuchHost: Error, CustomStringConvertible { var description: String { "no such host" } }
         let harness = try Harness { _, _ in throw NoSuchHost() }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://nowhere.test/hook")
         let record = try harness.attempts(of: alertID, count: 2)
@@ -129,7 +138,7 @@ struct DeliveryWorkerTests {
             if host == "slow.test" { _ = release.wait(timeout: .now() + 10) }
             return [IPAddress("127.0.0.1")!]
         }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer {
             release.signal()
             harness.stop()
@@ -150,7 +159,7 @@ struct DeliveryWorkerTests {
         let reserved = try WebhookReceiver.start()
         defer { reserved.stop() }
         let harness = try Harness { _, _ in [IPAddress("127.0.0.2")!] }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://inside.test:\(reserved.port)/hook")
         let record = try harness.attempts(of: alertID, count: 1)
@@ -186,7 +195,7 @@ extension DeliveryWorkerTests {
             let harness = try Harness(deny: DenyList.defaultEntries + ["127.0.0.1/32", "::1/128"], tls: certificate.client) { _, _ in
                 [IPAddress("127.0.0.2")!]
             }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://localhost:\(receiver.port)/hook")
             let record = try harness.attempts(of: alertID, count: 1)
@@ -205,7 +214,7 @@ extension DeliveryWorkerTests {
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness(deny: ["127.0.0.0/8"], tls: certificate.client) { _, _ in [IPAddress("127.0.0.1")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
             let record = try harness.attempts(of: alertID, count: 1)
@@ -220,7 +229,7 @@ extension DeliveryWorkerTests {
             let receiver = try WebhookReceiver.start(host: "127.0.0.2", tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness(tls: certificate.client) { _, _ in [IPAddress("127.0.0.3")!, IPAddress("127.0.0.2")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
             let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
@@ -236,7 +245,7 @@ extension DeliveryWorkerTests {
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness(tls: certificate.client) { _, _ in [IPAddress("127.0.0.1")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://elsewhere.test:\(receiver.port)/hook")
             let record = try harness.attempts(of: alertID, count: 1)
@@ -251,7 +260,7 @@ extension DeliveryWorkerTests {
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
             let record = try harness.attempts(of: alertID, count: 1)

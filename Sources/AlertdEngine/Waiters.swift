@@ -1,11 +1,11 @@
-import AlertdCore
+public import AlertdCore
 
 /// What readers of `current` see, and who is parked waiting for a change.
 ///
-/// Lives behind one lock in ``AlertService``: a waiter checks the published
-/// state and parks under that lock, and a publication updates the state and
-/// takes the waiters to wake under it too, so no wake-up is ever lost.
-struct Hub: Sendable {
+/// Lives behind one lock in ``Engine``: a waiter checks the published state and
+/// parks under that lock, and a publication updates the state and takes the
+/// waiters to wake under it too, so no wake-up is ever lost.
+struct Waiters: Sendable {
     /// A client's published displayed alert, encoded once per change.
     struct Display: Sendable {
         var id: AlertID?
@@ -18,8 +18,8 @@ struct Hub: Sendable {
         /// The token's name that parked it; nil without tokens.
         var owner: String?
         var after: AlertID?
-        var token: DeadlineTimer.Token
-        var respond: @Sendable (Result<[UInt8]?, Problem>) -> Void
+        var timeout: Timers.Token
+        var respond: @Sendable ([UInt8]?) -> Void
     }
 
     struct AlertWaiter: Sendable {
@@ -28,8 +28,8 @@ struct Hub: Sendable {
         var client: String
         /// The token's name that parked it; nil without tokens.
         var owner: String?
-        var token: DeadlineTimer.Token
-        var respond: @Sendable (Result<Alert, Problem>) -> Void
+        var timeout: Timers.Token
+        var respond: @Sendable (Result<Alert, EngineError>) -> Void
     }
 
     /// A waiter to answer; an alert waiter may come with the decided alert.
@@ -46,6 +46,8 @@ struct Hub: Sendable {
     private(set) var count = 0
     /// Parked waiters per token name.
     private var perOwner: [String: Int] = [:]
+    /// Once set, nobody parks any more.
+    private(set) var draining = false
 
     /// Waiters parked by one token now.
     func count(of owner: String) -> Int { perOwner[owner] ?? 0 }
@@ -61,8 +63,6 @@ struct Hub: Sendable {
     mutating func forget(_ clients: [String]) {
         for client in clients where currentWaiters[client] == nil { displays[client] = nil }
     }
-    /// Once set, nobody parks any more.
-    private(set) var draining = false
 
     mutating func nextID() -> UInt64 {
         lastID += 1
@@ -72,8 +72,7 @@ struct Hub: Sendable {
     func display(_ client: String) -> Display { displays[client] ?? Display() }
 
     /// Publishes a client's displayed alert; returns the waiters it wakes.
-    mutating func publish(client: String, alert: Alert?) -> [CurrentWaiter] {
-        let display = Display(id: alert?.id, body: alert.map { Rendering.alert($0, position: 0) })
+    mutating func publish(client: String, _ display: Display) -> [CurrentWaiter] {
         displays[client] = display
         guard let parked = currentWaiters[client] else { return [] }
         let woken = parked.values.filter { $0.after != display.id }
@@ -87,8 +86,8 @@ struct Hub: Sendable {
         return woken
     }
 
-    mutating func addCurrentWaiter(_ client: String, _ waiter: CurrentWaiter) {
-        currentWaiters[client, default: [:]][waiter.id] = waiter
+    mutating func addCurrentWaiter(_ waiter: CurrentWaiter) {
+        currentWaiters[waiter.client, default: [:]][waiter.id] = waiter
         counted(waiter.owner, 1)
     }
 
@@ -99,22 +98,30 @@ struct Hub: Sendable {
         return .current(waiter)
     }
 
-    mutating func addAlertWaiter(_ alertID: AlertID, _ waiter: AlertWaiter) {
-        alertWaiters[alertID, default: [:]][waiter.id] = waiter
+    mutating func addAlertWaiter(_ waiter: AlertWaiter) {
+        alertWaiters[waiter.alertID, default: [:]][waiter.id] = waiter
         counted(waiter.owner, 1)
     }
 
-    mutating func removeAlertWaiter(_ alertID: AlertID, _ id: UInt64) -> Parked? {
+    mutating func removeAlertWaiter(_ alertID: AlertID, _ id: UInt64) -> AlertWaiter? {
         guard let waiter = alertWaiters[alertID]?.removeValue(forKey: id) else { return nil }
         if alertWaiters[alertID]?.isEmpty == true { alertWaiters[alertID] = nil }
         counted(waiter.owner, -1)
-        return .alert(waiter, nil)
+        return waiter
     }
 
     mutating func takeAlertWaiters(_ alertID: AlertID) -> [AlertWaiter] {
         guard let parked = alertWaiters.removeValue(forKey: alertID) else { return [] }
         for waiter in parked.values { counted(waiter.owner, -1) }
         return Array(parked.values)
+    }
+
+    /// nil while a waiter of `owner` may park; else whether the token's share
+    /// (true) or every waiter slot (false) is taken.
+    func isFull(owner: String?, maxWaiters: Int, maxPerOwner: Int) -> Bool? {
+        if count >= maxWaiters { return false }
+        if let owner, count(of: owner) >= maxPerOwner { return true }
+        return nil
     }
 
     /// Takes every parked waiter and stops parking new ones.

@@ -1,3 +1,8 @@
+import AlertdAPI
+import AlertdCallbacks
+import AlertdCore
+import AlertdEngine
+import AlertdWire
 import CoreMetrics
 import Foundation
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
@@ -86,6 +91,30 @@ final class AlertdMetrics: Sendable {
             counters[key] = counter
             return counter
         }
+    }
+
+    /// Told of every recorded delivery attempt.
+    var observeAttempt: @Sendable (AttemptRecord, PendingDelivery) -> Void {
+        { [self] record, delivery in
+            switch record.state {
+            case .delivered:
+                self.delivery("delivered")
+                deliveryLatency.recordMilliseconds(max(0, record.attempt.at.milliseconds - delivery.eventCreatedAt.milliseconds))
+            case .pending: self.delivery("retry")
+            case .failed: self.delivery("failed")
+            }
+        }
+    }
+
+    /// What the API records per request, and its `/metrics` with the gauges up to date.
+    func api(engine: Engine) -> API.Metrics {
+        API.Metrics(
+            request: { [self] route, status, nanoseconds in request(route: route, status: status, nanoseconds: nanoseconds) },
+            exposition: { [self] in
+                pending.record(engine.pendingTotal)
+                waiters.record(engine.waiterCount)
+                return render()
+            })
     }
 
     /// The text format, with HELP lines for alertd's own metrics.

@@ -1,3 +1,4 @@
+public import AlertdAPI
 public import AlertdCore
 public import AlertdDelivery
 public import AlertdStore
@@ -178,7 +179,7 @@ extension Config {
         if let http = try root.section("http") {
             try http.only(["allowed_hosts"])
             for name in try http.strings("allowed_hosts") ?? [] {
-                guard HostPolicy.Authority(name).map({ $0.port == nil && !$0.isAddress }) == true else {
+                guard HostPolicy.isHostName(name) else {
                     throw ConfigError(
                         "\(source): http.allowed_hosts: \(name) is not a host name (no port, no scheme; IP addresses need no entry)")
                 }
