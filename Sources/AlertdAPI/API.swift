@@ -92,7 +92,8 @@ public final class API: HTTPHandler {
                     retryAfter: 1))
         case .tooManyConnections(let limit):
             render(
-                Problem(.unavailable, "alertd holds its maximum of \(limit) connections (limits.max_connections); retry later", retryAfter: 1))
+                Problem(
+                    .unavailable, "alertd holds its maximum of \(limit) connections (limits.max_connections); retry later", retryAfter: 1))
         }
     }
 

@@ -117,7 +117,9 @@ extension API {
         let limit = try query.limit()
         var cursor: Engine.ListCursor?
         if let text = query["cursor"] {
-            guard let parsed = Engine.ListCursor(text) else { throw Problem(.badRequest, "cursor \"\(text)\" was not issued by this daemon") }
+            guard let parsed = Engine.ListCursor(text) else {
+                throw Problem(.badRequest, "cursor \"\(text)\" was not issued by this daemon")
+            }
             cursor = parsed
         }
         let page = try engine.alerts(on: client, states: states, limit: limit, after: cursor).mapError(Problem.init).get()

@@ -69,15 +69,15 @@ extension API {
     }
 
     static func webhookBody(_ body: [UInt8]) throws(Problem) -> (url: String, secret: String?) {
-            let object = try jsonObject(body)
-            if let unknown = object.keys.first(where: { $0 != "url" && $0 != "secret" }) {
-                throw Problem(.badRequest, "unknown field \(unknown); send {\"url\": …, \"secret\": optional}")
-            }
-            guard case .string(let url)? = object["url"] else { throw Problem(.badRequest, "url is required and must be a string") }
-            switch object["secret"] {
-            case nil, .null?: return (url, nil)
-            case .string(let secret)?: return (url, secret)
-            default: throw Problem(.badRequest, "secret must be a string")
-            }
+        let object = try jsonObject(body)
+        if let unknown = object.keys.first(where: { $0 != "url" && $0 != "secret" }) {
+            throw Problem(.badRequest, "unknown field \(unknown); send {\"url\": …, \"secret\": optional}")
         }
+        guard case .string(let url)? = object["url"] else { throw Problem(.badRequest, "url is required and must be a string") }
+        switch object["secret"] {
+        case nil, .null?: return (url, nil)
+        case .string(let secret)?: return (url, secret)
+        default: throw Problem(.badRequest, "secret must be a string")
+        }
+    }
 }

@@ -58,7 +58,7 @@ extension Engine {
                     // after it, and only if it did commit.
                     if change.saved.isEmpty { return Mutation(.repeated(alert), afterEarlierCommits: true) }
                     return Mutation(.decided(alert), change: change, events: events(for: change, requestID: requestID))
-                } catch where error.code == .alreadyDecided {
+                } catch  where error.code == .alreadyDecided {
                     // The decision that came first may still be committing: answered
                     // once it is, with the alert as committed.
                     return Mutation(.alreadyDecided(error.detail), afterEarlierCommits: true)

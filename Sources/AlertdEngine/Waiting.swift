@@ -107,7 +107,8 @@ extension Engine {
             if let decided { return waiting.respond(.success(decided)) }
             waiting.respond(
                 lookup(waiting.alertID, on: waiting.client).flatMap { found in
-                    found.map { .success($0) } ?? .failure(EngineError(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
+                    found.map { .success($0) }
+                        ?? .failure(EngineError(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
                 })
         }
     }

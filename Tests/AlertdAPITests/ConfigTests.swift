@@ -13,7 +13,7 @@ import Logging
 @Suite("The config file")
 struct ConfigTests {
     @Test("the commented example in config/ is a valid config with the defaults")
-    func shippedExample() throws {
+    func shippedExample() async throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let config = try Config.load(path: repository.appendingPathComponent("config/alertd.yaml").path)
         #expect(config.listen == Config().listen)
@@ -24,7 +24,7 @@ struct ConfigTests {
     }
 
     @Test("an empty file means every default of §8")
-    func defaults() throws {
+    func defaults() async throws {
         let config = try Config.parse(yaml: "")
         #expect(config.listen == "127.0.0.1:8080")
         #expect(config.stateDir == "./alertd-state")
@@ -40,7 +40,7 @@ struct ConfigTests {
     }
 
     @Test("every key this version supports is read")
-    func everyKey() throws {
+    func everyKey() async throws {
         let config = try Config.parse(
             yaml: """
                 listen: "0.0.0.0:9000"
@@ -85,7 +85,7 @@ struct ConfigTests {
             ("log: { level: info, format: json }", "log.format"),
             ("alerts: { retention_days: 3 }", "alerts.retention_days"),
         ])
-    func unknownKey(yaml: String, key: String) {
+    func unknownKey(yaml: String, key: String) async {
         #expect {
             try Config.parse(yaml: yaml)
         } throws: { error in
@@ -112,7 +112,7 @@ struct ConfigTests {
             ("callbacks: { retry_initial_seconds: 600 }", "callbacks.retry_max_interval_seconds"),
             ("callbacks: { timeout: 0 }", "callbacks.timeout"),
         ])
-    func wrongValue(yaml: String, key: String) {
+    func wrongValue(yaml: String, key: String) async {
         #expect {
             try Config.parse(yaml: yaml)
         } throws: { error in
@@ -121,7 +121,7 @@ struct ConfigTests {
     }
 
     @Test("per-token rate limits: rate_per_second and rate_burst")
-    func rateLimits() throws {
+    func rateLimits() async throws {
         let config = try Config.parse(yaml: "limits: { rate_per_second: 2.5, rate_burst: 10 }")
         #expect(config.limits.ratePerSecond == 2.5 && config.limits.rateBurst == 10)
         #expect(try Config.parse(yaml: "").limits.ratePerSecond == nil)
@@ -135,7 +135,7 @@ struct ConfigTests {
     }
 
     @Test("webhooks lists client, url and secret per entry")
-    func webhooks() throws {
+    func webhooks() async throws {
         let config = try Config.parse(
             yaml: """
                 webhooks:
@@ -162,7 +162,7 @@ struct ConfigTests {
             ("webhooks: [{ client: ops, url: 'http://x/y', secret: s, colour: red }]", "webhooks[0].colour"),
             ("webhooks: { client: ops }", "webhooks"),
         ])
-    func badWebhook(yaml: String, key: String) {
+    func badWebhook(yaml: String, key: String) async {
         #expect {
             try Config.parse(yaml: yaml)
         } throws: { error in
@@ -171,7 +171,7 @@ struct ConfigTests {
     }
 
     @Test("listen parses host and port, IPv6 in brackets")
-    func listen() throws {
+    func listen() async throws {
         var config = Config()
         config.listen = "[::1]:8081"
         #expect(try config.listenAddress() == ("::1", 8081))
@@ -189,7 +189,7 @@ struct ConfigTests {
 @Suite("Routing and problem codes")
 struct RoutingTests {
     @Test("the problem codes are exactly §4's, with their statuses, plus alertd's own 500 internal")
-    func codes() {
+    func codes() async {
         let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
         #expect(
             table == [
@@ -201,7 +201,7 @@ struct RoutingTests {
     }
 
     @Test("every engine error maps to its problem code; the board's keep their names; none is a 500")
-    func domainErrors() {
+    func domainErrors() async {
         let expected: [EngineError.Code: Problem.Code] = [
             .notFound: .notFound, .notDisplayed: .notDisplayed, .alreadyDecided: .alreadyDecided, .unknownButton: .unknownButton,
             .queueFull: .queueFull, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
@@ -220,7 +220,7 @@ struct RoutingTests {
     }
 
     @Test("an error that is not a problem is 500 internal naming the request id, never its own text")
-    func unexpectedErrors() throws {
+    func unexpectedErrors() async throws {
         struct SecretLeak: Error, CustomStringConvertible {
             var description: String { "cannot open /var/lib/alertd/alertd.sqlite at 10.0.0.5" }
         }
@@ -233,7 +233,7 @@ struct RoutingTests {
         let answer = PendingAnswer()
         api.handle(
             HTTPRequest(method: "GET", path: "/boom", headers: [("X-Request-Id", "req-123")]), responder: .inProcess { answer.fulfil($0) })
-        let response = try answer.wait()
+        let response = try await answer.value()
         #expect(response.status == 500)
         let body = try response.object()
         #expect(body["code"] as? String == "internal")
@@ -268,7 +268,7 @@ struct RoutingTests {
             // `current` is a literal: it wins over `{id}`, but only in that position.
             ("GET", "/v1/clients/current/alerts/current", "current_alert", "current", nil),
         ] as [(String, String, String, String?, String?)])
-    func routes(method: String, path: String, name: String, client: String?, id: String?) {
+    func routes(method: String, path: String, name: String, client: String?, id: String?) async {
         guard case .found(let route, let captures) = Router(API.routes).match(method: method, path: path) else {
             Issue.record("no route for \(method) \(path)")
             return
@@ -280,12 +280,12 @@ struct RoutingTests {
     }
 
     @Test("route names are unique: each is one metrics label")
-    func routeNames() {
+    func routeNames() async {
         #expect(Set(API.routes.map(\.name)).count == API.routes.count)
     }
 
     @Test("a known path with another method is 405 with the methods it allows")
-    func methodNotAllowed() {
+    func methodNotAllowed() async {
         guard case .methodNotAllowed(let allow) = Router(API.routes).match(method: "PUT", path: "/v1/clients/ops/alerts/X1") else {
             Issue.record("expected 405")
             return
@@ -294,7 +294,7 @@ struct RoutingTests {
     }
 
     @Test("405 lists each method once, in table order, with HEAD after GET")
-    func allowOrder() {
+    func allowOrder() async {
         guard case .methodNotAllowed(let allow) = Router(API.routes).match(method: "PATCH", path: "/v1/clients/ops/alerts") else {
             Issue.record("expected 405")
             return
@@ -308,7 +308,7 @@ struct RoutingTests {
             "/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz", "",
             "//", "/v1/clients/ops/alerts/X1/choice/x/y/z/w", "/v1/clients/ops/alert", "/v1/clients/ops/alertsx", "/V1/clients",
         ])
-    func notFound(path: String) {
+    func notFound(path: String) async {
         guard case .notFound = Router(API.routes).match(method: "GET", path: path) else {
             Issue.record("expected 404 for \(path)")
             return
@@ -318,7 +318,7 @@ struct RoutingTests {
 
 struct RequestIDTests {
     @Test("a sane X-Request-Id is kept; anything else gets a new id")
-    func keepsSaneIDs() {
+    func keepsSaneIDs() async {
         #expect(RequestID.of("abc-123_X.y") == "abc-123_X.y")
         for bad in [nil, "", "has space", "ü", String(repeating: "a", count: 65)] {
             #expect(RequestID.of(bad) != bad)
@@ -326,7 +326,7 @@ struct RequestIDTests {
     }
 
     @Test("new ids are a hex prefix, a dash and a base-36 counter, all different")
-    func newIDs() {
+    func newIDs() async {
         let ids = (0..<2_000).map { _ in RequestID.of(nil) }
         #expect(Set(ids).count == ids.count)
         let prefixes = Set(ids.map { $0.split(separator: "-")[0] })

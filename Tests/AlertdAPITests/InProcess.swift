@@ -85,27 +85,45 @@ final class InProcessDaemon: @unchecked Sendable {
     }
 
     /// Sends a request and waits (at most 10 s) for its answer.
-    func send(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = []) throws -> HTTPResponse {
-        try start(method, target, json: json, headers: headers).wait()
+    func send(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResponse {
+        try await start(method, target, json: json, headers: headers).value()
+    }
+
+    /// Sends a request and blocks the calling thread for its answer: only on a
+    /// test's own `Thread`s (many clients at once), never in an async test.
+    func sendBlocking(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = []) -> HTTPResponse? {
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Mutex<HTTPResponse?>(nil)
+        let request = start(method, target, json: json, headers: headers)
+        Task {
+            let response = try? await request.value()
+            answer.withLock { $0 = response }
+            answered.signal()
+        }
+        answered.wait()
+        return answer.withLock { $0 }
     }
 
     /// Fires the deadlines due at the manual clock's time and waits for their commit.
-    func fireDeadlines() {
+    func fireDeadlines() async {
         alertd.engine.fireDeadlines()
-        barrier()
+        await barrier()
     }
 
     /// Returns once everything submitted so far is committed and published.
-    func barrier() {
-        let done = DispatchSemaphore(value: 0)
-        alertd.store.transact(client: "barrier", now: clock.now()) { _, _ in Mutation((), afterEarlierCommits: true) } completion: { _ in
-            done.signal()
+    func barrier() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            alertd.store.transact(client: "barrier", now: clock.now()) { _, _ in
+                Mutation((), afterEarlierCommits: true)
+            } completion: {
+                _ in
+                done.resume()
+            }
         }
-        done.wait()
     }
 
-    func post(_ client: String, _ json: String) throws -> [String: Any] {
-        let response = try send("POST", "/v1/clients/\(client)/alerts", json: json)
+    func post(_ client: String, _ json: String) async throws -> [String: Any] {
+        let response = try await send("POST", "/v1/clients/\(client)/alerts", json: json)
         guard response.status == 201 else { throw Unexpected(response) }
         return try response.object()
     }
@@ -117,24 +135,62 @@ struct Unexpected: Error, CustomStringConvertible {
     var description: String { "unexpected \(response.status): \(String(decoding: response.body, as: UTF8.self))" }
 }
 
-/// The answer of a request made in process.
+/// The answer of a request made in process; awaited, never waited for on a thread.
 final class PendingAnswer: Sendable {
-    private let answer = Mutex<HTTPResponse?>(nil)
-    private let arrived = DispatchSemaphore(value: 0)
-
-    func fulfil(_ response: HTTPResponse) {
-        answer.withLock { $0 = response }
-        arrived.signal()
+    private struct State {
+        var answer: HTTPResponse?
+        var waiter: CheckedContinuation<HTTPResponse?, Never>?
     }
 
-    var isAnswered: Bool { answer.withLock { $0 != nil } }
+    private let state = Mutex(State())
+
+    func fulfil(_ response: HTTPResponse) {
+        let waiter = state.withLock { state -> CheckedContinuation<HTTPResponse?, Never>? in
+            state.answer = response
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: response)
+    }
+
+    var isAnswered: Bool { state.withLock { $0.answer != nil } }
 
     struct TimedOut: Error {}
 
-    func wait(seconds: Double = 10) throws -> HTTPResponse {
-        guard arrived.wait(timeout: .now() + seconds) == .success else { throw TimedOut() }
-        arrived.signal()
-        return answer.withLock { $0! }
+    /// The answer, once it comes (at most `seconds`).
+    func value(seconds: Double = 10) async throws -> HTTPResponse {
+        let answer = await withTaskGroup(of: HTTPResponse?.self) { group in
+            group.addTask { await self.arrival() }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let answer else { throw TimedOut() }
+        return answer
+    }
+
+    private func arrival() async -> HTTPResponse? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse?, Never>) in
+                let now = state.withLock { state -> HTTPResponse?? in
+                    if let answer = state.answer { return .some(answer) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiter = continuation
+                    return .none
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<HTTPResponse?, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
     }
 }
 

@@ -15,10 +15,10 @@ struct WebhookAPITests {
         """
 
     @Test("registering without a secret generates a whsec_ secret of 32 random bytes, shown once")
-    func generatedSecret() throws {
+    func generatedSecret() async throws {
         let daemon = try InProcessDaemon()
         defer { daemon.cleanUp() }
-        let created = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#)
+        let created = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#)
         #expect(created.status == 201)
         let body = try created.object()
         let id = try #require(body["id"] as? String)
@@ -27,57 +27,59 @@ struct WebhookAPITests {
         let secret = try #require(body["secret"] as? String)
         #expect(secret.hasPrefix("whsec_"))
         #expect(Data(base64Encoded: String(secret.dropFirst(6)))?.count == 32)
-        let other = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#).object()
+        let other = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#).object()
         #expect(other["secret"] as? String != secret)
 
-        let listed = try daemon.send("GET", "/v1/clients/ops/webhooks")
+        let listed = try await daemon.send("GET", "/v1/clients/ops/webhooks")
         #expect(listed.text.contains(secret) == false, "secrets are not shown again")
-        let one = try daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").object()
+        let one = try await daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").object()
         #expect(one["url"] as? String == "https://hooks.example/alerts")
         #expect(one["secret"] == nil)
     }
 
     @Test("a given secret is kept, and webhooks survive a restart")
-    func givenSecretAndRestart() throws {
+    func givenSecretAndRestart() async throws {
         var daemon = try InProcessDaemon()
-        let created = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://[::1]:9000/h","secret":"my secret"}"#)
+        let created = try await daemon.send(
+            "POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://[::1]:9000/h","secret":"my secret"}"#)
         #expect(try created.object()["secret"] as? String == "my secret")
         let id = try created.object()["id"] as! String
         daemon = try daemon.restart()
         defer { daemon.cleanUp() }
-        let list = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(list.map { $0["id"] as? String } == [id])
         #expect(list.first?["source"] as? String == "api")
-        #expect((try daemon.send("GET", "/v1/clients/other/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/other/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 
     @Test("deleting removes it for good; an unknown id is 404")
-    func delete() throws {
+    func delete() async throws {
         var daemon = try InProcessDaemon()
-        let id = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://a.example/h"}"#).object()["id"] as! String
-        #expect(try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
-        #expect(try daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").status == 404)
-        #expect(try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 404)
-        #expect(try daemon.send("DELETE", "/v1/clients/other/webhooks/\(id)").status == 404)
+        let id =
+            try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://a.example/h"}"#).object()["id"] as! String
+        #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").status == 404)
+        #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 404)
+        #expect(try await daemon.send("DELETE", "/v1/clients/other/webhooks/\(id)").status == 404)
         daemon = try daemon.restart()
         defer { daemon.cleanUp() }
-        #expect((try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 
     @Test("webhooks from the config are listed with source config and cannot be deleted through the API")
-    func configWebhooks() throws {
+    func configWebhooks() async throws {
         var daemon = try InProcessDaemon(config: Self.config)
-        let list = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(list.count == 1)
         let id = try #require(list.first?["id"] as? String)
         #expect(id.hasPrefix("wh_cfg_"))
         #expect(list.first?["source"] as? String == "config")
-        let refused = try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)")
+        let refused = try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)")
         #expect(refused.status == 403)
         #expect(try refused.object()["code"] as? String == "forbidden")
         daemon = try daemon.restart(config: Self.config)
         defer { daemon.cleanUp() }
-        let again = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        let again = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(again.first?["id"] as? String == id, "config webhook ids are stable across restarts")
     }
 
@@ -95,13 +97,13 @@ struct WebhookAPITests {
             (#"["https://x/"]"#, "JSON object"),
             (#"{"url":"#, "not valid JSON"),
         ])
-    func invalid(body: String, reason: String) throws {
+    func invalid(body: String, reason: String) async throws {
         let daemon = try InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("POST", "/v1/clients/ops/webhooks", json: body)
+        let response = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: body)
         #expect(response.status == 400)
         #expect(try response.object()["code"] as? String == "bad-request")
         #expect((try response.object()["detail"] as? String ?? "").contains(reason), "\(response.text)")
-        #expect((try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 }

@@ -55,12 +55,12 @@ private final class Harness: Sendable {
     }
 
     /// Polls the store until the delivery has `count` attempts recorded (bounded).
-    func attempts(of alertID: String, count: Int, timeout: Double = 15) throws -> DeliveryRecord {
+    func attempts(of alertID: String, count: Int, timeout: Double = 15) async throws -> DeliveryRecord {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
             let record = try #require(try store.deliveries(of: AlertID(alertID)!).first)
             if record.attempts.count >= count || Date() > deadline { return record }
-            usleep(5_000)
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 
@@ -80,7 +80,7 @@ private final class Harness: Sendable {
 @Suite("The delivery worker resolves names, checks them and falls back between addresses", .serialized)
 struct DeliveryWorkerTests {
     @Test("a name resolving to an address that refuses, then to the receiver's, is delivered through the second; Host keeps the name")
-    func fallsBackToTheNextAddress() throws {
+    func fallsBackToTheNextAddress() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let resolved = Mutex<[String]>([])
@@ -92,23 +92,23 @@ struct DeliveryWorkerTests {
         harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
-        let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 15)
         #expect(requests[0].header("host") == "receiver.test:\(receiver.port)")
         #expect(requests[0].header("webhook-id") == "msg_1")
-        let record = try harness.attempts(of: alertID, count: 1)
+        let record = try await harness.attempts(of: alertID, count: 1)
         #expect(record.state == .delivered && record.attempts.map(\.statusCode) == [204])
         #expect(resolved.withLock { $0 } == ["receiver.test"])
     }
 
     @Test("a name resolving to a denied address is refused without a connection; the reason recorded does not say the address")
-    func resolvedAddressDenied() throws {
+    func resolvedAddressDenied() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let harness = try Harness(deny: ["127.0.0.0/8"]) { _, _ in [IPAddress("127.0.0.1")!] }
         harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://sneaky.test:\(receiver.port)/hook")
-        let record = try harness.attempts(of: alertID, count: 1)
+        let record = try await harness.attempts(of: alertID, count: 1)
         let error = try #require(record.attempts.first?.error)
         // What sneaky.test resolves to (and the entry that caught it) is for the log, not for readers of the API.
         #expect(error == "refused: sneaky.test resolves to an address denied by callbacks.deny", "\(error)")
@@ -118,19 +118,19 @@ struct DeliveryWorkerTests {
     }
 
     @Test("a name that does not resolve is a failed attempt saying why, retried later")
-    func resolutionFailure() throws {
+    func resolutionFailure() async throws {
         struct NoSuchHost: Error, CustomStringConvertible { var description: String { "no such host" } }
         let harness = try Harness { _, _ in throw NoSuchHost() }
         harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://nowhere.test/hook")
-        let record = try harness.attempts(of: alertID, count: 2)
+        let record = try await harness.attempts(of: alertID, count: 2)
         #expect(record.attempts.count >= 2)
         #expect(record.attempts.allSatisfy { $0.error == "name resolution failed: no such host" }, "\(record.attempts)")
     }
 
     @Test("a name server that hangs ends the attempt at its timeout, and another name is not held up")
-    func hangingResolution() throws {
+    func hangingResolution() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let release = DispatchSemaphore(value: 0)
@@ -146,15 +146,15 @@ struct DeliveryWorkerTests {
         let slow = try harness.deliver(to: "http://slow.test:\(receiver.port)/hook", id: "slow")
         let started = ContinuousClock.now
         _ = try harness.deliver(to: "http://fast.test:\(receiver.port)/hook", id: "fast")
-        let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 10)
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 10)
         #expect(requests[0].header("host") == "fast.test:\(receiver.port)")
         #expect(ContinuousClock.now - started < .seconds(5))
-        let record = try harness.attempts(of: slow, count: 1)
+        let record = try await harness.attempts(of: slow, count: 1)
         #expect(record.attempts.first?.error == "timed out", "\(record.attempts)")
     }
 
     @Test("addresses that refuse are recorded as a refused connection, without the address or port probed")
-    func refusedConnectionInWords() throws {
+    func refusedConnectionInWords() async throws {
         // 127.0.0.2 is loopback, but nothing listens there: the port is free on it.
         let reserved = try WebhookReceiver.start()
         defer { reserved.stop() }
@@ -162,7 +162,7 @@ struct DeliveryWorkerTests {
         harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://inside.test:\(reserved.port)/hook")
-        let record = try harness.attempts(of: alertID, count: 1)
+        let record = try await harness.attempts(of: alertID, count: 1)
         let error = try #require(record.attempts.first?.error)
         #expect(error == "connection refused", "\(error)")
         #expect(!error.contains("127.0.0.2") && !error.contains(String(reserved.port)))
@@ -186,7 +186,7 @@ extension DeliveryWorkerTests {
     @Suite("https callbacks connect to the address the deny list checked, and verify the certificate against the name")
     struct TLS {
         @Test("https to a name goes to the checked address, not to where the system resolver sends the name (rebinding)")
-        func connectsToTheCheckedAddress() throws {
+        func connectsToTheCheckedAddress() async throws {
             let certificate = try TestCertificate(names: ["localhost"])
             defer { certificate.remove() }
             let (receiver, trap) = try receiverAndTrap(tls: certificate.server)
@@ -198,7 +198,7 @@ extension DeliveryWorkerTests {
             harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://localhost:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(trap.connectionsAccepted == 0, "the denied address was reached: \(trap.requests)")
             #expect(record.state == .delivered && record.attempts.map(\.statusCode) == [204], "\(record.attempts)")
             let requests = receiver.requests
@@ -208,7 +208,7 @@ extension DeliveryWorkerTests {
         }
 
         @Test("https to a name whose answer is denied is refused without any connection")
-        func deniedAnswerRefused() throws {
+        func deniedAnswerRefused() async throws {
             let certificate = try TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
@@ -217,13 +217,13 @@ extension DeliveryWorkerTests {
             harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.attempts.first?.error == "refused: hooks.test resolves to an address denied by callbacks.deny")
             #expect(receiver.connectionsAccepted == 0)
         }
 
         @Test("https to a name falls back to its next checked address when one refuses")
-        func fallsBack() throws {
+        func fallsBack() async throws {
             let certificate = try TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(host: "127.0.0.2", tls: certificate.server)
@@ -232,14 +232,14 @@ extension DeliveryWorkerTests {
             harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
-            let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
+            let requests = try await receiver.waitForRequests(count: 1, timeout: 15)
             #expect(requests[0].header("host") == "hooks.test:\(receiver.port)")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.state == .delivered, "\(record.attempts)")
         }
 
         @Test("the certificate is still verified against the name: another name's certificate is refused")
-        func certificateMustMatchTheName() throws {
+        func certificateMustMatchTheName() async throws {
             let certificate = try TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
@@ -248,13 +248,13 @@ extension DeliveryWorkerTests {
             harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://elsewhere.test:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.attempts.first?.error == "TLS handshake failed: certificate does not match the host name", "\(record.attempts)")
             #expect(receiver.requests.isEmpty)
         }
 
         @Test("a certificate nobody vouches for is refused with the system's trust roots")
-        func untrustedCertificate() throws {
+        func untrustedCertificate() async throws {
             let certificate = try TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
@@ -263,7 +263,7 @@ extension DeliveryWorkerTests {
             harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.attempts.first?.error == "TLS handshake failed: certificate not trusted", "\(record.attempts)")
             #expect(receiver.requests.isEmpty)
         }
