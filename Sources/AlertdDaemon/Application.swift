@@ -12,6 +12,7 @@ import Foundation
 import Glibc
 public import Logging
 public import ServiceLifecycle
+import UnixSignals
 
 /// alertd assembled from a config: the store opened and restored, the engine,
 /// the delivery worker and the API — everything but the listening socket —
@@ -171,9 +172,12 @@ public enum Application {
                         probeToken: server.probeToken, logger: logger)))
         }
         let reloader = reload.map { load in Reloader(config: config, listeningHost: host, alertd: alertd, logger: logger, load: load) }
-        let signals = SignalService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }
-        services.append(.init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup))
-        try await ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger)).run()
+        services.append(
+            .init(service: ReloadService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }))
+        try await ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        ).run()
         logger.info("stopped")
     }
 

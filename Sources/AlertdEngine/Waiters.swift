@@ -1,4 +1,4 @@
-public import AlertdCore
+import AlertdCore
 
 /// What readers of `current` see, and who is parked waiting for a change.
 ///

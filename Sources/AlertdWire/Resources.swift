@@ -3,6 +3,9 @@
 // random valid alerts, decodes them into these types as the SDK does and writes
 // them back (`write(into:)`) to the same bytes, so the SDK and the daemon cannot drift.
 
+// Just over 400 lines: every resource of the API as the SDK decodes it, one
+// Codable type each, kept together so the wire format reads as one document.
+
 /// An alert to post (`POST /v1/clients/{client}/alerts`): what §2 lets a poster set.
 ///
 /// ```swift
