@@ -170,6 +170,9 @@ let package = Package(
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdEngineTests", dependencies: ["AlertdEngine", "AlertdCore", "AlertdWire"]),
         .testTarget(
+            name: "AlertdDaemonTests",
+            dependencies: ["AlertdDaemon", "AlertdTestSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        .testTarget(
             name: "AlertdStoreTests",
             dependencies: ["AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(

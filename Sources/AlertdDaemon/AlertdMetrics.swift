@@ -1,5 +1,6 @@
 import AlertdAPI
 import AlertdCallbacks
+import AlertdCallbacks
 import AlertdCore
 import AlertdEngine
 import AlertdWire
@@ -33,6 +34,9 @@ final class AlertdMetrics: Sendable {
     let deliveryLatency: CoreMetrics.Timer
     let pending: CoreMetrics.Gauge
     let waiters: CoreMetrics.Gauge
+    /// Deliveries not yet made: waiting for their time, and attempts in flight.
+    let deliveriesWaiting: CoreMetrics.Gauge
+    let deliveriesInFlight: CoreMetrics.Gauge
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -50,6 +54,8 @@ final class AlertdMetrics: Sendable {
         deliveryLatency = CoreMetrics.Timer(label: "alertd_delivery_latency_seconds", preferredDisplayUnit: .seconds, factory: factory)
         pending = CoreMetrics.Gauge(label: "alertd_alerts_pending", factory: factory)
         waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
+        deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
+        deliveriesInFlight = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "in_flight")], factory: factory)
     }
 
     /// One answered request: `route` is the route's name (`unmatched` for 404/405).
@@ -107,12 +113,15 @@ final class AlertdMetrics: Sendable {
     }
 
     /// What the API records per request, and its `/metrics` with the gauges up to date.
-    func api(engine: Engine) -> API.Metrics {
+    func api(engine: Engine, deliveries: DeliveryWorker) -> API.Metrics {
         API.Metrics(
             request: { [self] route, status, nanoseconds in request(route: route, status: status, nanoseconds: nanoseconds) },
             exposition: { [self] in
                 pending.record(engine.pendingTotal)
                 waiters.record(engine.waiterCount)
+                let (waiting, inFlight) = deliveries.counts
+                deliveriesWaiting.record(waiting)
+                deliveriesInFlight.record(inFlight)
                 return render()
             })
     }
@@ -128,7 +137,7 @@ final class AlertdMetrics: Sendable {
             text += line + "\n"
         }
         while text.hasSuffix("\n\n") { text.removeLast() }
-        return Array(text.utf8)
+        return Array((text + ProcessMetrics.exposition()).utf8)
     }
 
     static let help: [String: String] = [
@@ -138,6 +147,7 @@ final class AlertdMetrics: Sendable {
         "alertd_alerts_terminal_total": "Alerts that reached a terminal state, by outcome.",
         "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
         "alertd_waiters": "Requests parked in long-polls.",
+        "alertd_deliveries_pending": "Callback deliveries not yet made, by state: waiting (for their time) or in_flight.",
         "alertd_store_commit_duration_seconds": "Time to commit one group of writes (fsync included).",
         "alertd_deliveries_total": "Callback delivery attempts, by result: delivered, retry, failed.",
         "alertd_delivery_latency_seconds": "Time from a terminal event to its delivery.",

@@ -76,7 +76,8 @@ public struct Alertd: Sendable {
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) })
             let api = API(
-                engine: engine, access: access(config, tls: config.tls != nil), metrics: metrics.api(engine: engine),
+                engine: engine, access: access(config, tls: config.tls != nil),
+                metrics: metrics.api(engine: engine, deliveries: deliveries),
                 metricsNeedToken: config.metricsRequireToken, logger: logger)
             return Alertd(store: store, engine: engine, api: api, deliveries: deliveries, metrics: metrics, lock: lock)
         } catch {
@@ -127,19 +128,16 @@ public enum Application {
             listen = .address(host: name, port: port)
             host = name
         }
-        if !Config.isLoopback(host), config.tokens.isEmpty, !config.allowAnonymous {
-            let address = inherited == nil ? config.listen : "\(host) (the socket systemd passed)"
-            throw ConfigError(
-                "refusing to listen on \(address): there are no auth.tokens, so anyone who can reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true"
-            )
-        }
-        if config.limits.ratePerSecond != nil, config.tokens.isEmpty {
-            logger.warning("limits.rate_per_second has no effect: it limits each token, and there are no auth.tokens")
-        }
+        // The checks `alertd check-config` runs too.
+        let check = config.startCheck(listeningHost: inherited == nil ? nil : host)
+        for warning in check.warnings { logger.warning("\(warning)") }
+        if !check.errors.isEmpty { throw ConfigErrors(errors: check.errors, partial: config) }
         let tls = try config.tls.map { files in
             let (certificate, key) = try files.read()
             return HTTPServerConfiguration.TLSMaterial(certificatePEM: certificate, keyPEM: key)
         }
+        logger.info(
+            "config", metadata: ["file": "\(config.source ?? "none: built-in defaults (no --config, no \(Config.defaultPath))")"])
         raiseOpenFileLimit(logger: logger)
         let alertd = try Alertd.build(config: config, clock: SystemClock(), logger: logger)
         let server = HTTPServer(
@@ -153,9 +151,10 @@ public enum Application {
         logger.info(
             "listening",
             metadata: [
-                "address": "\(server.boundAddress)", "state_dir": "\(config.stateDir)",
-                "durability": "\(config.durability.rawValue)", "pending": "\(alertd.store.restoredPending)",
-                "scheme": "\(tls == nil ? "http" : "https")",
+                "address": "\(server.boundAddress)", "scheme": "\(tls == nil ? "http" : "https")",
+                "store": "sqlite:\(config.stateDir)", "durability": "\(config.durability.rawValue)",
+                "pending": "\(alertd.store.restoredPending)",
+                "tokens": "\(config.tokens.isEmpty ? "none (anonymous API, Host and Origin checked)" : "\(config.tokens.count)")",
             ])
         // systemd: ready once listening with the store open; the watchdog pings
         // only while the server answers.

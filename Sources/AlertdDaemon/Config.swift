@@ -10,6 +10,8 @@ import Yams
 /// The daemon's configuration: the §8 YAML file, with `--listen` and
 /// `--state-dir` applied on top. Every key has the default the example documents.
 public struct Config: Sendable {
+    /// The file it was read from; nil: no file, every default.
+    public var source: String?
     public var listen = "127.0.0.1:8080"
     public var stateDir = "./alertd-state"
     public var durability = Durability.full
@@ -35,10 +37,10 @@ public struct Config: Sendable {
         public func read() throws -> (certificate: String, key: String) {
             func text(_ path: String, _ key: String) throws -> String {
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ConfigError("tls.\(key): cannot read \(path)")
+                    throw ConfigError("tls.\(key): cannot read \(path)", key: "tls.\(key)")
                 }
                 let text = String(decoding: data, as: UTF8.self)
-                guard text.contains("-----BEGIN ") else { throw ConfigError("tls.\(key): \(path) is not a PEM file") }
+                guard text.contains("-----BEGIN ") else { throw ConfigError("tls.\(key): \(path) is not a PEM file", key: "tls.\(key)") }
                 return text
             }
             return (try text(certFile, "cert_file"), try text(keyFile, "key_file"))
@@ -106,8 +108,22 @@ public struct Config: Sendable {
     }
 }
 
-/// A config file problem, with the key it concerns.
+/// A config file problem: one line, naming the key it concerns.
 public struct ConfigError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// The key's path (`limits.max_waiters`), when the problem is one key's.
+    public let key: String?
+
+    init(_ description: String, key: String? = nil) {
+        self.description = description
+        self.key = key
+    }
+}
+
+/// Every problem found in a config file, one line each, in file order.
+public struct ConfigErrors: Error, CustomStringConvertible {
+    public let errors: [ConfigError]
+    /// What could be read of the file despite them (for the checks that need a config).
+    public var partial: Config?
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
 }

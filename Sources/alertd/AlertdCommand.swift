@@ -58,7 +58,9 @@ struct AlertdCommand: AsyncParsableCommand {
     }
 
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("alertd: \(message)\n".utf8))
+        // One line per problem (a config file may have several), each saying who speaks.
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false).map { "alertd: \($0)\n" }
+        FileHandle.standardError.write(Data(lines.joined().utf8))
         Foundation.exit(2)
     }
 }

@@ -135,7 +135,7 @@ struct RebindingAPITests {
 
     @Test("http.allowed_hosts takes host names only", arguments: ["a.example:80", "http://a.example", "10.0.0.1", "a b"])
     func allowedHostsConfig(entry: String) async {
-        #expect(throws: ConfigError.self) { try Config.parse(yaml: "http:\n  allowed_hosts: [\"\(entry)\"]\n") }
+        #expect(throws: ConfigErrors.self) { try Config.parse(yaml: "http:\n  allowed_hosts: [\"\(entry)\"]\n") }
     }
 }
 
