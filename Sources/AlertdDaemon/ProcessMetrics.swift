@@ -28,7 +28,8 @@ enum ProcessMetrics {
         if let started = field(22), let boot = bootTime() {
             gauge("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.", boot + started / ticks)
         }
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count).map { Double($0 - 1) }  // minus the listing's own
+        // Minus one: the listing holds a descriptor of its own while it reads.
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count).map { Double($0 - 1) }
         gauge("process_open_fds", "gauge", "Number of open file descriptors.", fds)
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
