@@ -18,7 +18,8 @@ struct ConnectionFailure {
     static func endpoint(of base: String) -> String {
         guard let components = URLComponents(string: base), let host = components.host else { return base }
         let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
-        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        // An IPv6 literal keeps (or gets) its brackets: [::1]:8080.
+        return host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// The ``AlertdError`` for `error`, thrown by AsyncHTTPClient for a request to `base`.

@@ -62,8 +62,9 @@ struct Alertctl: AsyncParsableCommand {
             let name = String(argument.prefix { $0 != "=" })
             if let values = Connection.globalOptions[name] {
                 let count = argument.contains("=") || values == 0 ? 1 : 2
-                global += arguments[index..<min(index + count, arguments.count)]
-                index += count
+                let end = min(index + count, arguments.count)
+                global += arguments[index..<end]
+                index = end
             } else if let sub = command.configuration.subcommands.first(where: { $0._commandName == argument }) {
                 path.append(argument)
                 command = sub

@@ -46,11 +46,9 @@ struct ConfigFile: Equatable {
         var file = ConfigFile(path: path)
         var seen: Set<String> = []
         let directory = (path as NSString).deletingLastPathComponent
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             func fail(_ reason: String) -> Failure { Failure("\(path) line \(number): \(reason)", code: Exit.usage) }
-            var line = Substring(rawLine)
-            if line.hasSuffix("\r") { line.removeLast() }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") || (number == 1 && trimmed == "---") { continue }
             guard let first = line.first, first != " ", first != "\t" else {
