@@ -61,8 +61,15 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
     /// stopped with this error; nil if the daemon never answered the post. The alert stays
     /// pending: look it up with ``AlertdClient/alert(on:id:wait:)``.
     public var alertID: String?
-    /// The daemon's TLS certificate was not trusted: alertctl adds how to trust it.
-    package var certificateNotTrusted = false
+    /// Why the daemon's TLS certificate was refused, if it was: alertctl adds what to do.
+    package var certificateProblem: CertificateProblem?
+
+    package enum CertificateProblem: Sendable {
+        /// Not signed by a trusted CA (or expired, or self-signed).
+        case untrusted
+        /// Valid, but not for the URL's host.
+        case wrongHost
+    }
 
     /// The problem's stable code (`not-found`, `already-decided`, …); nil when the daemon did not answer with one.
     public var code: ProblemCode? {

@@ -12,7 +12,7 @@ struct ConnectionFailure {
     /// The request never left: no connection, so the daemon did nothing.
     var neverSent: Bool
     /// The TLS handshake failed on the daemon's certificate.
-    var certificateNotTrusted = false
+    var certificate: AlertdError.CertificateProblem?
 
     /// `host:port` of the daemon's URL, as the user gave it.
     static func endpoint(of base: String) -> String {
@@ -28,7 +28,7 @@ struct ConnectionFailure {
         let prefix = failure.neverSent ? "cannot reach alertd" : "no answer from alertd"
         var error = AlertdError(
             kind: .connection, message: "\(prefix): \(failure.reason) (\(endpoint(of: base)))", neverSent: failure.neverSent)
-        error.certificateNotTrusted = failure.certificateNotTrusted
+        error.certificateProblem = failure.certificate
         return error
     }
 
@@ -38,7 +38,7 @@ struct ConnectionFailure {
             self = Self.describe(error, timeout: timeout)
         case let error as NIOConnectionError:
             if let dns = error.dnsAError ?? error.dnsAAAAError {
-                self.init(reason: "cannot resolve the host name (\(Self.resolverReason(dns)))", neverSent: true)
+                self.init(reason: "cannot resolve the host name: \(Self.resolverReason(dns))", neverSent: true)
             } else if let first = error.connectionErrors.first {
                 // Each address tried failed; the first says how.
                 self.init(first.error, timeout: timeout)
@@ -57,14 +57,14 @@ struct ConnectionFailure {
             }
         case let error as NIOSSLExtraError where error == .failedToValidateHostname:
             self.init(reason: "certificate not valid for this host name", neverSent: true)
-            certificateNotTrusted = true
+            certificate = .wrongHost
         case let error as NIOSSLError:
             switch error {
             case .handshakeFailed(let cause):
                 let text = "\(cause)"
                 if text.contains("CERTIFICATE_VERIFY_FAILED") {
                     self.init(reason: "certificate not trusted", neverSent: true)
-                    certificateNotTrusted = true
+                    certificate = .untrusted
                 } else if text.contains("WRONG_VERSION_NUMBER") || text.contains("PACKET_LENGTH_TOO_LONG") {
                     self.init(reason: "TLS handshake failed: the daemon does not speak TLS on this port", neverSent: true)
                 } else {
@@ -115,8 +115,7 @@ struct ConnectionFailure {
 
     /// The resolver's own words (`Name or service not known`), without NIO's wrapping.
     private static func resolverReason(_ error: any Error) -> String {
-        if let error = error as? SocketAddressError, case .unknown(let host, _) = error { return "\(host) is unknown" }
-        return "\(error)"
+        (error as? SocketAddressError.UnknownHost)?.errorDescription ?? "\(error)"
     }
 
     private static func seconds(_ value: Double) -> String {

@@ -101,8 +101,12 @@ struct Failure: Error, CustomStringConvertible {
             code = Exit.refused
         } else {
             description = error.message
-            if error.certificateNotTrusted {
+            switch error.certificateProblem {
+            case .untrusted:
                 description += "; trust its CA with --cacert FILE (or $ALERTD_CACERT), or skip the check with --insecure"
+            case .wrongHost:
+                description += "; use a URL with a host name the certificate holds, or skip the check with --insecure"
+            case nil: break
             }
             switch error.kind {
             case .invalidURL, .invalidCertificates: code = Exit.usage

@@ -77,6 +77,7 @@ struct SettingsTests {
     @Test("token_file is read and trimmed; an unreadable one is bad usage")
     func tokenFile() throws {
         let directory = try ScratchDirectory()
+        defer { withExtendedLifetime(directory) {} }
         let path = directory.url.appendingPathComponent("token").path
         try Data("secret-from-file\n".utf8).write(to: URL(fileURLWithPath: path))
         var withFile = file
