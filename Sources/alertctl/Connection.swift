@@ -76,14 +76,21 @@ struct Connection: ParsableArguments {
     /// Prints the body of the daemon's last successful answer as it wrote it (`null` for a 204).
     func printAnswer() {
         let body = answers.last?.body ?? []
-        Swift.print(body.isEmpty ? "null" : String(decoding: body, as: UTF8.self))
+        Self.write(json: body.isEmpty ? Array("null".utf8) : body)
     }
 
     /// Prints the pages of a paged list as one answer: `{"alerts": [...], "next_cursor": null}`.
     /// One page is printed as the daemon wrote it; several are joined with each element as the
     /// daemon wrote it (its member order, nulls and number spellings).
     func printPages(member: String) {
-        Swift.print(String(decoding: Self.joinPages(answers.all.map(\.body), member: member), as: UTF8.self))
+        Self.write(json: Self.joinPages(answers.all.map(\.body), member: member))
+    }
+
+    /// JSON and a newline on stdout: the bytes as they are for a pipe or a file; on a terminal
+    /// with C1 controls and bidi overrides escaped (``Terminal/safe(json:)``), the same JSON.
+    static func write(json bytes: [UInt8]) {
+        let shown = isatty(STDOUT_FILENO) == 1 ? Terminal.safe(json: bytes) : bytes
+        FileHandle.standardOutput.write(Data(shown + [UInt8(ascii: "\n")]))
     }
 
     static func joinPages(_ pages: [[UInt8]], member: String) -> [UInt8] {

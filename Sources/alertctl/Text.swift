@@ -26,6 +26,41 @@ enum Terminal {
     }
 }
 
+extension Terminal {
+    /// JSON bytes with each C1 control and bidirectional override inside its strings written as
+    /// a `\\u` escape: the same JSON value, harmless on a terminal. (The daemon escapes C0
+    /// controls, ESC among them, itself; C1 and bidi characters it writes as UTF-8.) Outside
+    /// strings JSON is ASCII, so replacing their UTF-8 sequences touches strings only.
+    static func safe(json bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        func escape(_ value: UInt32) { out += Array(String(format: "\\u%04x", value).utf8) }
+        while index < bytes.count {
+            let byte = bytes[index]
+            // U+0080–U+009F: C2 80–C2 9F. U+061C: D8 9C. U+200E/F, U+202A–E: E2 80 8E/8F/AA–AE.
+            // U+2066–9: E2 81 A6–A9.
+            if byte == 0xC2, index + 1 < bytes.count, (0x80...0x9F).contains(bytes[index + 1]) {
+                escape(UInt32(bytes[index + 1]))
+                index += 2
+            } else if byte == 0xD8, index + 1 < bytes.count, bytes[index + 1] == 0x9C {
+                escape(0x061C)
+                index += 2
+            } else if byte == 0xE2, index + 2 < bytes.count,
+                (bytes[index + 1] == 0x80 && [0x8E, 0x8F, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE].contains(bytes[index + 2]))
+                    || (bytes[index + 1] == 0x81 && (0xA6...0xA9).contains(bytes[index + 2]))
+            {
+                escape(0x2000 + UInt32(bytes[index + 1] & 0x3F) << 6 + UInt32(bytes[index + 2] & 0x3F))
+                index += 3
+            } else {
+                out.append(byte)
+                index += 1
+            }
+        }
+        return out
+    }
+}
+
 /// Human-readable lines for alerts, clients, webhooks and deliveries; each one safe for a terminal.
 enum Text {
     static func summary(_ alert: AlertResource) -> String {

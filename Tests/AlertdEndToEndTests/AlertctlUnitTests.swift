@@ -211,6 +211,14 @@ struct JSONPassThroughTests {
         )
     }
 
+    @Test("on a terminal, C1 controls and bidi overrides in JSON strings become \\u escapes: the same JSON value")
+    func terminalJSON() throws {
+        let raw = Array("{\"t\":\"a\u{9B}1m\u{202E}b\u{2066}\u{061C}é→\\u001b\"}".utf8)
+        let safe = Terminal.safe(json: raw)
+        #expect(String(decoding: safe, as: UTF8.self) == #"{"t":"a\u009b1m\u202eb\u2066\u061cé→\u001b"}"#)
+        #expect(try JSONParser.parse(safe) == JSONParser.parse(raw))
+    }
+
     @Test("a client with --json keeps the answers it gets; only 2xx ones count")
     func recorder() {
         let answers = Answers()
