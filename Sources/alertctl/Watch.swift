@@ -369,10 +369,10 @@ struct ConsoleState {
         switch code {
         case .unauthorized:
             return "The daemon does not accept this token.\n\n\(detail)\n\n"
-                + "Give another with --token, $ALERTD_TOKEN or alertctl.yaml; q quits."
+                + "Give another with --token, $ALERTD_TOKEN or alertctl.yaml."
         case .forbidden:
             return "This token cannot read client \(client).\n\n\(detail)\n\n"
-                + "Give a token with the read role on \(client) (alertctl whoami shows this one's); q quits."
+                + "Use a token with the read role on \(client); alertctl whoami shows this one's."
         default:
             return nil
         }
