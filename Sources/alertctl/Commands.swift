@@ -232,7 +232,9 @@ struct Choose: AsyncParsableCommand {
     var client: String
 
     @Argument(
-        help: ArgumentHelp("The alert's id (not with --current), then the button's title (or its index with --index).", valueName: "id"))
+        help: ArgumentHelp(
+            "The alert's id, then the button's title (or its index with --index); with --current, only the button.",
+            valueName: "id-and-button"))
     var words: [String] = []
 
     @Flag(name: .long, help: "Answer the alert the client displays now.")
