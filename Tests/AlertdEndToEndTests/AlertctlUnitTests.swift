@@ -1,7 +1,8 @@
 // alertctl's own logic, tested in process without a daemon: argument rewriting, where the
 // settings come from, the config file, text made safe for a terminal, --json pages, and the
 // watch console's screen and keys. (Here because this target already links the alertctl
-// executable module; its tests of the real binary are in AlertctlTests and WatchConsoleTests.)
+// executable module; its tests of the real binary are in AlertctlTests and WatchConsoleTests.
+// The suites carry `.ownThreads` as every suite of this target must; they block nothing.)
 
 import AlertdWire
 import ArgumentParser
@@ -11,7 +12,7 @@ import Testing
 @testable import AlertdClient
 @testable import alertctl
 
-@Suite("alertctl: global options before the command")
+@Suite("alertctl: global options before the command", .ownThreads)
 struct GlobalOptionTests {
     @Test(
         "global options before the command (or between webhooks and add) move after it; the rest stays in order",
@@ -51,7 +52,7 @@ struct GlobalOptionTests {
     }
 }
 
-@Suite("alertctl: settings from flags, then the environment, then alertctl.yaml")
+@Suite("alertctl: settings from flags, then the environment, then alertctl.yaml", .ownThreads)
 struct SettingsTests {
     func flags(_ arguments: String...) throws -> Connection { try Connection.parse(arguments) }
 
@@ -108,7 +109,7 @@ struct SettingsTests {
     }
 }
 
-@Suite("alertctl: alertctl.yaml")
+@Suite("alertctl: alertctl.yaml", .ownThreads)
 struct ConfigFileTests {
     func parse(_ text: String) throws(alertctl.Failure) -> ConfigFile {
         try ConfigFile.parse(text, path: "/etc/me/alertctl.yaml", home: "/home/me")
@@ -160,7 +161,7 @@ struct ConfigFileTests {
     }
 }
 
-@Suite("alertctl: text from the daemon is harmless in a terminal")
+@Suite("alertctl: text from the daemon is harmless in a terminal", .ownThreads)
 struct TerminalTextTests {
     @Test("control characters, escape sequences and bidi overrides become �; newlines only where asked")
     func safe() {
@@ -197,7 +198,7 @@ struct TerminalTextTests {
     }
 }
 
-@Suite("alertctl --json: the daemon's answer as it wrote it")
+@Suite("alertctl --json: the daemon's answer as it wrote it", .ownThreads)
 struct JSONPassThroughTests {
     @Test("one page is printed byte for byte; several are joined with each element as written")
     func pages() {
@@ -228,7 +229,7 @@ struct JSONPassThroughTests {
     }
 }
 
-@Suite("alertctl watch: the screen and the keys, without a terminal")
+@Suite("alertctl watch: the screen and the keys, without a terminal", .ownThreads)
 struct ConsoleStateTests {
     static func alert(buttons: [Button], message: String? = nil, title: String = "Pick one") -> AlertResource {
         AlertResource(
