@@ -146,7 +146,7 @@ struct Post: AsyncParsableCommand {
 
     /// What became of the alert after Ctrl-C: the presentation withdrew it, if it could.
     private func interrupted(_ alertd: AlertdClient, _ id: String?) async -> String {
-        guard let id else { return "interrupted before the daemon took the alert: nothing is pending" }
+        guard let id else { return "interrupted before the daemon took the alert" }
         do {
             let alert = try await alertd.alert(on: client, id: id)
             if alert.state == .withdrawn { return "interrupted: the alert \(id) was withdrawn" }

@@ -120,11 +120,15 @@ struct Console {
         }
     }
 
-    /// The queue's length: how many alerts the client has pending, once a second.
+    /// The queue's length: how many alerts the client has pending, once a second; it stops,
+    /// as `follow` does, for a token the daemon refuses.
     static func count(_ alertd: AlertdClient, _ client: String, into sink: AsyncStream<Event>.Continuation) async {
         while !Task.isCancelled {
-            if let clients = try? await alertd.clients() {
+            do {
+                let clients = try await alertd.clients()
                 sink.yield(.pending(clients.first { $0.client == client }?.pending ?? 0))
+            } catch {
+                if ConsoleState.refusal(error, client) != nil { return }
             }
             try? await Task.sleep(for: .seconds(1))
         }
