@@ -7,20 +7,26 @@ struct AlertdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alertd",
         abstract: "Lets programs ask people questions over HTTP.",
+        usage: """
+            alertd [--config <file>] [--listen <host:port>] [--state-dir <dir>]
+            alertd token new <name> --roles <roles> --clients <clients> [--json]
+            alertd check-config <file>
+            """,
         discussion: """
-            Reads the YAML config at --config (default \(Config.defaultPath)); with no config \
-            file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
+            Without a command alertd serves the API and the dashboard until SIGTERM (there is no \
+            `serve` command). It reads the YAML config at --config (default \(Config.defaultPath)); \
+            with no config file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
         subcommands: [TokenCommand.self, CheckConfigCommand.self])
 
-    @Option(name: .long, help: "The YAML config file.")
+    @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))
     var config: String?
 
-    @Option(name: .long, help: "HOST:PORT to listen on (port 0: any free port).")
+    @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on (port 0: any free port).", valueName: "host:port"))
     var listen: String?
 
-    @Option(name: .customLong("state-dir"), help: "Where the SQLite store lives.")
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the SQLite store lives.", valueName: "dir"))
     var stateDir: String?
 
     func run() async throws {

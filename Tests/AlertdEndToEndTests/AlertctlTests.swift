@@ -5,8 +5,13 @@ import Testing
 
 /// `alertctl`, the real binary, started as a process against the real daemon.
 struct Alertctl {
-    var url: String
+    /// `ALERTD_URL`; nil leaves it unset.
+    var url: String?
     var token: String? = nil
+    /// More of the environment, over the test process's (nil unsets a name). By default no
+    /// `alertctl.yaml` is read: `XDG_CONFIG_HOME` names a directory that does not exist, so a
+    /// file on the machine running the tests cannot change what they see.
+    var environment: [String: String?] = [:]
 
     static func binary() throws -> String {
         let directory = URL(fileURLWithPath: Daemon.selfExecutablePath()).deletingLastPathComponent()
@@ -47,7 +52,12 @@ struct Alertctl {
 
     /// Starts `alertctl ARGS` with `ALERTD_URL` (and `ALERTD_TOKEN`) set.
     func start(_ arguments: [String]) throws -> Run {
-        try Run.spawn(try Self.binary(), arguments, environment: ["ALERTD_URL": url, "ALERTD_TOKEN": token])
+        var variables: [String: String?] = [
+            "ALERTD_URL": url, "ALERTD_TOKEN": token, "ALERTD_CACERT": nil,
+            "XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config",
+        ]
+        variables.merge(environment) { $1 }
+        return try Run.spawn(try Self.binary(), arguments, environment: variables)
     }
 
     func run(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {
@@ -124,7 +134,7 @@ struct AlertctlTests {
         try await SDKTests.awaitWaiters(daemon, 1)
         run.interrupt()
         let result = try await run.finish()
-        #expect(result.status == 130 && result.stderr.contains("withdrawn"), "\(result)")
+        #expect(result.status == 130 && result.stderr == "alertctl: interrupted: the alert \(id) was withdrawn\n", "\(result)")
         #expect(try await AlertdClient(url: daemon.baseURL).alert(on: "ops", id: id).state == .withdrawn)
     }
 
@@ -141,7 +151,7 @@ struct AlertctlTests {
         let badClient = try await ctl.run("current", "bad!id")
         #expect(badClient.status == 3 && badClient.stderr.contains("Bad request: "), "\(badClient)")
         let down = try await Alertctl(url: "http://127.0.0.1:1").run("clients")
-        #expect(down.status == 4 && down.stderr.contains("cannot reach alertd"), "\(down)")
+        #expect(down.status == 4 && down.stderr == "alertctl: cannot reach alertd: connection refused (127.0.0.1:1)\n", "\(down)")
         let usage = try await ctl.run("post", "ops")
         #expect(usage.status == 64 && usage.stderr.contains("--title"), "\(usage)")
         let badMetadata = try await ctl.run("post", "ops", "--title", "x", "--metadata", "[1]")
@@ -182,11 +192,16 @@ struct AlertctlTests {
         #expect(chosen.status == 0 && chosen.stdout.contains("→ Later"), "\(chosen)")
         let got = try await ctl.json("get", "ops", id) as! [String: Any]
         #expect((got["result"] as? [String: Any])?["button"] as? String == "Later")
-        let clients = try await ctl.json("clients") as! [String: [[String: Any]]]
+        // --json keeps the daemon's nulls: `next_cursor` is there, null on the last page.
+        let clientPage = try await ctl.json("clients") as! [String: Any]
+        #expect(clientPage["next_cursor"] is NSNull)
+        let clients = ["clients": clientPage["clients"] as! [[String: Any]]]
         #expect(clients["clients"]?.first?["pending"] as? Int == 1 && clients["clients"]?.first?["displayed"] as? String == secondID)
         let withdrawn = try await ctl.run("withdraw", "ops", secondID)
         #expect(withdrawn.status == 0, "\(withdrawn)")
-        let answered = try await ctl.json("list", "ops", "--state", "answered,withdrawn") as! [String: [[String: Any]]]
+        let answered = [
+            "alerts": (try await ctl.json("list", "ops", "--state", "answered,withdrawn") as! [String: Any])["alerts"] as! [[String: Any]]
+        ]
         #expect(Set(answered["alerts"]!.map { $0["id"] as! String }) == [id, secondID])
 
         let hook = try await ctl.json("webhooks", "add", "ops", "http://127.0.0.1:1/hook") as! [String: Any]
@@ -236,7 +251,7 @@ struct AlertctlTests {
             let path = binDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
             let run = try Alertctl.Run.spawn(
                 "/bin/sh", ["-c", #"cd "$1" && exec "$2" 77"#, "sh", scratch.url.path, script],
-                environment: ["PATH": path, "ALERTD_URL": daemon.baseURL])
+                environment: ["PATH": path, "ALERTD_URL": daemon.baseURL, "XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config"])
             let id = try await SDKTests.awaitDisplayed(daemon, "ops")
             #expect(try await alertd.alert(on: "ops", id: id).title == "Deploy build 77?")
             _ = try await alertd.choose(on: "ops", id: id, button: button)

@@ -7,10 +7,13 @@ import Testing
 struct TmuxSession {
     let name: String
 
+    /// Starts `command` in a new session; no `alertctl.yaml` is read unless `environment` names
+    /// an `XDG_CONFIG_HOME`.
     static func start(_ command: [String], environment: [String: String]) throws -> TmuxSession {
         let session = TmuxSession(name: "alertd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         var arguments = ["new-session", "-d", "-x", "80", "-y", "24", "-s", session.name]
-        for (key, value) in environment { arguments += ["-e", "\(key)=\(value)"] }
+        let isolated = ["XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config"].merging(environment) { $1 }
+        for (key, value) in isolated { arguments += ["-e", "\(key)=\(value)"] }
         try Self.tmux(arguments + command)
         return session
     }
@@ -73,8 +76,11 @@ struct WatchConsoleTests {
                 && $0.contains("[3] Cancel  (cancel, Esc)") && $0.contains("2 pending, 1 queued behind")
         }
         #expect(tmux.screen().split(separator: "\n").allSatisfy { $0.count <= 80 })
+        // A destructive button waits for y.
         try tmux.send("2")
-        try await tmux.awaitScreen { $0.contains("Second <b>") }
+        try await tmux.awaitScreen { $0.contains("Roll back is destructive: y chooses it") }
+        try tmux.send("y")
+        try await tmux.awaitScreen { $0.contains("Second <b>") && $0.contains("answered “Deploy build 1234?” with Roll back") }
         #expect(try await alertd.alert(on: "ops", id: first.id).result?.button == "Roll back")
         // An escape sequence in a title is shown harmlessly, not interpreted.
         #expect(tmux.screen().contains("Second <b>\u{FFFD}[31m"))
@@ -109,5 +115,65 @@ struct WatchConsoleTests {
         defer { second.cleanup() }
         _ = try await AlertdClient(url: second.baseURL).post(NewAlert(title: "Back again", buttons: [.default("Yes")]), to: "ops")
         try await tmux.awaitScreen { $0.contains("Back again") && !$0.contains("reconnecting") }
+    }
+
+    @Test("a token the daemon refuses (401), or one that may not read the client (403), is said whole on the screen; no reconnecting")
+    func refusedToken() async throws {
+        let (daemon, secrets) = try AuthTests.start()
+        defer { daemon.cleanup() }
+        for (token, client, words) in [
+            (secrets["console"]!, "db", "This token cannot read client db."),
+            ("not-a-token", "ops", "The daemon does not accept this token."),
+        ] {
+            let tmux = try TmuxSession.start(
+                [try Alertctl.binary(), "watch", client], environment: ["ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": token])
+            defer { tmux.kill() }
+            try await tmux.awaitScreen { $0.contains(words) && ($0.contains("alertctl.yaml") || $0.contains("alertctl whoami")) }
+            let screen = tmux.screen()
+            #expect(!screen.contains("reconnecting") && screen.contains(token == "not-a-token" ? "Unauthorized: " : "Forbidden: "))
+            #expect(screen.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces) == "q quit", "\(screen)")
+        }
+    }
+
+    @Test("twelve buttons and a long message: every button with its key (letters after 9), the message scrolls, a wrong key is named")
+    func manyButtons() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let message = (1...40).map { "Line \($0) of the release notes." }.joined(separator: "\n")
+        let alert = try await alertd.post(
+            NewAlert(title: "Pick a region", message: message, buttons: (1...11).map { .default("Region \($0)") } + [.cancel("None")]),
+            to: "ops")
+        let tmux = try TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen {
+            $0.contains("[9] Region 9") && $0.contains("[a] Region 10") && $0.contains("[b] Region 11")
+                && $0.contains("[c] None  (cancel, Esc)") && $0.contains("1-9, a-c choose · Esc cancel · ↑↓ PgUp PgDn scroll · q quit")
+        }
+        #expect(tmux.screen().contains("Line 1 of the release notes.") && !tmux.screen().contains("Line 40 of"))
+        #expect(tmux.screen().split(separator: "\n").allSatisfy { $0.count <= 80 })
+        try tmux.send("PageDown")
+        try await tmux.awaitScreen { !$0.contains("Line 1 of the release notes.") && $0.contains("Line 6 of the release notes.") }
+        try tmux.send("z")
+        try await tmux.awaitScreen { $0.contains("key z chooses nothing; 1-9, a-c choose") }
+        try tmux.send("b")
+        try await tmux.awaitScreen { $0.contains("answered “Pick a region” with Region 11") }
+        #expect(try await alertd.alert(on: "ops", id: alert.id).result?.button == "Region 11")
+    }
+
+    @Test("any key but y keeps an alert whose destructive button was pressed")
+    func destructiveKept() async throws {
+        let daemon = try Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let alert = try await alertd.post(NewAlert(title: "Drop the table?", buttons: [.destructive("Drop"), .cancel("Keep")]), to: "ops")
+        let tmux = try TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("[1] Drop  (destructive)") }
+        try tmux.send("1")
+        try await tmux.awaitScreen { $0.contains("y choose · any other key keep · q quit") }
+        try tmux.send("n")
+        try await tmux.awaitScreen { $0.contains("kept: Drop was not chosen") }
+        #expect(try await alertd.alert(on: "ops", id: alert.id).state == .displayed)
     }
 }
