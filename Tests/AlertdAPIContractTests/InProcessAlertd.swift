@@ -20,8 +20,7 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
     private let core: Application.Core
     private let scratch: ScratchDirectory
 
-    /// Builds alertd from `yaml` (its `state_dir` is replaced by a temporary directory).
-    init(config yaml: String) throws {
+    private init(config yaml: String) throws {
         scratch = try ScratchDirectory()
         var config = try Config.parse(yaml: yaml)
         config.stateDir = scratch.url.path
@@ -29,9 +28,31 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
             config: config, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
     }
 
+    /// Builds alertd from `yaml` (its `state_dir` is replaced by a temporary directory).
+    static func start(config yaml: String) async throws -> InProcessAlertd {
+        try await onOwnThread { try InProcessAlertd(config: yaml) }
+    }
+
     /// Answers parked waiters, commits what is queued and stops alertd's threads.
-    func shutdown() {
-        core.shutdown()
+    func shutdown() async {
+        await onOwnThread { self.core.shutdown() }
+    }
+
+    /// Building and stopping wait on alertd's own threads (the writer, the delivery
+    /// worker's grace for attempts in flight): on a thread of their own, never the pool's.
+    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+
+    private func onOwnThread(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { continuation in
+            Thread {
+                work()
+                continuation.resume()
+            }.start()
+        }
     }
 
     /// As the server does: the head is admitted (or refused) first, then the whole request
