@@ -3,6 +3,10 @@ import AlertdTestSupport
 import Foundation
 import Testing
 
+/// How long a test waits for something the daemon or a program will do: generous for a
+/// loaded CI machine, short enough to end a run whose awaited thing never comes.
+let asyncWaitTimeout: Duration = .seconds(30)
+
 /// The secret every test webhook and `callback_url` is signed with.
 let callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
