@@ -46,7 +46,8 @@ extension APIContractTests {
                 #expect(alert["callback_url"] as? String == "http://127.0.0.1:9/hook")
                 #expect(Contract.same(alert["metadata"], fields["metadata"]))
                 let created = try #require(Contract.milliseconds(alert["created_at"]), "created_at: \(alert["created_at"] ?? "nil")")
-                let displayed = try #require(Contract.milliseconds(alert["displayed_at"]), "displayed_at: \(alert["displayed_at"] ?? "nil")")
+                let displayed = try #require(
+                    Contract.milliseconds(alert["displayed_at"]), "displayed_at: \(alert["displayed_at"] ?? "nil")")
                 let expires = try #require(Contract.milliseconds(alert["expires_at"]), "expires_at: \(alert["expires_at"] ?? "nil")")
                 #expect(displayed >= created)
                 #expect(expires - created == 120_000)
@@ -329,9 +330,11 @@ extension APIContractTests {
                 let first = try await api.post(client, Contract.alert("one"), headers: key)
                 #expect(first.status == 201)
                 let before = try await api.snapshot(client)
-                Contract.expectProblem(try await api.post(client, Contract.alert("two"), headers: key), status: 422, code: "idempotency-mismatch")
+                Contract.expectProblem(
+                    try await api.post(client, Contract.alert("two"), headers: key), status: 422, code: "idempotency-mismatch")
                 #expect(try await api.snapshot(client) == before)
-                #expect(try await api.post(client, Contract.alert("one"), headers: key).status == 200, "the key still names the first alert")
+                #expect(
+                    try await api.post(client, Contract.alert("one"), headers: key).status == 200, "the key still names the first alert")
             }
         }
 
@@ -465,8 +468,9 @@ extension APIContractTests {
                 let client = Contract.uniqueClient("wait-after")
                 let first = try await api.create(client)
                 let second = try await api.create(client)
+                let firstID = Contract.id(first)
                 let toNext = Parked(count: 1) {
-                    try await api.get("/v1/clients/\(client)/alerts/current?wait=30&after=\(Contract.id(first))")
+                    try await api.get("/v1/clients/\(client)/alerts/current?wait=30&after=\(firstID)")
                 }
                 try await api.awaitWaiters(1)
                 #expect(!toNext.anyAnswered)
@@ -475,8 +479,9 @@ extension APIContractTests {
                 #expect(next.status == 200)
                 #expect(try next.jsonObject()["id"] as? String == Contract.id(second))
 
+                let secondID = Contract.id(second)
                 let toNone = Parked(count: 1) {
-                    try await api.get("/v1/clients/\(client)/alerts/current?wait=30&after=\(Contract.id(second))")
+                    try await api.get("/v1/clients/\(client)/alerts/current?wait=30&after=\(secondID)")
                 }
                 try await api.awaitWaiters(1)
                 #expect(try await api.withdraw(client, Contract.id(second)).status == 200)
@@ -540,7 +545,8 @@ extension APIContractTests {
         func byTitle(mode: TestMode) async throws {
             try await withTestClient(mode) { api in
                 let client = Contract.uniqueClient("choose")
-                let asked = try await api.create(client, Contract.alert("deploy", buttons: [("Deploy", "destructive"), ("Cancel", "cancel")]))
+                let asked = try await api.create(
+                    client, Contract.alert("deploy", buttons: [("Deploy", "destructive"), ("Cancel", "cancel")]))
                 let next = try await api.create(client)
                 let response = try await api.choose(client, Contract.id(asked), ["button": "Deploy"])
                 #expect(response.status == 200)
@@ -626,8 +632,10 @@ extension APIContractTests {
                 _ = try await api.create(client)
                 let queued = try await api.create(client)
                 let before = try await api.snapshot(client)
-                Contract.expectProblem(try await api.choose(client, Contract.id(queued), ["button": "Yes"]), status: 409, code: "not-displayed")
-                Contract.expectProblem(try await api.choose(client, Contract.id(queued), ["button": "Maybe"]), status: 422, code: "unknown-button")
+                Contract.expectProblem(
+                    try await api.choose(client, Contract.id(queued), ["button": "Yes"]), status: 409, code: "not-displayed")
+                Contract.expectProblem(
+                    try await api.choose(client, Contract.id(queued), ["button": "Maybe"]), status: 422, code: "unknown-button")
                 #expect(try await api.snapshot(client) == before)
             }
         }
@@ -763,12 +771,14 @@ extension APIContractTests {
                 let client = Contract.uniqueClient("withdraw-terminal")
                 let asked = try await api.create(client)
                 let answered = try await api.choose(client, Contract.id(asked), ["button": "Yes"]).jsonObject()
-                let problem = Contract.expectProblem(try await api.withdraw(client, Contract.id(asked)), status: 409, code: "already-decided")
+                let problem = Contract.expectProblem(
+                    try await api.withdraw(client, Contract.id(asked)), status: 409, code: "already-decided")
                 #expect(Contract.same(problem["alert"], answered))
 
                 let expiring = try await api.create(client, ["title": "soon", "buttons": [["title": "Yes"]], "expires_in": 0.3])
                 _ = try await api.awaitTerminal(client, Contract.id(expiring))
-                let second = Contract.expectProblem(try await api.withdraw(client, Contract.id(expiring)), status: 409, code: "already-decided")
+                let second = Contract.expectProblem(
+                    try await api.withdraw(client, Contract.id(expiring)), status: 409, code: "already-decided")
                 #expect((second["alert"] as? [String: Any])?["state"] as? String == "expired")
             }
         }
@@ -799,7 +809,8 @@ extension APIContractTests {
             try await withTestClient { api in
                 let client = Contract.uniqueClient("get-wait")
                 let asked = try await api.create(client)
-                let waiters = Parked(count: 2) { try await api.get("/v1/clients/\(client)/alerts/\(Contract.id(asked))?wait=30") }
+                let askedID = Contract.id(asked)
+                let waiters = Parked(count: 2) { try await api.get("/v1/clients/\(client)/alerts/\(askedID)?wait=30") }
                 try await api.awaitWaiters(2)
                 #expect(!waiters.anyAnswered)
                 let answered = try await api.choose(client, Contract.id(asked), ["button": "Yes"]).jsonObject()
@@ -896,7 +907,8 @@ extension APIContractTests {
                 #expect(try await api.list(client, "state=withdrawn").alerts.map(Contract.id) == [history.withdrawn])
                 #expect(try await api.list(client, "state=queued").alerts.map(Contract.id) == [history.queued])
                 #expect(try await api.list(client, "state=displayed").alerts.map(Contract.id) == [history.displayed])
-                #expect(try await api.list(client, "state=withdrawn,answered").alerts.map(Contract.id) == [history.withdrawn, history.answered])
+                #expect(
+                    try await api.list(client, "state=withdrawn,answered").alerts.map(Contract.id) == [history.withdrawn, history.answered])
                 let everything = try await api.list(client, "state=\(Self.allStates)").alerts
                 #expect(everything.map(Contract.id) == history.inListingOrder)
                 #expect(everything.map { $0["position"] as? Int } == [0, 1, nil, nil, nil, nil])
@@ -998,24 +1010,24 @@ extension APIContractTests {
             arguments: TestMode.both)
         func everyClient(mode: TestMode) async throws {
             try await withTestClient(mode) { api in
-            let empty = try await api.get("/v1/clients")
-            #expect(empty.status == 200)
-            #expect(empty.header("Content-Type") == "application/json")
-            #expect(Contract.same(try empty.jsonObject(), ["clients": [Any](), "next_cursor": NSNull()] as [String: Any]))
+                let empty = try await api.get("/v1/clients")
+                #expect(empty.status == 200)
+                #expect(empty.header("Content-Type") == "application/json")
+                #expect(Contract.same(try empty.jsonObject(), ["clients": [Any](), "next_cursor": NSNull()] as [String: Any]))
 
-            let beta1 = try await api.create("beta")
-            _ = try await api.create("beta")
-            let alpha = try await api.create("alpha")
-            _ = try await api.choose("alpha", Contract.id(alpha), ["button": "Yes"])
-            let expected: [String: Any] = [
-                "clients": [
-                    ["client": "alpha", "pending": 0, "displayed": NSNull()],
-                    ["client": "beta", "pending": 2, "displayed": Contract.id(beta1)],
-                ],
-                "next_cursor": NSNull(),
-            ]
-            let listed = try await api.get("/v1/clients").jsonObject()
-            #expect(Contract.same(listed, expected), "\(listed)")
+                let beta1 = try await api.create("beta")
+                _ = try await api.create("beta")
+                let alpha = try await api.create("alpha")
+                _ = try await api.choose("alpha", Contract.id(alpha), ["button": "Yes"])
+                let expected: [String: Any] = [
+                    "clients": [
+                        ["client": "alpha", "pending": 0, "displayed": NSNull()],
+                        ["client": "beta", "pending": 2, "displayed": Contract.id(beta1)],
+                    ],
+                    "next_cursor": NSNull(),
+                ]
+                let listed = try await api.get("/v1/clients").jsonObject()
+                #expect(Contract.same(listed, expected), "\(listed)")
             }
         }
     }
@@ -1155,7 +1167,8 @@ extension APIContractTests {
                 let shown = try await api.create(client)
                 for path in [
                     "/v1/clients/\(client)/alerts?limit=1&limit=1", "/v1/clients/\(client)/alerts?state=queued&state=queued",
-                    "/v1/clients/\(client)/alerts/current?wait=0&wait=0", "/v1/clients/\(client)/alerts/\(Contract.id(shown))?wait=0&wait=0",
+                    "/v1/clients/\(client)/alerts/current?wait=0&wait=0",
+                    "/v1/clients/\(client)/alerts/\(Contract.id(shown))?wait=0&wait=0",
                 ] {
                     Contract.expectProblem(try await api.get(path), status: 400, code: "bad-request")
                 }

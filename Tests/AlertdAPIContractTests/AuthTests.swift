@@ -67,7 +67,8 @@ struct AuthTests {
             #expect((try chosen.jsonObject()["result"] as? [String: Any])?["decided_by"] as? String == "console")
 
             // withdraw is post's; decided_by names the deployer.
-            let other = try await http.post("/v1/clients/team-a/alerts", json: alert, headers: as_("deployer")).jsonObject()["id"] as? String
+            let other =
+                try await http.post("/v1/clients/team-a/alerts", json: alert, headers: as_("deployer")).jsonObject()["id"] as? String
             let otherID = try #require(other)
             #expect(try await http.delete("/v1/clients/team-a/alerts/\(otherID)", headers: as_("reader")).status == 403)
             let withdrawn = try await http.delete("/v1/clients/team-a/alerts/\(otherID)", headers: as_("deployer"))

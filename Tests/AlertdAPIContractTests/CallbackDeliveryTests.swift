@@ -123,7 +123,9 @@ struct CallbackDeliveryTests {
                 }
                 #expect(Set(seen.keys) == [id(answered), id(withdrawn), id(dismissed)])
             }
-            let list = try await deliveries(http, "ops", id(answered)) { $0.count == 3 && $0.allSatisfy { $0["state"] as? String == "delivered" } }
+            let list = try await deliveries(http, "ops", id(answered)) {
+                $0.count == 3 && $0.allSatisfy { $0["state"] as? String == "delivered" }
+            }
             #expect(Set(list.map { $0["target"] as! String }) == [callback.url, hookA.url, hookB.url])
             #expect(list.filter { $0["webhook_id"] is NSNull }.count == 1, "the callback_url has no webhook id")
         }
@@ -182,7 +184,8 @@ struct CallbackDeliveryTests {
         defer { [later, gone].forEach { $0.close() } }
         later.script([.status(503, headers: [("Retry-After", "2")]), .status(204)])
         gone.behave(.status(410))
-        try await withTestClient(config: config(webhooks: [("ops", later.url), ("ops", gone.url)], retryInitial: 0.1, retryMax: 0.2)) { http in
+        try await withTestClient(config: config(webhooks: [("ops", later.url), ("ops", gone.url)], retryInitial: 0.1, retryMax: 0.2)) {
+            http in
             let alert = try await http.postAlert("ops", oneButton)
             #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
 
@@ -278,7 +281,11 @@ struct CallbackDeliveryTests {
         defer { hook.close() }
         let linkLocal = "http://169.254.169.254/latest/meta-data"
         let byName = "http://localhost:\(hook.port)/named"
-        try await withTestClient(config: config(webhooks: [("ops", linkLocal), ("ops", byName), ("denied", "http://metadata.internal/x")], deny: ["169.254.0.0/16", "fe80::/10", "*.internal"])) { http in
+        try await withTestClient(
+            config: config(
+                webhooks: [("ops", linkLocal), ("ops", byName), ("denied", "http://metadata.internal/x")],
+                deny: ["169.254.0.0/16", "fe80::/10", "*.internal"])
+        ) { http in
             let alert = try await http.postAlert("ops", oneButton)
             #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
             let other = try await http.postAlert("denied", oneButton)

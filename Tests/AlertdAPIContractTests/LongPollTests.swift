@@ -26,7 +26,8 @@ struct LongPollTests {
         try await withTestClient(mode) { http in
             let first = try await http.postAlert("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
             let second = try await http.postAlert("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
-            let parked = Parked(count: 1) { try await http.get("/v1/clients/ops/alerts/current?wait=60&after=\(id(first))") }
+            let firstID = Contract.id(first)
+            let parked = Parked(count: 1) { try await http.get("/v1/clients/ops/alerts/current?wait=60&after=\(firstID)") }
             try await http.awaitWaiters(1)
             #expect(!parked.anyAnswered)
             #expect(try await http.choose("ops", id(first), #"{"button":"OK"}"#).status == 200)
@@ -41,7 +42,8 @@ struct LongPollTests {
         try await withTestClient { http in
             let alert = try await http.postAlert(
                 "ops", #"{"title":"Restart db?","buttons":[{"title":"Restart","style":"destructive"},{"title":"No","style":"cancel"}]}"#)
-            let parked = Parked(count: 1) { try await http.get("/v1/clients/ops/alerts/\(id(alert))?wait=60") }
+            let alertID = Contract.id(alert)
+            let parked = Parked(count: 1) { try await http.get("/v1/clients/ops/alerts/\(alertID)?wait=60") }
             try await http.awaitWaiters(1)
             #expect(try await http.choose("ops", id(alert), #"{"button":"No"}"#).status == 200)
             let answer = try await parked.awaitAll(timeout: .seconds(10))[0].jsonObject()
@@ -85,8 +87,9 @@ struct LongPollTests {
         try await withTestClient(mode) { http in
             let first = try await http.postAlert("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
             let second = try await http.postAlert("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
-            let onCurrent = Parked(count: 200) { try await http.get("/v1/clients/ops/alerts/current?wait=60&after=\(id(first))") }
-            let onAlert = Parked(count: 100) { try await http.get("/v1/clients/ops/alerts/\(id(first))?wait=60") }
+            let firstID = Contract.id(first)
+            let onCurrent = Parked(count: 200) { try await http.get("/v1/clients/ops/alerts/current?wait=60&after=\(firstID)") }
+            let onAlert = Parked(count: 100) { try await http.get("/v1/clients/ops/alerts/\(firstID)?wait=60") }
             try await http.awaitWaiters(300)
             #expect(!onCurrent.anyAnswered && !onAlert.anyAnswered)
             #expect(try await http.choose("ops", id(first), #"{"button_index":0}"#).status == 200)

@@ -110,7 +110,7 @@ struct WebhookReceiverTests {
         #expect(error?.code == .timedOut && error?.received.count == 3 && error?.description.contains("webhook-id=msg_2p7Yk") == true)
         #expect(ContinuousClock.now - started >= .milliseconds(300))
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await receiver.waitForRequests(count: 10, timeout: 30) }
             while receiver.pendingWaiters == 0 { await Task.yield() }
             group.cancelAll()

@@ -279,12 +279,15 @@ enum WireFixture {
             return
         }
         for member in ["type", "title"] {
-            #expect((problem[member] as? String)?.isEmpty == false, "\(member): \(problem[member] ?? "missing")", sourceLocation: sourceLocation)
+            #expect(
+                (problem[member] as? String)?.isEmpty == false, "\(member): \(problem[member] ?? "missing")", sourceLocation: sourceLocation
+            )
         }
         #expect(problem["detail"] is String, "detail: \(problem["detail"] ?? "missing")", sourceLocation: sourceLocation)
         #expect(problem["status"] as? Int == response.status, sourceLocation: sourceLocation)
         if let code {
-            #expect(problem["code"] as? String == code, "code \(problem["code"] ?? "missing"), wanted \(code)", sourceLocation: sourceLocation)
+            #expect(
+                problem["code"] as? String == code, "code \(problem["code"] ?? "missing"), wanted \(code)", sourceLocation: sourceLocation)
         } else {
             #expect((problem["code"] as? String)?.isEmpty == false, "code: \(problem["code"] ?? "missing")", sourceLocation: sourceLocation)
         }

@@ -1,6 +1,5 @@
 import AlertdTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("Durability: kill -9 and restart")
@@ -60,7 +59,7 @@ struct DurabilityTests {
     func concurrentPostsSurvive() async throws {
         let first = try await Daemon.start(.init(config: "durability: full\n"))
         defer { first.cleanup() }
-        let acknowledged = Mutex<[String]>([])
+        let acknowledged = Observed<[String]>([])
         let workers = 8
         let started = Observed(0)
         let http = first.client(timeout: .seconds(5))
@@ -74,7 +73,7 @@ struct DurabilityTests {
                                 "/v1/clients/load-\(worker % 2)/alerts", json: #"{"title":"n\#(count)","buttons":[{"title":"OK"}]}"#),
                             response.status == 201, let alert = try? response.jsonObject()
                         else { return }  // the daemon died under us
-                        acknowledged.withLock { $0.append(id(alert)) }
+                        acknowledged.update { $0.append(id(alert)) }
                         count += 1
                         if count == 20 { started.update { $0 += 1 } }
                     }
@@ -98,7 +97,7 @@ struct DurabilityTests {
                 cursor = page["next_cursor"] as? String
             } while cursor != nil
         }
-        let acked = acknowledged.withLock { $0 }
+        let acked = acknowledged.value
         #expect(acked.count >= workers * 20)
         let missing = acked.filter { !stored.contains($0) }
         #expect(missing.isEmpty, "\(missing.count) of \(acked.count) acknowledged posts are gone")
@@ -234,8 +233,9 @@ struct ShutdownTests {
         defer { daemon.cleanup() }
         let http = daemon.client()
         let alert = try await http.postAlert("ops", #"{"title":"Still here","buttons":[{"title":"OK"}]}"#)
-        let onCurrent = Parked(count: 20) { try await http.get("/v1/clients/ops/alerts/current?wait=60&after=\(id(alert))") }
-        let onAlert = Parked(count: 20) { try await http.get("/v1/clients/ops/alerts/\(id(alert))?wait=60") }
+        let alertID = id(alert)
+        let onCurrent = Parked(count: 20) { try await http.get("/v1/clients/ops/alerts/current?wait=60&after=\(alertID)") }
+        let onAlert = Parked(count: 20) { try await http.get("/v1/clients/ops/alerts/\(alertID)?wait=60") }
         let onEmpty = Parked(count: 5) { try await http.get("/v1/clients/empty/alerts/current?wait=60") }
         try await http.awaitWaiters(45)
         #expect(try await daemon.terminate() == 0)

@@ -1,4 +1,5 @@
 import AlertdClient
+import AlertdWire
 import AlertdTestSupport
 import Foundation
 import Testing

@@ -16,7 +16,8 @@ struct HTTPBehaviourTests {
         let responses = [
             posted,
             try await connection.request("GET", "/v1/clients/ops/alerts/current"),  // answered inline
-            try await connection.request("GET", "/v1/clients/ops/alerts/current?wait=1&after=\(id(alert))"),  // parked, then its wait ran out
+            // parked, then its wait ran out
+            try await connection.request("GET", "/v1/clients/ops/alerts/current?wait=1&after=\(id(alert))"),
             try await connection.request("GET", "/v1/clients/ops/nothing"),  // 404
             try await connection.request("POST", "/v1/clients/ops/alerts", headers: json, body: Array(#"{"title":""}"#.utf8)),  // 400
             try await connection.request(

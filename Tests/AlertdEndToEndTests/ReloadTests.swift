@@ -64,7 +64,8 @@ struct ReloadTests {
         let older = try await http.postAlert("ops", #"{"title": "older", "buttons": [{"title": "ok"}]}"#)
         let newer = try await http.postAlert("ops", #"{"title": "newer", "buttons": [{"title": "ok"}]}"#)
         #expect(newer["state"] as? String == "queued")
-        let parked = Parked(count: 1) { try await http.get("/v1/clients/ops/alerts/current?wait=30&after=\(id(older))") }
+        let olderID = id(older)
+        let parked = Parked(count: 1) { try await http.get("/v1/clients/ops/alerts/current?wait=30&after=\(olderID)") }
         try await http.awaitWaiters(1)
 
         try daemon.rewriteConfig("clients:\n  ops: { policy: stack, max_pending: 2 }\n")

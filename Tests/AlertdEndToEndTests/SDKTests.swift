@@ -24,7 +24,7 @@ struct SDKTests {
         let alerts = try AlertdClient(url: daemon.baseURL)
         async let answer = alerts.present(
             on: "ops", title: "Deploy build 1234?", buttons: [.default("Deploy"), .cancel("Cancel")])
-        let id = try await awaitDisplayed(daemon, "ops")
+        let id = try await Self.awaitDisplayed(daemon, "ops")
         // Two long-polls ended by the daemon's 1 s maximum, so present asked again.
         try await awaitRequests(daemon, path: "/v1/clients/ops/alerts/\(id)", count: 2)
         #expect(try await daemon.client().choose("ops", id, #"{"button": "Deploy"}"#).status == 200)
@@ -39,7 +39,7 @@ struct SDKTests {
         alerts.maxRetryDelay = 0.3
         async let answer = alerts.present(
             on: "ops", title: "Restart db-3?", buttons: [.destructive("Restart"), .cancel("Keep")])
-        let id = try await awaitDisplayed(first, "ops")
+        let id = try await Self.awaitDisplayed(first, "ops")
         try await Self.awaitWaiters(first, 1)
         await first.kill9()
         let second = try await Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
@@ -57,7 +57,7 @@ struct SDKTests {
         defer { daemon.cleanup() }
         let alerts = try AlertdClient(url: daemon.baseURL)
         let task = Task { try await alerts.present(on: "ops", title: "Approve?", buttons: [.default("Yes")]) }
-        let id = try await awaitDisplayed(daemon, "ops")
+        let id = try await Self.awaitDisplayed(daemon, "ops")
         try await Self.awaitWaiters(daemon, 1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
@@ -73,7 +73,7 @@ struct SDKTests {
         #expect(try await alerts.present(on: "a", title: "Backup done", dismissAfter: 0.05) == .dismissed)
         #expect(try await alerts.present(on: "b", title: "Still there?", buttons: [.default("Yes")], expiresIn: 0.1) == .expired)
         async let withdrawn = alerts.present(on: "c", title: "Pick one", buttons: [.default("One")])
-        let id = try await awaitDisplayed(daemon, "c")
+        let id = try await Self.awaitDisplayed(daemon, "c")
         _ = try await alerts.withdraw(on: "c", id: id)
         #expect(try await withdrawn == .withdrawn)
     }
@@ -211,7 +211,8 @@ struct SDKTests {
         let decoded = try await alertd.alert(on: "ops", id: raw["id"] as! String)
         #expect(decoded.buttons == [.default("A")] && decoded.metadata == ["k": [1, 2.5, .null]])
         // The SDK keeps metadata as posted: member order, number spellings, numbers beyond Double.
-        let posted = try await http.post("/v1/clients/ops/alerts", json: #"{"title": "M", "metadata": {"z": 1, "big": 1e400, "a": 1.50e3}}"#)
+        let posted = try await http.post(
+            "/v1/clients/ops/alerts", json: #"{"title": "M", "metadata": {"z": 1, "big": 1e400, "a": 1.50e3}}"#)
         let postedID = try #require(try JSONParser.parse(posted.text)["id"]?.stringValue, "\(posted.status): \(posted.text)")
         let metadata = try await alertd.alert(on: "ops", id: postedID).metadata
         #expect(metadata?.keys == ["z", "big", "a"])

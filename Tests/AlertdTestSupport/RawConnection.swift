@@ -66,24 +66,22 @@ public final class RawConnection: Sendable {
     /// HEAD request, so it has no body whatever its headers say.
     public func readResponse(timeout: Duration = .seconds(10), forHEAD: Bool = false) async throws -> TestResponse {
         let outcome = await received.wait(timeout: timeout) { received -> Result<ParsedResponse, TestFailure>? in
-            do {
-                return try ParsedResponse.parse(received.bytes, noBody: forHEAD, atEOF: received.closed).map { .success($0) }
+            do throws(TestFailure) {
+                guard let parsed = try ParsedResponse.parse(received.bytes, noBody: forHEAD, atEOF: received.closed) else { return nil }
+                return .success(parsed)
             } catch {
                 return .failure(error)
             }
         }
-        switch outcome {
-        case .success(let parsed)?:
-            received.update { $0.bytes.removeFirst(parsed.consumed) }
-            return parsed.response
-        case .failure(let failure)?:
-            throw failure
-        case nil:
+        guard let outcome else {
             let bytes = received.value.bytes
             throw TestFailure(
                 "no complete response within \(timeout)"
                     + (bytes.isEmpty ? "" : "; got \(bytes.count) bytes: \(String(decoding: bytes.prefix(300), as: UTF8.self).debugDescription)"))
         }
+        let parsed = try outcome.get()
+        received.update { $0.bytes.removeFirst(parsed.consumed) }
+        return parsed.response
     }
 
     /// Waits until the server closes the connection; false if it is still open after `timeout`.

@@ -3,7 +3,7 @@
 // HTTP handler without sockets, Tests/AlertdAPIContractTests/InProcessAlertd.swift) or
 // live (`LiveClient`, AsyncHTTPClient against the real binary).
 
-public import Foundation
+import Foundation
 
 /// Sends HTTP requests to an alertd, one way or another.
 public protocol TestClient: Sendable {

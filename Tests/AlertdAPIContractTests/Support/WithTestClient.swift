@@ -20,6 +20,7 @@ enum TestMode: String, Sendable, CustomTestStringConvertible {
 
 /// Runs `body` against a new alertd built from `config`, in process or live, and stops it
 /// afterwards (as HummingbirdTesting's `app.test(.router)` / `app.test(.live)` do).
+@discardableResult
 func withTestClient<T>(
     _ mode: TestMode = .default, config: String = Contract.baseConfig, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (any TestClient) async throws -> T
