@@ -401,9 +401,9 @@ extension APIContractTests {
 
         @Test("an Idempotency-Key of exactly 255 characters is accepted")
         func longestKey() async throws {
-            try await withTestClient { api in
+            try await withTestClient { api async throws in
                 let client = Contract.uniqueClient("idem-255")
-                let key = [("Idempotency-Key", String(repeating: "k", count: 255))]
+                let key: [(String, String)] = [("Idempotency-Key", String(repeating: "k", count: 255))]
                 #expect(try await api.post(client, Contract.alert("x"), headers: key).status == 201)
                 #expect(try await api.post(client, Contract.alert("x"), headers: key).status == 200)
             }
