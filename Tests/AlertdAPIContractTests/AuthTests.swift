@@ -140,7 +140,10 @@ struct AuthTests {
     func rateLimited() async throws {
         let (fast, fastEntry) = try await newToken("fast", roles: "read", clients: "*")
         let (calm, calmEntry) = try await newToken("calm", roles: "read", clients: "*")
-        let config = "limits: { rate_per_second: 1, rate_burst: 2 }\nauth:\n  tokens:\n" + fastEntry + calmEntry
+        // Half a request a second: the three requests and the fourth must each come within
+        // 2 s of the burst, which a loaded machine can keep (at 1/s, a stall of a second on
+        // a busy CI run refilled the bucket between them).
+        let config = "limits: { rate_per_second: 0.5, rate_burst: 2 }\nauth:\n  tokens:\n" + fastEntry + calmEntry
         try await withTestClient(config: config) { http in
             var statuses: [Int] = []
             for _ in 0..<3 { statuses.append(try await http.get("/v1/clients", headers: Self.bearer(fast)).status) }
