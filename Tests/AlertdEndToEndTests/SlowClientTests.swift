@@ -26,12 +26,11 @@ struct SlowClientTests {
         let daemon = try await Daemon.start(.init(config: Self.config))
         defer { daemon.cleanup() }
         let slow = try await daemon.rawConnection()
-        let others = try await daemon.rawConnection()
         let header = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 400)
         let cut = try #require(await Self.trickle(header, on: slow), "a header trickled for 20 s was never cut off")
         #expect(cut >= .milliseconds(900) && cut < .seconds(4), "cut after \(cut) with a 1 s read timeout")
-        #expect(try await others.request("GET", "/healthz").status == 200)
         #expect(try await daemon.client().get("/healthz").status == 200)
+        #expect(try await daemon.rawConnection().request("GET", "/healthz").status == 200)
     }
 
     @Test("a body trickled a byte at a time is cut off and creates nothing")
@@ -57,13 +56,13 @@ struct SlowClientTests {
         let idle = try await daemon.rawConnection()
         #expect(try await idle.request("GET", "/healthz").status == 200)
         let start = ContinuousClock.now
-        // Requests every 300 ms keep their connection: each answer gives the next request a new second.
+        // Requests every 300 ms keep their connection: each answer gives the next request a new
+        // second. Each goes on the same connection, so one closed meanwhile fails the test.
         while ContinuousClock.now - start < .milliseconds(2500) {
             #expect(try await busy.request("GET", "/healthz").header("Connection")?.lowercased() != "close")
             try await Task.sleep(for: .milliseconds(300))
         }
         #expect(await idle.awaitClose(timeout: .milliseconds(100)), "the idle connection is still open after 2.5 s")
-        #expect(busy.isOpen, "the busy connection was closed")
     }
 
     @Test("a long-poll longer than the read timeout is answered, not cut")
@@ -74,7 +73,8 @@ struct SlowClientTests {
         let start = ContinuousClock.now
         let answer = try await waiter.request("GET", "/v1/clients/ops/alerts/current?wait=3")
         #expect(answer.status == 204 && ContinuousClock.now - start >= .milliseconds(2900))
+        #expect(answer.header("Connection")?.lowercased() != "close", "the long-poll's connection is closed")
+        // On the same connection: one closed after the long-poll fails this request.
         #expect(try await waiter.request("GET", "/healthz").status == 200)
-        #expect(waiter.isOpen, "the long-poll's connection was closed")
     }
 }

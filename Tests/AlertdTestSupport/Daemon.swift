@@ -202,6 +202,14 @@ public final class Daemon: Sendable {
     // MARK: Starting
 
     private static func launch(_ options: Options, stateDir: URL, configFile: URL, scratch: ScratchDirectory) async throws -> Daemon {
+        try await StartGate.shared.run {
+            try await spawnAndAwaitListening(options, stateDir: stateDir, configFile: configFile, scratch: scratch)
+        }
+    }
+
+    private static func spawnAndAwaitListening(
+        _ options: Options, stateDir: URL, configFile: URL, scratch: ScratchDirectory
+    ) async throws -> Daemon {
         let binary = try locateBinary(override: options.executable)
         let arguments = ["--config", configFile.path, "--listen", options.listen, "--state-dir", stateDir.path] + options.extraArgs
         var environment = options.environment
@@ -393,5 +401,33 @@ public struct Program: Sendable {
             return "\(directory)/\(name)"
         }
         throw ProcessError("\(name) is not on PATH (\(path))")
+    }
+}
+
+/// How many daemons may be starting at once (spawned, not yet listening): as many as there
+/// are CPUs. Starting is the costly part of a daemon's life in a test (exec, dynamic
+/// linking, opening the store); a test run that started sixty at once left 2 cores so
+/// loaded that a long-poll of 1 s took 5 and a watchdog probe failed. Running daemons are
+/// not counted: they wait on sockets.
+private actor StartGate {
+    static let shared = StartGate(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    private let width: Int
+    private var starting = 0
+    private var queue: [CheckedContinuation<Void, Never>] = []
+
+    init(width: Int) { self.width = width }
+
+    func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        if starting < width {
+            starting += 1
+        } else {
+            // `release` hands its place straight to the first in line: `starting` stays.
+            await withCheckedContinuation { queue.append($0) }
+        }
+        defer {
+            if queue.isEmpty { starting -= 1 } else { queue.removeFirst().resume() }
+        }
+        return try await body()
     }
 }

@@ -77,7 +77,8 @@ public final class RawConnection: Sendable {
             let bytes = received.value.bytes
             throw TestFailure(
                 "no complete response within \(timeout)"
-                    + (bytes.isEmpty ? "" : "; got \(bytes.count) bytes: \(String(decoding: bytes.prefix(300), as: UTF8.self).debugDescription)"))
+                    + (bytes.isEmpty
+                        ? "" : "; got \(bytes.count) bytes: \(String(decoding: bytes.prefix(300), as: UTF8.self).debugDescription)"))
         }
         let parsed = try outcome.get()
         received.update { $0.bytes.removeFirst(parsed.consumed) }
