@@ -67,7 +67,9 @@ struct SystemdProtocolTests {
         let daemon = try await Daemon.start(
             .init(
                 config: "limits: { max_connections: 3, max_wait_seconds: 30 }\n",
-                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"]))
+                // 1 s: pings every 0.5 s, each probe given 0.25 s (a quarter of the interval);
+                // at 0.4 s a probe had 0.1 s, which a loaded machine missed.
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"]))
         defer { daemon.cleanup() }
         _ = await notify.receive(until: "READY=1", timeout: .seconds(10))
         // Fill every slot: an observer's keep-alive connection and two parked long-polls,
@@ -89,10 +91,10 @@ struct SystemdProtocolTests {
         try #require(held.count == 2)
         let refused = try await daemon.rawConnection().request("GET", "/healthz")
         try #require(refused.status == 503, "clients are refused: the daemon is at max_connections")
-        // Pings (every 0.2 s) go on while it is full: the probe does not need a client's slot.
+        // Pings (every 0.5 s) go on while it is full: the probe does not need a client's slot.
         // First drop the pings queued before it was full (and any probe then in flight).
         _ = await notify.receive(until: "nothing", timeout: .milliseconds(500))
-        let pings = await notify.receive(until: "nothing", timeout: .seconds(2)).filter { $0.contains("WATCHDOG=1") }.count
+        let pings = await notify.receive(until: "nothing", timeout: .seconds(3)).filter { $0.contains("WATCHDOG=1") }.count
         #expect(pings >= 3, "\(daemon.stderrText.suffix(500))")
         #expect(!daemon.stderrText.contains("watchdog probe failed"))
     }
