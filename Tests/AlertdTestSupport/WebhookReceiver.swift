@@ -20,10 +20,10 @@ import Synchronization
 /// A scripted webhook endpoint for end-to-end tests.
 ///
 /// ```swift
-/// let receiver = try WebhookReceiver.start()
-/// defer { receiver.stop() }
+/// let receiver = try await WebhookReceiver.start()
+/// defer { receiver.close() }
 /// receiver.script([.status(503, headers: [("Retry-After", "1")]), .close])  // then the standing `.status(204)`
-/// let daemon = try Daemon.start(.init(config: "callbacks:\n  url: \(receiver.url)\n"))
+/// let daemon = try await Daemon.start(.init(config: "webhooks:\n  - { client: ops, url: \"\(receiver.url)\" }\n"))
 /// let attempts = try await receiver.waitForRequests(count: 3, timeout: 20)
 /// #expect(attempts.map { $0.header("webhook-id") } == Array(repeating: attempts[0].header("webhook-id"), count: 3))
 /// ```
