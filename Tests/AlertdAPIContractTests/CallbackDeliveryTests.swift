@@ -77,9 +77,9 @@ func verify(_ request: WebhookReceiver.Received) throws -> [String: Any] {
 struct CallbackDeliveryTests {
     @Test("each terminal state sends one event of its type to the callback_url and to every webhook, with one webhook-id")
     func everyTerminalStateEveryTarget() async throws {
-        let callback = try await WebhookReceiver.start()
-        let hookA = try await WebhookReceiver.start()
-        let hookB = try await WebhookReceiver.start()
+        let callback = try await WebhookReceiver.listening()
+        let hookA = try await WebhookReceiver.listening()
+        let hookB = try await WebhookReceiver.listening()
         defer { [callback, hookA, hookB].forEach { $0.close() } }
         try await withTestClient(config: config(webhooks: [("ops", hookA.url), ("ops", hookB.url)])) { http in
 
@@ -134,7 +134,7 @@ struct CallbackDeliveryTests {
     @Test(
         "500s are retried with growing intervals, the same webhook-id and signature timestamps of each attempt; the API shows each attempt")
     func retriesAfterServerErrors() async throws {
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.script([.status(500), .status(500), .status(500), .status(204)])
         try await withTestClient(config: config(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 5)) { http in
@@ -161,7 +161,7 @@ struct CallbackDeliveryTests {
 
     @Test("an attempt that times out is recorded and retried")
     func timeoutIsRetried() async throws {
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.script([.hang, .status(200)])
         try await withTestClient(config: config(webhooks: [("ops", hook.url)], timeout: 0.5)) { http in
@@ -179,8 +179,8 @@ struct CallbackDeliveryTests {
 
     @Test("a Retry-After on 503 is honoured; 410 stops retries")
     func retryAfterAndGone() async throws {
-        let later = try await WebhookReceiver.start()
-        let gone = try await WebhookReceiver.start()
+        let later = try await WebhookReceiver.listening()
+        let gone = try await WebhookReceiver.listening()
         defer { [later, gone].forEach { $0.close() } }
         later.script([.status(503, headers: [("Retry-After", "2")]), .status(204)])
         gone.behave(.status(410))
@@ -204,7 +204,7 @@ struct CallbackDeliveryTests {
 
     @Test("max_age ends the retries: the delivery fails after its last attempt")
     func maxAgeEndsRetries() async throws {
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.behave(.status(500))
         try await withTestClient(config: config(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 0.4, maxAge: 1.5)) { http in
@@ -237,7 +237,7 @@ struct CallbackDeliveryTests {
             #expect(attempts(refused[0]).allSatisfy { ($0["error"] as? String)?.isEmpty == false && $0["status_code"] is NSNull })
 
             placeholder.release()
-            let hook = try await WebhookReceiver.start(port: port)
+            let hook = try await WebhookReceiver.listening(port: port)
             defer { hook.close() }
             let received = try await hook.waitForRequests(count: 20, timeout: 30)
             var byAlert: [String: Int] = [:]
@@ -256,9 +256,9 @@ struct CallbackDeliveryTests {
 
     @Test("a receiver that hangs does not delay another receiver's events")
     func hangingReceiverIsolated() async throws {
-        let stuck = try await WebhookReceiver.start()
+        let stuck = try await WebhookReceiver.listening()
         // Another host: the in-flight bound is per host, so another port of 127.0.0.1 would share it.
-        let fast = try await WebhookReceiver.start(host: "127.0.0.4")
+        let fast = try await WebhookReceiver.listening(host: "127.0.0.4")
         defer { [stuck, fast].forEach { $0.close() } }
         stuck.behave(.hang)
         try await withTestClient(config: config(webhooks: [("ops", stuck.url), ("ops", fast.url)], timeout: 60)) { http in
@@ -279,7 +279,7 @@ struct CallbackDeliveryTests {
 
     @Test("the deny list refuses a link-local target and a denied name, recording why; other names are resolved and called")
     func denyList() async throws {
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         let linkLocal = "http://169.254.169.254/latest/meta-data"
         let byName = "http://localhost:\(hook.port)/named"

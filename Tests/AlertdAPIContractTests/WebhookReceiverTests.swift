@@ -19,7 +19,7 @@ struct WebhookReceiverTests {
 
     @Test("records method, path, lowercased headers, body and arrival time of each request")
     func records() async throws {
-        let receiver = try await WebhookReceiver.start()
+        let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
         #expect(receiver.url == "http://127.0.0.1:\(receiver.port)/hook")
         let before = ContinuousClock.now
@@ -37,7 +37,7 @@ struct WebhookReceiverTests {
 
     @Test("answers the standing status with its extra headers on one kept-alive connection, and changes at run time")
     func statusAndHeaders() async throws {
-        let receiver = try await WebhookReceiver.start()
+        let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
         let connection = try await RawConnection.connect(port: receiver.port)
         #expect(try await Self.post(connection).status == 204)
@@ -53,7 +53,7 @@ struct WebhookReceiverTests {
 
     @Test("delay answers only after the delay, recorded on arrival; hang never answers; close drops the connection")
     func delayHangClose() async throws {
-        let receiver = try await WebhookReceiver.start()
+        let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
         receiver.behave(.delay(seconds: 0.4, status: 202))
         let started = ContinuousClock.now
@@ -77,7 +77,7 @@ struct WebhookReceiverTests {
 
     @Test("a script is consumed one behaviour per request, in order, then the standing one answers")
     func script() async throws {
-        let receiver = try await WebhookReceiver.start()
+        let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
         receiver.behave(.status(200))
         receiver.script([.status(503, headers: [("Retry-After", "1")]), .close, .status(201), .delay(seconds: 0.01, status: 410)])
@@ -98,7 +98,7 @@ struct WebhookReceiverTests {
 
     @Test("waitForRequests is resumed by the request that completes the count, throws after its timeout, ends when cancelled")
     func waiting() async throws {
-        let receiver = try await WebhookReceiver.start()
+        let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
         async let waited = receiver.waitForRequests(count: 3, timeout: 60)
         while receiver.pendingWaiters == 0 { await Task.yield() }
@@ -123,7 +123,7 @@ struct WebhookReceiverTests {
 
     @Test("stop closes the listener and open connections; restart serves on the same port with its records")
     func stopAndRestart() async throws {
-        let receiver = try await WebhookReceiver.start()
+        let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
         let port = receiver.port
         receiver.behave(.hang)
@@ -136,11 +136,11 @@ struct WebhookReceiverTests {
         await #expect(throws: (any Error).self) { try await RawConnection.connect(port: port) }
 
         receiver.behave(.status(200))
-        try receiver.restart()
+        try await receiver.relisten()
         #expect(receiver.port == port)
         #expect(try await Self.post(RawConnection.connect(port: port)).status == 200)
         #expect(receiver.requests.count == 2)
-        let twice = #expect(throws: WebhookReceiverError.self) { try receiver.restart() }
+        let twice = await #expect(throws: WebhookReceiverError.self) { try await receiver.relisten() }
         #expect(twice?.code == .alreadyRunning)
     }
 }

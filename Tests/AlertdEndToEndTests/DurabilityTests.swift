@@ -189,7 +189,7 @@ struct DurabilityTests {
         await first.kill9()
 
         placeholder.release()
-        let hook = try await WebhookReceiver.start(port: port)
+        let hook = try await WebhookReceiver.listening(port: port)
         defer { hook.close() }
         let second = try await first.restart()
         defer { second.cleanup() }
@@ -200,7 +200,7 @@ struct DurabilityTests {
 
     @Test("SIGTERM with a callback attempt hanging: alertd still exits 0 promptly, and the delivery is made after the restart")
     func shutdownWithAttemptInFlight() async throws {
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.behave(.hang)
         let first = try await Daemon.start(.init(config: callbackConfig(webhooks: [("ops", hook.url)], timeout: 120)))

@@ -18,7 +18,7 @@ struct MetricsTests {
     @Test("real activity shows in /metrics, promtool accepts it, and no client id becomes a label")
     func metricsReflectActivity() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "install Debian's prometheus package")
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         let daemon = try await Daemon.start(
             .init(config: "webhooks:\n  - { client: secret-team-name, url: \"\(hook.url)\", secret: \"s\" }\n"))

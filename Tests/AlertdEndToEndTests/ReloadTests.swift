@@ -17,7 +17,7 @@ private func tokenEntry(_ name: String, _ secret: String, roles: String) async -
 struct ReloadTests {
     @Test("tokens, config webhooks and the log level change on SIGHUP; a parked long-poll survives it")
     func reloadApplies() async throws {
-        let hook = try await WebhookReceiver.start()
+        let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         let before = "auth:\n  tokens:\n" + (await tokenEntry("old", "old-secret", roles: "admin"))
         let daemon = try await Daemon.start(.init(config: before))

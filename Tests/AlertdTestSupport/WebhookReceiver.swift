@@ -20,7 +20,7 @@ import Synchronization
 /// A scripted webhook endpoint for end-to-end tests.
 ///
 /// ```swift
-/// let receiver = try await WebhookReceiver.start()
+/// let receiver = try await WebhookReceiver.listening()
 /// defer { receiver.close() }
 /// receiver.script([.status(503, headers: [("Retry-After", "1")]), .close])  // then the standing `.status(204)`
 /// let daemon = try await Daemon.start(.init(config: "webhooks:\n  - { client: ops, url: \"\(receiver.url)\" }\n"))
@@ -142,8 +142,9 @@ public final class WebhookReceiver: Sendable {
         return receiver
     }
 
-    /// `start` for async tests: the same, binding without blocking a thread.
-    public static func start(port: Int = 0, host: String = "127.0.0.1", tls: TLSConfiguration? = nil) async throws
+    /// `start` for async tests: the same, binding without blocking a thread. (Not an async
+    /// overload of `start`: async tests that call the blocking one would then need `await`.)
+    public static func listening(port: Int = 0, host: String = "127.0.0.1", tls: TLSConfiguration? = nil) async throws
         -> WebhookReceiver
     {
         let context: NIOSSLContext?
@@ -189,6 +190,19 @@ public final class WebhookReceiver: Sendable {
             return channel.closeFuture
         }
         try? EventLoopFuture.andAllComplete(closed, on: Self.group.any()).wait()
+    }
+
+    /// `restart()` for async tests, binding without blocking a thread.
+    public func relisten() async throws {
+        guard !isRunning else {
+            throw WebhookReceiverError(.alreadyRunning, "relisten() on a receiver that is listening on \(port)", received: [])
+        }
+        let port = port
+        do {
+            adoptListener(try await bootstrap().bind(host: host, port: port).get(), port: port)
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "binding \(host):\(port): \(error)", received: [])
+        }
     }
 
     /// `stop()` without waiting for the sockets to close: for the end of an async test.
