@@ -195,10 +195,7 @@ let package = Package(
         // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(
             name: "AlertdEndToEndTests",
-            dependencies: [
-                "alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]
+            dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]
         ),
     ]
 )
