@@ -196,11 +196,13 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        // Starts the real alertd binary and speaks HTTP over real sockets.
-        // Real webhook receivers (SwiftNIO) for the tests that deliver callbacks.
+        // What the tests share: the `TestClient` protocol and its live implementation
+        // (AsyncHTTPClient), the runner of the real binaries, a raw-socket client for bytes
+        // no HTTP client sends, real webhook receivers (SwiftNIO) for the callback tests.
         .target(
             name: "AlertdTestSupport",
             dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -216,6 +218,21 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The HTTP API's contract (§2–§4): one test body runs in process, through the
+        // daemon's HTTP handler without sockets (the default: fast, nothing to start), or
+        // live against the real binary (a representative subset always; all of it with
+        // ALERTD_TEST_MODE=live). Its own target because it links the daemon's modules
+        // in process and builds the binary for the live runs, which no unit tier does.
+        .testTarget(
+            name: "AlertdAPIContractTests",
+            dependencies: [
+                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "AlertdTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Only what needs the process: sockets and framing, signals, systemd, TLS, kill -9,
+        // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(
             name: "AlertdEndToEndTests",
             dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]

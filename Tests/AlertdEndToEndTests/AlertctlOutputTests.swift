@@ -1,11 +1,11 @@
 import AlertdClient
+import AlertdTestSupport
 import AlertdWire
 import Foundation
 import Testing
 
 @Suite(
-    "alertctl's output: harmless text, the daemon's JSON as written, help, choose --current; alertd's help and token new --json",
-    .ownThreads)
+    "alertctl's output: harmless text, the daemon's JSON as written, help, choose --current; alertd's help and token new --json")
 struct AlertctlOutputTests {
     /// Escape sequences that recolour, clear the screen, retitle the window; a C1 CSI; a bidi override.
     static let hostile = "\u{1B}[31m\u{1B}[2J\u{1B}]0;pwned\u{07}\u{9B}1m\u{202E}"
@@ -17,17 +17,17 @@ struct AlertctlOutputTests {
 
     @Test("list, get, current, clients, choose, withdraw and deliveries show an alert's control characters as �")
     func controlCharactersAreHarmless() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let alert = try http.postAlert(
+        let alert = try await http.postAlert(
             "ops",
             """
             {"title": "Deploy \(Self.jsonEscaped(Self.hostile))?", "message": "two\\nlines \(Self.jsonEscaped(Self.hostile))",
              "buttons": [{"title": "Go\(Self.jsonEscaped(Self.hostile))"}, {"title": "No", "style": "cancel"}],
              "metadata": {"note": "\(Self.jsonEscaped(Self.hostile))"}}
             """)
-        let queued = try http.postAlert("ops", #"{"title": "Second \u001b[5m"}"#)
+        let queued = try await http.postAlert("ops", #"{"title": "Second \u001b[5m"}"#)
         let ctl = Alertctl(url: daemon.baseURL)
         var outputs: [String: String] = [:]
         for arguments in [["list", "ops"], ["get", "ops", id(alert)], ["current", "ops"], ["clients"]] {
@@ -50,9 +50,9 @@ struct AlertctlOutputTests {
 
     @Test("a problem's detail on stderr is harmless too")
     func harmlessErrors() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
-        let alert = try daemon.client().postAlert("ops", #"{"title": "Q", "buttons": [{"title": "Yes"}]}"#)
+        let alert = try await daemon.client().postAlert("ops", #"{"title": "Q", "buttons": [{"title": "Yes"}]}"#)
         let result = try await Alertctl(url: daemon.baseURL).run("choose", "ops", id(alert), "Nope" + Self.hostile)
         #expect(result.status == 3 && result.stderr.hasPrefix("alertctl: "), "\(result)")
         #expect(!Self.hasControl(result.stderr.replacingOccurrences(of: "\n", with: "")), "\(result.stderr.debugDescription)")
@@ -60,11 +60,11 @@ struct AlertctlOutputTests {
 
     @Test("--json prints the daemon's answer byte for byte: its member order, its nulls, its numbers")
     func jsonAsWritten() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let http = daemon.client()
         let body = #"{"title": "M", "buttons": [{"title": "A"}], "metadata": {"z": 1, "big": 1e400, "a": 1.50e3, "n": null}}"#
-        let posted = try http.post("/v1/clients/ops/alerts", json: body)
+        let posted = try await http.post("/v1/clients/ops/alerts", json: body)
         let alertID = try #require(try JSONParser.parse(posted.text)["id"]?.stringValue)
         let ctl = Alertctl(url: daemon.baseURL)
         let cases: [([String], String)] = [
@@ -75,7 +75,7 @@ struct AlertctlOutputTests {
         ]
         for (arguments, path) in cases {
             let result = try await ctl.start(arguments + ["--json"]).finish()
-            let answer = try http.get(path).text
+            let answer = try await http.get(path).text
             #expect(result.status == 0 && result.stdout == answer + "\n", "\(arguments): \(result.stdout) vs \(answer)")
         }
         let got = try await ctl.run("get", "ops", alertID, "--json")
@@ -83,7 +83,7 @@ struct AlertctlOutputTests {
         #expect(got.stdout.contains(#""metadata":{"z":1,"big":1e400,"a":1.50e3,"n":null}"#), "\(got.stdout)")
         #expect(try await ctl.run("current", "nobody", "--json").stdout == "null\n")
         let chosen = try await ctl.run("choose", "ops", alertID, "A", "--json")
-        #expect(chosen.stdout == (try http.get("/v1/clients/ops/alerts/\(alertID)").text) + "\n")
+        #expect(chosen.stdout == (try await http.get("/v1/clients/ops/alerts/\(alertID)").text) + "\n")
     }
 
     @Test("alertctl alone, or webhooks alone, prints the help on stderr and exits 64")
@@ -100,11 +100,11 @@ struct AlertctlOutputTests {
 
     @Test("choose --current answers the displayed alert without its id; with nothing displayed it says so (3)")
     func chooseCurrent() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let first = try http.postAlert("ops", #"{"title": "First?", "buttons": [{"title": "Yes"}, {"title": "No"}]}"#)
-        let second = try http.postAlert("ops", #"{"title": "Second?", "buttons": [{"title": "Yes"}]}"#)
+        let first = try await http.postAlert("ops", #"{"title": "First?", "buttons": [{"title": "Yes"}, {"title": "No"}]}"#)
+        let second = try await http.postAlert("ops", #"{"title": "Second?", "buttons": [{"title": "Yes"}]}"#)
         let ctl = Alertctl(url: daemon.baseURL)
         let answered = try await ctl.run("choose", "ops", "--current", "No")
         #expect(answered.status == 0 && answered.stdout.hasPrefix(id(first)) && answered.stdout.contains("→ No"), "\(answered)")
@@ -117,8 +117,8 @@ struct AlertctlOutputTests {
     }
 
     @Test("alertd --help shows serving as the default: no subcommand required, and no serve")
-    func alertdHelp() throws {
-        let help = try Program.alertd(["--help"])
+    func alertdHelp() async throws {
+        let help = try await Program.alertd(["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("USAGE: alertd [--config <file>] [--listen <host:port>] [--state-dir <dir>]\n"), "\(help.stdout)")
         #expect(help.stdout.contains("Without a command alertd serves the API"))
@@ -135,13 +135,14 @@ struct AlertctlOutputTests {
     }
 
     @Test("alertd token new --json prints one object: the secret and the SHA-256 of it, the roles and the clients")
-    func tokenJSON() throws {
-        let made = try Program.alertd(["token", "new", "ci", "--roles", "post, read", "--clients", "ops,team-*", "--json"])
+    func tokenJSON() async throws {
+        let made = try await Program.alertd(["token", "new", "ci", "--roles", "post, read", "--clients", "ops,team-*", "--json"])
         #expect(made.status == 0, "\(made.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(made.stdout.utf8)) as? [String: Any])
         let secret = try #require(object["secret"] as? String)
         #expect(Set(object.keys) == ["name", "secret", "sha256", "roles", "clients"])
-        #expect(object["name"] as? String == "ci" && object["sha256"] as? String == Program.sha256Hex(secret))
+        let digest = await Program.sha256Hex(secret)
+        #expect(object["name"] as? String == "ci" && object["sha256"] as? String == digest)
         #expect(object["roles"] as? [String] == ["post", "read"] && object["clients"] as? [String] == ["ops", "team-*"])
         #expect(made.stdout.hasSuffix("}\n") && made.stdout.split(separator: "\n").count == 1)
     }

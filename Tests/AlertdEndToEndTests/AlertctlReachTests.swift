@@ -27,7 +27,7 @@ private struct ConfigHome {
     }
 }
 
-@Suite("alertctl: reaching the daemon (unreachable, TLS, global options, alertctl.yaml, whoami)", .ownThreads)
+@Suite("alertctl: reaching the daemon (unreachable, TLS, global options, alertctl.yaml, whoami)")
 struct AlertctlReachTests {
     @Test("post --wait to a daemon that is not there exits 4 at once, saying why in a sentence; nothing claims a withdrawal")
     func unreachableAtOnce() async throws {
@@ -42,16 +42,16 @@ struct AlertctlReachTests {
 
     @Test("once posted, post --wait says on stderr that it retries, and after --retry-for exits 4 naming the alert")
     func givesUpAfterRetryFor() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
-        let run = try Alertctl(url: daemon.baseURL).start([
+        let run = try await Alertctl(url: daemon.baseURL).start([
             "post", "ops", "--title", "Deploy?", "--button", "Go", "--wait", "--retry-for", "4",
         ])
         let id = try await SDKTests.awaitDisplayed(daemon, "ops")
         try await SDKTests.awaitWaiters(daemon, 1)
         // Killed: the parked long-poll's connection drops, then every try is refused. The bound
         // leaves room for several refused tries even on a loaded machine.
-        daemon.kill9()
+        await daemon.kill9()
         let result = try await run.finish()
         #expect(result.status == 4 && result.stdout.isEmpty, "\(result)")
         let refused = "cannot reach alertd: connection refused (127.0.0.1:\(daemon.port))"
@@ -63,13 +63,13 @@ struct AlertctlReachTests {
 
     @Test("a daemon back within --retry-for: post --wait said it was retrying, then prints the answer")
     func recoversWithinRetryFor() async throws {
-        let first = try Daemon.start()
+        let first = try await Daemon.start()
         defer { first.cleanup() }
-        let run = try Alertctl(url: first.baseURL).start(["post", "ops", "--title", "Deploy?", "--button", "Go", "--wait"])
+        let run = try await Alertctl(url: first.baseURL).start(["post", "ops", "--title", "Deploy?", "--button", "Go", "--wait"])
         let id = try await SDKTests.awaitDisplayed(first, "ops")
         try await SDKTests.awaitWaiters(first, 1)
-        first.kill9()
-        let second = try Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
+        await first.kill9()
+        let second = try await Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
         defer { second.cleanup() }
         try await SDKTests.awaitWaiters(second, 1)
         _ = try await AlertdClient(url: second.baseURL).choose(on: "ops", id: id, button: "Go")
@@ -80,7 +80,7 @@ struct AlertctlReachTests {
 
     @Test("global options go before the command too; a URL without a scheme is bad usage (64)")
     func globalOptionsFirst() async throws {
-        let (daemon, secrets) = try AuthTests.start()
+        let (daemon, secrets) = try await AuthTests.start()
         defer { daemon.cleanup() }
         let ctl = Alertctl(url: nil)
         let posted = try await ctl.run(
@@ -97,7 +97,7 @@ struct AlertctlReachTests {
 
     @Test("alertctl.yaml gives the URL and the token file; the environment wins over it, and a flag over both")
     func configFile() async throws {
-        let (daemon, secrets) = try AuthTests.start()
+        let (daemon, secrets) = try await AuthTests.start()
         defer { daemon.cleanup() }
         let closed = try ReservedPort()
         defer { closed.release() }
@@ -133,22 +133,22 @@ struct AlertctlReachTests {
 
     @Test("whoami without tokens says none is needed; --json passes the daemon's answer")
     func whoamiAnonymous() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let ctl = Alertctl(url: daemon.baseURL)
         let plain = try await ctl.run("whoami")
         #expect(plain.status == 0 && plain.stdout.contains("token:   none needed: the daemon has no tokens"), "\(plain)")
         let json = try await ctl.run("whoami", "--json")
-        let answer = try daemon.client().get("/v1/whoami").text
+        let answer = try await daemon.client().get("/v1/whoami").text
         #expect(json.stdout == answer + "\n")
     }
 }
 
-@Suite("alertctl and the SDK against an https daemon with a self-signed certificate", .ownThreads)
+@Suite("alertctl and the SDK against an https daemon with a self-signed certificate")
 struct AlertctlTLSTests {
-    static func start() throws -> (Daemon, TestCertificate) {
+    static func start() async throws -> (Daemon, TestCertificate) {
         let certificate = try TestCertificate(names: ["localhost"])
-        let daemon = try Daemon.start(
+        let daemon = try await Daemon.start(
             .init(config: "tls: { cert_file: \"\(certificate.directory)/cert.pem\", key_file: \"\(certificate.directory)/key.pem\" }\n"))
         return (daemon, certificate)
     }
@@ -157,7 +157,7 @@ struct AlertctlTLSTests {
         "without its CA the certificate is not trusted: one readable line and exit 4; --cacert, $ALERTD_CACERT, alertctl.yaml and --insecure each get through"
     )
     func trust() async throws {
-        let (daemon, certificate) = try Self.start()
+        let (daemon, certificate) = try await Self.start()
         defer { daemon.cleanup() }
         defer { certificate.remove() }
         let url = "https://localhost:\(daemon.port)"
@@ -181,11 +181,11 @@ struct AlertctlTLSTests {
 
     @Test("post --wait over TLS: the post and the long-poll both trust --cacert")
     func waitOverTLS() async throws {
-        let (daemon, certificate) = try Self.start()
+        let (daemon, certificate) = try await Self.start()
         defer { daemon.cleanup() }
         defer { certificate.remove() }
         let ca = certificate.directory + "/cert.pem"
-        let run = try Alertctl(url: "https://localhost:\(daemon.port)").start([
+        let run = try await Alertctl(url: "https://localhost:\(daemon.port)").start([
             "post", "ops", "--title", "Over TLS?", "--button", "Yes", "--wait", "--cacert", ca,
         ])
         let alertd = try AlertdClient(url: "https://localhost:\(daemon.port)", trust: .pemFile(ca))
@@ -202,11 +202,11 @@ struct AlertctlTLSTests {
     }
 }
 
-@Suite("AlertdClient.present: the retry bound and progress", .ownThreads)
+@Suite("AlertdClient.present: the retry bound and progress")
 struct PresentRetryTests {
     @Test("with retryFor, present gives up once the daemon is away that long; the error names the posted alert, progress told each step")
     func givesUp() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         var alerts = try AlertdClient(url: daemon.baseURL)
         alerts.retryFor = 1
@@ -219,7 +219,7 @@ struct PresentRetryTests {
         }
         let id = try await SDKTests.awaitDisplayed(daemon, "ops")
         try await SDKTests.awaitWaiters(daemon, 1)
-        daemon.kill9()
+        await daemon.kill9()
         await #expect {
             try await task.value
         } throws: { error in

@@ -2,17 +2,18 @@
 // settings come from, the config file, text made safe for a terminal, --json pages, and the
 // watch console's screen and keys. (Here because this target already links the alertctl
 // executable module; its tests of the real binary are in AlertctlTests and WatchConsoleTests.
-// The suites carry `.ownThreads` as every suite of this target must; they block nothing.)
+// They block nothing.)
 
 import AlertdWire
 import ArgumentParser
+import AlertdTestSupport
 import Foundation
 import Testing
 
 @testable import AlertdClient
 @testable import alertctl
 
-@Suite("alertctl: global options before the command", .ownThreads)
+@Suite("alertctl: global options before the command")
 struct GlobalOptionTests {
     @Test(
         "global options before the command (or between webhooks and add) move after it; the rest stays in order",
@@ -52,7 +53,7 @@ struct GlobalOptionTests {
     }
 }
 
-@Suite("alertctl: settings from flags, then the environment, then alertctl.yaml", .ownThreads)
+@Suite("alertctl: settings from flags, then the environment, then alertctl.yaml")
 struct SettingsTests {
     func flags(_ arguments: String...) throws -> Connection { try Connection.parse(arguments) }
 
@@ -109,7 +110,7 @@ struct SettingsTests {
     }
 }
 
-@Suite("alertctl: alertctl.yaml", .ownThreads)
+@Suite("alertctl: alertctl.yaml")
 struct ConfigFileTests {
     func parse(_ text: String) throws(alertctl.Failure) -> ConfigFile {
         try ConfigFile.parse(text, path: "/etc/me/alertctl.yaml", home: "/home/me")
@@ -161,7 +162,7 @@ struct ConfigFileTests {
     }
 }
 
-@Suite("alertctl: text from the daemon is harmless in a terminal", .ownThreads)
+@Suite("alertctl: text from the daemon is harmless in a terminal")
 struct TerminalTextTests {
     @Test("control characters, escape sequences and bidi overrides become �; newlines only where asked")
     func safe() {
@@ -198,7 +199,7 @@ struct TerminalTextTests {
     }
 }
 
-@Suite("alertctl --json: the daemon's answer as it wrote it", .ownThreads)
+@Suite("alertctl --json: the daemon's answer as it wrote it")
 struct JSONPassThroughTests {
     @Test("one page is printed byte for byte; several are joined with each element as written")
     func pages() {
@@ -229,7 +230,7 @@ struct JSONPassThroughTests {
     }
 }
 
-@Suite("alertctl watch: the screen and the keys, without a terminal", .ownThreads)
+@Suite("alertctl watch: the screen and the keys, without a terminal")
 struct ConsoleStateTests {
     static func alert(buttons: [Button], message: String? = nil, title: String = "Pick one") -> AlertResource {
         AlertResource(

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 
 /// `promtool check metrics` on `text` (Debian's prometheus package): exit status and output.
-private func promtool(_ text: String) throws -> (status: Int32, output: String) {
-    let run = try Program.run("/usr/bin/promtool", ["check", "metrics"], stdin: text)
+private func promtool(_ text: String) async throws -> (status: Int32, output: String) {
+    let run = try await Program.run("/usr/bin/promtool", ["check", "metrics"], stdin: text)
     return (run.status, run.stdout + run.stderr)
 }
 
@@ -13,35 +13,35 @@ private func sample(_ text: String, _ series: String) -> Double? {
     text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
 }
 
-@Suite("/metrics in the Prometheus text format", .serialized, .ownThreads)
+@Suite("/metrics in the Prometheus text format")
 struct MetricsTests {
     @Test("real activity shows in /metrics, promtool accepts it, and no client id becomes a label")
-    func metricsReflectActivity() throws {
+    func metricsReflectActivity() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "install Debian's prometheus package")
-        let hook = try WebhookReceiver.start()
-        defer { hook.stop() }
-        let daemon = try Daemon.start(
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        let daemon = try await Daemon.start(
             .init(config: "webhooks:\n  - { client: secret-team-name, url: \"\(hook.url)\", secret: \"s\" }\n"))
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let first = try http.postAlert("secret-team-name", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
-        _ = try http.postAlert("secret-team-name", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
-        #expect(try http.choose("secret-team-name", id(first), #"{"button":"OK"}"#).status == 200)
-        _ = try hook.waitForRequestsBlocking(count: 1, timeout: 20)
-        #expect(try http.get("/v1/nowhere").status == 404)
-        #expect(try http.post("/v1/clients/secret-team-name/alerts", json: "{}").status == 400)
+        let first = try await http.postAlert("secret-team-name", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
+        _ = try await http.postAlert("secret-team-name", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
+        #expect(try await http.choose("secret-team-name", id(first), #"{"button":"OK"}"#).status == 200)
+        _ = try await hook.waitForRequests(count: 1, timeout: 20)
+        #expect(try await http.get("/v1/nowhere").status == 404)
+        #expect(try await http.post("/v1/clients/secret-team-name/alerts", json: "{}").status == 400)
 
         // The delivery is recorded just after the receiver answered: poll until it shows.
         var text = ""
-        let deadline = Date(timeIntervalSinceNow: 10)
+        let deadline = ContinuousClock.now + .seconds(10)
         repeat {
-            let response = try http.get("/metrics")
+            let response = try await http.get("/metrics")
             #expect(response.status == 200)
             #expect(response.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
             text = response.text
-        } while sample(text, #"alertd_deliveries_total{result="delivered"}"#) == nil && Date() < deadline
+        } while sample(text, #"alertd_deliveries_total{result="delivered"}"#) == nil && ContinuousClock.now < deadline
 
-        let checked = try promtool(text)
+        let checked = try await promtool(text)
         #expect(checked.status == 0, "promtool: \(checked.output)")
         #expect(sample(text, "alertd_alerts_created_total") == 2)
         #expect(sample(text, #"alertd_alerts_terminal_total{outcome="answered"}"#) == 1)
@@ -61,23 +61,23 @@ struct MetricsTests {
     }
 
     @Test("metrics.require_token puts /metrics behind any valid token; without it /metrics is open even with tokens")
-    func requireToken() throws {
+    func requireToken() async throws {
         let entry = "    - { name: reader, sha256: \"\(Self.hex)\", roles: [read], clients: [ops] }\n"
-        let guarded = try Daemon.start(.init(config: "metrics: { require_token: true }\nauth:\n  tokens:\n" + entry))
+        let guarded = try await Daemon.start(.init(config: "metrics: { require_token: true }\nauth:\n  tokens:\n" + entry))
         defer { guarded.cleanup() }
         let http = guarded.client()
-        #expect(try http.get("/metrics").status == 401)
-        #expect(try http.get("/metrics", headers: [("Authorization", "Bearer wrong")]).status == 401)
-        #expect(try http.get("/metrics", headers: [("Authorization", "Bearer metrics-secret")]).status == 200)
-        #expect(try http.get("/healthz").status == 200)
+        #expect(try await http.get("/metrics").status == 401)
+        #expect(try await http.get("/metrics", headers: [("Authorization", "Bearer wrong")]).status == 401)
+        #expect(try await http.get("/metrics", headers: [("Authorization", "Bearer metrics-secret")]).status == 200)
+        #expect(try await http.get("/healthz").status == 200)
 
-        let open = try Daemon.start(.init(config: "auth:\n  tokens:\n" + entry))
+        let open = try await Daemon.start(.init(config: "auth:\n  tokens:\n" + entry))
         defer { open.cleanup() }
-        #expect(try open.client().get("/metrics").status == 200)
+        #expect(try await open.client().get("/metrics").status == 200)
 
-        let noTokens = try Daemon.start(.init(config: "metrics: { require_token: true }\n"))
+        let noTokens = try await Daemon.start(.init(config: "metrics: { require_token: true }\n"))
         defer { noTokens.cleanup() }
-        #expect(try noTokens.client().get("/metrics").status == 401, "no token can be valid when none is configured")
+        #expect(try await noTokens.client().get("/metrics").status == 401, "no token can be valid when none is configured")
     }
 
     /// SHA-256 of "metrics-secret".

@@ -1,9 +1,10 @@
+import AlertdTestSupport
 import AlertdWire
 import Foundation
 import Testing
 
 /// The README's shell snippets, run as a reader pastes them.
-@Suite("README: the curl walk-through and the openssl verification run as written", .ownThreads)
+@Suite("README: the curl walk-through and the openssl verification run as written")
 struct ReadmeSnippetTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -20,14 +21,14 @@ struct ReadmeSnippetTests {
 
     @Test(
         "the walk-through pasted into one shell: the id is kept in $id, every body ends with a newline, the choice answers both long-polls")
-    func walkThrough() throws {
-        let daemon = try Daemon.start()
+    func walkThrough() async throws {
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let blocks = try Self.shellBlocks(under: "## A walk-through with curl")
         #expect(blocks.count == 4)
         let script = (blocks + ["wait"]).joined(separator: "\n").replacingOccurrences(
             of: "localhost:8080", with: "127.0.0.1:\(daemon.port)")
-        let run = try Program.run("/bin/sh", ["-e", "-c", script], timeout: 30)
+        let run = try await Program.run("/bin/sh", ["-e", "-c", script], timeout: .seconds(30))
         #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
         // The post, the current alert, the choice and the alert's long-poll: each body ends with a
         // newline. The choice and the background long-poll answer at the same moment, and curl
@@ -37,12 +38,12 @@ struct ReadmeSnippetTests {
         let bodies = run.stdout.replacingOccurrences(of: "}{", with: "}\n{").split(separator: "\n").filter { !$0.isEmpty }
         #expect(bodies.allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") }, "\(run.stdout)")
         #expect(bodies.count(where: { $0.contains(#""state":"answered""#) }) == 2, "\(run.stdout)")
-        let alert = try daemon.client().get("/v1/clients/ops/alerts?state=answered").jsonObject()
+        let alert = try await daemon.client().get("/v1/clients/ops/alerts?state=answered").jsonObject()
         #expect((alert["alerts"] as? [[String: Any]])?.first?["result"] as? [String: Any] != nil)
     }
 
     @Test("the openssl verification computes the signature for a whsec_ secret and for a plain one", arguments: [true, false])
-    func opensslVerification(whsec: Bool) throws {
+    func opensslVerification(whsec: Bool) async throws {
         let block = try #require(try Self.shellBlocks(under: "### Verifying callbacks").first)
         let scratch = try ScratchDirectory()
         defer { withExtendedLifetime(scratch) {} }
@@ -52,7 +53,7 @@ struct ReadmeSnippetTests {
         let secret = whsec ? "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" : String(repeating: "a", count: 40)
         let expected = WebhookSignature.sign(id: "msg_2Kq", timestamp: 1_795_000_000, body: body, key: try WebhookKey(secret: secret))
         let script = "cd \"$1\"\n" + block
-        let run = try Program.run(
+        let run = try await Program.run(
             "/bin/sh", ["-e", "-c", script, "sh", scratch.url.path],
             environment: ["secret": secret, "webhook_id": "msg_2Kq", "webhook_timestamp": "1795000000"])
         #expect(run.status == 0, "\(run.stderr)")
@@ -60,7 +61,7 @@ struct ReadmeSnippetTests {
     }
 
     @Test("config/alertd.yaml tells how to check a file: alertd check-config")
-    func configMentionsCheckConfig() throws {
+    func configMentionsCheckConfig() async throws {
         let config = try String(contentsOf: Self.repository.appendingPathComponent("config/alertd.yaml"), encoding: .utf8)
         #expect(config.contains("alertd check-config "))
     }
