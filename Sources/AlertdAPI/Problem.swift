@@ -82,6 +82,7 @@ extension Problem {
             case .idempotencyMismatch: .idempotencyMismatch
             case .invalidWebhook: .badRequest
             case .configWebhook: .forbidden
+            case .webhookExists: .webhookExists
             case .tooManyWaiters: .tooManyWaiters
             case .unavailable: .unavailable
             }

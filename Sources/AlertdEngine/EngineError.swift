@@ -26,6 +26,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case invalidWebhook
         /// A webhook of the config file: it is removed there, not through the API.
         case configWebhook
+        /// The URL is already a webhook of that client: each event would be delivered twice.
+        case webhookExists
         /// Every waiter slot, or the token's share, is taken.
         case tooManyWaiters
         /// Shutting down, or the store takes no writes now (``EngineError/retryAfter`` says when to retry).

@@ -8,6 +8,9 @@ import NIOConcurrencyHelpers
 struct WebhookRegistry: Sendable {
     private(set) var byClient: [String: [Webhook]] = [:]
     private var ids = AlertIDGenerator()
+    /// URLs being registered (their commit in flight), by client: a second
+    /// registration of one is refused like one already registered.
+    private var registering: [String: Set<String>] = [:]
 
     init(config: [Webhook], api: [Webhook]) {
         byClient = Self.byClient(config + api)
@@ -16,6 +19,20 @@ struct WebhookRegistry: Sendable {
     func webhooks(of client: String) -> [Webhook] { byClient[client] ?? [] }
 
     mutating func newID(at time: Timestamp) -> String { Webhook.newID(&ids, at: time) }
+
+    /// Takes `url` for a new webhook of `client`: false when the client has it already
+    /// (the existing one's id, or nil while another registration of it commits).
+    mutating func reserve(_ url: String, for client: String) -> (taken: Bool, existing: String?) {
+        if let existing = webhooks(of: client).first(where: { $0.url == url }) { return (false, existing.id) }
+        guard registering[client, default: []].insert(url).inserted else { return (false, nil) }
+        return (true, nil)
+    }
+
+    /// The registration of `url` is over (committed and added, or failed).
+    mutating func release(_ url: String, for client: String) {
+        registering[client]?.remove(url)
+        if registering[client]?.isEmpty == true { registering[client] = nil }
+    }
 
     mutating func add(_ webhook: Webhook) { byClient[webhook.client, default: []].append(webhook) }
 
@@ -43,7 +60,9 @@ struct WebhookRegistry: Sendable {
 
 extension Engine {
     /// Registers a webhook for every alert of `client` (§5); `secret` nil: a new
-    /// `whsec_` secret is generated. Registered once committed.
+    /// `whsec_` secret is generated. Registered once committed. A URL the client
+    /// has already (from the API or the config file) is refused: each event would
+    /// be delivered to it twice.
     public func createWebhook(
         client: String, url: String, secret: String?, respond: @escaping @Sendable (Result<Webhook, EngineError>) -> Void
     ) {
@@ -59,11 +78,29 @@ extension Engine {
         }
         if let refusal = refusal() { return respond(.failure(refusal)) }
         let now = clock.now()
-        let id = registry.withLockedValue { $0.newID(at: now) }
+        let reserved = registry.withLockedValue { registry -> Result<String, EngineError> in
+            let (taken, existing) = registry.reserve(url, for: client)
+            guard taken else {
+                return .failure(
+                    EngineError(
+                        .webhookExists,
+                        "client \(client) already has a webhook for \(url)\(existing.map { " (\($0))" } ?? ""); each event would be delivered twice"
+                    ))
+            }
+            return .success(registry.newID(at: now))
+        }
+        let id: String
+        switch reserved {
+        case .success(let new): id = new
+        case .failure(let error): return respond(.failure(error))
+        }
         let webhook = Webhook(
             id: id, client: client, url: url, secret: secret ?? WebhookSignature.generateSecret(), createdAt: now, source: .api)
         store.saveWebhook(webhook) { [registry] result in
-            if case .success = result { registry.withLockedValue { $0.add(webhook) } }
+            registry.withLockedValue { registry in
+                if case .success = result { registry.add(webhook) }
+                registry.release(url, for: client)
+            }
             respond(result.map { webhook })
         }
     }

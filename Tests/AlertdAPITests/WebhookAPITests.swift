@@ -27,7 +27,7 @@ struct WebhookAPITests {
         let secret = try #require(body["secret"] as? String)
         #expect(secret.hasPrefix("whsec_"))
         #expect(Data(base64Encoded: String(secret.dropFirst(6)))?.count == 32)
-        let other = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#).object()
+        let other = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/other"}"#).object()
         #expect(other["secret"] as? String != secret)
 
         let listed = try await daemon.send("GET", "/v1/clients/ops/webhooks")
@@ -35,6 +35,44 @@ struct WebhookAPITests {
         let one = try await daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").object()
         #expect(one["url"] as? String == "https://hooks.example/alerts")
         #expect(one["secret"] == nil)
+    }
+
+    @Test("a URL the client has already is 409 webhook-exists naming the webhook; another client may have it")
+    func duplicateURL() async throws {
+        let daemon = try InProcessDaemon(config: Self.config)
+        defer { daemon.cleanUp() }
+        let url = #"{"url":"https://hooks.example/alerts"}"#
+        let first = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url)
+        #expect(first.status == 201)
+        let id = try #require(try first.object()["id"] as? String)
+        let again = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url)
+        #expect(again.status == 409)
+        #expect(try again.object()["code"] as? String == "webhook-exists")
+        #expect((try again.object()["detail"] as? String)?.contains(id) == true, "\(again.text)")
+        // The config file's webhook counts too.
+        let configured = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://127.0.0.1:9000/hook"}"#)
+        #expect(configured.status == 409, "\(configured.text)")
+        #expect(try await daemon.send("POST", "/v1/clients/team/webhooks", json: url).status == 201)
+        // Once removed, the URL can be registered again.
+        #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
+        #expect(try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url).status == 201)
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(list.count(where: { $0["url"] as? String == "https://hooks.example/alerts" }) == 1)
+    }
+
+    @Test("two registrations of one URL at once: one is 201, the other 409")
+    func concurrentDuplicates() async throws {
+        let daemon = try InProcessDaemon()
+        defer { daemon.cleanUp() }
+        for round in 0..<20 {
+            let body = #"{"url":"https://hooks.example/r\#(round)"}"#
+            let answers = (0..<4).map { _ in daemon.start("POST", "/v1/clients/ops/webhooks", json: body) }
+            var statuses: [Int] = []
+            for answer in answers { statuses.append(try await answer.value().status) }
+            #expect(statuses.sorted() == [201, 409, 409, 409], "round \(round): \(statuses)")
+        }
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(list.count == 20)
     }
 
     @Test("a given secret is kept, and webhooks survive a restart")

@@ -204,6 +204,9 @@ struct AlertctlTests {
         #expect((hook["secret"] as? String)?.hasPrefix("whsec_") == true)
         let hooks = try await ctl.run("webhooks", "list", "ops")
         #expect(hooks.stdout.hasPrefix(hookID) && !hooks.stdout.contains("whsec_"))
+        // The same URL again would deliver every event twice: refused, naming the webhook it has.
+        let twice = try await ctl.run("webhooks", "add", "ops", "http://127.0.0.1:1/hook")
+        #expect(twice.status == 3 && twice.stderr.contains("already has a webhook") && twice.stderr.contains(hookID), "\(twice)")
         let note = try await ctl.run("post", "ops", "--title", "note", "--dismiss-after", "0.05", "--wait", "--json")
         #expect(note.status == 2)
         let dismissed = try JSONSerialization.jsonObject(with: Data(note.stdout.utf8)) as! [String: Any]
