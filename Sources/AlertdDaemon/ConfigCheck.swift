@@ -2,6 +2,19 @@ import Foundation
 import Glibc
 import NIOSSL
 
+extension ConfigErrors {
+    /// These problems, and those the start's checks find in what could be read of
+    /// the file (after `adjust`: the command line over it) for keys not already
+    /// named: everything wrong with a file, at once.
+    public func withStartCheck(_ adjust: (inout Config) -> Void = { _ in }) -> ConfigErrors {
+        guard var config = partial else { return self }
+        adjust(&config)
+        let named = Set(errors.compactMap(\.key))
+        let more = config.startCheck().errors.filter { error in error.key.map { !named.contains($0) } ?? true }
+        return ConfigErrors(errors: errors + more, partial: config)
+    }
+}
+
 /// What alertd checks before it serves, beyond the file's own rules. `alertd
 /// check-config` runs the same checks, so a file it calls ok is one alertd starts with.
 extension Config {

@@ -35,15 +35,23 @@ struct AlertdCommand: AsyncParsableCommand {
         // The same reading at start and on SIGHUP: the file, then the flags over it.
         let read: @Sendable () throws -> Config = {
             var settings: Config
-            if let path {
-                settings = try Config.load(path: path)
-            } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
-                settings = try Config.load(path: Config.defaultPath)
-            } else {
-                settings = Config()
+            let overrides: (inout Config) -> Void = { settings in
+                if let listen { settings.listen = listen }
+                if let stateDir { settings.stateDir = stateDir }
             }
-            if let listen { settings.listen = listen }
-            if let stateDir { settings.stateDir = stateDir }
+            do {
+                if let path {
+                    settings = try Config.load(path: path)
+                } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
+                    settings = try Config.load(path: Config.defaultPath)
+                } else {
+                    settings = Config()
+                }
+            } catch let errors as ConfigErrors {
+                // Everything wrong at once: what the start's checks find too.
+                throw errors.withStartCheck(overrides)
+            }
+            overrides(&settings)
             _ = try settings.listenAddress()
             return settings
         }

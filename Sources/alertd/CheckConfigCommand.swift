@@ -17,25 +17,19 @@ struct CheckConfigCommand: ParsableCommand {
     var path: String
 
     func run() throws {
-        var problems: [ConfigError] = []
         let config: Config
         do {
             config = try Config.load(path: path)
         } catch let errors as ConfigErrors {
             // What could be read still gets the start's checks, for keys the file did not get wrong.
-            problems = errors.errors
-            guard let partial = errors.partial else {
-                Self.report(problems.map(\.description))
-                throw ExitCode(1)
-            }
-            config = partial
+            Self.report(errors.withStartCheck().errors.map(\.description))
+            throw ExitCode(1)
         } catch {
             Self.report(["\(error)"])
             throw ExitCode(1)
         }
         let check = config.startCheck()
-        let named = Set(problems.compactMap(\.key))
-        problems += check.errors.filter { error in error.key.map { !named.contains($0) } ?? true }
+        let problems = check.errors
         for warning in check.warnings { FileHandle.standardError.write(Data("\(path): warning: \(warning)\n".utf8)) }
         guard problems.isEmpty else {
             Self.report(problems.map(\.description))

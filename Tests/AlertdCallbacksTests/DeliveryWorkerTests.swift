@@ -187,7 +187,7 @@ extension DeliveryWorkerTests {
     struct TLS {
         @Test("https to a name goes to the checked address, not to where the system resolver sends the name (rebinding)")
         func connectsToTheCheckedAddress() async throws {
-            let certificate = try TestCertificate(names: ["localhost"])
+            let certificate = try await TestCertificate(names: ["localhost"])
             defer { certificate.remove() }
             let (receiver, trap) = try receiverAndTrap(tls: certificate.server)
             defer { [receiver, trap].forEach { $0.stop() } }
@@ -209,7 +209,7 @@ extension DeliveryWorkerTests {
 
         @Test("https to a name whose answer is denied is refused without any connection")
         func deniedAnswerRefused() async throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
@@ -224,7 +224,7 @@ extension DeliveryWorkerTests {
 
         @Test("https to a name falls back to its next checked address when one refuses")
         func fallsBack() async throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(host: "127.0.0.2", tls: certificate.server)
             defer { receiver.stop() }
@@ -240,7 +240,7 @@ extension DeliveryWorkerTests {
 
         @Test("the certificate is still verified against the name: another name's certificate is refused")
         func certificateMustMatchTheName() async throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
@@ -255,7 +255,7 @@ extension DeliveryWorkerTests {
 
         @Test("a certificate nobody vouches for is refused with the system's trust roots")
         func untrustedCertificate() async throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }

@@ -71,9 +71,9 @@ struct StartCheckTests {
     }
 
     @Test("TLS files must be readable, a certificate and its own key")
-    func tls() throws {
-        let one = try TestCertificate(names: ["one.test"])
-        let two = try TestCertificate(names: ["two.test"])
+    func tls() async throws {
+        let one = try await TestCertificate(names: ["one.test"])
+        let two = try await TestCertificate(names: ["two.test"])
         defer {
             one.remove()
             two.remove()

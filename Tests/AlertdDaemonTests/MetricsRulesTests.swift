@@ -1,4 +1,5 @@
 import CoreMetrics
+import AlertdTestSupport
 import Foundation
 import Testing
 
@@ -10,18 +11,10 @@ struct MetricsRulesTests {
         .deletingLastPathComponent().appendingPathComponent("docs/prometheus/alertd-rules.yml")
 
     @Test("promtool check rules accepts the file")
-    func promtool() throws {
+    func promtool() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "install Debian's prometheus package")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-        process.arguments = ["check", "rules", Self.rules.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let run = try await Program.run("/usr/bin/promtool", ["check", "rules", Self.rules.path])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
     }
 
     @Test("every metric a rule names is one alertd's /metrics exposes")

@@ -147,7 +147,7 @@ struct AlertctlReachTests {
 @Suite("alertctl and the SDK against an https daemon with a self-signed certificate")
 struct AlertctlTLSTests {
     static func start() async throws -> (Daemon, TestCertificate) {
-        let certificate = try TestCertificate(names: ["localhost"])
+        let certificate = try await TestCertificate(names: ["localhost"])
         let daemon = try await Daemon.start(
             .init(config: "tls: { cert_file: \"\(certificate.directory)/cert.pem\", key_file: \"\(certificate.directory)/key.pem\" }\n"))
         return (daemon, certificate)

@@ -58,6 +58,43 @@ struct MetricsTests {
         #expect(sample(text, "alertd_delivery_latency_seconds_count") == 1)
         #expect(!text.contains("secret-team-name"), "client ids are not labels")
         #expect(text.contains("# HELP alertd_http_requests_total"))
+        // The process, under Prometheus' standard names.
+        #expect((sample(text, "process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect((sample(text, "process_open_fds") ?? 0) > 3)
+        #expect((sample(text, "process_max_fds") ?? 0) >= (sample(text, "process_open_fds") ?? .infinity))
+        #expect((sample(text, "process_cpu_seconds_total") ?? -1) >= 0)
+        let started = sample(text, "process_start_time_seconds") ?? 0
+        #expect(abs(started - Date().timeIntervalSince1970) < 600, "started \(started)")
+        #expect(sample(text, #"alertd_deliveries_pending{state="waiting"}"#) == 0)
+    }
+
+    @Test("a receiver that is down shows as a growing backlog of deliveries waiting")
+    func deliveryBacklog() async throws {
+        let down = try ReservedPort()
+        defer { down.release() }
+        let port = down.port
+        let daemon = try await Daemon.start(
+            .init(
+                config: """
+                    callbacks: { retry_initial_seconds: 60, retry_max_interval_seconds: 60 }
+                    webhooks:
+                      - { client: ops, url: "http://127.0.0.1:\(port)/down", secret: "s" }
+                    """))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        for title in ["A", "B", "C"] {
+            let alert = try await http.postAlert("ops", #"{"title":"\#(title)","buttons":[{"title":"OK"}]}"#)
+            #expect(try await http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
+        }
+        // Each first attempt is refused; the deliveries then wait a minute for their next one.
+        var text = ""
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            text = try await http.get("/metrics").text
+        } while sample(text, #"alertd_deliveries_total{result="retry"}"#) != 3 && ContinuousClock.now < deadline
+        #expect(sample(text, #"alertd_deliveries_pending{state="waiting"}"#) == 3, "\(text)")
+        #expect(sample(text, #"alertd_deliveries_pending{state="in_flight"}"#) == 0)
+        #expect(try await promtool(text).status == 0)
     }
 
     @Test("metrics.require_token puts /metrics behind any valid token; without it /metrics is open even with tokens")

@@ -139,3 +139,64 @@ struct ReloadTests {
         #expect(try await runAlertd(["check-config", example.standardized.path]).status == 0)
     }
 }
+
+@Suite("alertd check-config and alertd's first words")
+struct FirstWordsTests {
+    @Test("check-config reports every problem, each on its own line naming its key, with a suggestion for a misspelt key")
+    func everyProblem() async throws {
+        let directory = try ScratchDirectory()
+        let file = directory.url.appendingPathComponent("bad.yaml")
+        try Data(
+            """
+            listen: "0.0.0.0:8080"
+            durabilty: full
+            limits: { max_waiters: lots }
+            tls: { cert_file: /nonexistent/cert.pem, key_file: /nonexistent/key.pem }
+            webhooks:
+              - { client: ops, url: "ftp://x/y", secret: s }
+
+            """.utf8
+        ).write(to: file)
+        let refused = try await Program.alertd(["check-config", file.path])
+        #expect(refused.status == 1)
+        let lines = refused.stderr.split(separator: "\n").map(String.init)
+        #expect(
+            lines == [
+                "\(file.path): unknown key durabilty (did you mean durability?)",
+                "\(file.path): limits.max_waiters must be an integer",
+                "\(file.path): webhooks[0].url must be an absolute http or https URL",
+                "\(file.path): listen: refusing to listen on 0.0.0.0:8080 without auth.tokens: anyone who can reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true",
+                "\(file.path): tls.cert_file: cannot read /nonexistent/cert.pem",
+            ], "\(refused.stderr)")
+        // alertd itself refuses to start with the same lines.
+        let start = try await Program.alertd(["--config", file.path, "--state-dir", directory.url.appendingPathComponent("state").path])
+        #expect(start.status == 2 && start.stderr.split(separator: "\n").map(String.init) == lines.map { "alertd: " + $0 }, "\(start)")
+        // A YAML syntax error is one line with its line and column.
+        try Data("limits:\n  max_waiters: [1, 2\n".utf8).write(to: file)
+        let syntax = try await Program.alertd(["check-config", file.path])
+        #expect(
+            syntax.status == 1 && syntax.stderr.hasPrefix("\(file.path):3:") && syntax.stderr.split(separator: "\n").count == 1, "\(syntax)"
+        )
+        // A good file: its counts, in words.
+        try Data("auth:\n  allow_anonymous: false\n".utf8).write(to: file)
+        let ok = try await Program.alertd(["check-config", file.path])
+        #expect(ok.status == 0 && ok.stdout == "\(file.path): ok (0 tokens, 0 webhooks, listen 127.0.0.1:8080)\n", "\(ok)")
+    }
+
+    @Test(
+        "at start alertd says which config file it read (or that it uses the defaults), where it listens, its store and whether tokens are on"
+    )
+    func startLines() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let config = try #require(daemon.stderrLines(containing: "msg=config").first)
+        #expect(Daemon.logfmtFields(String(config))["file"]?.hasSuffix(".yaml") == true, "\(config)")
+        let listening = Daemon.logfmtFields(String(try #require(daemon.stderrLines(containing: "msg=listening").first)))
+        #expect(listening["address"] == "127.0.0.1:\(daemon.port)")
+        #expect(listening["store"] == "sqlite:\(daemon.stateDir.path)")
+        #expect(listening["tokens"]?.hasPrefix("none") == true, "\(listening)")
+
+        let defaults = try await Program.alertd(["check-config", "/nonexistent/alertd.yaml"])
+        #expect(defaults.status == 1 && defaults.stderr == "cannot read config file /nonexistent/alertd.yaml: there is no such file\n")
+    }
+}
