@@ -37,7 +37,8 @@ struct AlertctlReachTests {
         let result = try await Alertctl(url: "http://127.0.0.1:\(closed.port)").run("post", "ops", "--title", "x", "--wait")
         #expect(result.status == 4, "\(result)")
         #expect(result.stderr == "alertctl: cannot reach alertd: connection refused (127.0.0.1:\(closed.port))\n")
-        #expect(result.stdout.isEmpty && Date().timeIntervalSince(started) < 10)
+        // At once: no retry (a retrying alertctl would not exit at all); generous for a loaded machine.
+        #expect(result.stdout.isEmpty && Date().timeIntervalSince(started) < 60)
     }
 
     @Test("once posted, post --wait says on stderr that it retries, and after --retry-for exits 4 naming the alert")
