@@ -10,6 +10,11 @@ let package = Package(
         .executable(name: "alertctl", targets: ["alertctl"]),
         .library(name: "AlertdClient", targets: ["AlertdClient"]),
         .library(name: "AlertdClientTesting", targets: ["AlertdClientTesting"]),
+        // For the fuzz harnesses in fuzz/ (their own package, so that `swift build` here
+        // never builds them): the modules that parse untrusted bytes. Not a stable API.
+        .library(name: "AlertdCore", targets: ["AlertdCore"]),
+        .library(name: "AlertdAPI", targets: ["AlertdAPI"]),
+        .library(name: "AlertdDaemon", targets: ["AlertdDaemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),

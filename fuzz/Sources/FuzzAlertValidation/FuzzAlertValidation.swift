@@ -1,0 +1,56 @@
+// A posted alert's body as POST /v1/clients/{client}/alerts takes it: parsed,
+// validated (§2). Whatever validates must keep §2's bounds, post to a board, and
+// render as a resource that parses and that the SDK decodes back to what was posted.
+import AlertdCore
+import AlertdWire
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard let body = try? JSONParser.parse(UnsafeRawBufferPointer(start: data, count: size)) else { return 0 }
+    let rules = AlertRules()
+    let draft: AlertDraft
+    switch AlertDraft.validate(body, rules: rules) {
+    case .failure(let invalid):
+        precondition(!invalid.errors.isEmpty, "a refusal without a reason")
+        return 0
+    case .success(let valid):
+        draft = valid
+    }
+    check(draft, rules)
+
+    var board = AlertBoard(rules: rules)
+    let now = Timestamp(milliseconds: 1_795_000_000_000)
+    guard let (alert, _) = try? board.post(draft, to: "fuzz", now: now) else {
+        fatalError("a valid alert was refused by an empty board")
+    }
+    let rendered = alert.json(position: 0)
+    let resource: AlertResource
+    do {
+        resource = try JSONValueDecoder().decode(AlertResource.self, from: rendered)
+    } catch {
+        fatalError("the rendered alert does not decode: \(error); \(String(decoding: rendered, as: UTF8.self))")
+    }
+    precondition(resource.title == draft.title, "title changed")
+    precondition(resource.message == draft.message, "message changed")
+    precondition(resource.buttons == draft.buttons, "buttons changed")
+    precondition(resource.priority == draft.priority, "priority changed")
+    precondition(resource.callbackURL == draft.callbackURL, "callback_url changed")
+    precondition(resource.metadata == draft.metadata, "metadata changed")
+    precondition(resource.id == alert.id.description && AlertID(resource.id) == alert.id, "id does not round-trip")
+    return 0
+}
+
+/// §2's bounds, restated independently of the validator.
+private func check(_ draft: AlertDraft, _ rules: AlertRules) {
+    precondition((1...256).contains(draft.title.unicodeScalars.count), "title length")
+    precondition((draft.message?.unicodeScalars.count ?? 0) <= 4096, "message length")
+    precondition(draft.buttons.count <= 16, "too many buttons")
+    precondition(Set(draft.buttons.map(\.title)).count == draft.buttons.count, "duplicate button titles")
+    precondition(draft.buttons.allSatisfy { (1...64).contains($0.title.unicodeScalars.count) }, "button title length")
+    precondition(draft.buttons.count(where: { $0.style == .cancel }) <= 1, "two cancel buttons")
+    precondition((-100...100).contains(draft.priority), "priority range")
+    if let expiresIn = draft.expiresIn { precondition(expiresIn > 0 && expiresIn <= rules.maxExpiresIn, "expires_in range") }
+    if let dismissAfter = draft.dismissAfter { precondition(dismissAfter > 0 && draft.buttons.isEmpty, "dismiss_after") }
+    if let metadata = draft.metadata { precondition(JSONValue.object(metadata).compactBytes().count <= 4096, "metadata size") }
+    if let url = draft.callbackURL?.lowercased() { precondition(url.hasPrefix("http://") || url.hasPrefix("https://"), "callback_url scheme") }
+}

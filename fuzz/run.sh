@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds and runs the libFuzzer harnesses of fuzz/Sources (see fuzz/README.md).
+#
+#   fuzz/run.sh build                 build every harness (release, fuzzer + address sanitizers)
+#   fuzz/run.sh regress               run each harness once over its seeds and fuzz/regressions/NAME/
+#   fuzz/run.sh run NAME [LIBFUZZER-OPTIONS...]   fuzz one harness, e.g. -max_total_time=60 or -runs=10000000
+#   fuzz/run.sh all [LIBFUZZER-OPTIONS...]        build, regress, then fuzz every harness in turn
+#
+# New inputs go to fuzz/.work/NAME (not committed); the committed seeds in
+# fuzz/corpus/NAME are read, never written. A crash, leak or timeout leaves its
+# input in fuzz/.work/artifacts/ and fails the run: add it to fuzz/regressions/NAME/
+# with the fix. The last line of each run, "#N DONE cov: ... corp: ...", and the
+# final stats go to fuzz/.work/logs/NAME.log.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+HARNESSES=(FuzzJSON FuzzAlertValidation FuzzRouter FuzzConfig FuzzWebhookVerifier)
+SCRATCH=${FUZZ_SCRATCH:-.build}
+BIN="$SCRATCH/release"
+
+declare -A DICT=([FuzzJSON]=json [FuzzAlertValidation]=json [FuzzRouter]=router [FuzzConfig]=config [FuzzWebhookVerifier]=webhook)
+# Inputs as large as a seed needs: a config file (the example is ~9.5 KiB), a JSON body.
+declare -A MAXLEN=([FuzzJSON]=4096 [FuzzAlertValidation]=8192 [FuzzRouter]=1024 [FuzzConfig]=12288 [FuzzWebhookVerifier]=2048)
+
+# LeakSanitizer on; an input that takes over 10 s, or a process over 2 GiB, fails the run.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
+COMMON=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=.work/artifacts/)
+
+build() {
+    swift build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -enable-testing --scratch-path "$SCRATCH"
+}
+
+regress() {
+    for name in "${HARNESSES[@]}"; do
+        local inputs=(corpus/"$name"/*)
+        if compgen -G "regressions/$name/*" >/dev/null; then inputs+=(regressions/"$name"/*); fi
+        echo "== $name: ${#inputs[@]} seeds and regressions"
+        "$BIN/$name" "${COMMON[@]}" "${inputs[@]}" >".work/logs/$name.regress.log" 2>&1 || {
+            tail -40 ".work/logs/$name.regress.log"
+            echo "fuzz: $name failed on a seed or regression input" >&2
+            return 1
+        }
+    done
+}
+
+run() {
+    local name=$1
+    shift
+    mkdir -p ".work/$name"
+    echo "== $name $*"
+    local start=$SECONDS
+    if "$BIN/$name" "${COMMON[@]}" -dict="dict/${DICT[$name]}.dict" -max_len="${MAXLEN[$name]}" "$@" \
+        ".work/$name" "corpus/$name" >".work/logs/$name.log" 2>&1; then
+        local line
+        line=$(grep -E '^#[0-9]+ +DONE' ".work/logs/$name.log" | tail -1)
+        echo "$name: ${line:-no DONE line} ($((SECONDS - start)) s)"
+    else
+        tail -60 ".work/logs/$name.log"
+        echo "fuzz: $name found a crash, leak or timeout (log: fuzz/.work/logs/$name.log, input: fuzz/.work/artifacts/)" >&2
+        return 1
+    fi
+}
+
+mkdir -p .work/logs .work/artifacts
+command=${1:-all}
+shift || true
+case "$command" in
+build) build ;;
+regress) regress ;;
+run) run "$@" ;;
+all)
+    build
+    regress
+    for name in "${HARNESSES[@]}"; do run "$name" "$@"; done
+    ;;
+*)
+    echo "usage: fuzz/run.sh build | regress | run NAME [options] | all [options]" >&2
+    exit 64
+    ;;
+esac
