@@ -1,5 +1,5 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps run test test-browser bench format
+.PHONY: deps test-deps run test test-browser test-sanitizers fuzz fuzz-ci wirefuzz bench format
 
 deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
@@ -31,6 +31,29 @@ test: test-deps
 test-browser:
 	swift build
 	ALERTD_BIN="$$(swift build --show-bin-path)/alertd" /usr/bin/python3 -m unittest discover -s Tests/Browser -v
+
+# The Swift tests under ThreadSanitizer, then AddressSanitizer (+ LeakSanitizer), the
+# alertd they start built the same way; any report from any process fails it.
+test-sanitizers: test-deps
+	scripts/test-sanitizers.sh
+
+# The libFuzzer harnesses of fuzz/ (their own package): build, replay seeds and past
+# findings, then fuzz each for FUZZ_SECONDS (default 600), or FUZZ_RUNS executions.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	fuzz/run.sh all $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+
+# What CI runs: every harness for 60 s, and the wire fuzzer for 60 s against the debug alertd.
+fuzz-ci: deps
+	fuzz/run.sh all -max_total_time=60
+	swift build --product alertd
+	/usr/bin/python3 fuzz/wire/wirefuzz.py --binary "$$(swift build --show-bin-path)/alertd" --seconds 60
+
+# Random and mutated HTTP/1.1 against the real binary (WIRE_BINARY, default the debug build).
+WIRE_SECONDS ?= 600
+wirefuzz:
+	swift build --product alertd
+	/usr/bin/python3 fuzz/wire/wirefuzz.py --binary "$${WIRE_BINARY:-$$(swift build --show-bin-path)/alertd}" --seconds $(WIRE_SECONDS)
 
 bench:
 	bench/run.sh

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole Swift test suite under ThreadSanitizer, then under AddressSanitizer
+# (with LeakSanitizer), each in its own build directory (.build-tsan,
+# .build-asan). `swift test --sanitize=X` builds every product with X, so the
+# end-to-end tier's alertd and alertctl, which the tests start from the build
+# directory, are instrumented too; they inherit the options below, so a report in
+# a child process is not lost in its captured stderr. Every report of every
+# process lands in one directory, and any report fails the run.
+#
+#   scripts/test-sanitizers.sh [thread|address]...     (default: both)
+#
+# Extra arguments for swift test go in SWIFT_TEST_ARGS (e.g. "--filter AlertdWireTests").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers=("$@")
+[ ${#sanitizers[@]} -gt 0 ] || sanitizers=(thread address)
+status=0
+for sanitizer in "${sanitizers[@]}"; do
+    case $sanitizer in thread) scratch=.build-tsan ;; address) scratch=.build-asan ;; *) scratch=".build-$sanitizer" ;; esac
+    reports=$(mktemp -d "/tmp/alertd-$sanitizer-XXXXXX")
+    export TSAN_OPTIONS="log_path=$reports/report:halt_on_error=0:second_deadlock_stack=1"
+    export ASAN_OPTIONS="log_path=$reports/report:detect_leaks=1:detect_stack_use_after_return=0"
+    export UBSAN_OPTIONS="log_path=$reports/report"
+    start=$SECONDS
+    echo "== swift test --sanitize=$sanitizer (reports: $reports)"
+    rc=0
+    # shellcheck disable=SC2086
+    timeout --kill-after=30 120m swift test --sanitize="$sanitizer" --scratch-path "$scratch" ${SWIFT_TEST_ARGS:-} || rc=$?
+    echo "== $sanitizer: swift test exited $rc after $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
+    if compgen -G "$reports/report*" >/dev/null; then
+        echo "== $sanitizer: $(ls "$reports" | wc -l) process(es) reported:"
+        for file in "$reports"/report*; do
+            echo "---- $file"
+            head -80 "$file"
+        done
+        status=1
+    fi
+    [ $rc -eq 0 ] || status=1
+done
+exit $status
