@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 
 HARNESSES=(FuzzJSON FuzzAlertValidation FuzzRouter FuzzConfig FuzzWebhookVerifier)
 SCRATCH=${FUZZ_SCRATCH:-.build}
-BIN="$SCRATCH/release"
+BIN="$SCRATCH/$(uname -m)-unknown-linux-gnu/release"
 
 declare -A DICT=([FuzzJSON]=json [FuzzAlertValidation]=json [FuzzRouter]=router [FuzzConfig]=config [FuzzWebhookVerifier]=webhook)
 # Inputs as large as a seed needs: a config file (the example is ~9.5 KiB), a JSON body.
