@@ -42,8 +42,27 @@ public struct Alertd: Sendable {
     /// Releases the state directory (``services`` do at the end of a run).
     public func releaseStateDirectory() { lock.release() }
 
+    /// Opens the store and builds alertd, then starts it (``start()``).
+    ///
     /// - Parameter openStore: the rows under the store (tests wrap SQLite to make commits fail).
     public static func build(
+        config: Config, clock: any WallClock, logger: Logger,
+        openStore: (Config) throws -> any PersistentStore = { try SQLiteStore(directory: $0.stateDir, durability: $0.durability) }
+    ) async throws -> Alertd {
+        let alertd = try open(config: config, clock: clock, logger: logger, openStore: openStore)
+        do {
+            try await alertd.start()
+        } catch {
+            alertd.releaseStateDirectory()
+            throw error
+        }
+        return alertd
+    }
+
+    /// Takes the state directory, opens the store (which reads every pending
+    /// alert back) and builds the engine, the delivery worker and the API: the
+    /// blocking part of a start, for a thread that may block.
+    public static func open(
         config: Config, clock: any WallClock, logger: Logger,
         openStore: (Config) throws -> any PersistentStore = { try SQLiteStore(directory: $0.stateDir, durability: $0.durability) }
     ) throws -> Alertd {
@@ -59,14 +78,11 @@ public struct Alertd: Sendable {
                 metadata: [
                     "pending": "\(store.restoredPending)", "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
                 ])
-            // The worker takes the stored pending deliveries before anything can
-            // decide an alert, so a new event is never both restored and handed over.
             let deliveries = DeliveryWorker(
                 settings: .init(
                     timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny)),
                 log: store, clock: clock, logger: logger, observe: metrics.observeAttempt)
-            deliveries.restore(try store.pendingDeliveries())
-            let engine = try Engine(
+            let engine = Engine(
                 store: store, clock: clock, rules: config.alertRules,
                 settings: .init(
                     maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
@@ -84,6 +100,15 @@ public struct Alertd: Sendable {
             lock.release()
             throw error
         }
+    }
+
+    /// Reads back what runs needs before serving: the stored pending deliveries
+    /// (taken by the worker before anything can decide an alert, so a new event
+    /// is never both restored and handed over), the API's webhooks and every
+    /// client's displayed alert.
+    public func start() async throws {
+        deliveries.restore(try await store.pendingDeliveries())
+        try await engine.start()
     }
 
     /// Tokens, rate limits and the anonymous host policy of a config.
@@ -139,7 +164,7 @@ public enum Application {
         logger.info(
             "config", metadata: ["file": "\(config.source ?? "none: built-in defaults (no --config, no \(Config.defaultPath))")"])
         raiseOpenFileLimit(logger: logger)
-        let alertd = try Alertd.build(config: config, clock: SystemClock(), logger: logger)
+        let alertd = try await Alertd.build(config: config, clock: SystemClock(), logger: logger)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: listen,

@@ -49,7 +49,7 @@ struct ReadinessService: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await Task.sleep(for: engine.isReady ? .seconds(2) : .milliseconds(500))
-                engine.checkStore()
+                await engine.checkStore()
             }
         }
     }

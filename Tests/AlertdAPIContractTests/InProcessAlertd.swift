@@ -28,12 +28,17 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
     private let scratch: ScratchDirectory
     private let loops: [Task<Void, Never>]
 
-    private init(config yaml: String) throws {
+    private init(config yaml: String) async throws {
         scratch = try ScratchDirectory()
         var config = try Config.parse(yaml: yaml)
         config.stateDir = scratch.url.path
-        let alertd = try Alertd.build(
-            config: config, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
+        let settings = config
+        // Opening blocks (SQLite, the state directory's lock): on a thread of its own, never the pool's.
+        let alertd = try await Self.onOwnThread {
+            try Alertd.open(
+                config: settings, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
+        }
+        try await alertd.start()
         alertd.store.startWriter()
         loops = [
             Task { try? await DeadlineService(engine: alertd.engine).run() },
@@ -44,7 +49,7 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
 
     /// Builds alertd from `yaml` (its `state_dir` is replaced by a temporary directory).
     static func start(config yaml: String) async throws -> InProcessAlertd {
-        try await onOwnThread { try InProcessAlertd(config: yaml) }
+        try await InProcessAlertd(config: yaml)
     }
 
     /// Answers parked waiters, commits what is queued and stops alertd's loops and threads.
