@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The store shared by several instances (`store.backend: postgres`).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // Tests only: the property test of the alert resource's codec.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -66,6 +68,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The store shared by several instances: the engine's store port over PostgreSQL
+        // (postgres-nio), a transaction per client batch, LISTEN/NOTIFY between instances.
+        .target(
+            name: "AlertdPostgres",
+            dependencies: [
+                "AlertdCore", "AlertdEngine", "AlertdWire",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The only module that touches libmicrohttpd or raw pointers.
         .target(
             name: "AlertdHTTP",
@@ -98,8 +113,8 @@ let package = Package(
         .target(
             name: "AlertdDaemon",
             dependencies: [
-                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdStore",
-                "AlertdWire",
+                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdPostgres",
+                "AlertdStore", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -95,18 +95,18 @@ enum Systemd {
 struct WatchdogService: Service {
     let notifier: Systemd.Notifier
     let interval: Double
-    /// `host:port` to probe.
-    let address: String
+    /// The server to probe, on its own address. Its ``HTTPServer/probeToken``
+    /// goes with the probe, which is served even when every connection slot is
+    /// taken, so a busy daemon is not restarted.
+    let server: HTTPServer
     /// Whether the server speaks HTTPS: then the probe does too (without checking
     /// the certificate: it talks to itself on its own address).
     let tls: Bool
-    /// The server's ``HTTPServer/probeToken``: the probe is served even when
-    /// every connection slot is taken, so a busy daemon is not restarted.
-    let probeToken: String
     let logger: Logger
 
     func run() async throws {
         let client = Self.client()
+        let (address, probeToken) = (server.boundAddress, server.probeToken)
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let probeTimeout = max(0.05, interval / 4)

@@ -151,6 +151,36 @@ public protocol DeliveryLog: Sendable {
     /// Records an attempt and where its delivery stands. Not fsynced on its
     /// own: at least once delivery allows a repeat after a power loss.
     func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+
+    /// Whether several processes deliver from this outbox: then each attempt is
+    /// claimed first (``claim(_:until:completion:)``), and deliveries no process
+    /// holds are taken over (``takeOrphans(now:until:limit:completion:)``).
+    var isShared: Bool { get }
+
+    /// Takes a delivery for one attempt, until `until` (a lease that runs out if
+    /// this process dies meanwhile): the attempts it had so far, or nil when
+    /// another process holds it or it is settled.
+    func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void)
+
+    /// Due deliveries that no process holds (their holder died, or nobody took
+    /// them yet), taken by this one until `until`.
+    func takeOrphans(
+        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void)
+}
+
+extension DeliveryLog {
+    /// One process owns the outbox: nothing to claim, no orphans.
+    public var isShared: Bool { false }
+
+    public func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void) {
+        completion(.success(nil))
+    }
+
+    public func takeOrphans(
+        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void
+    ) {
+        completion(.success([]))
+    }
 }
 
 /// What ``AlertStore/checkHealth()`` found.

@@ -39,7 +39,7 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
                 config: settings, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
         }
         try await alertd.start()
-        alertd.store.startWriter()
+        alertd.sqlite!.startWriter()
         loops = [
             Task { try? await DeadlineService(engine: alertd.engine).run() },
             Task { await alertd.deliveries.run() },
@@ -58,7 +58,7 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
         await onOwnThread {
             self.alertd.engine.drain()
             self.alertd.deliveries.shutdownNow()
-            self.alertd.store.shutdown()
+            self.alertd.sqlite!.shutdown()
             self.alertd.releaseStateDirectory()
         }
     }

@@ -48,7 +48,7 @@ final class InProcessDaemon: @unchecked Sendable {
         }
         try await alertd.start()
         self.alertd = alertd
-        alertd.store.startWriter()
+        alertd.sqlite!.startWriter()
         loops = [
             Task { try? await DeadlineService(engine: alertd.engine).run() },
             Task { await alertd.deliveries.run() },
@@ -61,7 +61,7 @@ final class InProcessDaemon: @unchecked Sendable {
         for loop in loops { loop.cancel() }
         alertd.engine.drain()
         alertd.deliveries.shutdownNow()
-        alertd.store.shutdown()
+        alertd.sqlite!.shutdown()
         alertd.releaseStateDirectory()
     }
 

@@ -172,7 +172,7 @@ struct OutboxTests {
         let deliveryID = try #require(
             try await queue0.read { try String.fetchOne($0, sql: "SELECT id FROM deliveries WHERE alert_id = ?", arguments: [id]) })
         let attempt = DeliveryAttempt(at: daemon.clock.now(), statusCode: 204, error: nil)
-        daemon.alertd.store.record(
+        daemon.alertd.sqlite!.record(
             AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil)
         ) { _ in }
         await daemon.alertd.engine.purge()

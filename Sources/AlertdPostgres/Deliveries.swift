@@ -1,0 +1,125 @@
+public import AlertdCore
+public import AlertdEngine
+public import AlertdWire
+import Logging
+import PostgresNIO
+
+/// The outbox shared by every instance: each attempt made by one instance,
+/// under a lease; a dead instance's deliveries taken over once its lease ran out.
+extension PostgresAlertStore {
+    public var isShared: Bool { true }
+
+    public func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void) {
+        let now = clock.now()
+        Task {
+            do {
+                var attempts: Int?
+                for try await count in try await client.query(
+                    """
+                    UPDATE deliveries SET lease_until = \(until.milliseconds), leased_by = \(instance)
+                    WHERE id = \(deliveryID) AND state = 'pending'
+                      AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by = \(instance))
+                    RETURNING (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)
+                    """, logger: logger
+                ).decode(Int.self) {
+                    attempts = count
+                }
+                completion(.success(attempts))
+            } catch {
+                completion(.failure(unavailable(error)))
+            }
+        }
+    }
+
+    public func takeOrphans(
+        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void
+    ) {
+        Task {
+            do {
+                var taken: [PendingDelivery] = []
+                let rows = try await client.query(
+                    """
+                    UPDATE deliveries d SET lease_until = \(until.milliseconds), leased_by = \(instance)
+                    FROM events e
+                    WHERE e.id = d.event_id AND d.id IN (
+                        SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now.milliseconds)
+                          AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
+                        ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
+                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id)
+                    """, logger: logger)
+                for try await (id, event, target, secret, body, created, due, attempts) in rows.decode(
+                    (String, String, String, String, [UInt8], Int64, Int64?, Int).self)
+                {
+                    taken.append(
+                        PendingDelivery(
+                            id: id, eventID: event, target: target, secret: secret, body: body,
+                            eventCreatedAt: Timestamp(milliseconds: created), attemptsMade: attempts,
+                            due: Timestamp(milliseconds: due ?? created)))
+                }
+                completion(.success(taken))
+            } catch {
+                completion(.failure(unavailable(error)))
+            }
+        }
+    }
+
+    public func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        Task {
+            do {
+                try await client.withTransaction(logger: logger) { connection in
+                    // One way only, as in the embedded store: an attempt counts while its
+                    // delivery is pending; a settled one, or a number recorded, stays.
+                    try await connection.query(
+                        """
+                        INSERT INTO delivery_attempts (delivery_id, number, at, status_code, error)
+                        SELECT id, \(attempt.number), \(attempt.attempt.at.milliseconds), \(attempt.attempt.statusCode),
+                            \(attempt.attempt.error)
+                        FROM deliveries WHERE id = \(attempt.deliveryID) AND state = 'pending'
+                        ON CONFLICT DO NOTHING
+                        """, logger: logger)
+                    try await connection.query(
+                        """
+                        UPDATE deliveries SET state = \(attempt.state.rawValue), next_attempt_at = \(attempt.nextAttemptAt?.milliseconds),
+                            lease_until = NULL, leased_by = NULL
+                        WHERE id = \(attempt.deliveryID) AND state = 'pending'
+                        """, logger: logger)
+                }
+                completion(.success(()))
+            } catch {
+                completion(.failure(unavailable(error)))
+            }
+        }
+    }
+
+    public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
+        Task {
+            do {
+                var records: [DeliveryRecord] = []
+                for try await (id, event, target, webhook, state, next) in try await client.query(
+                    """
+                    SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
+                    WHERE alert_id = \(alertID.description) ORDER BY id
+                    """, logger: logger
+                ).decode((String, String, String, String?, String, Int64?).self) {
+                    var attempts: [DeliveryAttempt] = []
+                    for try await (at, status, error) in try await client.query(
+                        "SELECT at, status_code, error FROM delivery_attempts WHERE delivery_id = \(id) ORDER BY number", logger: logger
+                    ).decode((Int64, Int?, String?).self) {
+                        attempts.append(DeliveryAttempt(at: Timestamp(milliseconds: at), statusCode: status, error: error))
+                    }
+                    records.append(
+                        DeliveryRecord(
+                            id: id, eventID: event, target: target, webhookID: webhook, state: DeliveryState(rawValue: state) ?? .pending,
+                            attempts: attempts, nextAttemptAt: next.map(Timestamp.init(milliseconds:))))
+                }
+                completion(.success(records))
+            } catch {
+                completion(.failure(unavailable(error)))
+            }
+        }
+    }
+
+    /// None at start: the worker takes the deliveries no instance holds (``takeOrphans(now:until:limit:completion:)``).
+    public func pendingDeliveries() async throws(EngineError) -> [PendingDelivery] { [] }
+}

@@ -1,0 +1,250 @@
+import AlertdCore
+import AlertdEngine
+import AlertdWire
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+/// One lane per client: the changes of a client that arrive while one of its
+/// transactions runs wait, then run together in the next one — one lock, one
+/// read of the queue, one commit for all of them (group commit, per client).
+/// Clients run in parallel, up to the pool's connections.
+final class Lanes: Sendable {
+    /// One change of one client's queue.
+    struct Operation: Sendable {
+        let client: String
+        let now: Timestamp
+        let idempotencyKey: String?
+        /// Runs on the board; nil when the body refused (its completion has been called).
+        let apply: @Sendable (inout AlertBoard, any IdempotencyKeys) -> Applied?
+        /// Tells the caller the transaction failed before the change was applied.
+        let fail: @Sendable (EngineError) -> Void
+
+        /// A transaction of the port.
+        init<Value: Sendable>(
+            client: String, now: Timestamp, idempotencyKey: String?,
+            body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+            completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
+        ) {
+            self.client = client
+            self.now = now
+            self.idempotencyKey = idempotencyKey
+            fail = { completion(.failure($0)) }
+            apply = { board, keys in
+                let mutation: Mutation<Value>
+                do throws(EngineError) {
+                    mutation = try body(&board, keys)
+                } catch {
+                    completion(.failure(error))
+                    return nil
+                }
+                let deliveries = mutation.events.flatMap(\.pendingDeliveries)
+                return Applied(change: mutation.change, idempotency: mutation.idempotency, events: mutation.events) { result in
+                    completion(
+                        result.map { displays in
+                            Committed(mutation.value, change: mutation.change, displays: displays, deliveries: deliveries)
+                        })
+                }
+            }
+        }
+
+        /// The client's due deadlines (or, `fire` false, only its queue brought in line
+        /// with its policy), with the events of what they decided.
+        init(
+            client: String, now: Timestamp, firing events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+            completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void, fire: Bool = true
+        ) {
+            self.client = client
+            self.now = now
+            self.idempotencyKey = nil
+            fail = { completion(.failure($0)) }
+            apply = { board, _ in
+                let change = fire ? board.fireDeadlines(now: now) : BoardChange()
+                let written = events(change)
+                let deliveries = written.flatMap(\.pendingDeliveries)
+                return Applied(change: change, idempotency: nil, events: written) { result in
+                    completion(result.map { Committed((), change: change, displays: $0, deliveries: deliveries) })
+                }
+            }
+        }
+    }
+
+    /// What an operation did, and how to tell its caller once committed (with the displays it changed).
+    struct Applied {
+        var change: BoardChange
+        var idempotency: IdempotencyRecord?
+        var events: [OutboxEvent]
+        var finish: @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
+    }
+
+    private struct Lane {
+        var waiting: [Operation] = []
+        var running = false
+    }
+
+    private let lanes = NIOLockedValueBox<[String: Lane]>([:])
+    private let logger: Logger
+    /// Set once, right after the store is made (it owns the lanes).
+    nonisolated(unsafe) weak var store: PostgresAlertStore?
+
+    /// Changes that run in one transaction at most.
+    static let batch = 256
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func enqueue(_ operation: Operation) {
+        let start = lanes.withLockedValue { lanes -> Bool in
+            lanes[operation.client, default: Lane()].waiting.append(operation)
+            guard !lanes[operation.client]!.running else { return false }
+            lanes[operation.client]!.running = true
+            return true
+        }
+        if start { Task { await drain(operation.client) } }
+    }
+
+    /// Runs the client's waiting changes, a batch per transaction, until none waits.
+    private func drain(_ client: String) async {
+        while true {
+            let batch = lanes.withLockedValue { lanes -> [Operation] in
+                guard var lane = lanes[client], !lane.waiting.isEmpty else {
+                    lanes[client] = nil
+                    return []
+                }
+                let batch = Array(lane.waiting.prefix(Self.batch))
+                lane.waiting.removeFirst(batch.count)
+                lanes[client] = lane
+                return batch
+            }
+            guard !batch.isEmpty, let store else { return }
+            await run(batch, client: client, store: store)
+        }
+    }
+
+    /// The idempotency keys of a batch: those it wrote first, then those the database holds.
+    private struct Keys: IdempotencyKeys {
+        let key: String?
+        let records: [String: IdempotencyRecord]
+
+        func record() throws(EngineError) -> IdempotencyRecord? { key.flatMap { records[$0] } }
+    }
+
+    private func run(_ batch: [Operation], client: String, store: PostgresAlertStore) async {
+        // What each change did (nil: refused, already answered), as the transaction gets to it.
+        var applied: [Applied?] = []
+        let shown: Alert?
+        do {
+            shown = try await store.client.withTransaction(logger: logger) { connection -> Alert? in
+                // The client held until commit, in this instance or another; and a queue
+                // order for each change, from the database.
+                var sequences: [Int64] = []
+                for try await value in try await connection.query(
+                    """
+                    SELECT nextval('alert_order') FROM (SELECT pg_advisory_xact_lock(hashtextextended(\(client), 0))) AS locked,
+                        generate_series(1, \(batch.count))
+                    """, logger: logger
+                ).decode(Int64.self) {
+                    sequences.append(value)
+                }
+                var known = false
+                for try await _ in try await connection.query("SELECT 1 FROM clients WHERE id = \(client)", logger: logger) { known = true }
+                var pending: [Alert] = []
+                for try await row in try await connection.query(
+                    "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')",
+                    logger: logger)
+                {
+                    pending.append(try AlertRow.alert(row))
+                }
+                var records: [String: IdempotencyRecord] = [:]
+                let keys = Array(Set(batch.compactMap(\.idempotencyKey)))
+                if !keys.isEmpty {
+                    for try await (key, alertID, digest, created) in try await connection.query(
+                        """
+                        SELECT key, alert_id, body_sha256, created_at FROM idempotency_keys
+                        WHERE client = \(client) AND key = ANY(\(keys))
+                        """, logger: logger
+                    ).decode((String, String, [UInt8], Int64).self) {
+                        guard let id = AlertID(alertID) else { continue }
+                        records[key] = IdempotencyRecord(
+                            client: client, key: key, alertID: id, bodyDigest: digest, createdAt: Timestamp(milliseconds: created))
+                    }
+                }
+
+                var board = AlertBoard(settings: store.settings.withLockedValue { $0 }, rules: store.rules)
+                board.elsewhere = store.elsewhere(of: client)
+                board.sequences = sequences
+                // Restoring brings the queue in line with its policy (a changed one): written too,
+                // and its display change told with the first change of the batch.
+                let normalized = board.restore(clients: known ? [client] : [], pending: pending, now: batch[0].now)
+                board.committed(normalized)
+                var saved: [AlertID: Alert] = [:]
+                var order: [AlertID] = []
+                func save(_ alerts: [Alert]) {
+                    for alert in alerts where saved.updateValue(alert, forKey: alert.id) == nil { order.append(alert.id) }
+                }
+                save(normalized.saved)
+                var newClient = false
+                var decided: [AlertID] = []
+                var events: [OutboxEvent] = []
+                var newKeys: [IdempotencyRecord] = []
+                for operation in batch {
+                    guard var change = operation.apply(&board, Keys(key: operation.idempotencyKey, records: records)) else {
+                        applied.append(nil)
+                        continue
+                    }
+                    board.committed(change.change)
+                    save(change.change.saved)
+                    newClient = newClient || !change.change.newClients.isEmpty
+                    decided += change.change.decided.map(\.id)
+                    events += change.events
+                    if let record = change.idempotency {
+                        records[record.key] = record
+                        newKeys.append(record)
+                    }
+                    if !normalized.displayChanged.isEmpty, !applied.contains(where: { $0 != nil }) {
+                        change.change.displayChanged = Array(Set(change.change.displayChanged + normalized.displayChanged))
+                    }
+                    applied.append(change)
+                }
+                if newClient {
+                    try await connection.query(
+                        "INSERT INTO clients (id, created_at) VALUES (\(client), \(batch[0].now.milliseconds)) ON CONFLICT DO NOTHING",
+                        logger: logger)
+                }
+                for id in order { try await connection.query(AlertRow.upsert(saved[id]!), logger: logger) }
+                for record in newKeys {
+                    try await connection.query(
+                        """
+                        INSERT INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
+                        VALUES (\(record.client), \(record.key), \(record.alertID.description), \(record.bodyDigest),
+                            \(record.createdAt.milliseconds))
+                        ON CONFLICT (client, key) DO UPDATE SET alert_id = excluded.alert_id, body_sha256 = excluded.body_sha256,
+                            created_at = excluded.created_at
+                        """, logger: logger)
+                }
+                for event in events { try await Outbox.write(event, on: connection, logger: logger) }
+                if !order.isEmpty {
+                    try await Notifications.send(
+                        ["c:" + client] + decided.map { "d:" + $0.description }, from: store.instance, on: connection, logger: logger)
+                }
+                store.noteDeadline(board.nextDeadline)
+                return board.displayed(on: client)
+            }
+        } catch {
+            let failure = store.unavailable(error)
+            for (index, operation) in batch.enumerated() {
+                if index < applied.count {
+                    applied[index]?.finish(.failure(failure))
+                } else {
+                    operation.fail(failure)
+                }
+            }
+            return
+        }
+        // Each change is told the displays it changed, as they stand at commit (a lane is one client).
+        for case let change? in applied {
+            change.finish(.success(change.change.displayChanged.map { (client: $0, alert: shown) }))
+        }
+    }
+}
