@@ -241,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "AlertdAPIContractTests",
             dependencies: [
-                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdPostgres",
                 "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]

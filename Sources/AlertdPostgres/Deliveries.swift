@@ -49,11 +49,11 @@ extension PostgresAlertStore {
                         (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id)
                     """, logger: logger)
                 for try await (id, event, target, secret, body, created, due, attempts) in rows.decode(
-                    (String, String, String, String, [UInt8], Int64, Int64?, Int).self)
+                    (String, String, String, String, ByteBuffer, Int64, Int64?, Int).self)
                 {
                     taken.append(
                         PendingDelivery(
-                            id: id, eventID: event, target: target, secret: secret, body: body,
+                            id: id, eventID: event, target: target, secret: secret, body: [UInt8](bytea: body),
                             eventCreatedAt: Timestamp(milliseconds: created), attemptsMade: attempts,
                             due: Timestamp(milliseconds: due ?? created)))
                 }

@@ -164,10 +164,10 @@ final class Lanes: Sendable {
                         SELECT key, alert_id, body_sha256, created_at FROM idempotency_keys
                         WHERE client = \(client) AND key = ANY(\(keys))
                         """, logger: logger
-                    ).decode((String, String, [UInt8], Int64).self) {
+                    ).decode((String, String, ByteBuffer, Int64).self) {
                         guard let id = AlertID(alertID) else { continue }
                         records[key] = IdempotencyRecord(
-                            client: client, key: key, alertID: id, bodyDigest: digest, createdAt: Timestamp(milliseconds: created))
+                            client: client, key: key, alertID: id, bodyDigest: [UInt8](bytea: digest), createdAt: Timestamp(milliseconds: created))
                     }
                 }
 
@@ -217,7 +217,7 @@ final class Lanes: Sendable {
                     try await connection.query(
                         """
                         INSERT INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
-                        VALUES (\(record.client), \(record.key), \(record.alertID.description), \(record.bodyDigest),
+                        VALUES (\(record.client), \(record.key), \(record.alertID.description), \(record.bodyDigest.bytea),
                             \(record.createdAt.milliseconds))
                         ON CONFLICT (client, key) DO UPDATE SET alert_id = excluded.alert_id, body_sha256 = excluded.body_sha256,
                             created_at = excluded.created_at

@@ -12,7 +12,7 @@ enum Outbox {
         try await connection.query(
             """
             INSERT INTO events (id, alert_id, client, type, created_at, body)
-            VALUES (\(event.id), \(event.alertID.description), \(event.client), \(event.type), \(event.createdAt.milliseconds), \(event.body))
+            VALUES (\(event.id), \(event.alertID.description), \(event.client), \(event.type), \(event.createdAt.milliseconds), \(event.body.bytea))
             """, logger: logger)
         for delivery in event.deliveries {
             try await connection.query(

@@ -44,6 +44,10 @@ public final class PostgresAlertStore: AlertStore, Service {
     let notifications: Notifications
     private let counts = NIOLockedValueBox(Counts())
     private let healthy = Atomic<Bool>(true)
+    /// Set as the pool starts running: nothing leases a connection before (postgres-nio warns).
+    private let clientRunning = Atomic<Bool>(false)
+    /// Set once the schema is current: the counts are read only then.
+    private let migrated = Atomic<Bool>(false)
 
     struct Counts: Sendable {
         var pending = 0
@@ -73,7 +77,10 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.client.run() }
+            group.addTask {
+                self.clientRunning.store(true, ordering: .releasing)
+                await self.client.run()
+            }
             group.addTask { await self.notifications.run() }
             group.addTask { await self.refreshCounts() }
             try? await gracefulShutdown()
@@ -84,7 +91,10 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// Applies the schema's migrations (under an advisory lock); the versions applied.
     @discardableResult
     public func migrate() async throws -> [Int] {
+        while !clientRunning.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
         let applied = try await Schema.migrate(client, logger: logger)
+        migrated.store(true, ordering: .releasing)
+        try? await readCounts()
         if !applied.isEmpty { logger.info("schema migrated", metadata: ["versions": "\(applied)"]) }
         return applied
     }
@@ -92,6 +102,10 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// Reads the counts every second (and the next deadline), for the bounds and readiness.
     private func refreshCounts() async {
         while !Task.isCancelled {
+            guard migrated.load(ordering: .acquiring) else {
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
+            }
             do {
                 try await readCounts()
                 healthy.store(true, ordering: .relaxed)

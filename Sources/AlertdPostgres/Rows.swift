@@ -71,3 +71,11 @@ enum AlertRow {
             """
     }
 }
+
+extension Array where Element == UInt8 {
+    /// As `bytea` (a `[UInt8]` bind would be `"char"[]`).
+    var bytea: ByteBuffer { ByteBuffer(bytes: self) }
+
+    /// The bytes of a `bytea` cell.
+    init(bytea buffer: ByteBuffer) { self = Array(buffer.readableBytesView) }
+}

@@ -5,6 +5,7 @@
 import AlertdCallbacks
 import AlertdCore
 import AlertdEngine
+import AlertdPostgres
 import AlertdHTTP
 import AlertdStore
 import AlertdTestSupport
@@ -27,6 +28,7 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
     private let alertd: Alertd
     private let scratch: ScratchDirectory
     private let loops: [Task<Void, Never>]
+    private let storeLoop: Task<Void, Never>?
 
     private init(config yaml: String) async throws {
         scratch = try ScratchDirectory()
@@ -38,12 +40,21 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
             try Alertd.open(
                 config: settings, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
         }
-        try await alertd.start()
-        alertd.sqlite!.startWriter()
+        // PostgreSQL's pool, listener and counts run until the task is cancelled.
+        let storeLoop = alertd.postgres.map { postgres in Task { _ = try? await postgres.run() } }
+        do {
+            try await alertd.start()
+        } catch {
+            storeLoop?.cancel()
+            await storeLoop?.value
+            throw error
+        }
+        alertd.sqlite?.startWriter()
         loops = [
             Task { try? await DeadlineService(engine: alertd.engine).run() },
             Task { await alertd.deliveries.run() },
         ]
+        self.storeLoop = storeLoop
         self.alertd = alertd
     }
 
@@ -58,9 +69,11 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
         await onOwnThread {
             self.alertd.engine.drain()
             self.alertd.deliveries.shutdownNow()
-            self.alertd.sqlite!.shutdown()
+            self.alertd.sqlite?.shutdown()
             self.alertd.releaseStateDirectory()
         }
+        storeLoop?.cancel()
+        await storeLoop?.value
     }
 
     /// Building and stopping wait on alertd's own threads (the writer, the delivery

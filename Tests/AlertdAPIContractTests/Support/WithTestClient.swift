@@ -18,6 +18,27 @@ enum TestMode: String, Sendable, CustomTestStringConvertible {
     static let both: [TestMode] = [.inProcess, .live]
 }
 
+/// The store every body runs on: the embedded SQLite store, unless
+/// `ALERTD_TEST_STORE=postgres` asks for a new database on this test process's
+/// throwaway PostgreSQL server (``TestPostgres``) for each body.
+enum TestStore: String, Sendable {
+    case sqlite, postgres
+
+    static let current: TestStore = ProcessInfo.processInfo.environment["ALERTD_TEST_STORE"] == "postgres" ? .postgres : .sqlite
+
+    /// `config` with the store section this run asks for.
+    func config(_ config: String) async throws -> String {
+        switch self {
+        case .sqlite:
+            return config
+        case .postgres:
+            let url = try await TestPostgres.shared().createDatabase()
+            let separated = config.isEmpty || config.hasSuffix("\n") ? config : config + "\n"
+            return separated + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n"
+        }
+    }
+}
+
 /// Runs `body` against a new alertd built from `config`, in process or live, and stops it
 /// afterwards (as HummingbirdTesting's `app.test(.router)` / `app.test(.live)` do).
 @discardableResult
@@ -25,6 +46,7 @@ func withTestClient<T>(
     _ mode: TestMode = .default, config: String = Contract.baseConfig, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (any TestClient) async throws -> T
 ) async throws -> T {
+    let config = try await TestStore.current.config(config)
     switch mode {
     case .inProcess:
         let alertd = try await InProcessAlertd.start(config: config)
