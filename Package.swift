@@ -38,6 +38,8 @@ let package = Package(
         ),
         // JSON types shared by the server and the SDK, the strict JSON parser, webhook signatures.
         .target(name: "AlertdWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The version alertd and alertctl print, and the Debian package's (make deb reads it).
+        .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
         // SQLite through GRDB: schema, migrations, group commit.
@@ -124,14 +126,14 @@ let package = Package(
         .executableTarget(
             name: "alertctl",
             dependencies: [
-                "AlertdClient", "AlertdWire",
+                "AlertdClient", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdAPI",
+                "AlertdAPI", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,4 +1,5 @@
 import AlertdClient
+import AlertdVersion
 import AlertdWire
 import ArgumentParser
 import Foundation
@@ -17,6 +18,7 @@ struct Alertctl: AsyncParsableCommand {
             withdrawn; 3 the daemon refused the request (its problem is printed on stderr); \
             4 the daemon could not be reached or answered nonsense; 64 bad usage.
             """,
+        version: AlertdVersion.string,
         subcommands: [
             Post.self, Current.self, Choose.self, Get.self, List.self, Withdraw.self, Clients.self, Webhooks.self,
             Deliveries.self, Watch.self,

@@ -1,4 +1,5 @@
 import AlertdAPI
+import AlertdVersion
 import ArgumentParser
 import Foundation
 import Logging
@@ -12,6 +13,7 @@ struct AlertdCommand: AsyncParsableCommand {
             file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
+        version: AlertdVersion.string,
         subcommands: [TokenCommand.self, CheckConfigCommand.self])
 
     @Option(name: .long, help: "The YAML config file.")
