@@ -56,11 +56,13 @@ deb-deps:
 deb: deb-deps
 	@$(MAKE) --no-print-directory $(DEB)
 
-# alertd and alertctl as installed: no library from the toolchain. generate-manual
+# alertd and alertctl as installed: the Swift runtime linked in, no RUNPATH, full
+# RELRO with immediate binding (Debian's hardening flags). generate-manual
 # (swift-argument-parser's, already in the package graph) writes the man pages.
+STATIC_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now --scratch-path $(STATIC)
 release-static:
-	swift build -c release --static-swift-stdlib --scratch-path $(STATIC) --product alertd
-	swift build -c release --static-swift-stdlib --scratch-path $(STATIC) --product alertctl
+	swift build $(STATIC_FLAGS) --product alertd
+	swift build $(STATIC_FLAGS) --product alertctl
 	swift build --package-path $(STATIC)/checkouts/swift-argument-parser --scratch-path $(STATIC)/generate-manual \
 		--product generate-manual
 

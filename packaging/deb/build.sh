@@ -34,9 +34,11 @@ for tool in alertd alertctl; do
     strip --remove-section=.comment --remove-section=.note "$root/usr/bin/$tool"
 done
 
-# The repository's units, with the binary where the package puts it.
+# The repository's units, with the binary where the package puts it and the
+# man page it ships.
 for unit in alertd.service alertd.socket; do
-    sed 's|/usr/local/bin/alertd|/usr/bin/alertd|g' "$repo/systemd/$unit" >"$root/lib/systemd/system/$unit"
+    sed -e 's|/usr/local/bin/alertd|/usr/bin/alertd|g' -e 's|^Description=.*|&\nDocumentation=man:alertd(8)|' \
+        "$repo/systemd/$unit" >"$root/lib/systemd/system/$unit"
     chmod 0644 "$root/lib/systemd/system/$unit"
 done
 install -m 0644 "$here/alertd.sysusers" "$root/usr/lib/sysusers.d/alertd.conf"
@@ -52,11 +54,15 @@ echo /etc/alertd/alertd.yaml >"$root/DEBIAN/conffiles"
 date=$(date -u -d "@$SOURCE_DATE_EPOCH" +%F)
 "$generate_manual" "$root/usr/bin/alertd" --section 8 --date "$date" --authors "$maintainer" -o "$work"
 "$generate_manual" "$root/usr/bin/alertctl" --section 1 --date "$date" --authors "$maintainer" -o "$work"
-gzip -9n -c "$work/alertd.8" >"$root/usr/share/man/man8/alertd.8.gz"
-gzip -9n -c "$work/alertctl.1" >"$root/usr/share/man/man1/alertctl.1.gz"
+# A blank line in the help text is a blank line in mdoc, which groff warns
+# about: make it a paragraph break.
+sed 's/^$/.Pp/' "$work/alertd.8" | gzip -9n >"$root/usr/share/man/man8/alertd.8.gz"
+sed 's/^$/.Pp/' "$work/alertctl.1" | gzip -9n >"$root/usr/share/man/man1/alertctl.1.gz"
 
 # Shell completions, from alertctl itself.
-"$root/usr/bin/alertctl" --generate-completion-script bash >"$root/usr/share/bash-completion/completions/alertctl"
+# (bash-completion sources the file: no #! line.)
+"$root/usr/bin/alertctl" --generate-completion-script bash | sed '1{/^#!/d}' \
+    >"$root/usr/share/bash-completion/completions/alertctl"
 "$root/usr/bin/alertctl" --generate-completion-script zsh >"$root/usr/share/zsh/vendor-completions/_alertctl"
 "$root/usr/bin/alertctl" --generate-completion-script fish >"$root/usr/share/fish/vendor_completions.d/alertctl.fish"
 
@@ -113,5 +119,6 @@ EOF
 
 mkdir -p "$out"
 deb="$out/alertd_${version}_amd64.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+# xz at level 3: 10 % larger than the default 6, in under half the time.
+dpkg-deb --root-owner-group -Zxz -z3 --build "$root" "$deb" >/dev/null
 echo "$deb"
