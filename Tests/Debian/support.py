@@ -120,6 +120,14 @@ class Container:
     def __init__(self, root, files=()):
         self.dir = tempfile.mkdtemp(prefix="alertd-nspawn-", dir="/var/tmp")
         self.merged = os.path.join(self.dir, "merged")
+        self.mounted, self.nspawn, self.pid, self.console = False, None, None, None
+        try:
+            self._boot(root, files)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _boot(self, root, files):
         upper, work = os.path.join(self.dir, "upper"), os.path.join(self.dir, "work")
         for d in (self.merged, upper, work):
             os.mkdir(d)
@@ -128,22 +136,21 @@ class Container:
         for source, target in files:
             shutil.copy(source, self.merged + target)
         self.console = open(os.path.join(self.dir, "console.log"), "w+")
-        self.name = f"alertd-test-{os.getpid()}"
         self.nspawn = subprocess.Popen(
             # --keep-unit/--register=no: no host systemd to make a scope or register with.
             ["systemd-nspawn", "-q", "-D", self.merged, "-b", "--register=no", "--keep-unit",
-             "--resolv-conf=off", "--private-network", "-M", self.name],
+             "--resolv-conf=off", "--private-network", "-M", f"alertd-test-{os.getpid()}"],
             stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT, start_new_session=True,
         )
         self.pid = self._leader()
-        # Until systemd has set up its private bus, systemctl cannot ask it anything.
+        # Until systemd has set up its private bus, systemctl cannot reach it ("offline").
         deadline = time.monotonic() + 90
         while True:
             answer = self.sh("systemctl is-system-running --wait", check=False, timeout=90)
             state = answer.stdout.strip()
             if state in ("running", "degraded"):
                 break
-            if time.monotonic() > deadline or state not in ("", "initializing", "starting"):
+            if time.monotonic() > deadline or state not in ("", "offline", "initializing", "starting"):
                 raise RuntimeError(f"the container did not boot: {state} {answer.stderr}\n{self.console_text()}")
             time.sleep(0.1)
 
@@ -166,6 +173,8 @@ class Container:
         raise RuntimeError("no systemd in the container after 30 s\n" + self.console_text())
 
     def console_text(self):
+        if self.console is None:
+            return ""
         self.console.flush()
         with open(self.console.name, errors="replace") as f:
             return f.read()[-4000:]
@@ -215,14 +224,18 @@ class Container:
         return self.http_result(self.http_process(method, path, body, token, timeout), timeout + 10)
 
     def stop(self):
-        if self.nspawn.poll() is None:
-            self.sh("systemctl poweroff --no-block", check=False, timeout=30)
+        if self.nspawn is not None and self.nspawn.poll() is None:
+            if self.pid is not None:
+                self.sh("systemctl poweroff --no-block", check=False, timeout=30)
+            else:
+                self.nspawn.terminate()  # nspawn asks the container's init to power off
             try:
                 self.nspawn.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(self.nspawn.pid, signal.SIGKILL)
                 self.nspawn.wait(timeout=30)
-        self.console.close()
+        if self.console is not None:
+            self.console.close()
         if self.mounted:
             run(["umount", self.merged], check=False)
             self.mounted = False
