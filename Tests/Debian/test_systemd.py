@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import resource
+import sys
 import time
 import unittest
 
@@ -19,6 +20,8 @@ from support import Container, cached_root, deb_path, depends_packages, source_v
 REASON = why_container_cannot_run()
 # CI provides root and the tools (.ci/run): there this tier must run, never skip.
 IN_CI = os.environ.get("CI") == "true"
+if REASON and not IN_CI:
+    print(f"\n[debian] SKIPPED: the package under a real systemd (test_systemd): {REASON}\n", file=sys.stderr)
 DEB_IN_CONTAINER = "/root/alertd.deb"
 
 
@@ -234,11 +237,11 @@ class UnderSystemd(unittest.TestCase):
             self.c.sh("systemctl stop alertd.socket alertd.service && systemctl start alertd.service")
 
     def test_07_the_units_hardening_is_in_force(self):
-        """What a process can see of the sandbox: its capabilities, seccomp, user namespace and
-        limits; then a probe of each setting whose effect a shell can try (ATTEMPTS). Not seen
-        from here: the settings that only narrow seccomp further (MemoryDenyWriteExecute,
-        ProtectClock, RestrictRealtime…; Seccomp: 2 shows the filter is on); IPAddressDeny= and
-        TasksMax= are not probed."""
+        # What a process can see of the sandbox: its capabilities, seccomp, user namespace and
+        # limits; then a probe of each setting whose effect a shell can try (ATTEMPTS). Not seen
+        # from here: the settings that only narrow seccomp further (MemoryDenyWriteExecute,
+        # ProtectClock, RestrictRealtime…; Seccomp: 2 shows the filter is on); IPAddressDeny= and
+        # TasksMax= are not probed.
         pid = self.main_pid()
         status = dict(line.split(":\t", 1) for line in self.sh(f"cat /proc/{pid}/status").splitlines()
                       if ":\t" in line)
