@@ -294,7 +294,18 @@ class UnderSystemd(unittest.TestCase):
         self.assertEqual(self.prop("alertd.service", "ExecMainStatus"), "0")
         self.assertEqual(self.prop("alertd.service", "Result"), "success")
 
-    def test_09_remove_stops_alertd_and_purge_leaves_the_system_as_before(self):
+    def test_09_an_upgrade_restarts_a_running_alertd_and_keeps_the_config(self):
+        self.c.sh("systemctl start alertd.service")
+        before = self.main_pid()
+        # Installing the package over itself runs postinst as an upgrade does (configure OLD-VERSION).
+        self.c.sh(f"dpkg -i {DEB_IN_CONTAINER}", timeout=120)
+        self.assertEqual(self.prop("alertd.service", "ActiveState"), "active")
+        self.assertNotIn(self.main_pid(), (0, before), "alertd was not restarted")
+        # The admin's token is still the one: dpkg kept the edited conffile.
+        self.assertEqual(self.c.http("GET", "/v1/clients", token="secret-new")["status"], 200)
+        self.assertEqual(self.sh("stat -c '%U:%G %a' /etc/alertd/alertd.yaml"), "root:alertd 640")
+
+    def test_10_remove_stops_alertd_and_purge_leaves_the_system_as_before(self):
         self.c.sh("systemctl start alertd.service")
         self.c.sh("dpkg -r alertd", timeout=120)
         self.assertEqual(self.sh("systemctl is-active alertd.service || true"), "inactive")
