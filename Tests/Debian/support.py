@@ -92,9 +92,11 @@ def cached_root(packages):
     with open(os.path.join(CACHE, "lock"), "w") as lock:
         # One debootstrap at a time on this machine; the others wait for it.
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(os.path.join(root, ".complete")):
+        complete = os.path.join(root, ".complete")
+        # A month-old root is made again, so it follows bookworm's point releases.
+        if os.path.exists(complete) and time.time() - os.path.getmtime(complete) < 30 * 86400:
             return root
-        for old in glob.glob(os.path.join(CACHE, "bookworm-*")):
+        for old in glob.glob(os.path.join(CACHE, "bookworm-*")):  # other package sets, or too old
             shutil.rmtree(old, ignore_errors=True)
         partial = root + ".partial"
         shutil.rmtree(partial, ignore_errors=True)
@@ -106,8 +108,6 @@ def cached_root(packages):
         )
         # No downloaded .debs in the cache.
         run(["chroot", partial, "apt-get", "clean"])
-        with open(os.path.join(partial, "etc", "hostname"), "w") as f:
-            f.write("alertd-test\n")
         open(os.path.join(partial, ".complete"), "w").close()
         os.rename(partial, root)
         print(f"[debian] root ready in {time.monotonic() - started:.0f} s", flush=True)
