@@ -55,7 +55,7 @@ def deb_path():
 
 
 def run(args, check=True, timeout=120, **kwargs):
-    result = subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kwargs)
+    result = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, **kwargs)
     if check and result.returncode != 0:
         raise AssertionError(f"{args} exited {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}")
     return result
