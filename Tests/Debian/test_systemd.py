@@ -2,7 +2,7 @@
 
 One boot for the whole class; the tests run in the order of their numbers, as
 an admin would: install, start, reload, a hang, socket activation, the
-sandbox, stop, remove and purge. Skipped, saying why, where this machine
+sandbox, stop, upgrade, remove and purge. Skipped, saying why, where this machine
 cannot boot a container (not root, no systemd-nspawn); CI installs what it
 needs, so there it always runs.
 """
@@ -26,7 +26,7 @@ DEB_IN_CONTAINER = "/root/alertd.deb"
 
 
 def config(*tokens):
-    """A config for the container: the shipped defaults, plus admin tokens (name, secret)."""
+    """A small config for the container: loopback, and admin tokens (name, secret) if any."""
     lines = ['listen: "127.0.0.1:8080"', "auth:", "  tokens:" if tokens else "  tokens: []"]
     for name, secret in tokens:
         digest = hashlib.sha256(secret.encode()).hexdigest()
