@@ -42,15 +42,30 @@ let package = Package(
         .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
-        // SQLite through GRDB: schema, migrations, group commit.
+        // Between the HTTP API and the store: posting, decisions, reads, deadlines, waiters,
+        // webhooks, the outbox. Speaks domain values; its one view of persistence is the
+        // store port (`AlertStore`) it declares.
+        .target(
+            name: "AlertdEngine",
+            dependencies: [
+                "AlertdCore", "AlertdWire", "AlertdDelivery",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The embedded store: the engine's store port over an in-memory board, SQLite
+        // through GRDB (schema, migrations) and group commit.
         .target(
             name: "AlertdStore",
             dependencies: [
-                "AlertdCore",
+                "AlertdCore", "AlertdEngine",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hottest statement's columns directly.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The only module that touches libmicrohttpd or raw pointers.
@@ -64,12 +79,32 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Handlers, routing, waiters, config, the application.
+        // The HTTP API: the route table and its handlers (decode, engine, encode), auth,
+        // the anonymous host policy, problem+json, the dashboard's files.
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdCore", "AlertdStore", "AlertdHTTP", "AlertdWire", "AlertdDelivery", "AlertdCallbacks",
+                "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // The dashboard, compiled into the binary as byte arrays (`PackageResources`):
+            // nothing needs to sit beside the executable.
+            resources: [
+                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/dashboard.js"), .embedInCode("Dashboard/icon.svg"),
+            ]
+        ),
+        // The wiring: config, systemd, signals, metrics setup, reload and the service group.
+        .target(
+            name: "AlertdDaemon",
+            dependencies: [
+                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdStore",
+                "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -77,13 +112,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
-            ],
-            // The dashboard, compiled into the binary as byte arrays (`PackageResources`):
-            // nothing needs to sit beside the executable.
-            resources: [
-                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
-                .embedInCode("Dashboard/dashboard.js"), .embedInCode("Dashboard/icon.svg"),
             ]
         ),
         // Callback delivery: retry policy, deny list, event bodies.
@@ -98,7 +128,7 @@ let package = Package(
         .target(
             name: "AlertdCallbacks",
             dependencies: [
-                "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire",
+                "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -118,6 +148,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The SDK's test double: records presented alerts, answers as a test says.
@@ -133,14 +164,20 @@ let package = Package(
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdAPI", "AlertdVersion",
+                "AlertdDaemon", "AlertdAPI", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
-        .testTarget(name: "AlertdStoreTests", dependencies: ["AlertdStore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "AlertdEngineTests", dependencies: ["AlertdEngine", "AlertdCore", "AlertdWire"]),
+        .testTarget(
+            name: "AlertdDaemonTests",
+            dependencies: ["AlertdDaemon", "AlertdTestSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        .testTarget(
+            name: "AlertdStoreTests",
+            dependencies: ["AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
         .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdClientTesting", "AlertdWire"]),
@@ -153,17 +190,21 @@ let package = Package(
         .testTarget(
             name: "AlertdAPITests",
             dependencies: [
-                "AlertdAPI", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire", "AlertdClient", "AlertdTestSupport",
+                "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
+                "AlertdClient", "AlertdTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Random valid alerts for the property that the renderer and the Wire types agree.
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        // Starts the real alertd binary and speaks HTTP over real sockets.
-        // Real webhook receivers (SwiftNIO) for the tests that deliver callbacks.
+        // What the tests share: the `TestClient` protocol and its live implementation
+        // (AsyncHTTPClient), the runner of the real binaries, a raw-socket client for bytes
+        // no HTTP client sends, real webhook receivers (SwiftNIO) for the callback tests.
         .target(
             name: "AlertdTestSupport",
             dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -175,10 +216,25 @@ let package = Package(
         .testTarget(
             name: "AlertdCallbacksTests",
             dependencies: [
-                "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdStore", "AlertdWire", "AlertdTestSupport",
+                "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdStore", "AlertdWire", "AlertdTestSupport",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The HTTP API's contract (§2–§4): one test body runs in process, through the
+        // daemon's HTTP handler without sockets (the default: fast, nothing to start), or
+        // live against the real binary (a representative subset always; all of it with
+        // ALERTD_TEST_MODE=live). Its own target because it links the daemon's modules
+        // in process and builds the binary for the live runs, which no unit tier does.
+        .testTarget(
+            name: "AlertdAPIContractTests",
+            dependencies: [
+                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "AlertdTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Only what needs the process: sockets and framing, signals, systemd, TLS, kill -9,
+        // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(
             name: "AlertdEndToEndTests",
             dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]

@@ -22,13 +22,13 @@ import Glibc
 ///
 /// Refusals are 403 `forbidden`. With tokens these checks are off: a token is
 /// not something a browser adds by itself, so a foreign page cannot use one.
-struct HostPolicy: Sendable {
+public struct HostPolicy: Sendable {
     /// `http.allowed_hosts`, lower-cased, without a trailing dot.
     let allowedHosts: Set<String>
     /// `https` when alertd serves TLS itself, else `http`.
-    let scheme: String
+    public let scheme: String
 
-    init(allowedHosts: [String] = [], tls: Bool = false) {
+    public init(allowedHosts: [String] = [], tls: Bool = false) {
         self.allowedHosts = Set(allowedHosts.map(Self.normalised))
         scheme = tls ? "https" : "http"
     }
@@ -57,6 +57,12 @@ struct HostPolicy: Sendable {
             .forbidden,
             "a request from the web page of \(Self.shown(origin)) may not use alertd without tokens: "
                 + "Origin is not alertd's own (nor a host in http.allowed_hosts)")
+    }
+
+    /// Whether `text` can be an entry of `http.allowed_hosts`: a host name, no
+    /// port, no scheme (IP addresses need no entry).
+    public static func isHostName(_ text: String) -> Bool {
+        Authority(text).map { $0.port == nil && !$0.isAddress } == true
     }
 
     /// `127.0.0.1`, `localhost` or `[::1]`, optionally with `:` and a port up to 65535.

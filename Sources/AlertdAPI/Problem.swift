@@ -1,4 +1,5 @@
 public import AlertdCore
+import AlertdEngine
 import AlertdHTTP
 public import AlertdWire
 
@@ -18,9 +19,10 @@ public struct Problem: Error, Sendable {
     /// Extra response headers (`Allow`, `Retry-After`).
     public var headers: [(name: String, value: String)] = []
 
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ detail: String, retryAfter: Int? = nil) {
         self.code = code
         self.detail = detail
+        if let retryAfter { headers = [("Retry-After", String(retryAfter))] }
     }
 
     static let typeBase = "https://alertd.dev/problems/"
@@ -66,8 +68,9 @@ public struct Problem: Error, Sendable {
 }
 
 extension Problem {
-    /// The problem for a domain refusal.
-    init(_ error: BoardError) {
+    /// The problem for an engine's refusal: one exhaustive `switch`, no
+    /// `default:`, so a new domain error cannot compile until it has its code.
+    init(_ error: EngineError) {
         let code: Code =
             switch error.code {
             case .notFound: .notFound
@@ -75,19 +78,24 @@ extension Problem {
             case .alreadyDecided: .alreadyDecided
             case .unknownButton: .unknownButton
             case .queueFull: .queueFull
+            case .invalidAlert: .invalidAlert
+            case .idempotencyMismatch: .idempotencyMismatch
+            case .invalidWebhook: .badRequest
+            case .configWebhook: .forbidden
+            case .webhookExists: .webhookExists
+            case .tooManyWaiters: .tooManyWaiters
+            case .unavailable: .unavailable
             }
-        self.init(code, error.detail)
-        self.alert = error.alert
+        self.init(code, error.detail, retryAfter: error.retryAfter)
+        alert = error.alert
+        errors = error.fieldErrors
     }
-}
 
-extension Problem {
-    /// The problem for any error a handler throws: a ``Problem`` as it is; any
-    /// other error is a bug, answered 500 `internal` whose detail names the
-    /// request id (the log line with the error carries the same id), never the
-    /// error's own text, which may name files, addresses or SQL.
-    static func of(_ error: any Error, requestID: String) -> Problem {
-        if let problem = error as? Problem { return problem }
-        return Problem(.internal, "alertd met an unexpected error; its log has it under request id \(requestID)")
+    /// Any error a handler throws that is not a ``Problem`` is a bug: 500
+    /// `internal`, whose detail names the request id (the log line with the
+    /// error carries the same id), never the error's own text, which may name
+    /// files, addresses or SQL.
+    static func `internal`(requestID: String) -> Problem {
+        Problem(.internal, "alertd met an unexpected error; its log has it under request id \(requestID)")
     }
 }

@@ -47,7 +47,7 @@ public struct TokenBucket: Sendable, Hashable {
 }
 
 /// `limits.rate_per_second` and `limits.rate_burst`, one bucket per token.
-final class RateLimiter: Sendable {
+public final class RateLimiter: Sendable {
     private let rate: Double
     private let burst: Double
     private let buckets = NIOLockedValueBox<[String: TokenBucket]>([:])
@@ -59,14 +59,14 @@ final class RateLimiter: Sendable {
 
     /// The limiter `limits.rate_per_second` and `rate_burst` describe (the burst
     /// defaults to one second's worth); nil when no rate is set.
-    convenience init?(_ limits: Config.Limits) {
-        guard let rate = limits.ratePerSecond else { return nil }
-        self.init(rate: rate, burst: Double(limits.rateBurst ?? max(1, Int(rate.rounded(.up)))))
+    public convenience init?(ratePerSecond: Double?, burst: Int?) {
+        guard let rate = ratePerSecond else { return nil }
+        self.init(rate: rate, burst: Double(burst ?? max(1, Int(rate.rounded(.up)))))
     }
 
     /// Takes one request of `token` now; a problem (429 with Retry-After) when over its rate.
     func admit(_ token: String) -> Problem? {
-        let now = DeadlineTimer.now()
+        let now = DispatchTime.now().uptimeNanoseconds
         let outcome = buckets.withLockedValue { buckets in
             buckets[token, default: TokenBucket(rate: rate, burst: burst, now: now)].take(now: now)
         }

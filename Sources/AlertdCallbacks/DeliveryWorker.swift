@@ -1,6 +1,6 @@
 public import AlertdCore
 public import AlertdDelivery
-public import AlertdStore
+public import AlertdEngine
 import AlertdWire
 import AsyncHTTPClient
 import Foundation
@@ -9,11 +9,15 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 public import NIOSSL
+import NIOConcurrencyHelpers
 import Synchronization
 
+// Over 400 lines on purpose: one attempt's path (check, resolve, pin, sign, send,
+// settle) is one sequence; its error words live in AttemptErrors.swift.
+
 /// Delivers callback events (§5): takes due deliveries, POSTs each signed
-/// event over one shared `HTTPClient`, records every attempt through the group
-/// committer and schedules the retries.
+/// event over one shared `HTTPClient`, records every attempt in the store's
+/// outbox (``DeliveryLog``) and schedules the retries.
 ///
 /// - Deliveries arrive from two places: the store's pending ones at start
 ///   (``start(restoring:)``), and new events once their transaction committed
@@ -40,8 +44,8 @@ import Synchronization
 ///   certificate not trusted" — never an address a name resolved to or a
 ///   port probed (``describe(_:)``); the full error goes to the debug log.
 ///
-/// Threads: one scheduling thread sleeps until the next due delivery or a
-/// new one; attempts run on the HTTP client's event loops.
+/// Scheduling: ``run()`` (a service's loop) sleeps until the next due
+/// delivery or a new one; attempts run on the HTTP client's event loops.
 public final class DeliveryWorker: @unchecked Sendable {
     public struct Settings: Sendable {
         /// Seconds one attempt may take, connecting included.
@@ -79,14 +83,15 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
     }
 
-    // Guarded by `condition`.
-    private var queue: DeliveryQueue
-    private var stopping = false
-    private var running = false
-    /// When the scheduling thread wakes up next; nil while it is awake.
-    private var sleepingUntil: Timestamp?
-    private let condition = NSCondition()
-    private let loopFinished = DispatchSemaphore(value: 0)
+    private struct State: Sendable {
+        var queue: DeliveryQueue
+        var stopping = false
+    }
+
+    // Taken per delivery and per attempt: NIO's plain pthread mutex.
+    private let state: NIOLockedValueBox<State>
+    /// Wakes the scheduling loop for a delivery due sooner than it sleeps.
+    private let alarm = Alarm()
 
     /// Plain http (connecting to checked addresses) and address literals.
     private let client: HTTPClient
@@ -96,7 +101,7 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let keys = Mutex<[String: WebhookKey]>([:])
     /// Targets parsed and checked by name; see `check(_:)`.
     private let targets = Mutex<[String: CheckedTarget]>([:])
-    private let committer: GroupCommitter
+    private let log: any DeliveryLog
     private let clock: any WallClock
     private let settings: Settings
     private let logger: Logger
@@ -106,15 +111,16 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let observe: @Sendable (AttemptRecord, PendingDelivery) -> Void
 
     public init(
-        settings: Settings, committer: GroupCommitter, clock: any WallClock, logger: Logger,
+        settings: Settings, log: any DeliveryLog, clock: any WallClock, logger: Logger,
         observe: @escaping @Sendable (AttemptRecord, PendingDelivery) -> Void = { _, _ in }
     ) {
         self.observe = observe
         self.settings = settings
-        self.committer = committer
+        self.log = log
         self.clock = clock
         self.logger = logger
-        queue = DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget, maxInFlight: settings.maxInFlight)
+        state = NIOLockedValueBox(
+            State(queue: DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget, maxInFlight: settings.maxInFlight)))
         resolver = CachingResolver(lookUp: settings.lookUp)
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -139,56 +145,64 @@ public final class DeliveryWorker: @unchecked Sendable {
         pinned = PinnedClients(capacity: settings.pinnedClients, configuration: configuration, logger: logger)
     }
 
-    /// Starts the scheduling thread with the deliveries the store holds as pending.
-    public func start(restoring pending: [PendingDelivery]) {
-        condition.lock()
-        for delivery in pending { queue.add(delivery) }
-        running = true
-        condition.unlock()
-        if !pending.isEmpty { logger.info("resuming deliveries", metadata: ["pending": "\(pending.count)"]) }
-        let thread = Thread { [self] in run() }
-        thread.name = "alertd-deliveries"
-        thread.start()
+    /// Takes the deliveries the store holds as pending (at start, before anything can decide an alert).
+    public func restore(_ pending: [PendingDelivery]) {
+        guard !pending.isEmpty else { return }
+        state.withLockedValue { state in for delivery in pending { state.queue.add(delivery) } }
+        logger.info("resuming deliveries", metadata: ["pending": "\(pending.count)"])
     }
 
     /// Hands over the deliveries of events that are committed.
     public func enqueue(_ deliveries: [PendingDelivery]) {
         guard !deliveries.isEmpty else { return }
-        condition.lock()
-        if !stopping {
-            for delivery in deliveries { queue.add(delivery) }
-            wakeIfSooner()
+        let next = state.withLockedValue { state -> Timestamp? in
+            guard !state.stopping else { return nil }
+            for delivery in deliveries { state.queue.add(delivery) }
+            return state.queue.nextDue
         }
-        condition.unlock()
+        if let next { wake(for: next) }
     }
 
     /// Deliveries waiting and attempts in flight.
     public var counts: (waiting: Int, inFlight: Int) {
-        condition.lock()
-        defer { condition.unlock() }
-        return (queue.waitingCount, queue.inFlightCount)
+        state.withLockedValue { ($0.queue.waitingCount, $0.queue.inFlightCount) }
+    }
+
+    /// The scheduling loop: starts each delivery when it is due (attempts run on
+    /// the HTTP client's event loops), sleeps until the next one or a new one.
+    /// Returns when cancelled or shut down.
+    public func run() async {
+        while !Task.isCancelled {
+            let now = clock.now()
+            let (due, next, stopping) = state.withLockedValue { state in
+                (state.stopping ? [] : state.queue.takeDue(now: now), state.queue.nextDue, state.stopping)
+            }
+            if stopping { return }
+            if !due.isEmpty {
+                for delivery in due { attempt(delivery, on: client.eventLoopGroup.next()) }
+                continue
+            }
+            // At most a minute: a wall-clock jump is caught up with.
+            let milliseconds = min(60_000, next.map { max(0, $0.milliseconds - now.milliseconds) } ?? 60_000)
+            await alarm.sleep(until: DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000)
+        }
     }
 
     /// Stops taking deliveries, lets attempts in flight finish (for at most the
     /// grace period; the rest are cut off and stay pending), then closes the
-    /// HTTP client. Call before the committer shuts down: finished attempts are
-    /// recorded through it. Every delivery not delivered stays pending in the
-    /// store and resumes at the next start.
-    public func shutdown() {
-        condition.lock()
-        let wasRunning = running
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-        if wasRunning { loopFinished.wait() }
-        condition.lock()
-        let deadline = Date(timeIntervalSinceNow: settings.shutdownGrace)
-        while queue.inFlightCount > 0 && condition.wait(until: deadline) {}
-        let cut = queue.inFlightCount
-        condition.unlock()
+    /// HTTP clients. Call before the store stops: finished attempts are recorded
+    /// through it. Every delivery not delivered stays pending in the store and
+    /// resumes at the next start.
+    public func shutdown() async {
+        beginShutdown()
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.shutdownGrace * 1e9)
+        while counts.inFlight > 0, DispatchTime.now().uptimeNanoseconds < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let cut = counts.inFlight
         if cut > 0 { logger.notice("attempts cut off by shutdown; they stay pending", metadata: ["attempts": "\(cut)"]) }
         do {
-            try client.syncShutdown()
+            try await client.shutdown()
         } catch {
             logger.warning("HTTP client shutdown", metadata: ["error": "\(error)"])
         }
@@ -196,36 +210,24 @@ public final class DeliveryWorker: @unchecked Sendable {
         resolver.shutdown()
     }
 
-    // MARK: - Scheduling
-
-    private func run() {
-        condition.lock()
-        while !stopping {
-            let now = clock.now()
-            let due = queue.takeDue(now: now)
-            if due.isEmpty {
-                let next = queue.nextDue
-                let seconds = next.map { Double(max(0, $0.milliseconds - now.milliseconds)) / 1000 } ?? 60
-                // At most a minute: a wall-clock jump is caught up with.
-                sleepingUntil = next ?? now.adding(seconds: 60)
-                _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 60)))
-                sleepingUntil = nil
-                continue
-            }
-            condition.unlock()
-            for delivery in due { attempt(delivery, on: client.eventLoopGroup.next()) }
-            condition.lock()
-        }
-        running = false
-        condition.unlock()
-        loopFinished.signal()
+    /// Stops at once, without a grace period (no service group to wait in):
+    /// attempts in flight are cut off and stay pending.
+    public func shutdownNow() {
+        beginShutdown()
+        try? client.syncShutdown()
+        pinned.shutdown()
+        resolver.shutdown()
     }
 
-    /// Wakes the scheduling thread if it sleeps past what is due now. Under the lock.
-    private func wakeIfSooner() {
-        guard let sleepingUntil, let next = queue.nextDue, next < sleepingUntil else { return }
-        self.sleepingUntil = nil
-        condition.signal()
+    private func beginShutdown() {
+        state.withLockedValue { $0.stopping = true }
+        alarm.ring(ifBefore: .max)
+    }
+
+    /// Wakes the scheduling loop if it sleeps past `due`.
+    private func wake(for due: Timestamp) {
+        let milliseconds = max(0, due.milliseconds - clock.now().milliseconds)
+        alarm.ring(ifBefore: DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000)
     }
 
     // MARK: - One attempt
@@ -435,34 +437,28 @@ public final class DeliveryWorker: @unchecked Sendable {
     private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, on eventLoop: (any EventLoop)?) {
         var rng = SystemRandomNumberGenerator()
         let (record, retry) = settings.policy.settle(delivery, outcome: outcome, at: startedAt, now: clock.now(), using: &rng)
-        condition.lock()
-        let cutOff = stopping && record.state != .delivered
-        condition.unlock()
+        let cutOff = state.withLockedValue { $0.stopping } && record.state != .delivered
         // Recorded before the retry can be taken, so the store sees a
         // delivery's attempts in order. An attempt that failed while alertd
         // stops (most likely cut off by it) is not recorded: the delivery
         // stays pending as it stood and resumes at the next start.
         if !cutOff {
             observe(record, delivery)
-            committer.submit([.attempt(record)]) { [logger] result in
+            log.record(record) { [logger] result in
                 if case .failure(let error) = result {
                     logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
                 }
             }
         }
-        condition.lock()
-        queue.finished(delivery)
-        if let retry, !stopping { queue.retry(retry) }
-        var next: [PendingDelivery] = []
-        if stopping {
-            condition.broadcast()  // shutdown waits for the last attempt
-        } else if eventLoop != nil {
-            next = queue.takeDue(now: clock.now(), limit: 4)
-            wakeIfSooner()
-        } else {
-            wakeIfSooner()
+        let (next, nextDue) = state.withLockedValue { state -> ([PendingDelivery], Timestamp?) in
+            state.queue.finished(delivery)
+            if let retry, !state.stopping { state.queue.retry(retry) }
+            // On an event loop it goes on at once with what is due, so a busy
+            // receiver's next delivery does not wait for the scheduling loop.
+            let next = eventLoop != nil && !state.stopping ? state.queue.takeDue(now: clock.now(), limit: 4) : []
+            return (next, state.queue.nextDue)
         }
-        condition.unlock()
+        if let nextDue { wake(for: nextDue) }
         if let eventLoop { for delivery in next { attempt(delivery, on: eventLoop) } }
         logger.debug(
             "delivery attempt",
@@ -472,85 +468,6 @@ public final class DeliveryWorker: @unchecked Sendable {
                 "state": "\(record.state.rawValue)",
             ])
     }
-
-    /// A short reason for the deliveries API: what failed, in words. Never an
-    /// address or a port (those in NIO's errors are what a name resolved to,
-    /// or an internal receiver probed), never a type name; the full error is
-    /// for the log.
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case let error as ResolutionFailure:
-            return "name resolution failed" + (error.reason.isEmpty ? "" : ": " + error.reason)
-        case let error as HTTPClientError:
-            return describe(error)
-        case let error as NIOConnectionError:
-            if error.dnsAError != nil || error.dnsAAAAError != nil { return "name resolution failed" }
-            // Each address tried failed; the first says how.
-            return error.connectionErrors.first.map { describe($0.error) } ?? "could not connect"
-        case let error as IOError:
-            return describe(errno: error.errnoCode)
-        case let error as ChannelError:
-            switch error {
-            case .connectTimeout: return "timed out"
-            case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed:
-                return "connection closed by the receiver before it answered"
-            default: return "connection failed"
-            }
-        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
-            return "TLS handshake failed: certificate does not match the host name"
-        case let error as NIOSSLError:
-            switch error {
-            case .handshakeFailed(let cause):
-                let text = "\(cause)"
-                if text.contains("CERTIFICATE_VERIFY_FAILED") { return "TLS handshake failed: certificate not trusted" }
-                if text.contains("WRONG_VERSION_NUMBER") { return "TLS handshake failed: the receiver does not speak TLS" }
-                return "TLS handshake failed"
-            case .uncleanShutdown: return "connection closed by the receiver before it answered"
-            default: return "TLS failed"
-            }
-        case is NIOSSLExtraError:
-            return "TLS handshake failed"
-        default:
-            return "request failed"
-        }
-    }
-
-    private static func describe(_ error: HTTPClientError) -> String {
-        switch error {
-        case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
-            "timed out"
-        case .remoteConnectionClosed: "connection closed by the receiver before it answered"
-        case .invalidURL, .emptyHost, .emptyScheme: "not a valid URL"
-        case .alreadyShutdown, .cancelled: "cancelled: alertd is stopping"
-        // Short descriptions carry no values (AsyncHTTPClient keeps them fit for metric labels).
-        default: "request failed: " + error.shortDescription.lowercased()
-        }
-    }
-
-    private static func describe(errno code: Int32) -> String {
-        switch code {
-        case ECONNREFUSED: "connection refused"
-        case ECONNRESET: "connection reset by the receiver"
-        case ECONNABORTED: "connection aborted"
-        case EPIPE: "connection closed by the receiver before it answered"
-        case ENETUNREACH: "network unreachable"
-        case EHOSTUNREACH: "host unreachable"
-        case ETIMEDOUT: "timed out"
-        case EADDRNOTAVAIL: "no local address to connect from"
-        default: "connection failed: " + String(cString: strerror(code))
-        }
-    }
-}
-
-/// A name lookup that failed: the resolver's reason (`Name or service not known`), no address.
-struct ResolutionFailure: Error, CustomStringConvertible {
-    let reason: String
-
-    init(_ error: any Error) {
-        reason = (error as? HostResolver.Failure)?.reason ?? "\(error)"
-    }
-
-    var description: String { "name resolution failed: \(reason)" }
 }
 
 /// Keeps the response head and drops the body: a receiver's answer is its status.

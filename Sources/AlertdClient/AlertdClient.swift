@@ -25,18 +25,50 @@ public struct AlertdClient: Sendable {
     public var requestTimeout: Double = 30
     /// The longest pause, in seconds, between two tries of ``present(_:on:)`` while the daemon is unreachable.
     public var maxRetryDelay: Double = 5
+    /// How long, in seconds, ``present(_:on:)`` keeps trying while the daemon cannot be reached,
+    /// is shutting down or is busy (a dropped connection, 503, 429), counted from the first
+    /// failed try of a run; a try that gets an answer starts the count afresh. nil (the default)
+    /// tries until the task is cancelled.
+    ///
+    /// When it runs out, `present` throws the last error, an ``AlertdError`` whose
+    /// ``AlertdError/alertID`` names the alert if it had been posted. That alert stays pending
+    /// on the daemon: nothing could withdraw it.
+    ///
+    /// ```swift
+    /// var alerts = try AlertdClient(url: "http://alertd.internal:8080")
+    /// alerts.retryFor = 300   // a daemon away for five minutes is an error, not a wait
+    /// ```
+    public var retryFor: Double?
 
-    let transport: Transport
+    /// Called with every answer the daemon sends, before it is checked or decoded: its status
+    /// and body as the daemon wrote them (member order, nulls, number spellings). For tools
+    /// that pass the daemon's JSON on unchanged, as `alertctl --json` does, or that log it.
+    ///
+    /// ```swift
+    /// var alerts = try AlertdClient(url: "http://127.0.0.1:8080")
+    /// alerts.answerObserver = { answer in print(answer.status, String(decoding: answer.body, as: UTF8.self)) }
+    /// ```
+    public var answerObserver: (@Sendable (RawAnswer) -> Void)? {
+        get { transport.observer }
+        set { transport.observer = newValue }
+    }
+
+    var transport: Transport
 
     /// A client of the daemon at `url` (`http://host:port`, or `https://…` with a path prefix behind a proxy).
     ///
     /// - Parameters:
     ///   - token: the Bearer token, when the daemon has tokens.
+    ///   - trust: how an `https` daemon's certificate is checked: the system's CAs by default,
+    ///     or a private CA's PEM file (``CertificateTrust/pemFile(_:)``).
     ///   - httpClient: the AsyncHTTPClient to use; by default one shared by every `AlertdClient`
     ///     of the process (``defaultHTTPClient``).
     /// - Throws: ``AlertdError`` of kind ``AlertdError/Kind/invalidURL``.
-    public init(url: String, token: String? = nil, httpClient: HTTPClient = AlertdClient.defaultHTTPClient) throws(AlertdError) {
-        transport = try Transport(url: url, token: token, http: httpClient)
+    public init(
+        url: String, token: String? = nil, trust: CertificateTrust = .system,
+        httpClient: HTTPClient = AlertdClient.defaultHTTPClient
+    ) throws(AlertdError) {
+        transport = try Transport(url: url, token: token, http: httpClient, tls: trust.configuration)
     }
 
     /// The HTTP client every `AlertdClient` uses unless given another: it lives as long as the
@@ -180,6 +212,18 @@ public struct AlertdClient: Sendable {
         if let cursor { query.append(("cursor", cursor)) }
         let answer = try await transport.send(.GET, "/v1/clients", query: query, timeout: requestTimeout)
         return try transport.decode(ClientList.self, from: answer)
+    }
+
+    /// Who the token is: its name, roles and clients, as the daemon sees it: `GET /v1/whoami`.
+    /// Without tokens on the daemon, every role on every client and ``Identity/auth`` false.
+    ///
+    /// ```swift
+    /// let me = try await alerts.whoAmI()
+    /// print(me.name ?? "anonymous", me.roles)
+    /// ```
+    public func whoAmI() async throws -> Identity {
+        let answer = try await transport.send(.GET, "/v1/whoami", timeout: requestTimeout)
+        return try transport.decode(Identity.self, from: answer)
     }
 
     // MARK: Webhooks and deliveries

@@ -14,7 +14,7 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is. New kinds may be added; switch with a default.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
-            case problem, connection, invalidResponse, invalidURL
+            case problem, connection, invalidResponse, invalidURL, invalidCertificates
         }
 
         private let base: Base
@@ -28,6 +28,8 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
         public static let invalidResponse = Kind(.invalidResponse)
         /// The daemon URL given to the client is not an absolute http(s) URL.
         public static let invalidURL = Kind(.invalidURL)
+        /// A CA file given to the client (``CertificateTrust/pemFile(_:)``) cannot be read or holds no certificate.
+        public static let invalidCertificates = Kind(.invalidCertificates)
 
         public var description: String {
             switch base {
@@ -35,6 +37,7 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
             case .connection: "connection"
             case .invalidResponse: "invalid response"
             case .invalidURL: "invalid URL"
+            case .invalidCertificates: "invalid certificates"
             }
         }
     }
@@ -47,8 +50,26 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
     public var problem: ProblemDocument?
     /// Seconds to wait before trying again, from a `Retry-After` header.
     public var retryAfter: Double?
-    /// A one-line explanation.
+    /// A one-line explanation, a sentence: `cannot reach alertd: connection refused (127.0.0.1:8080)`.
     public var message: String
+    /// For ``Kind/connection``: the request never left this process — the connection was
+    /// refused, the name did not resolve, the TLS handshake failed or connecting timed out —
+    /// so the daemon did nothing it asked for. False when it may have been sent.
+    public var neverSent: Bool = false
+    /// The alert that ``AlertdClient/present(_:on:)`` or
+    /// ``AlertdClient/presentUntilTerminal(_:on:idempotencyKey:progress:)`` had posted when it
+    /// stopped with this error; nil if the daemon never answered the post. The alert stays
+    /// pending: look it up with ``AlertdClient/alert(on:id:wait:)``.
+    public var alertID: String?
+    /// Why the daemon's TLS certificate was refused, if it was: alertctl adds what to do.
+    package var certificateProblem: CertificateProblem?
+
+    package enum CertificateProblem: Sendable {
+        /// Not signed by a trusted CA (or expired, or self-signed).
+        case untrusted
+        /// Valid, but not for the URL's host.
+        case wrongHost
+    }
 
     /// The problem's stable code (`not-found`, `already-decided`, …); nil when the daemon did not answer with one.
     public var code: ProblemCode? {
@@ -61,12 +82,16 @@ public struct AlertdError: Error, Sendable, CustomStringConvertible {
         return message
     }
 
-    init(kind: Kind, status: Int? = nil, problem: ProblemDocument? = nil, retryAfter: Double? = nil, message: String) {
+    init(
+        kind: Kind, status: Int? = nil, problem: ProblemDocument? = nil, retryAfter: Double? = nil, message: String,
+        neverSent: Bool = false
+    ) {
         self.kind = kind
         self.status = status
         self.problem = problem
         self.retryAfter = retryAfter
         self.message = message
+        self.neverSent = neverSent
     }
 
     /// Worth trying again unchanged: the daemon was unreachable, shutting down, busy or rate-limiting.

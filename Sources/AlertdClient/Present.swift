@@ -98,13 +98,38 @@ extension AlertPresenting {
     }
 }
 
+/// What ``AlertdClient/presentUntilTerminal(_:on:idempotencyKey:progress:)`` reports while it works.
+public enum PresentProgress: Sendable {
+    /// The daemon holds the alert now: its answer to the post (201, or 200 for the same
+    /// `Idempotency-Key` again). Reported once.
+    case posted(AlertResource)
+    /// A try failed with a transient error (the daemon unreachable, shutting down or busy);
+    /// the next one comes after ``RetryNotice/delay`` seconds.
+    case retrying(RetryNotice)
+}
+
+/// A failed try of a presentation and when the next one comes; see ``PresentProgress/retrying(_:)``.
+public struct RetryNotice: Sendable {
+    /// Why the try failed.
+    public var error: AlertdError
+    /// Seconds until the next try.
+    public var delay: Double
+    /// The alert, once the daemon has taken it; nil while the post has not been answered.
+    public var alertID: String?
+    /// Seconds since the first failed try of this run (0 for the first).
+    public var failingFor: Double
+    /// Seconds left before ``AlertdClient/retryFor`` runs out; nil without a bound.
+    public var giveUpIn: Double?
+}
+
 extension AlertdClient: AlertPresenting {
     /// Posts `alert` to `client` and waits until it is terminal.
     ///
     /// - It long-polls the alert, asking again whenever the daemon's `max_wait_seconds` runs out.
     /// - A dropped connection, a daemon restart, a 503 or a 429 is retried with backoff (at most
-    ///   ``maxRetryDelay`` apart); the post is retried with the same `Idempotency-Key`, so it is
-    ///   never created twice. Other errors (bad request, forbidden, …) are thrown at once.
+    ///   ``maxRetryDelay`` apart, for at most ``retryFor`` seconds in a row when that is set);
+    ///   the post is retried with the same `Idempotency-Key`, so it is never created twice.
+    ///   Other errors (bad request, forbidden, …) are thrown at once.
     /// - Cancelling the task withdraws the alert, then throws `CancellationError`.
     ///
     /// ```swift
@@ -125,27 +150,52 @@ extension AlertdClient: AlertPresenting {
     /// print(alert.result?.decidedBy ?? "nobody", alert.decidedAt!)
     /// ```
     ///
-    /// - Parameter idempotencyKey: the key to post with; by default a new UUID. Give your own
-    ///   to make a whole run of a script safe to repeat: a second run with the same key within
-    ///   24 h waits for the same alert instead of asking again.
+    /// An ``AlertdError`` thrown once the alert was posted carries its id in
+    /// ``AlertdError/alertID``; the alert stays pending on the daemon.
+    ///
+    /// - Parameters:
+    ///   - idempotencyKey: the key to post with; by default a new UUID. Give your own
+    ///     to make a whole run of a script safe to repeat: a second run with the same key within
+    ///     24 h waits for the same alert instead of asking again.
+    ///   - progress: told when the alert is posted and before each retry, so a program can say
+    ///     why it is still waiting. An error it throws ends the presentation at once with that
+    ///     error (an alert already posted stays pending): a command-line tool throws when the
+    ///     very first post could not connect (``AlertdError/neverSent``), to fail at once
+    ///     instead of waiting for a daemon that may not exist.
+    ///
+    /// ```swift
+    /// let alert = try await alerts.presentUntilTerminal(question, on: "ops") { progress in
+    ///     if case .retrying(let notice) = progress { log("\(notice.error.message); retrying in \(notice.delay) s") }
+    /// }
+    /// ```
     public func presentUntilTerminal(
-        _ alert: NewAlert, on client: String, idempotencyKey: String? = nil
+        _ alert: NewAlert, on client: String, idempotencyKey: String? = nil,
+        progress: (@Sendable (PresentProgress) throws -> Void)? = nil
     ) async throws -> AlertResource {
         let key = idempotencyKey ?? UUID().uuidString
-        var current = try await postRetrying(alert, to: client, key: key)
-        var failures = 0
+        var retries = RetryRun(bound: retryFor)
+        var current = try await postRetrying(alert, to: client, key: key, retries: &retries, progress: progress)
+        do {
+            try progress?(.posted(current))
+        } catch var error as AlertdError {
+            error.alertID = current.id
+            throw error
+        }
+        retries = RetryRun(bound: retryFor)
         while true {
             if current.isTerminal { return current }
             if Task.isCancelled { try await withdrawAfterCancellation(client, current.id) }
             do {
                 current = try await self.alert(on: client, id: current.id, wait: pollSeconds)
-                failures = 0
+                retries = RetryRun(bound: retryFor)
             } catch is CancellationError {
                 try await withdrawAfterCancellation(client, current.id)
-            } catch let error as AlertdError where error.isTransient {
-                failures += 1
+            } catch var error as AlertdError {
+                error.alertID = current.id
+                guard error.isTransient else { throw error }
+                let delay = try retries.next(after: error, retryDelay(after: retries.failures + 1, error), progress)
                 do {
-                    try await Task.sleep(for: .seconds(retryDelay(after: failures, error)))
+                    try await Task.sleep(for: .seconds(delay))
                 } catch {
                     try await withdrawAfterCancellation(client, current.id)
                 }
@@ -155,8 +205,10 @@ extension AlertdClient: AlertPresenting {
 
     /// Posts with one idempotency key until the daemon answers. The post goes out through the
     /// API that cancellation does not cut, so a cancelled task knows whether its alert exists.
-    private func postRetrying(_ alert: NewAlert, to client: String, key: String) async throws -> AlertResource {
-        var failures = 0
+    private func postRetrying(
+        _ alert: NewAlert, to client: String, key: String, retries: inout RetryRun,
+        progress: (@Sendable (PresentProgress) throws -> Void)?
+    ) async throws -> AlertResource {
         while true {
             do {
                 let answer = try await transport.sendIgnoringCancellation(
@@ -166,9 +218,9 @@ extension AlertdClient: AlertPresenting {
                 if Task.isCancelled { _ = try await withdrawAfterCancellation(client, posted.id) }
                 return posted
             } catch let error as AlertdError where error.isTransient {
-                failures += 1
+                let delay = try retries.next(after: error, retryDelay(after: retries.failures + 1, error), progress)
                 do {
-                    try await Task.sleep(for: .seconds(retryDelay(after: failures, error)))
+                    try await Task.sleep(for: .seconds(delay))
                 } catch {
                     // Cancelled between tries: an earlier try may have created it unseen.
                     // One more try with the same key finds it (or creates it) and withdraws it.
@@ -196,5 +248,41 @@ extension AlertdClient: AlertPresenting {
         if let retryAfter = error.retryAfter { return min(max(retryAfter, 0.05), 60) }
         let ceiling = min(maxRetryDelay, 0.2 * pow(2, Double(min(failures - 1, 10))))
         return Double.random(in: (ceiling / 2)...ceiling)
+    }
+}
+
+/// A run of failed tries in a row, and the ``AlertdClient/retryFor`` bound on it.
+struct RetryRun {
+    let bound: Double?
+    private(set) var failures = 0
+    private var firstFailure: ContinuousClock.Instant?
+
+    init(bound: Double?) { self.bound = bound }
+
+    /// Counts a failure: the pause before the next try (never past the bound, so the last
+    /// try falls on it), after telling `progress`; throws `error` once the bound is reached.
+    mutating func next(
+        after error: AlertdError, _ delay: Double, _ progress: (@Sendable (PresentProgress) throws -> Void)?
+    ) throws -> Double {
+        let now = ContinuousClock.now
+        let first = firstFailure ?? now
+        firstFailure = first
+        failures += 1
+        let elapsed = Self.seconds(now - first)
+        var pause = delay
+        var left: Double?
+        if let bound {
+            guard elapsed < bound else { throw error }
+            left = bound - elapsed
+            pause = min(pause, bound - elapsed)
+        }
+        try progress?(
+            .retrying(RetryNotice(error: error, delay: pause, alertID: error.alertID, failingFor: elapsed, giveUpIn: left)))
+        return pause
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// The HTTP plumbing under ``AlertdClient``: building requests, reading answers,
 /// turning problem+json into ``AlertdError``.
@@ -10,13 +11,17 @@ struct Transport: Sendable {
     let base: String
     let token: String?
     let http: HTTPClient
+    /// Set on every request: nil is the HTTP client's own (the system's trust roots).
+    let tls: TLSConfiguration?
+    /// Sees every answer before it is checked or decoded (``AlertdClient/answerObserver``).
+    var observer: (@Sendable (RawAnswer) -> Void)?
     /// Answers larger than this are refused (a page of 1000 alerts fits).
     static let maxResponseBytes = 32 << 20
     /// Reads answers with AlertdWire's own parser, not Foundation's `JSONDecoder`: an
     /// alert's metadata keeps its member order and number literals, as the daemon wrote it.
     static let decoder = JSONValueDecoder()
 
-    init(url: String, token: String?, http: HTTPClient) throws(AlertdError) {
+    init(url: String, token: String?, http: HTTPClient, tls: TLSConfiguration? = nil) throws(AlertdError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
         let lower = base.lowercased()
@@ -28,6 +33,7 @@ struct Transport: Sendable {
         self.base = base
         self.token = token.flatMap { $0.isEmpty ? nil : $0 }
         self.http = http
+        self.tls = tls
     }
 
     struct Answer: Sendable {
@@ -53,8 +59,9 @@ struct Transport: Sendable {
             throw AlertdError(kind: .invalidResponse, message: "the answer is larger than \(Self.maxResponseBytes) bytes: \(error)")
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw AlertdError(kind: .connection, message: "cannot reach alertd at \(base): \(error)")
+            throw ConnectionFailure.error(error, base: base, timeout: timeout)
         }
+        observe(method, path, answer)
         try check(answer)
         return answer
     }
@@ -65,7 +72,7 @@ struct Transport: Sendable {
         _ method: HTTPMethod, _ path: String, body: (some Encodable & Sendable)? = nil as Empty?,
         headers extra: [(String, String)] = [], timeout: Double
     ) async throws -> Answer {
-        var request = try HTTPClient.Request(url: base + path, method: method)
+        var request = try HTTPClient.Request(url: base + path, method: method, tlsConfiguration: tls)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         for (name, value) in extra { request.headers.add(name: name, value: value) }
         if let body {
@@ -78,10 +85,16 @@ struct Transport: Sendable {
             let response = try await http.execute(request: request, deadline: deadline).get()
             answer = Answer(status: Int(response.status.code), headers: response.headers, body: response.body ?? ByteBuffer())
         } catch {
-            throw AlertdError(kind: .connection, message: "cannot reach alertd at \(base): \(error)")
+            throw ConnectionFailure.error(error, base: base, timeout: timeout)
         }
+        observe(method, path, answer)
         try check(answer)
         return answer
+    }
+
+    private func observe(_ method: HTTPMethod, _ path: String, _ answer: Answer) {
+        guard let observer else { return }
+        observer(RawAnswer(method: method.rawValue, path: path, status: answer.status, body: Array(answer.body.readableBytesView)))
     }
 
     func decode<T: Decodable>(_ type: T.Type, from answer: Answer) throws(AlertdError) -> T {
@@ -117,6 +130,7 @@ struct Transport: Sendable {
         }
         var request = HTTPClientRequest(url: url)
         request.method = method
+        request.tlsConfiguration = tls
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         for (name, value) in extra { request.headers.add(name: name, value: value) }
         if let body {
@@ -147,6 +161,18 @@ struct Transport: Sendable {
         }
         return out
     }
+}
+
+/// One answer of the daemon, as it wrote it: see ``AlertdClient/answerObserver``.
+public struct RawAnswer: Sendable {
+    /// The request's method (`GET`, `POST`, …).
+    public var method: String
+    /// The request's path under the daemon's URL, without the query (`/v1/clients/ops/alerts`).
+    public var path: String
+    /// The HTTP status.
+    public var status: Int
+    /// The body's bytes as they arrived: the daemon's member order, nulls and number spellings.
+    public var body: [UInt8]
 }
 
 /// No body.

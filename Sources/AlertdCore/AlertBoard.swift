@@ -1,92 +1,8 @@
 public import AlertdWire
 
-/// Per-client settings (§8 `clients:`).
-public struct ClientSettings: Sendable, Hashable {
-    public var policy: QueuePolicy
-    public var maxPending: Int
-
-    public init(policy: QueuePolicy = .fifo, maxPending: Int = 10_000) {
-        self.policy = policy
-        self.maxPending = maxPending
-    }
-}
-
-/// The settings of every client: a default and overrides by client id, and the
-/// bounds on what posters can grow across clients.
-public struct QueueSettings: Sendable, Hashable {
-    public var standard: ClientSettings
-    public var clients: [String: ClientSettings]
-    /// Clients known at once (`limits.max_clients`): a post to a new one beyond it is refused.
-    public var maxClients: Int
-    /// Pending alerts across every client (`limits.max_pending_total`).
-    public var maxPendingTotal: Int
-
-    public init(
-        standard: ClientSettings = ClientSettings(), clients: [String: ClientSettings] = [:], maxClients: Int = 10_000,
-        maxPendingTotal: Int = 200_000
-    ) {
-        self.standard = standard
-        self.clients = clients
-        self.maxClients = maxClients
-        self.maxPendingTotal = maxPendingTotal
-    }
-
-    public subscript(client: String) -> ClientSettings { clients[client] ?? standard }
-}
-
-/// What one operation changed, for the caller to persist and publish.
-public struct BoardChange: Sendable {
-    /// Alerts whose stored form changed: new, displayed, queued again, terminal.
-    public var saved: [Alert] = []
-    /// Clients used for the first time.
-    public var newClients: [String] = []
-    /// Clients whose displayed alert changed.
-    public var displayChanged: [String] = []
-    /// Alerts that became terminal.
-    public var decided: [Alert] = []
-
-    public init() {}
-
-    public var isEmpty: Bool { saved.isEmpty && newClients.isEmpty }
-
-    mutating func merge(_ other: BoardChange) {
-        saved += other.saved
-        newClients += other.newClients
-        displayChanged += other.displayChanged
-        decided += other.decided
-    }
-}
-
-/// A choice: by button title or by index (§4, exactly one).
-public enum ButtonSelection: Sendable, Hashable {
-    case title(String)
-    case index(Int)
-}
-
-/// Alerts by id. Each is held in an immutable box, so growing the table moves
-/// references, not whole alerts: with hundreds of thousands pending, a resize of
-/// inline values copied ~300 bytes each under the board lock.
-struct AlertTable: Sendable {
-    private final class Box: Sendable {
-        let alert: Alert
-        init(_ alert: Alert) { self.alert = alert }
-    }
-
-    private var boxes: [AlertID: Box] = [:]
-
-    var count: Int { boxes.count }
-    var all: some Sequence<Alert> { boxes.values.lazy.map(\.alert) }
-
-    subscript(id: AlertID) -> Alert? {
-        get { boxes[id]?.alert }
-        set { boxes[id] = newValue.map(Box.init) }
-    }
-}
-
-/// Versions of alerts before an operation touched them.
-struct Before {
-    var versions: [AlertID: Alert?] = [:]
-}
+// Over 400 lines on purpose: the queues, the deadline heap and the versions still
+// committing share invariants (one displayed alert per client, a deadline per live
+// alert, readers see committed versions only) that one type keeps in one place.
 
 /// Every client's queue and every pending alert: the domain state machine.
 ///
@@ -621,14 +537,5 @@ public struct AlertBoard: Sendable {
             if latest.updateValue(alert, forKey: alert.id) == nil { order.append(alert.id) }
         }
         return order.map { latest[$0]! }
-    }
-}
-
-extension ButtonSelection: CustomStringConvertible {
-    public var description: String {
-        switch self {
-        case .title(let title): "\"\(title)\""
-        case .index(let index): "at index \(index)"
-        }
     }
 }

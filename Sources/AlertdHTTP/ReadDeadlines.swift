@@ -2,6 +2,7 @@ import CMicroHTTPD
 import Dispatch
 import Glibc
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
+public import ServiceLifecycle
 import Synchronization
 
 /// The read timeout of every open connection: a whole request must arrive within
@@ -58,9 +59,6 @@ final class ReadDeadlines: Sendable {
     /// Connections one client address may hold open; nil: no limit.
     private let perAddressLimit: Int?
     private let registry = NIOLockedValueBox(Registry())
-    /// Dispatch sources are thread-safe (resume, cancel, handlers), though not marked Sendable.
-    private nonisolated(unsafe) let timer: any DispatchSourceTimer
-    private let started = Atomic<Bool>(false)
     /// Connections cut for being too slow, since start.
     private let cutCount = Atomic<Int>(0)
     /// Open connections that have carried a client's request (not the watchdog's probe).
@@ -69,7 +67,6 @@ final class ReadDeadlines: Sendable {
     init(timeout seconds: Double, perAddressLimit: Int? = nil) {
         timeout = UInt64(max(0.05, seconds) * 1e9)
         self.perAddressLimit = perAddressLimit
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "alertd.read-deadlines"))
     }
 
     var connectionsCut: Int { cutCount.load(ordering: .relaxed) }
@@ -175,22 +172,24 @@ final class ReadDeadlines: Sendable {
         alertd_connection_context(connection).map { Unmanaged<Entry>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// Sweeps on a timer: ten times per timeout, at most once a second.
-    func start() {
-        let milliseconds = max(1, Int(min(1_000_000_000, timeout / 10) / 1_000_000))
-        timer.schedule(deadline: .now() + .milliseconds(milliseconds), repeating: .milliseconds(milliseconds))
-        timer.setEventHandler { [weak self] in self?.sweep() }
-        started.store(true, ordering: .relaxed)
-        timer.resume()
-    }
+    /// How often ``ReadDeadlineSweeper`` sweeps: ten times per timeout, at most once a second.
+    var sweepInterval: Duration { .nanoseconds(Int64(min(1_000_000_000, max(1_000_000, timeout / 10)))) }
+}
 
-    func stop() {
-        timer.cancel()
-    }
+/// Cuts connections past their read deadline (``ReadDeadlines``), on a loop of
+/// its own until the service group shuts down.
+public struct ReadDeadlineSweeper: Service {
+    let server: HTTPServer
 
-    deinit {
-        // libdispatch traps on releasing a source that was never resumed.
-        if !started.load(ordering: .relaxed) { timer.resume() }
-        timer.cancel()
+    public init(server: HTTPServer) { self.server = server }
+
+    public func run() async throws {
+        let deadlines = server.readDeadlines
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: deadlines.sweepInterval)
+                deadlines.sweep()
+            }
+        }
     }
 }

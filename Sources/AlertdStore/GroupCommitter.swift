@@ -1,4 +1,3 @@
-public import AlertdCore
 import Foundation
 public import Logging
 
@@ -38,7 +37,7 @@ public final class GroupCommitter: @unchecked Sendable {
     private let condition = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
 
-    private let store: any AlertStore
+    private let store: any PersistentStore
     private let logger: Logger
     private let maxBatch: Int
     private let onFailure: @Sendable (any Error) -> Void
@@ -47,7 +46,7 @@ public final class GroupCommitter: @unchecked Sendable {
 
     /// - Parameter onFailure: told when a commit failed: memory no longer matches the store.
     public init(
-        store: any AlertStore, logger: Logger, maxBatch: Int = 1024,
+        store: any PersistentStore, logger: Logger, maxBatch: Int = 1024,
         onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
     ) {
@@ -61,8 +60,9 @@ public final class GroupCommitter: @unchecked Sendable {
     /// Starts the writer thread.
     public func start() {
         condition.lock()
+        defer { condition.unlock() }
+        guard !running, !stopping else { return }
         running = true
-        condition.unlock()
         let thread = Thread { [self] in self.run() }
         thread.name = "alertd-writer"
         thread.start()

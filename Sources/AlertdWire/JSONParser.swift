@@ -1,3 +1,6 @@
+// Over 400 lines on purpose: one recursive-descent parser (strict RFC 8259, UTF-8
+// checked, depth and size bounded) whose pieces only make sense together.
+
 /// Why a JSON text was rejected, and where.
 ///
 /// ```swift

@@ -1,3 +1,6 @@
+// Over 400 lines on purpose: the JSON value and its exact numbers (kept as written,
+// so metadata round-trips byte for byte) are one type with its conversions.
+
 /// A JSON value (RFC 8259), as produced by ``JSONParser`` and written by ``JSONWriter``.
 ///
 /// Numbers keep their literal text (see ``JSONNumber``) and objects keep their

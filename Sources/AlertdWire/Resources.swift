@@ -3,6 +3,9 @@
 // random valid alerts, decodes them into these types as the SDK does and writes
 // them back (`write(into:)`) to the same bytes, so the SDK and the daemon cannot drift.
 
+// Just over 400 lines: every resource of the API as the SDK decodes it, one
+// Codable type each, kept together so the wire format reads as one document.
+
 /// An alert to post (`POST /v1/clients/{client}/alerts`): what §2 lets a poster set.
 ///
 /// ```swift
@@ -368,6 +371,8 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     public static let notDisplayed = ProblemCode("not-displayed", 409, "Alert not displayed")
     /// 409: the alert is terminal; the problem holds it.
     public static let alreadyDecided = ProblemCode("already-decided", 409, "Alert already decided")
+    /// 409: the URL is already registered as a webhook of that client (its id is in the detail).
+    public static let webhookExists = ProblemCode("webhook-exists", 409, "Webhook already registered")
     /// 413: the body is over the limit (64 KiB by default).
     public static let payloadTooLarge = ProblemCode("payload-too-large", 413, "Payload too large")
     /// 415: a body that is not `application/json`.
@@ -387,10 +392,10 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     /// 500: an error alertd did not expect (a bug); the detail names the request id to look for in its log.
     public static let `internal` = ProblemCode("internal", 500, "Internal error")
 
-    /// Every code: those §4 lists, then alertd's own `internal`.
+    /// Every code: those §4 lists, then alertd's own (`webhook-exists`, `internal`).
     public static let all: [ProblemCode] = [
         .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
-        .alreadyDecided, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
+        .alreadyDecided, .webhookExists, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
         .queueFull, .rateLimited, .tooManyWaiters, .unavailable, .internal,
     ]
 

@@ -10,19 +10,73 @@ struct Alertctl: AsyncParsableCommand {
         commandName: "alertctl",
         abstract: "The command-line client of alertd: post alerts, answer them, watch a client.",
         discussion: """
-            The daemon is --url or $ALERTD_URL (default http://127.0.0.1:8080); the token is \
-            --token or $ALERTD_TOKEN. --json prints the daemon's answer as JSON for scripts.
+            The daemon is --url, else $ALERTD_URL, else url in ~/.config/alertd/alertctl.yaml, else \
+            http://127.0.0.1:8080; the token is --token, else $ALERTD_TOKEN, else token or token_file \
+            in that file; an https daemon's CA is --cacert, else $ALERTD_CACERT, else cacert in that \
+            file. --url, --token, --cacert, --insecure and --json go before the command or after it. \
+            --json prints the daemon's answer as it wrote it.
 
             Exit codes: 0 done (post --wait: a button other than cancel was chosen); \
             1 post --wait: the cancel button was chosen; 2 post --wait: dismissed, expired or \
             withdrawn; 3 the daemon refused the request (its problem is printed on stderr); \
-            4 the daemon could not be reached or answered nonsense; 64 bad usage.
+            4 the daemon could not be reached or answered nonsense; 64 bad usage (flags, URL, \
+            config file); 130 interrupted.
             """,
         version: AlertdVersion.string,
         subcommands: [
             Post.self, Current.self, Choose.self, Get.self, List.self, Withdraw.self, Clients.self, Webhooks.self,
-            Deliveries.self, Watch.self,
+            Deliveries.self, Watch.self, WhoAmI.self,
         ])
+
+    /// Parses the command line with the global options hoisted after the command's name, runs
+    /// the command, and exits. Without a command (`alertctl`, `alertctl webhooks`) it prints
+    /// the help on stderr and exits 64: a script that forgot its command fails.
+    static func main() async {
+        let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+        do {
+            var command = try parseAsRoot(arguments)
+            if command is Alertctl || command is Webhooks {
+                FileHandle.standardError.write(Data(helpMessage(for: type(of: command)).utf8 + [UInt8(ascii: "\n")]))
+                Foundation.exit(Exit.usage)
+            }
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+        Foundation.exit(0)
+    }
+
+    /// `arguments` with every global option (``Connection/globalOptions``) that comes before
+    /// the command's name (or between `webhooks` and `add`) moved after it, where the command
+    /// parses it: `--url U post ops …` becomes `post --url U ops …`. Everything from the first
+    /// argument that is neither a global option nor a command name on stays in place.
+    static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
+        var path: [String] = []
+        var global: [String] = []
+        var command: any ParsableCommand.Type = Alertctl.self
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = String(argument.prefix { $0 != "=" })
+            if let values = Connection.globalOptions[name] {
+                let count = argument.contains("=") || values == 0 ? 1 : 2
+                let end = min(index + count, arguments.count)
+                global += arguments[index..<end]
+                index = end
+            } else if let sub = command.configuration.subcommands.first(where: { $0._commandName == argument }) {
+                path.append(argument)
+                command = sub
+                index += 1
+            } else {
+                break
+            }
+        }
+        return path + global + arguments[index...]
+    }
 }
 
 /// The exit codes of `alertctl`, so a shell script can gate on a person.
@@ -32,45 +86,8 @@ enum Exit {
     static let noDecision: Int32 = 2
     static let refused: Int32 = 3
     static let unreachable: Int32 = 4
-}
-
-/// `--url`, `--token`, `--json`: on every command.
-struct Connection: ParsableArguments {
-    @Option(name: .long, help: "The daemon's URL (default: $ALERTD_URL, else http://127.0.0.1:8080).")
-    var url: String?
-
-    @Option(name: .long, help: "The Bearer token (default: $ALERTD_TOKEN).")
-    var token: String?
-
-    @Flag(name: .long, help: "Print the answer as JSON.")
-    var json = false
-
-    func client() throws -> AlertdClient {
-        let environment = ProcessInfo.processInfo.environment
-        let url = url ?? environment["ALERTD_URL"] ?? "http://127.0.0.1:8080"
-        do {
-            return try AlertdClient(url: url, token: token ?? environment["ALERTD_TOKEN"])
-        } catch {
-            throw Failure(error)
-        }
-    }
-
-    /// Runs `body`, turning an ``AlertdError`` into its message on stderr and exit code.
-    func run<T>(_ body: (AlertdClient) async throws -> T) async throws -> T {
-        let client = try client()
-        do {
-            return try await body(client)
-        } catch let error as AlertdError {
-            throw Failure(error)
-        }
-    }
-
-    func print<T: Encodable>(json value: T) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(value)) ?? Data("null".utf8)
-        Swift.print(String(decoding: data, as: UTF8.self))
-    }
+    static let usage: Int32 = 64
+    static let interrupted: Int32 = 130
 }
 
 /// An error already explained: its lines go to stderr, its code is the exit status.
@@ -86,7 +103,17 @@ struct Failure: Error, CustomStringConvertible {
             code = Exit.refused
         } else {
             description = error.message
-            code = error.kind == .invalidURL ? Exit.refused : Exit.unreachable
+            switch error.certificateProblem {
+            case .untrusted:
+                description += "; trust its CA with --cacert FILE (or $ALERTD_CACERT), or skip the check with --insecure"
+            case .wrongHost:
+                description += "; use a URL with a host name the certificate holds, or skip the check with --insecure"
+            case nil: break
+            }
+            switch error.kind {
+            case .invalidURL, .invalidCertificates: code = Exit.usage
+            default: code = Exit.unreachable
+            }
         }
     }
 
@@ -102,57 +129,13 @@ extension AsyncParsableCommand {
         do {
             try await body()
         } catch let failure as Failure {
-            FileHandle.standardError.write(Data("alertctl: \(failure.description)\n".utf8))
+            complain(failure.description)
             throw ExitCode(failure.code)
         }
     }
 }
 
-/// Human-readable lines for alerts, clients, webhooks and deliveries.
-enum Text {
-    static func summary(_ alert: AlertResource) -> String {
-        var line = "\(alert.id)  \(alert.state.rawValue)"
-        if let position = alert.position, alert.state == .queued { line += " #\(position)" }
-        line += "  \(quoted(alert.title))"
-        if !alert.buttons.isEmpty { line += "  " + alert.buttons.map(button).joined(separator: " ") }
-        if let result = alert.result, let chosen = result.button { line += "  → \(chosen)" }
-        return line
-    }
-
-    static func details(_ alert: AlertResource) -> String {
-        var lines = [
-            "id:        \(alert.id)",
-            "client:    \(alert.client)",
-            "state:     \(alert.state.rawValue)" + (alert.position.map { " (position \($0))" } ?? ""),
-            "title:     \(alert.title)",
-        ]
-        if let message = alert.message { lines.append("message:   \(message)") }
-        if !alert.buttons.isEmpty { lines.append("buttons:   " + alert.buttons.map(button).joined(separator: " ")) }
-        lines.append("priority:  \(alert.priority)")
-        lines.append("created:   \(alert.createdAt)")
-        if let displayed = alert.displayedAt { lines.append("displayed: \(displayed)") }
-        if let decided = alert.decidedAt { lines.append("decided:   \(decided)") }
-        lines.append("expires:   \(alert.expiresAt)")
-        if let result = alert.result {
-            var text = result.outcome.rawValue
-            if let chosen = result.button { text += ": \(chosen)" + (result.cancelled ? " (cancel)" : "") }
-            if let by = result.decidedBy { text += " by \(by)" }
-            lines.append("result:    \(text)")
-        }
-        if let metadata = alert.metadata {
-            let data = (try? JSONEncoder().encode(metadata)) ?? Data()
-            lines.append("metadata:  \(String(decoding: data, as: UTF8.self))")
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    static func button(_ button: Button) -> String {
-        switch button.style {
-        case .default: "[\(button.title)]"
-        case .cancel: "[\(button.title) (cancel)]"
-        case .destructive: "[\(button.title) (destructive)]"
-        }
-    }
-
-    static func quoted(_ text: String) -> String { "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+/// `alertctl: …` on stderr, each line safe for a terminal (a problem's detail can quote an alert).
+func complain(_ message: String) {
+    FileHandle.standardError.write(Data("alertctl: \(Terminal.safe(message, newlines: true))\n".utf8))
 }

@@ -2,6 +2,7 @@ import AlertdClient
 import AlertdWire
 import ArgumentParser
 import Foundation
+import Synchronization
 
 struct Post: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,7 +14,9 @@ struct Post: AsyncParsableCommand {
 
               alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel --wait && ./deploy.sh
 
-            Ctrl-C while waiting withdraws the alert.
+            Ctrl-C while waiting withdraws the alert. When the daemon cannot be reached for the \
+            first post, it exits 4 at once; once the alert is posted, it keeps trying for \
+            --retry-for seconds, saying so on stderr, then exits 4 naming the alert.
             """)
 
     @OptionGroup var connection: Connection
@@ -62,6 +65,15 @@ struct Post: AsyncParsableCommand {
     @Flag(name: .long, help: "Wait until the alert is answered, dismissed, expired or withdrawn.")
     var wait = false
 
+    @Option(
+        name: .customLong("retry-for"),
+        help: "With --wait: how many seconds in a row to keep trying while the daemon is unreachable or busy.")
+    var retryFor: Double = 300
+
+    func validate() throws {
+        guard retryFor >= 0, retryFor.isFinite else { throw ValidationError("--retry-for must be 0 or more seconds") }
+    }
+
     func run() async throws {
         try await guarded {
             let alert = try newAlert(arguments: CommandLine.arguments)
@@ -69,16 +81,26 @@ struct Post: AsyncParsableCommand {
                 try await postAndWait(alert)
             } else {
                 let posted = try await connection.run { try await $0.post(alert, to: client, idempotencyKey: idempotencyKey) }
-                if connection.json { connection.print(json: posted) } else { print(posted.id) }
+                if connection.json { connection.printAnswer() } else { print(posted.id) }
             }
         }
     }
 
     private func postAndWait(_ alert: NewAlert) async throws {
-        let alertd = try connection.client()
+        var alertd = try connection.client()
+        alertd.retryFor = retryFor
+        let posted = PostedAlert()
         // Ctrl-C or SIGTERM cancels the wait, and cancelling withdraws the alert.
         let task = Task { [client, idempotencyKey] in
-            try await alertd.presentUntilTerminal(alert, on: client, idempotencyKey: idempotencyKey)
+            try await alertd.presentUntilTerminal(alert, on: client, idempotencyKey: idempotencyKey) { progress in
+                switch progress {
+                case .posted(let alert): posted.id = alert.id
+                case .retrying(let notice):
+                    // Nothing was posted and nothing could be: fail now, not after --retry-for.
+                    if notice.alertID == nil, notice.error.neverSent { throw notice.error }
+                    complain(Self.retrying(notice))
+                }
+            }
         }
         let interrupts = Interrupts { task.cancel() }
         defer { interrupts.stop() }
@@ -86,20 +108,51 @@ struct Post: AsyncParsableCommand {
         do {
             terminal = try await task.value
         } catch let error as AlertdError {
-            throw Failure(error)
+            var failure = Failure(error)
+            // A transient error that ends the wait is --retry-for running out (or, before the
+            // first post, a daemon that cannot be reached at all: said as is).
+            if error.isTransient, !(error.neverSent && error.alertID == nil) {
+                failure.description = "gave up after \(Text.seconds(retryFor)) of failures: " + failure.description
+            }
+            if let id = error.alertID {
+                failure.description += "\nthe alert \(id) stays pending on \(client); look it up with: alertctl get \(client) \(id)"
+            }
+            throw failure
         } catch is CancellationError {
-            throw Failure("interrupted: the alert was withdrawn", code: 130)
+            throw Failure(await interrupted(alertd, posted.id), code: Exit.interrupted)
         }
         let outcome = AlertOutcome(terminal) ?? .expired
         if connection.json {
-            connection.print(json: terminal)
+            connection.printAnswer()
         } else {
-            print(outcome.chosenButton ?? terminal.state.rawValue)
+            print(Terminal.safe(outcome.chosenButton ?? terminal.state.rawValue))
         }
         switch outcome {
         case .button: return
         case .cancel: throw ExitCode(Exit.cancelled)
         case .dismissed, .expired, .withdrawn: throw ExitCode(Exit.noDecision)
+        }
+    }
+
+    /// `cannot reach alertd: connection refused (127.0.0.1:8080); retrying in 4 s (alert 01M…, 296 s left)`.
+    static func retrying(_ notice: RetryNotice) -> String {
+        var line = notice.error.description + "; retrying in \(Text.seconds(notice.delay))"
+        var context: [String] = []
+        if let id = notice.alertID { context.append("alert \(id)") }
+        if let left = notice.giveUpIn { context.append("giving up in \(Text.seconds(left))") }
+        if !context.isEmpty { line += " (" + context.joined(separator: ", ") + ")" }
+        return line
+    }
+
+    /// What became of the alert after Ctrl-C: the presentation withdrew it, if it could.
+    private func interrupted(_ alertd: AlertdClient, _ id: String?) async -> String {
+        guard let id else { return "interrupted before the daemon took the alert" }
+        do {
+            let alert = try await alertd.alert(on: client, id: id)
+            if alert.state == .withdrawn { return "interrupted: the alert \(id) was withdrawn" }
+            return "interrupted: the alert \(id) is \(alert.state.rawValue)"
+        } catch {
+            return "interrupted: the alert \(id) may still be pending (\(error))"
         }
     }
 
@@ -118,14 +171,14 @@ struct Post: AsyncParsableCommand {
         var parsedStyle: AlertStyle?
         if let style {
             guard let value = AlertStyle(rawValue: style) else {
-                throw Failure("--style must be alert or action_sheet, not \(style)", code: 64)
+                throw Failure("--style must be alert or action_sheet, not \(style)", code: Exit.usage)
             }
             parsedStyle = value
         }
         var object: JSONObject?
         if let metadata {
             guard let value = try? JSONDecoder().decode(JSONObject.self, from: Data(metadata.utf8)) else {
-                throw Failure("--metadata must be a JSON object", code: 64)
+                throw Failure("--metadata must be a JSON object", code: Exit.usage)
             }
             object = value
         }
@@ -153,7 +206,7 @@ struct Current: AsyncParsableCommand {
         try await guarded {
             let alert = try await connection.run { try await $0.current(on: client, wait: wait, after: after) }
             if connection.json {
-                connection.print(json: alert)
+                connection.printAnswer()
             } else {
                 print(alert.map(Text.details) ?? "nothing displayed")
             }
@@ -162,29 +215,64 @@ struct Current: AsyncParsableCommand {
 }
 
 struct Choose: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Choose a button of the displayed alert.")
+    static let configuration = CommandConfiguration(
+        abstract: "Choose a button of the displayed alert.",
+        usage: """
+            alertctl choose <client> <id> <button> [--index]
+            alertctl choose <client> --current <button> [--index]
+            """,
+        discussion: """
+            With --current it answers whatever alert the client displays now, without its id, \
+            and prints which alert that was.
+            """)
 
     @OptionGroup var connection: Connection
 
-    @OptionGroup var target: AlertArgument
+    @Argument(help: "The client.")
+    var client: String
 
-    @Argument(help: "The button's title (or its index with --index).")
-    var button: String
+    @Argument(
+        help: ArgumentHelp(
+            "The alert's id, then the button's title (or its index with --index); with --current, only the button.",
+            valueName: "id-and-button"))
+    var words: [String] = []
+
+    @Flag(name: .long, help: "Answer the alert the client displays now.")
+    var current = false
 
     @Flag(name: .long, help: "BUTTON is an index into the alert's buttons.")
     var index = false
 
+    func validate() throws {
+        if current, words.count != 1 {
+            throw ValidationError("with --current, give the client and the button: choose <client> --current <button>")
+        }
+        if !current, words.count != 2 {
+            throw ValidationError("give the client, the alert's id and the button: choose <client> <id> <button>")
+        }
+    }
+
     func run() async throws {
         try await guarded {
+            let button = words[words.count - 1]
             let choice: ButtonChoice
             if index {
-                guard let value = Int(button) else { throw Failure("--index needs a number, not \(button)", code: 64) }
+                guard let value = Int(button) else { throw Failure("--index needs a number, not \(button)", code: Exit.usage) }
                 choice = .index(value)
             } else {
                 choice = .title(button)
             }
-            let alert = try await connection.run { try await $0.choose(on: target.client, id: target.id, choice) }
-            if connection.json { connection.print(json: alert) } else { print(Text.summary(alert)) }
+            let alert = try await connection.run { alertd in
+                var id = words.count == 2 ? words[0] : ""
+                if current {
+                    guard let displayed = try await alertd.current(on: client) else {
+                        throw Failure("\(client) displays no alert: nothing to answer")
+                    }
+                    id = displayed.id
+                }
+                return try await alertd.choose(on: client, id: id, choice)
+            }
+            if connection.json { connection.printAnswer() } else { print(Text.summary(alert)) }
         }
     }
 }
@@ -202,7 +290,7 @@ struct Get: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             let alert = try await connection.run { try await $0.alert(on: target.client, id: target.id, wait: wait) }
-            if connection.json { connection.print(json: alert) } else { print(Text.details(alert)) }
+            if connection.json { connection.printAnswer() } else { print(Text.details(alert)) }
         }
     }
 }
@@ -229,7 +317,8 @@ struct List: AsyncParsableCommand {
                 states = try state.split(separator: ",").map { name in
                     guard let value = AlertState(rawValue: String(name)) else {
                         throw Failure(
-                            "unknown state \(name); states are \(AlertState.allCases.map(\.rawValue).joined(separator: ","))", code: 64)
+                            "unknown state \(name); states are \(AlertState.allCases.map(\.rawValue).joined(separator: ","))",
+                            code: Exit.usage)
                     }
                     return value
                 }
@@ -243,7 +332,7 @@ struct List: AsyncParsableCommand {
                 return alerts
             }
             if connection.json {
-                connection.print(json: ["alerts": alerts])
+                connection.printPages(member: "alerts")
             } else {
                 for alert in alerts { print(Text.summary(alert)) }
             }
@@ -261,7 +350,7 @@ struct Withdraw: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             let alert = try await connection.run { try await $0.withdraw(on: target.client, id: target.id) }
-            if connection.json { connection.print(json: alert) } else { print(Text.summary(alert)) }
+            if connection.json { connection.printAnswer() } else { print(Text.summary(alert)) }
         }
     }
 }
@@ -275,11 +364,9 @@ struct Clients: AsyncParsableCommand {
         try await guarded {
             let clients = try await connection.run { try await $0.clients() }
             if connection.json {
-                connection.print(json: ["clients": clients])
+                connection.printPages(member: "clients")
             } else {
-                for client in clients {
-                    print("\(client.client)  pending \(client.pending)  displayed \(client.displayed ?? "-")")
-                }
+                for client in clients { print(Text.client(client)) }
             }
         }
     }
@@ -309,9 +396,11 @@ struct Webhooks: AsyncParsableCommand {
             try await guarded {
                 let hook = try await connection.run { try await $0.addWebhook(on: client, url: url, secret: secret) }
                 if connection.json {
-                    connection.print(json: hook)
+                    connection.printAnswer()
                 } else {
-                    print("id:     \(hook.id)\nurl:    \(hook.url)\nsecret: \(hook.secret ?? "-")  (shown once)")
+                    print(
+                        Terminal.safe(
+                            "id:     \(hook.id)\nurl:    \(hook.url)\nsecret: \(hook.secret ?? "-")  (shown once)", newlines: true))
                 }
             }
         }
@@ -329,9 +418,9 @@ struct Webhooks: AsyncParsableCommand {
             try await guarded {
                 let hooks = try await connection.run { try await $0.webhooks(on: client) }
                 if connection.json {
-                    connection.print(json: ["webhooks": hooks])
+                    connection.printAnswer()
                 } else {
-                    for hook in hooks { print("\(hook.id)  \(hook.url)  \(hook.source ?? "")") }
+                    for hook in hooks { print(Terminal.safe("\(hook.id)  \(hook.url)  \(hook.source ?? "")")) }
                 }
             }
         }
@@ -368,19 +457,59 @@ struct Deliveries: AsyncParsableCommand {
         try await guarded {
             let deliveries = try await connection.run { try await $0.deliveries(on: target.client, id: target.id) }
             if connection.json {
-                connection.print(json: ["deliveries": deliveries])
+                connection.printAnswer()
                 return
             }
             for delivery in deliveries {
                 var line = "\(delivery.id)  \(delivery.state.rawValue)  \(delivery.target)"
                 if let next = delivery.nextAttemptAt { line += "  next \(next)" }
-                print(line)
+                print(Terminal.safe(line))
                 for attempt in delivery.attempts {
                     let what = attempt.statusCode.map { "HTTP \($0)" } ?? attempt.error ?? "-"
-                    print("  \(attempt.at)  \(what)")
+                    print(Terminal.safe("  \(attempt.at)  \(what)"))
                 }
             }
         }
+    }
+}
+
+struct WhoAmI: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "whoami",
+        abstract: "Show the daemon, the token in use and where it came from, and what the daemon lets it do.")
+
+    @OptionGroup var connection: Connection
+
+    func run() async throws {
+        try await guarded {
+            let settings = try connection.settings()
+            let me = try await connection.run { try await $0.whoAmI() }
+            if connection.json {
+                connection.printAnswer()
+                return
+            }
+            var lines = ["url:     \(settings.url)"]
+            if let file = settings.file { lines.append("config:  \(file)") }
+            if !me.auth {
+                lines.append("token:   none needed: the daemon has no tokens, and lets anyone do anything")
+                if let source = settings.tokenSource { lines.append("         (a token from \(source) is sent but not checked)") }
+            } else {
+                lines.append("token:   \(me.name ?? "-") (from \(settings.tokenSource ?? "nowhere"))")
+                lines.append("roles:   \(me.roles.joined(separator: ", "))")
+                lines.append("clients: \(me.clients.joined(separator: ", "))")
+            }
+            print(Terminal.safe(lines.joined(separator: "\n"), newlines: true))
+        }
+    }
+}
+
+/// Set once by a presentation's progress, read after it ended (Ctrl-C).
+final class PostedAlert: Sendable {
+    private let value = Mutex<String?>(nil)
+
+    var id: String? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }
 

@@ -13,9 +13,11 @@ struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "An operator console in the terminal: shows a client's alert live and answers it.",
         discussion: """
-            Shows the displayed alert (title, message, numbered buttons, destructive ones marked, \
-            the cancel button last) and how many alerts wait behind it, and follows changes live. \
-            A number key chooses that button, Esc chooses the cancel button, q quits. Fits 80×24.
+            Shows the displayed alert (title, message, every button with its key: 1-9, then a, b, … \
+            after the ninth; destructive ones marked, the cancel button last) and how many alerts \
+            wait behind it, and follows changes live. A key chooses its button (a destructive one \
+            after y confirms), Esc chooses the cancel button, ↑/↓ and PgUp/PgDn scroll a long \
+            message, q quits. Fits 80×24.
             """)
 
     @OptionGroup var connection: Connection
@@ -26,67 +28,70 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             guard isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 else {
-                throw Failure("watch needs a terminal on stdin and stdout", code: 64)
+                throw Failure("watch needs a terminal on stdin and stdout", code: Exit.usage)
             }
             let alertd = try connection.client()
             let terminal = RawTerminal()
             defer { terminal.restore() }
-            var console = Console(alertd: alertd, client: client)
+            var console = Console(alertd: alertd, state: ConsoleState(client: client))
             await console.run()
         }
     }
 }
 
-/// The console's state and its loop: events in, a redrawn screen out.
+/// The console's loop: events in (keys, the displayed alert, the queue's length, trouble),
+/// the state updated, the screen redrawn.
 struct Console {
     enum Event: Sendable {
         case key([UInt8])
         case alert(AlertResource?)
         case pending(Int)
         case connection(String?)
+        case denied(String)
     }
 
     let alertd: AlertdClient
-    let client: String
-
-    var alert: AlertResource?
-    var pending = 0
-    var trouble: String?
-    var note: String?
-
-    init(alertd: AlertdClient, client: String) {
-        self.alertd = alertd
-        self.client = client
-    }
+    var state: ConsoleState
 
     mutating func run() async {
         let (events, sink) = AsyncStream<Event>.makeStream()
         KeyReader.start(into: sink)
-        let (alertd, client) = (alertd, client)
+        let (alertd, client) = (alertd, state.client)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await Self.follow(alertd, client, into: sink) }
             group.addTask { await Self.count(alertd, client, into: sink) }
             draw()
             for await event in events {
                 switch event {
-                case .alert(let new):
-                    if new?.id != alert?.id { note = nil }
-                    alert = new
-                case .pending(let count): pending = count
-                case .connection(let problem): trouble = problem
+                case .alert(let new): state.show(new)
+                case .pending(let count): state.pending = count
+                case .connection(let problem): state.trouble = problem
+                case .denied(let text): state.denied = text
                 case .key(let bytes):
-                    if bytes == [UInt8(ascii: "q")] || bytes == [UInt8(ascii: "Q")] || bytes == [3] {
+                    switch state.press(bytes) {
+                    case .quit:
                         group.cancelAll()
                         return
+                    case .choose(let button, let alert): await choose(button, of: alert)
+                    case .none: break
                     }
-                    await press(bytes)
                 }
                 draw()
             }
         }
     }
 
-    /// Follows the displayed alert with long-polls; reconnects with backoff and says so.
+    private mutating func choose(_ button: Button, of alert: AlertResource) async {
+        do {
+            let answered = try await alertd.choose(on: state.client, id: alert.id, button: button.title)
+            state.answered(answered, with: button)
+        } catch {
+            state.note = ConsoleState.Note(text: "could not choose \(button.title): \(ConsoleState.reason(error, state.client))")
+        }
+    }
+
+    /// Follows the displayed alert with long-polls; reconnects with backoff and says so. A token
+    /// the daemon refuses (401) or that may not read the client (403) stops it: no retry helps.
     static func follow(_ alertd: AlertdClient, _ client: String, into sink: AsyncStream<Event>.Continuation) async {
         var shown: String?
         var first = true
@@ -101,156 +106,340 @@ struct Console {
                 sink.yield(.alert(alert))
             } catch {
                 if Task.isCancelled { return }
+                if let refusal = ConsoleState.refusal(error, client) {
+                    sink.yield(.connection(nil))
+                    sink.yield(.denied(refusal))
+                    return
+                }
                 failures += 1
                 let delay = min(5, 0.25 * pow(2, Double(min(failures, 6))))
-                sink.yield(.connection("reconnecting in \(Int(delay.rounded(.up))) s: \(Self.reason(error))"))
+                sink.yield(.connection("reconnecting in \(Int(delay.rounded(.up))) s: \(ConsoleState.reason(error, client))"))
                 try? await Task.sleep(for: .seconds(delay))
                 first = true
             }
         }
     }
 
-    /// The queue's length: how many alerts the client has pending, once a second.
+    /// The queue's length: how many alerts the client has pending, once a second; it stops,
+    /// as `follow` does, for a token the daemon refuses.
     static func count(_ alertd: AlertdClient, _ client: String, into sink: AsyncStream<Event>.Continuation) async {
         while !Task.isCancelled {
-            if let clients = try? await alertd.clients() {
+            do {
+                let clients = try await alertd.clients()
                 sink.yield(.pending(clients.first { $0.client == client }?.pending ?? 0))
+            } catch {
+                if ConsoleState.refusal(error, client) != nil { return }
             }
             try? await Task.sleep(for: .seconds(1))
         }
     }
 
-    /// The buttons as shown: the cancel button last, numbered from 1.
-    var shownButtons: [Button] {
-        guard let alert else { return [] }
-        return alert.buttons.filter { $0.style != .cancel } + alert.buttons.filter { $0.style == .cancel }
-    }
-
-    private mutating func press(_ bytes: [UInt8]) async {
-        guard let alert, alert.state == .displayed else { return }
-        let button: Button?
-        if bytes == [27] {
-            button = shownButtons.first { $0.style == .cancel }
-            if button == nil { note = "this alert has no cancel button" }
-        } else if bytes.count == 1, (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[0]) {
-            let index = Int(bytes[0] - UInt8(ascii: "1"))
-            button = index < shownButtons.count ? shownButtons[index] : nil
-        } else {
-            button = nil
-        }
-        guard let button else { return }
-        do {
-            let answered = try await alertd.choose(on: client, id: alert.id, button: button.title)
-            note = "chose \(Screen.clean(button.title))"
-            self.alert = answered
-        } catch {
-            note = "could not choose \(Screen.clean(button.title)): \(Self.reason(error))"
-        }
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        (error as? AlertdError)?.description ?? "\(error)"
-    }
-
     private func draw() {
-        var screen = Screen(width: 80, height: 24)
-        let behind = max(0, pending - (alert?.state == .displayed ? 1 : 0))
-        screen.line(bold: "alertd · \(client)", right: "\(pending) pending, \(behind) queued behind")
-        screen.rule()
-        if let alert, alert.state == .displayed {
-            screen.blank()
-            screen.line(bold: "  " + alert.title)
-            if let message = alert.message {
-                screen.blank()
-                for line in Screen.wrap(message, width: 74).prefix(8) { screen.line("  " + line) }
-            }
-            screen.blank()
-            if shownButtons.isEmpty {
-                if let dismiss = alert.dismissAfter, let displayed = alert.displayedAt {
-                    let left = Double(displayed.milliseconds) / 1000 + dismiss - Date().timeIntervalSince1970
-                    screen.line("  (a notice: dismissed in \(max(0, Int(left.rounded(.up)))) s)")
-                } else {
-                    screen.line("  (a notice, no buttons)")
-                }
-            }
-            for (number, button) in shownButtons.enumerated() {
-                let label = "  [\(number + 1)] \(button.title)"
-                switch button.style {
-                case .default: screen.line(label)
-                case .destructive: screen.line(red: label + "  (destructive)")
-                case .cancel: screen.line(label + "  (cancel, Esc)")
-                }
-            }
-        } else {
-            screen.blank()
-            screen.line("  Nothing displayed. Waiting for an alert…")
-        }
-        screen.fill(to: 21)
-        screen.rule()
-        if let trouble {
-            screen.line(red: trouble)
-        } else {
-            screen.line(note ?? "")
-        }
-        let keys = shownButtons.isEmpty ? "q quit" : "1-\(shownButtons.count) choose · Esc cancel · q quit"
-        screen.line(keys)
-        screen.flush()
+        let frame = state.frame(now: Date())
+        // Home, clear, then each line cleared to its end; no newline after the last.
+        let text = "\u{1B}[H\u{1B}[2J" + frame.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n")
+        FileHandle.standardOutput.write(Data(text.utf8))
     }
 }
 
-/// A frame of at most `height` lines of at most `width` columns, drawn in one write.
+/// What the console shows and how keys act on it; no I/O, so it is tested without a terminal.
+struct ConsoleState {
+    let client: String
+    var alert: AlertResource?
+    var pending = 0
+    /// The connection's trouble (reconnecting …), shown in red until it is over.
+    var trouble: String?
+    /// The daemon refused the token: the whole screen says why, and the console stops following.
+    var denied: String?
+    var note: Note?
+    /// A destructive button waiting for `y`.
+    var confirming: Button?
+    /// The first message line shown.
+    var scroll = 0
+
+    static let width = 80
+    static let height = 24
+
+    struct Note {
+        var text: String
+        /// Stays when the next alert comes (what was answered), until a key is pressed.
+        var keep = false
+    }
+
+    enum Action: Equatable {
+        case none
+        case quit
+        case choose(Button, AlertResource)
+    }
+
+    init(client: String) { self.client = client }
+
+    /// The keys of the buttons in display order: 1–9, then letters (never q, which quits).
+    static let keys: [Character] = Array("123456789abcdefghijklmnoprstuvwxyz")
+
+    /// The buttons as shown: the cancel button last, each with its key.
+    var shownButtons: [(key: Character, button: Button)] {
+        guard let alert, alert.state == .displayed else { return [] }
+        let ordered = alert.buttons.filter { $0.style != .cancel } + alert.buttons.filter { $0.style == .cancel }
+        return Array(zip(Self.keys, ordered))
+    }
+
+    mutating func show(_ new: AlertResource?) {
+        if new?.id != alert?.id {
+            if note?.keep != true { note = nil }
+            if confirming != nil, new != nil { note = Note(text: "the alert changed before you confirmed; nothing was chosen") }
+            confirming = nil
+            scroll = 0
+        }
+        alert = new
+    }
+
+    mutating func answered(_ alert: AlertResource, with button: Button) {
+        note = Note(text: "answered “\(alert.title)” with \(button.title)", keep: true)
+        if alert.id == self.alert?.id { self.alert = alert }
+    }
+
+    mutating func press(_ bytes: [UInt8]) -> Action {
+        if bytes == [UInt8(ascii: "q")] || bytes == [UInt8(ascii: "Q")] || bytes == [3] { return .quit }
+        if let button = confirming {
+            confirming = nil
+            guard bytes == [UInt8(ascii: "y")] || bytes == [UInt8(ascii: "Y")], let alert, alert.state == .displayed else {
+                note = Note(text: "kept: \(button.title) was not chosen")
+                return .none
+            }
+            return .choose(button, alert)
+        }
+        note = nil
+        switch bytes {
+        case [27, 91, 65]: scroll -= 1  // ↑
+        case [27, 91, 66]: scroll += 1  // ↓
+        case [27, 91, 53, 126]: scroll -= 5  // PgUp
+        case [27, 91, 54, 126]: scroll += 5  // PgDn
+        default: return pressButton(bytes)
+        }
+        scroll = max(0, scroll)
+        return .none
+    }
+
+    private mutating func pressButton(_ bytes: [UInt8]) -> Action {
+        guard let alert, alert.state == .displayed else {
+            note = Note(text: "nothing to answer")
+            return .none
+        }
+        let shown = shownButtons
+        let button: Button
+        if bytes == [27] {
+            guard let cancel = shown.first(where: { $0.button.style == .cancel }) else {
+                note = Note(text: "this alert has no cancel button")
+                return .none
+            }
+            button = cancel.button
+        } else if let key = Self.key(bytes), let match = shown.first(where: { $0.key == key }) {
+            button = match.button
+        } else {
+            let name = Self.key(bytes).map { "key \($0)" } ?? "that key"
+            note = Note(text: shown.isEmpty ? "\(name): this alert has no buttons" : "\(name) chooses nothing; \(keyRange)")
+            return .none
+        }
+        if button.style == .destructive {
+            confirming = button
+            note = Note(text: "\(button.title) is destructive: y chooses it, any other key keeps the alert")
+            return .none
+        }
+        return .choose(button, alert)
+    }
+
+    private static func key(_ bytes: [UInt8]) -> Character? {
+        guard bytes.count == 1, (0x21...0x7E).contains(bytes[0]) else { return nil }
+        return Character(Unicode.Scalar(bytes[0]))
+    }
+
+    /// `1-3 choose` or `1-9, a-c choose`.
+    var keyRange: String {
+        let keys = shownButtons.map(\.key)
+        guard let last = keys.last else { return "" }
+        if keys.count <= 9 { return keys.count == 1 ? "1 chooses" : "1-\(last) choose" }
+        return keys.count == 10 ? "1-9, a choose" : "1-9, a-\(last) choose"
+    }
+
+    // MARK: The frame
+
+    /// The screen: at most 24 lines of at most 80 columns (escape sequences aside).
+    func frame(now: Date) -> [String] {
+        var screen = Screen(width: Self.width, height: Self.height)
+        let behind = max(0, pending - (alert?.state == .displayed ? 1 : 0))
+        screen.line(bold: "alertd · \(client)", right: "\(pending) pending, \(behind) queued behind")
+        screen.rule()
+        let status = trouble ?? note?.text ?? ""
+        let statusLines = Screen.wrap(Terminal.safe(status), width: Self.width).prefix(2)
+        let bodyHeight = Self.height - 2 - 2 - statusLines.count
+        var scrollable = false
+        for line in body(height: bodyHeight, now: now, scrollable: &scrollable) { screen.add(line) }
+        screen.fill(to: 2 + bodyHeight)
+        screen.rule()
+        for line in statusLines { trouble != nil ? screen.line(red: line) : screen.line(line) }
+        screen.line(hints(scrollable: scrollable))
+        return screen.lines
+    }
+
+    private func hints(scrollable: Bool) -> String {
+        var hints: [String] = []
+        let shown = shownButtons
+        if denied == nil, !shown.isEmpty {
+            if confirming != nil { return "y choose · any other key keep · q quit" }
+            hints.append(keyRange)
+            if shown.contains(where: { $0.button.style == .cancel }) { hints.append("Esc cancel") }
+        }
+        if scrollable { hints.append("↑↓ PgUp PgDn scroll") }
+        hints.append("q quit")
+        return hints.joined(separator: " · ")
+    }
+
+    /// The lines between the header and the footer, already cut to the width.
+    private func body(height: Int, now: Date, scrollable: inout Bool) -> [String] {
+        var lines: [String] = [""]
+        let text = Self.width - 4
+        if let denied {
+            for line in Screen.wrap(Terminal.safe(denied, newlines: true), width: text) { lines.append(Screen.red("  " + line)) }
+            return Array(lines.prefix(height))
+        }
+        guard let alert, alert.state == .displayed else {
+            lines.append("  Nothing displayed. Waiting for an alert…")
+            return lines
+        }
+        let title = Screen.wrap(Terminal.safe(alert.title), width: text).prefix(3)
+        lines += title.map { Screen.bold("  " + $0) }
+        lines.append("")
+        let buttons = buttonLines(now: now)
+        if let message = alert.message {
+            let wrapped = Screen.wrap(Terminal.safe(message, newlines: true), width: text)
+            // Room left for the message once the title, the buttons and the blank lines are placed.
+            let room = max(1, height - lines.count - 1 - buttons.count)
+            if wrapped.count <= room {
+                lines += wrapped.map { "  " + $0 }
+            } else {
+                scrollable = true
+                let window = max(1, room - 1)
+                let start = min(scroll, wrapped.count - window)
+                lines += wrapped[start..<(start + window)].map { "  " + $0 }
+                lines.append(
+                    Screen.dim("  (message lines \(start + 1)–\(start + window) of \(wrapped.count); ↑↓ PgUp PgDn scroll)"))
+            }
+            lines.append("")
+        }
+        lines += buttons
+        return Array(lines.prefix(height))
+    }
+
+    /// One button a line; more than eight in two columns, so that sixteen take eight lines.
+    private func buttonLines(now: Date) -> [String] {
+        guard let alert else { return [] }
+        let shown = shownButtons
+        if shown.isEmpty {
+            if let dismiss = alert.dismissAfter, let displayed = alert.displayedAt {
+                let left = Double(displayed.milliseconds) / 1000 + dismiss - now.timeIntervalSince1970
+                return ["  (a notice: dismissed in \(max(0, Int(left.rounded(.up)))) s)"]
+            }
+            return ["  (a notice, no buttons)"]
+        }
+        let columns = shown.count > 8 ? 2 : 1
+        let cellWidth = (Self.width - 2) / columns
+        func cell(_ entry: (key: Character, button: Button)) -> String {
+            let marker =
+                switch entry.button.style {
+                case .default: ""
+                case .destructive: "  (destructive)"
+                case .cancel: "  (cancel, Esc)"
+                }
+            let label = Screen.cut(Terminal.safe("[\(entry.key)] \(entry.button.title)") + marker, cellWidth - 2)
+            let padded = label + String(repeating: " ", count: max(0, cellWidth - label.count))
+            return entry.button.style == .destructive ? Screen.red(padded) : padded
+        }
+        let rows = (shown.count + columns - 1) / columns
+        return (0..<rows).map { row in
+            // Column-major, so the keys read down the first column, then the second.
+            "  "
+                + (0..<columns).compactMap { column in
+                    let index = column * rows + row
+                    return index < shown.count ? cell(shown[index]) : nil
+                }.joined()
+        }
+    }
+
+    /// The words for a refusal that no retry mends (401, 403), or nil for any other error.
+    static func refusal(_ error: any Error, _ client: String) -> String? {
+        guard let error = error as? AlertdError, let code = error.code else { return nil }
+        let detail = error.problem.map { "\($0.title): \($0.detail)" } ?? error.message
+        switch code {
+        case .unauthorized:
+            return "The daemon does not accept this token.\n\n\(detail)\n\n"
+                + "Give another with --token, $ALERTD_TOKEN or alertctl.yaml."
+        case .forbidden:
+            return "This token cannot read client \(client).\n\n\(detail)\n\n"
+                + "Use a token with the read role on \(client); alertctl whoami shows this one's."
+        default:
+            return nil
+        }
+    }
+
+    /// Why a request failed, in one line.
+    static func reason(_ error: any Error, _ client: String) -> String {
+        if let error = error as? AlertdError, error.code == .forbidden {
+            return "this token may not do that on \(client) (\(error.problem?.detail ?? error.message))"
+        }
+        return (error as? AlertdError)?.description ?? "\(error)"
+    }
+}
+
+/// A frame of at most `height` lines of at most `width` columns.
 struct Screen {
     let width: Int
     let height: Int
-    private var lines: [String] = []
+    private(set) var lines: [String] = []
 
     init(width: Int, height: Int) {
         self.width = width
         self.height = height
     }
 
-    mutating func line(_ text: String) { add(Self.cut(Self.clean(text), width)) }
-    mutating func line(bold text: String) { add("\u{1B}[1m" + Self.cut(Self.clean(text), width) + "\u{1B}[0m") }
-    mutating func line(red text: String) { add("\u{1B}[31m" + Self.cut(Self.clean(text), width) + "\u{1B}[0m") }
+    mutating func line(_ text: String) { add(Self.cut(Terminal.safe(text), width)) }
+    mutating func line(red text: String) { add(Self.red(Self.cut(Terminal.safe(text), width))) }
     mutating func line(bold left: String, right: String) {
-        let left = Self.cut(Self.clean(left), width / 2)
-        let right = Self.cut(Self.clean(right), width - left.count - 1)
+        let left = Self.cut(Terminal.safe(left), width / 2)
+        let right = Self.cut(Terminal.safe(right), width - left.count - 1)
         let gap = String(repeating: " ", count: max(1, width - left.count - right.count))
-        add("\u{1B}[1m" + left + "\u{1B}[0m" + gap + right)
+        add(Self.bold(left) + gap + right)
     }
     mutating func rule() { add(String(repeating: "─", count: width)) }
-    mutating func blank() { add("") }
     mutating func fill(to count: Int) { while lines.count < count { add("") } }
 
-    private mutating func add(_ line: String) {
+    /// A line already made safe and cut (its escape sequences are the console's own).
+    mutating func add(_ line: String) {
         if lines.count < height { lines.append(line) }
     }
 
-    func flush() {
-        // Home, clear, then each line cleared to its end; no newline after the last.
-        let frame = "\u{1B}[H\u{1B}[2J" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n")
-        FileHandle.standardOutput.write(Data(frame.utf8))
-    }
-
-    /// Text from an alert with control characters (escape sequences among them) made harmless.
-    static func clean(_ text: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                text.unicodeScalars.map { scalar in
-                    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "\u{FFFD}" : scalar
-                }))
-    }
+    static func bold(_ text: String) -> String { "\u{1B}[1m" + text + "\u{1B}[0m" }
+    static func red(_ text: String) -> String { "\u{1B}[31m" + text + "\u{1B}[0m" }
+    static func dim(_ text: String) -> String { "\u{1B}[2m" + text + "\u{1B}[0m" }
 
     static func cut(_ text: String, _ width: Int) -> String {
         text.count <= width ? text : String(text.prefix(max(0, width - 1))) + "…"
     }
 
-    /// Words wrapped at `width`; paragraphs kept.
+    /// Words wrapped at `width`, a word longer than a line cut into pieces; paragraphs kept.
     static func wrap(_ text: String, width: Int) -> [String] {
         var out: [String] = []
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
             var line = ""
-            for word in paragraph.split(separator: " ") {
+            for var word in paragraph.split(separator: " ") {
+                while word.count > width {
+                    if !line.isEmpty {
+                        out.append(line)
+                        line = ""
+                    }
+                    out.append(String(word.prefix(width)))
+                    word = word.dropFirst(width)
+                }
                 if line.isEmpty {
                     line = String(word)
                 } else if line.count + 1 + word.count <= width {

@@ -1,4 +1,4 @@
-import AlertdAPI
+import AlertdDaemon
 import AlertdVersion
 import ArgumentParser
 import Foundation
@@ -8,21 +8,27 @@ struct AlertdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alertd",
         abstract: "Lets programs ask people questions over HTTP.",
+        usage: """
+            alertd [--config <file>] [--listen <host:port>] [--state-dir <dir>]
+            alertd token new <name> --roles <roles> --clients <clients> [--json]
+            alertd check-config <file>
+            """,
         discussion: """
-            Reads the YAML config at --config (default \(Config.defaultPath)); with no config \
-            file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
+            Without a command alertd serves the API and the dashboard until SIGTERM (there is no \
+            `serve` command). It reads the YAML config at --config (default \(Config.defaultPath)); \
+            with no config file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
         version: AlertdVersion.string,
         subcommands: [TokenCommand.self, CheckConfigCommand.self])
 
-    @Option(name: .long, help: "The YAML config file.")
+    @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))
     var config: String?
 
-    @Option(name: .long, help: "HOST:PORT to listen on (port 0: any free port).")
+    @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on (port 0: any free port).", valueName: "host:port"))
     var listen: String?
 
-    @Option(name: .customLong("state-dir"), help: "Where the SQLite store lives.")
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the SQLite store lives.", valueName: "dir"))
     var stateDir: String?
 
     func run() async throws {
@@ -31,15 +37,23 @@ struct AlertdCommand: AsyncParsableCommand {
         // The same reading at start and on SIGHUP: the file, then the flags over it.
         let read: @Sendable () throws -> Config = {
             var settings: Config
-            if let path {
-                settings = try Config.load(path: path)
-            } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
-                settings = try Config.load(path: Config.defaultPath)
-            } else {
-                settings = Config()
+            let overrides: (inout Config) -> Void = { settings in
+                if let listen { settings.listen = listen }
+                if let stateDir { settings.stateDir = stateDir }
             }
-            if let listen { settings.listen = listen }
-            if let stateDir { settings.stateDir = stateDir }
+            do {
+                if let path {
+                    settings = try Config.load(path: path)
+                } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
+                    settings = try Config.load(path: Config.defaultPath)
+                } else {
+                    settings = Config()
+                }
+            } catch let errors as ConfigErrors {
+                // Everything wrong at once: what the start's checks find too.
+                throw errors.withStartCheck(overrides)
+            }
+            overrides(&settings)
             _ = try settings.listenAddress()
             return settings
         }
@@ -60,7 +74,9 @@ struct AlertdCommand: AsyncParsableCommand {
     }
 
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("alertd: \(message)\n".utf8))
+        // One line per problem (a config file may have several), each saying who speaks.
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false).map { "alertd: \($0)\n" }
+        FileHandle.standardError.write(Data(lines.joined().utf8))
         Foundation.exit(2)
     }
 }

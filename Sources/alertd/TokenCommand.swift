@@ -1,4 +1,5 @@
 import AlertdAPI
+import AlertdDaemon
 import ArgumentParser
 import Foundation
 
@@ -13,7 +14,8 @@ struct TokenCommand: ParsableCommand {
             discussion: """
                 The secret is shown once and stored nowhere: give it to the client, which sends it as \
                 Authorization: Bearer <secret>. Paste the entry under auth.tokens in the config; the \
-                file holds only the hash.
+                file holds only the hash. With --json, one JSON object for scripts: \
+                {"clients": [...], "name": ..., "roles": [...], "secret": ..., "sha256": ...}.
                 """)
 
         @Argument(help: "The token's name: it becomes decided_by of what it answers or withdraws.")
@@ -24,6 +26,9 @@ struct TokenCommand: ParsableCommand {
 
         @Option(help: "Comma-separated client ids or globs (\"*\" for every client).")
         var clients: String
+
+        @Flag(help: "Print one JSON object (name, secret, sha256, roles, clients) instead of text.")
+        var json = false
 
         func validate() throws {
             guard !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
@@ -39,8 +44,24 @@ struct TokenCommand: ParsableCommand {
             if Self.list(clients).isEmpty { throw ValidationError("--clients needs at least one client id or glob") }
         }
 
+        /// What `--json` prints.
+        struct Made: Encodable {
+            var name: String
+            var secret: String
+            var sha256: String
+            var roles: [String]
+            var clients: [String]
+        }
+
         func run() throws {
             let (secret, digest) = Token.generateSecret()
+            if json {
+                let made = Made(name: name, secret: secret, sha256: Token.hex(digest), roles: Self.list(roles), clients: Self.list(clients))
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(made), as: UTF8.self))
+                return
+            }
             let roleList = Self.list(roles).joined(separator: ", ")
             let clientList = Self.list(clients).map { "\"\($0)\"" }.joined(separator: ", ")
             print(

@@ -1,4 +1,4 @@
-import AlertdAPI
+import AlertdDaemon
 import ArgumentParser
 import Dispatch
 import Foundation

@@ -1,7 +1,9 @@
+import AlertdEngine
 import Crypto
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdWire
 import Foundation
 

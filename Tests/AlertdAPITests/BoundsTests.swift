@@ -1,9 +1,11 @@
+import AlertdEngine
 import AlertdHTTP
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdCore
 
 @Suite("Every resource a caller can grow has a bound")
@@ -11,82 +13,82 @@ struct BoundsTests {
     private static func code(_ response: HTTPResponse) throws -> String? { try response.object()["code"] as? String }
 
     @Test("limits.max_clients: a post to a new client beyond it is 429 queue-full; known clients still take posts")
-    func maxClients() throws {
-        let daemon = try InProcessDaemon(config: "limits: { max_clients: 2 }")
+    func maxClients() async throws {
+        let daemon = try await InProcessDaemon(config: "limits: { max_clients: 2 }")
         defer { daemon.cleanUp() }
-        _ = try daemon.post("a", #"{"title":"x"}"#)
-        _ = try daemon.post("b", #"{"title":"x"}"#)
-        let refused = try daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"x"}"#)
+        _ = try await daemon.post("a", #"{"title":"x"}"#)
+        _ = try await daemon.post("b", #"{"title":"x"}"#)
+        let refused = try await daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"x"}"#)
         #expect(refused.status == 429)
         #expect(try Self.code(refused) == "queue-full")
         #expect(
             try refused.object()["detail"] as? String ?? "" == "alertd holds its maximum of 2 clients (limits.max_clients); client c is new"
         )
-        #expect(try daemon.send("POST", "/v1/clients/a/alerts", json: #"{"title":"y"}"#).status == 201)
-        let listed = try daemon.send("GET", "/v1/clients").object()["clients"] as! [[String: Any]]
+        #expect(try await daemon.send("POST", "/v1/clients/a/alerts", json: #"{"title":"y"}"#).status == 201)
+        let listed = try await daemon.send("GET", "/v1/clients").object()["clients"] as! [[String: Any]]
         #expect(listed.map { $0["client"] as? String } == ["a", "b"], "the refused post created no client")
     }
 
     @Test("limits.max_pending_total: beyond it any post is 429 queue-full; deciding one makes room")
-    func maxPendingTotal() throws {
-        let daemon = try InProcessDaemon(config: "limits: { max_pending_total: 3 }")
+    func maxPendingTotal() async throws {
+        let daemon = try await InProcessDaemon(config: "limits: { max_pending_total: 3 }")
         defer { daemon.cleanUp() }
-        let first = try daemon.post("a", #"{"title":"1","buttons":[{"title":"OK"}]}"#)
-        _ = try daemon.post("b", #"{"title":"2","buttons":[{"title":"OK"}]}"#)
-        _ = try daemon.post("a", #"{"title":"3","buttons":[{"title":"OK"}]}"#)
-        let refused = try daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"4"}"#)
+        let first = try await daemon.post("a", #"{"title":"1","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("b", #"{"title":"2","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("a", #"{"title":"3","buttons":[{"title":"OK"}]}"#)
+        let refused = try await daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"4"}"#)
         #expect(refused.status == 429)
         #expect(try Self.code(refused) == "queue-full")
-        #expect(try daemon.send("DELETE", "/v1/clients/a/alerts/\(first["id"] as! String)").status == 200)
-        #expect(try daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"4"}"#).status == 201)
+        #expect(try await daemon.send("DELETE", "/v1/clients/a/alerts/\(first["id"] as! String)").status == 200)
+        #expect(try await daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"4"}"#).status == 201)
     }
 
     @Test("a client with nothing pending and nothing retained is forgotten at the purge, also in the store")
     func idleClientsForgotten() async throws {
-        let daemon = try InProcessDaemon(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
-        let once = try daemon.post("once", #"{"title":"x","buttons":[{"title":"OK"}]}"#)
-        _ = try daemon.post("busy", #"{"title":"still pending","buttons":[{"title":"OK"}]}"#)
-        #expect(try daemon.send("DELETE", "/v1/clients/once/alerts/\(once["id"] as! String)").status == 200)
-        let hook = try daemon.send("POST", "/v1/clients/once/webhooks", json: #"{"url":"http://127.0.0.1:9/hook"}"#)
+        let daemon = try await InProcessDaemon(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
+        let once = try await daemon.post("once", #"{"title":"x","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("busy", #"{"title":"still pending","buttons":[{"title":"OK"}]}"#)
+        #expect(try await daemon.send("DELETE", "/v1/clients/once/alerts/\(once["id"] as! String)").status == 200)
+        let hook = try await daemon.send("POST", "/v1/clients/once/webhooks", json: #"{"url":"http://127.0.0.1:9/hook"}"#)
         #expect(hook.status == 201)
         // Retained: the client stays (and holds its slot) while its alert is readable.
-        await daemon.core.service.purge()
-        func listed(_ daemon: InProcessDaemon) throws -> [String] {
-            try (daemon.send("GET", "/v1/clients").object()["clients"] as! [[String: Any]]).map { $0["client"] as! String }
+        await daemon.alertd.engine.purge()
+        func listed(_ daemon: InProcessDaemon) async throws -> [String] {
+            try (await daemon.send("GET", "/v1/clients").object()["clients"] as! [[String: Any]]).map { $0["client"] as! String }
         }
-        #expect(try listed(daemon) == ["busy", "once"])
-        #expect(try daemon.send("POST", "/v1/clients/third/alerts", json: #"{"title":"x"}"#).status == 429)
+        #expect(try await listed(daemon) == ["busy", "once"])
+        #expect(try await daemon.send("POST", "/v1/clients/third/alerts", json: #"{"title":"x"}"#).status == 429)
 
         daemon.clock.advance(seconds: 61)
-        await daemon.core.service.purge()
-        daemon.barrier()
-        #expect(try listed(daemon) == ["busy"])
+        await daemon.alertd.engine.purge()
+        await daemon.barrier()
+        #expect(try await listed(daemon) == ["busy"])
         // A forgotten client is as one never used (§4): no current alert, empty lists.
-        #expect(try daemon.send("GET", "/v1/clients/once/alerts/current").status == 204)
+        #expect(try await daemon.send("GET", "/v1/clients/once/alerts/current").status == 204)
         let all = "/v1/clients/once/alerts?state=queued,displayed,answered,dismissed,expired,withdrawn"
-        #expect((try daemon.send("GET", all).object()["alerts"] as? [Any])?.isEmpty == true)
+        #expect((try await daemon.send("GET", all).object()["alerts"] as? [Any])?.isEmpty == true)
         // Its webhooks are configuration, not queue state: they stay.
-        let hooks = try daemon.send("GET", "/v1/clients/once/webhooks").object()["webhooks"] as? [[String: Any]]
+        let hooks = try await daemon.send("GET", "/v1/clients/once/webhooks").object()["webhooks"] as? [[String: Any]]
         #expect(hooks?.count == 1)
         // Its slot is free again, and the store forgot it too.
-        let restarted = try daemon.restart(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
+        let restarted = try await daemon.restart(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
         defer { restarted.cleanUp() }
-        #expect(try listed(restarted) == ["busy"])
-        #expect(try restarted.send("POST", "/v1/clients/third/alerts", json: #"{"title":"x"}"#).status == 201)
-        #expect(try restarted.send("POST", "/v1/clients/once/alerts", json: #"{"title":"back"}"#).status == 429)
+        #expect(try await listed(restarted) == ["busy"])
+        #expect(try await restarted.send("POST", "/v1/clients/third/alerts", json: #"{"title":"x"}"#).status == 201)
+        #expect(try await restarted.send("POST", "/v1/clients/once/alerts", json: #"{"title":"back"}"#).status == 429)
     }
 
     @Test("GET /v1/clients pages by id like the alert list: limit, next_cursor, bad values are 400")
-    func clientPaging() throws {
-        let daemon = try InProcessDaemon()
+    func clientPaging() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        for client in ["e", "a", "d", "b", "c"] { _ = try daemon.post(client, #"{"title":"x","buttons":[{"title":"OK"}]}"#) }
+        for client in ["e", "a", "d", "b", "c"] { _ = try await daemon.post(client, #"{"title":"x","buttons":[{"title":"OK"}]}"#) }
         var seen: [String] = []
         var cursor: String?
         var pages = 0
         repeat {
             let target = "/v1/clients?limit=2" + (cursor.map { "&cursor=\($0)" } ?? "")
-            let page = try daemon.send("GET", target).object()
+            let page = try await daemon.send("GET", target).object()
             let clients = page["clients"] as! [[String: Any]]
             #expect(clients.count <= 2)
             #expect(clients.allSatisfy { $0["pending"] as? Int == 1 && $0["displayed"] is String })
@@ -96,35 +98,35 @@ struct BoundsTests {
         } while cursor != nil && pages < 10
         #expect(seen == ["a", "b", "c", "d", "e"])
         #expect(pages == 3)
-        let whole = try daemon.send("GET", "/v1/clients").object()
+        let whole = try await daemon.send("GET", "/v1/clients").object()
         #expect((whole["clients"] as! [Any]).count == 5)
         #expect(whole["next_cursor"] is NSNull)
         for bad in ["limit=0", "limit=1001", "limit=x", "cursor=zzz", "cursor=c.%20bad", "page=2"] {
-            let response = try daemon.send("GET", "/v1/clients?\(bad)")
+            let response = try await daemon.send("GET", "/v1/clients?\(bad)")
             #expect(response.status == 400, "\(bad)")
             #expect(try Self.code(response) == "bad-request")
         }
     }
 
     @Test("limits.max_waiters_per_token: one token's long-polls cannot take every waiter slot")
-    func waitersPerToken() throws {
+    func waitersPerToken() async throws {
         let secrets = ["wall-a": "s3cret-wall-a", "wall-b": "s3cret-wall-b"]
         var config = "limits: { max_waiters_per_token: 2 }\nauth:\n  tokens:\n"
         for (name, secret) in secrets.sorted(by: { $0.key < $1.key }) {
             let hex = Token.hex(Array(SHA256.hash(data: Array(secret.utf8))))
             config += "    - { name: \(name), sha256: \"\(hex)\", roles: [read], clients: ['*'] }\n"
         }
-        let daemon = try InProcessDaemon(config: config)
+        let daemon = try await InProcessDaemon(config: config)
         defer { daemon.cleanUp() }
         let bearer = { (name: String) in [("Authorization", "Bearer \(secrets[name]!)")] }
         let parked = (0..<2).map { _ in daemon.start("GET", "/v1/clients/ops/alerts/current?wait=30", headers: bearer("wall-a")) }
         #expect(parked.allSatisfy { !$0.isAnswered })
-        let refused = try daemon.send("GET", "/v1/clients/ops/alerts/current?wait=30", headers: bearer("wall-a"))
+        let refused = try await daemon.send("GET", "/v1/clients/ops/alerts/current?wait=30", headers: bearer("wall-a"))
         #expect(refused.status == 503)
         #expect(try Self.code(refused) == "too-many-waiters")
         #expect(refused.header("Retry-After") != nil)
         let other = daemon.start("GET", "/v1/clients/ops/alerts/current?wait=30", headers: bearer("wall-b"))
         #expect(!other.isAnswered, "another token still parks")
-        #expect(try daemon.send("GET", "/readyz").object()["waiters"] as? Int == 3)
+        #expect(try await daemon.send("GET", "/readyz").object()["waiters"] as? Int == 3)
     }
 }

@@ -1,16 +1,19 @@
 import AlertdCore
+import AlertdEngine
+import AlertdHTTP
 import AlertdStore
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdWire
 import Logging
 
 @Suite("The config file")
 struct ConfigTests {
     @Test("the commented example in config/ is a valid config with the defaults")
-    func shippedExample() throws {
+    func shippedExample() async throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let config = try Config.load(path: repository.appendingPathComponent("config/alertd.yaml").path)
         #expect(config.listen == Config().listen)
@@ -21,7 +24,7 @@ struct ConfigTests {
     }
 
     @Test("an empty file means every default of §8")
-    func defaults() throws {
+    func defaults() async throws {
         let config = try Config.parse(yaml: "")
         #expect(config.listen == "127.0.0.1:8080")
         #expect(config.stateDir == "./alertd-state")
@@ -37,7 +40,7 @@ struct ConfigTests {
     }
 
     @Test("every key this version supports is read")
-    func everyKey() throws {
+    func everyKey() async throws {
         let config = try Config.parse(
             yaml: """
                 listen: "0.0.0.0:9000"
@@ -82,7 +85,7 @@ struct ConfigTests {
             ("log: { level: info, format: json }", "log.format"),
             ("alerts: { retention_days: 3 }", "alerts.retention_days"),
         ])
-    func unknownKey(yaml: String, key: String) {
+    func unknownKey(yaml: String, key: String) async {
         #expect {
             try Config.parse(yaml: yaml)
         } throws: { error in
@@ -109,7 +112,7 @@ struct ConfigTests {
             ("callbacks: { retry_initial_seconds: 600 }", "callbacks.retry_max_interval_seconds"),
             ("callbacks: { timeout: 0 }", "callbacks.timeout"),
         ])
-    func wrongValue(yaml: String, key: String) {
+    func wrongValue(yaml: String, key: String) async {
         #expect {
             try Config.parse(yaml: yaml)
         } throws: { error in
@@ -118,7 +121,7 @@ struct ConfigTests {
     }
 
     @Test("per-token rate limits: rate_per_second and rate_burst")
-    func rateLimits() throws {
+    func rateLimits() async throws {
         let config = try Config.parse(yaml: "limits: { rate_per_second: 2.5, rate_burst: 10 }")
         #expect(config.limits.ratePerSecond == 2.5 && config.limits.rateBurst == 10)
         #expect(try Config.parse(yaml: "").limits.ratePerSecond == nil)
@@ -132,7 +135,7 @@ struct ConfigTests {
     }
 
     @Test("webhooks lists client, url and secret per entry")
-    func webhooks() throws {
+    func webhooks() async throws {
         let config = try Config.parse(
             yaml: """
                 webhooks:
@@ -159,7 +162,7 @@ struct ConfigTests {
             ("webhooks: [{ client: ops, url: 'http://x/y', secret: s, colour: red }]", "webhooks[0].colour"),
             ("webhooks: { client: ops }", "webhooks"),
         ])
-    func badWebhook(yaml: String, key: String) {
+    func badWebhook(yaml: String, key: String) async {
         #expect {
             try Config.parse(yaml: yaml)
         } throws: { error in
@@ -168,7 +171,7 @@ struct ConfigTests {
     }
 
     @Test("listen parses host and port, IPv6 in brackets")
-    func listen() throws {
+    func listen() async throws {
         var config = Config()
         config.listen = "[::1]:8081"
         #expect(try config.listenAddress() == ("::1", 8081))
@@ -186,77 +189,105 @@ struct ConfigTests {
 @Suite("Routing and problem codes")
 struct RoutingTests {
     @Test("the problem codes are exactly §4's, with their statuses, plus alertd's own 500 internal")
-    func codes() {
+    func codes() async {
         let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
         #expect(
             table == [
                 "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
-                "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "payload-too-large": 413,
+                "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "webhook-exists": 409, "payload-too-large": 413,
                 "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
                 "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503, "internal": 500,
             ])
     }
 
-    @Test("every domain error maps to the problem code of its name and status")
-    func domainErrors() {
+    @Test("every engine error maps to its problem code; the board's keep their names; none is a 500")
+    func domainErrors() async {
+        let expected: [EngineError.Code: Problem.Code] = [
+            .notFound: .notFound, .notDisplayed: .notDisplayed, .alreadyDecided: .alreadyDecided, .unknownButton: .unknownButton,
+            .queueFull: .queueFull, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
+            .invalidWebhook: .badRequest, .configWebhook: .forbidden, .webhookExists: .webhookExists, .tooManyWaiters: .tooManyWaiters,
+            .unavailable: .unavailable,
+        ]
+        #expect(Set(expected.keys) == Set(EngineError.Code.allCases))
+        for code in EngineError.Code.allCases {
+            let problem = Problem(EngineError(code, "detail", retryAfter: 3))
+            #expect(problem.code == expected[code], "\(code)")
+            #expect(problem.code.status != 500, "\(code) is not a bug")
+            #expect(problem.headers.contains { $0.name == "Retry-After" && $0.value == "3" })
+        }
         for code in BoardError.Code.allCases {
-            let problem = Problem(BoardError(code, "detail"))
-            #expect(problem.code.rawValue == code.rawValue, "\(code)")
-            #expect(problem.code.status != 400 && problem.code.status != 500, "\(code) is not a generic error")
+            #expect(Problem(EngineError(BoardError(code, "detail"))).code.rawValue == code.rawValue, "\(code)")
         }
     }
 
     @Test("an error that is not a problem is 500 internal naming the request id, never its own text")
-    func unexpectedErrors() {
+    func unexpectedErrors() async throws {
         struct SecretLeak: Error, CustomStringConvertible {
             var description: String { "cannot open /var/lib/alertd/alertd.sqlite at 10.0.0.5" }
         }
-        let problem = Problem.of(SecretLeak(), requestID: "req-123")
-        #expect(problem.code == .internal)
-        #expect(problem.code.status == 500)
-        #expect(problem.detail.contains("req-123"))
-        #expect(!problem.detail.contains("alertd.sqlite") && !problem.detail.contains("10.0.0.5"))
-        let known = Problem(.notFound, "no such alert")
-        #expect(Problem.of(known, requestID: "req-1").detail == "no such alert")
+        let daemon = try await InProcessDaemon()
+        defer { daemon.cleanUp() }
+        let failing = Route("GET", "/boom", .open, "boom") { _ in { _ in throw SecretLeak() } }
+        let api = API(
+            engine: daemon.alertd.engine, routes: [failing], access: API.Access(), metrics: API.Metrics(), metricsNeedToken: false,
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let answer = PendingAnswer()
+        api.handle(
+            HTTPRequest(method: "GET", path: "/boom", headers: [("X-Request-Id", "req-123")]), responder: .inProcess { answer.fulfil($0) })
+        let response = try await answer.value()
+        #expect(response.status == 500)
+        let body = try response.object()
+        #expect(body["code"] as? String == "internal")
+        #expect((body["detail"] as? String)?.contains("req-123") == true)
+        #expect(!response.text.contains("alertd.sqlite") && !response.text.contains("10.0.0.5"))
+        #expect(response.header("X-Request-Id") == "req-123")
     }
 
     @Test(
-        "each path and method reaches its endpoint",
+        "each path and method reaches its route, with its client and id",
         arguments: [
-            ("GET", "/healthz", Endpoint.healthz),
-            ("GET", "/readyz", .readyz),
-            ("GET", "/v1/clients", .listClients),
-            ("POST", "/v1/clients/ops/alerts", .postAlert(client: "ops")),
-            ("GET", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
-            ("HEAD", "/v1/clients/ops/alerts", .listAlerts(client: "ops")),
-            ("GET", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
-            ("GET", "/v1/clients/ops/alerts/X1", .getAlert(client: "ops", id: "X1")),
-            ("DELETE", "/v1/clients/ops/alerts/X1", .withdrawAlert(client: "ops", id: "X1")),
-            ("POST", "/v1/clients/ops/alerts/X1/choice", .choose(client: "ops", id: "X1")),
-            ("POST", "/v1/clients/ops/webhooks", .createWebhook(client: "ops")),
-            ("GET", "/v1/clients/ops/webhooks", .listWebhooks(client: "ops")),
-            ("GET", "/v1/clients/ops/webhooks/wh_1", .getWebhook(client: "ops", id: "wh_1")),
-            ("DELETE", "/v1/clients/ops/webhooks/wh_1", .deleteWebhook(client: "ops", id: "wh_1")),
-            ("GET", "/v1/clients/ops/alerts/X1/deliveries", .deliveries(client: "ops", id: "X1")),
-            ("HEAD", "/v1/clients/ops/alerts/current", .currentAlert(client: "ops")),
-            ("GET", "/", .dashboard),
-            ("GET", "/ui/app.js", .dashboardAsset(name: "app.js")),
+            ("GET", "/healthz", "healthz", nil, nil),
+            ("GET", "/readyz", "readyz", nil, nil),
+            ("GET", "/v1/clients", "list_clients", nil, nil),
+            ("POST", "/v1/clients/ops/alerts", "post_alert", "ops", nil),
+            ("GET", "/v1/clients/ops/alerts", "list_alerts", "ops", nil),
+            ("HEAD", "/v1/clients/ops/alerts", "list_alerts", "ops", nil),
+            ("GET", "/v1/clients/ops/alerts/current", "current_alert", "ops", nil),
+            ("GET", "/v1/clients/ops/alerts/X1", "get_alert", "ops", "X1"),
+            ("DELETE", "/v1/clients/ops/alerts/X1", "withdraw_alert", "ops", "X1"),
+            ("POST", "/v1/clients/ops/alerts/X1/choice", "choose", "ops", "X1"),
+            ("POST", "/v1/clients/ops/webhooks", "create_webhook", "ops", nil),
+            ("GET", "/v1/clients/ops/webhooks", "list_webhooks", "ops", nil),
+            ("GET", "/v1/clients/ops/webhooks/wh_1", "get_webhook", "ops", "wh_1"),
+            ("DELETE", "/v1/clients/ops/webhooks/wh_1", "delete_webhook", "ops", "wh_1"),
+            ("GET", "/v1/clients/ops/alerts/X1/deliveries", "deliveries", "ops", "X1"),
+            ("HEAD", "/v1/clients/ops/alerts/current", "current_alert", "ops", nil),
+            ("GET", "/", "dashboard", nil, nil),
+            ("GET", "/ui/app.js", "dashboard_asset", nil, nil),
             // A capture is the segment's text as decoded, not only ASCII; the handler judges it.
-            ("GET", "/v1/clients/öps/alerts/current", .currentAlert(client: "öps")),
+            ("GET", "/v1/clients/öps/alerts/current", "current_alert", "öps", nil),
             // `current` is a literal: it wins over `{id}`, but only in that position.
-            ("GET", "/v1/clients/current/alerts/current", .currentAlert(client: "current")),
-        ])
-    func routes(method: String, path: String, endpoint: Endpoint) {
-        guard case .found(let found, _) = Router.api.match(method: method, path: path) else {
+            ("GET", "/v1/clients/current/alerts/current", "current_alert", "current", nil),
+        ] as [(String, String, String, String?, String?)])
+    func routes(method: String, path: String, name: String, client: String?, id: String?) async {
+        guard case .found(let route, let captures) = Router(API.routes).match(method: method, path: path) else {
             Issue.record("no route for \(method) \(path)")
             return
         }
-        #expect(found == endpoint)
+        #expect(route.name == name)
+        #expect(captures["client"] == client)
+        #expect(captures["id"] == id)
+        if name == "dashboard_asset" { #expect(captures["asset"] == "app.js") }
+    }
+
+    @Test("route names are unique: each is one metrics label")
+    func routeNames() async {
+        #expect(Set(API.routes.map(\.name)).count == API.routes.count)
     }
 
     @Test("a known path with another method is 405 with the methods it allows")
-    func methodNotAllowed() {
-        guard case .methodNotAllowed(let allow) = Router.api.match(method: "PUT", path: "/v1/clients/ops/alerts/X1") else {
+    func methodNotAllowed() async {
+        guard case .methodNotAllowed(let allow) = Router(API.routes).match(method: "PUT", path: "/v1/clients/ops/alerts/X1") else {
             Issue.record("expected 405")
             return
         }
@@ -264,8 +295,8 @@ struct RoutingTests {
     }
 
     @Test("405 lists each method once, in table order, with HEAD after GET")
-    func allowOrder() {
-        guard case .methodNotAllowed(let allow) = Router.api.match(method: "PATCH", path: "/v1/clients/ops/alerts") else {
+    func allowOrder() async {
+        guard case .methodNotAllowed(let allow) = Router(API.routes).match(method: "PATCH", path: "/v1/clients/ops/alerts") else {
             Issue.record("expected 405")
             return
         }
@@ -278,8 +309,8 @@ struct RoutingTests {
             "/v1", "/v1/clients/", "/v1/clients//alerts", "/v2/clients", "/v1/clients/ops/alerts/X1/choice/x", "healthz", "",
             "//", "/v1/clients/ops/alerts/X1/choice/x/y/z/w", "/v1/clients/ops/alert", "/v1/clients/ops/alertsx", "/V1/clients",
         ])
-    func notFound(path: String) {
-        guard case .notFound = Router.api.match(method: "GET", path: path) else {
+    func notFound(path: String) async {
+        guard case .notFound = Router(API.routes).match(method: "GET", path: path) else {
             Issue.record("expected 404 for \(path)")
             return
         }
@@ -288,7 +319,7 @@ struct RoutingTests {
 
 struct RequestIDTests {
     @Test("a sane X-Request-Id is kept; anything else gets a new id")
-    func keepsSaneIDs() {
+    func keepsSaneIDs() async {
         #expect(RequestID.of("abc-123_X.y") == "abc-123_X.y")
         for bad in [nil, "", "has space", "ü", String(repeating: "a", count: 65)] {
             #expect(RequestID.of(bad) != bad)
@@ -296,7 +327,7 @@ struct RequestIDTests {
     }
 
     @Test("new ids are a hex prefix, a dash and a base-36 counter, all different")
-    func newIDs() {
+    func newIDs() async {
         let ids = (0..<2_000).map { _ in RequestID.of(nil) }
         #expect(Set(ids).count == ids.count)
         let prefixes = Set(ids.map { $0.split(separator: "-")[0] })

@@ -1,8 +1,10 @@
+import AlertdEngine
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 /// `Sources/AlertdAPI/Dashboard/`, found from this file's path.
@@ -22,7 +24,7 @@ private func hex(_ data: Data) -> String { SHA256.hash(data: data).map { String(
 @Suite("The embedded dashboard is Sources/AlertdAPI/Dashboard/, byte for byte")
 struct DashboardEmbeddingTests {
     @Test("every file of Dashboard/ is embedded with its exact bytes and a SHA-256 ETag")
-    func upToDate() throws {
+    func upToDate() async throws {
         let files = try sourceFiles()
         #expect(files.keys.contains("index.html"))
         #expect(Set(Dashboard.all.map(\.name)) == Set(files.keys), "a file of Dashboard/ is not declared in Package.swift's resources")
@@ -34,7 +36,7 @@ struct DashboardEmbeddingTests {
     }
 
     @Test("content types follow the file extensions")
-    func contentTypes() {
+    func contentTypes() async {
         let expected = [
             "html": "text/html; charset=utf-8", "css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8",
             "svg": "image/svg+xml; charset=utf-8",
@@ -46,7 +48,7 @@ struct DashboardEmbeddingTests {
     }
 
     @Test("the page loads script and style from /ui/ only, with no inline script, style or event handler")
-    func noInlineCode() throws {
+    func noInlineCode() async throws {
         let page = Dashboard.page.text
         let scripts = page.ranges(of: "<script").map { page[$0.lowerBound...] }
         #expect(!scripts.isEmpty)
@@ -65,7 +67,7 @@ struct DashboardEmbeddingTests {
     }
 
     @Test("the script never turns text into HTML or code")
-    func noHTMLSinks() throws {
+    func noHTMLSinks() async throws {
         let script = try #require(Dashboard.asset(named: "dashboard.js")).text
         for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setTimeout(\""] {
             let uses = script.contains(sink)
@@ -81,10 +83,10 @@ struct DashboardServingTests {
         + "form-action 'none'; frame-ancestors 'none'"
 
     @Test("GET / is the page, with a strict Content-Security-Policy, nosniff, no-referrer, no-cache and a strong ETag")
-    func page() throws {
-        let daemon = try InProcessDaemon()
+    func page() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("GET", "/")
+        let response = try await daemon.send("GET", "/")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "text/html; charset=utf-8")
         #expect(response.text == Dashboard.page.text)
@@ -95,7 +97,7 @@ struct DashboardServingTests {
         #expect(response.header("Cache-Control") == "no-cache")
         let etag = try #require(response.header("ETag"))
         #expect(etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count == 66)
-        #expect(try daemon.send("HEAD", "/").status == 200)
+        #expect(try await daemon.send("HEAD", "/").status == 200)
     }
 
     @Test(
@@ -104,10 +106,10 @@ struct DashboardServingTests {
             ("/ui/dashboard.js", "text/javascript; charset=utf-8"), ("/ui/dashboard.css", "text/css; charset=utf-8"),
             ("/ui/icon.svg", "image/svg+xml; charset=utf-8"),
         ])
-    func asset(path: String, type: String) throws {
-        let daemon = try InProcessDaemon()
+    func asset(path: String, type: String) async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("GET", path)
+        let response = try await daemon.send("GET", path)
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == type)
         #expect(response.body.count > 100)
@@ -118,47 +120,47 @@ struct DashboardServingTests {
     }
 
     @Test("If-None-Match naming the ETag is 304 without a body; another tag gets the file", arguments: ["/", "/ui/dashboard.js"])
-    func conditional(path: String) throws {
-        let daemon = try InProcessDaemon()
+    func conditional(path: String) async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let etag = try #require(try daemon.send("GET", path).header("ETag"))
+        let etag = try #require(try await daemon.send("GET", path).header("ETag"))
         for matching in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
-            let response = try daemon.send("GET", path, headers: [("If-None-Match", matching)])
+            let response = try await daemon.send("GET", path, headers: [("If-None-Match", matching)])
             #expect(response.status == 304, "If-None-Match: \(matching)")
             #expect(response.body.count == 0)
             #expect(response.header("ETag") == etag)
             #expect(response.header("Cache-Control") == "no-cache")
         }
-        let other = try daemon.send("GET", path, headers: [("If-None-Match", "\"0123\"")])
+        let other = try await daemon.send("GET", path, headers: [("If-None-Match", "\"0123\"")])
         #expect(other.status == 200 && !other.body.isEmpty)
     }
 
     @Test(
         "unknown files are 404 problem+json; the page has one address",
         arguments: ["/ui/nothing.js", "/ui/index.html", "/ui/", "/ui", "/ui/a/b", "/index.html", "/ui/dashboard.js/"])
-    func unknown(path: String) throws {
-        let daemon = try InProcessDaemon()
+    func unknown(path: String) async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("GET", path)
+        let response = try await daemon.send("GET", path)
         #expect(response.status == 404)
         #expect(response.header("Content-Type") == "application/problem+json")
     }
 
     @Test("other methods are 405 with Allow: GET, HEAD")
-    func methods() throws {
-        let daemon = try InProcessDaemon()
+    func methods() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         for (method, path) in [("POST", "/"), ("DELETE", "/ui/dashboard.js")] {
-            let response = try daemon.send(method, path)
+            let response = try await daemon.send(method, path)
             #expect(response.status == 405)
             #expect(response.header("Allow") == "GET, HEAD")
         }
     }
 
     @Test("the page and its files need no token, even when the daemon has tokens")
-    func openWithTokens() throws {
+    func openWithTokens() async throws {
         let hex = Token.hex(Array(SHA256.hash(data: Array("s3cret".utf8))))
-        let daemon = try InProcessDaemon(
+        let daemon = try await InProcessDaemon(
             config: """
                 auth:
                   tokens:
@@ -166,21 +168,22 @@ struct DashboardServingTests {
                 """)
         defer { daemon.cleanUp() }
         for path in ["/", "/ui/dashboard.js", "/ui/dashboard.css"] {
-            #expect(try daemon.send("GET", path).status == 200, "\(path)")
+            #expect(try await daemon.send("GET", path).status == 200, "\(path)")
         }
-        #expect(try daemon.send("GET", "/v1/clients").status == 401)
+        #expect(try await daemon.send("GET", "/v1/clients").status == 401)
     }
 
     @Test("the routes have their own bounded metric labels")
-    func routeNames() {
+    func routeNames() async {
         let cases: [(String, String)] = [("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset")]
         for (path, name) in cases {
-            guard case .found(let endpoint, let permission) = Router.api.match(method: "GET", path: path) else {
+            guard case .found(let route, _) = Router(API.routes).match(method: "GET", path: path) else {
                 Issue.record("no route for \(path)")
                 continue
             }
-            #expect(endpoint.routeName == name)
-            #expect(permission == .open)
+            #expect(route.name == name)
+            #expect(route.permission == .open)
+            #expect(route.isDashboard)
         }
     }
 
@@ -189,7 +192,7 @@ struct DashboardServingTests {
         arguments: [
             ("\"a\"", true), ("W/\"a\"", true), (" \"b\" , \"a\" ", true), ("*", true), ("\"b\"", false), ("a", false), ("", false),
         ])
-    func ifNoneMatch(header: String, matches: Bool) {
+    func ifNoneMatch(header: String, matches: Bool) async {
         #expect(Dashboard.matches(header, etag: "\"a\"") == matches)
     }
 }

@@ -1,7 +1,9 @@
+import AlertdEngine
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdCore
 import AlertdHTTP
 import NIOConcurrencyHelpers
@@ -9,178 +11,180 @@ import NIOConcurrencyHelpers
 @Suite("Deadlines through the API, on a manual clock")
 struct DeadlineTests {
     @Test("a buttonless alert is dismissed dismiss_after seconds after it is displayed, then the next one shows")
-    func dismissal() throws {
-        let daemon = try InProcessDaemon()
+    func dismissal() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let notice = try daemon.post("ops", #"{"title":"Backup done","dismiss_after":2}"#)
-        let next = try daemon.post("ops", #"{"title":"Next","buttons":[{"title":"OK"}]}"#)
+        let notice = try await daemon.post("ops", #"{"title":"Backup done","dismiss_after":2}"#)
+        let next = try await daemon.post("ops", #"{"title":"Next","buttons":[{"title":"OK"}]}"#)
         let id = notice["id"] as! String
 
         daemon.clock.advance(seconds: 1.999)
-        daemon.fireDeadlines()
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == "displayed")
+        await daemon.fireDeadlines()
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == "displayed")
 
         daemon.clock.advance(seconds: 0.001)
-        daemon.fireDeadlines()
-        let dismissed = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()
+        await daemon.fireDeadlines()
+        let dismissed = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()
         #expect(dismissed["state"] as? String == "dismissed")
         #expect(dismissed["position"] is NSNull)
         let result = try #require(dismissed["result"] as? [String: Any])
         #expect(result["outcome"] as? String == "dismissed")
         #expect(result["button"] is NSNull)
         #expect(result["decided_by"] is NSNull)
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String == next["id"] as? String)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String == next["id"] as? String)
     }
 
     @Test("the default dismissal delay comes from alerts.default_dismiss_after")
-    func defaultDismissal() throws {
-        let daemon = try InProcessDaemon(config: "alerts: {default_dismiss_after: 5}")
+    func defaultDismissal() async throws {
+        let daemon = try await InProcessDaemon(config: "alerts: {default_dismiss_after: 5}")
         defer { daemon.cleanUp() }
-        let notice = try daemon.post("ops", #"{"title":"FYI"}"#)
+        let notice = try await daemon.post("ops", #"{"title":"FYI"}"#)
         #expect(notice["dismiss_after"] as? Int == 5)
         daemon.clock.advance(seconds: 4.9)
-        daemon.fireDeadlines()
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").status == 200)
+        await daemon.fireDeadlines()
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").status == 200)
         daemon.clock.advance(seconds: 0.1)
-        daemon.fireDeadlines()
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").status == 204)
+        await daemon.fireDeadlines()
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").status == 204)
     }
 
     @Test("a queued alert expires at expires_at without ever being displayed")
-    func queuedExpiry() throws {
-        let daemon = try InProcessDaemon()
+    func queuedExpiry() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        _ = try daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
-        let second = try daemon.post("ops", #"{"title":"Second","buttons":[{"title":"OK"}],"expires_in":30}"#)
+        _ = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
+        let second = try await daemon.post("ops", #"{"title":"Second","buttons":[{"title":"OK"}],"expires_in":30}"#)
         let id = second["id"] as! String
         #expect(second["position"] as? Int == 1)
         daemon.clock.advance(seconds: 30)
-        daemon.fireDeadlines()
-        let expired = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()
+        await daemon.fireDeadlines()
+        let expired = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()
         #expect(expired["state"] as? String == "expired")
         #expect(expired["displayed_at"] is NSNull)
-        let list = try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as! [[String: Any]]
+        let list = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as! [[String: Any]]
         #expect(list.map { $0["title"] as? String } == ["First"])
     }
 
     @Test("a parked waiter on an alert is answered when the alert expires")
-    func waiterSeesExpiry() throws {
-        let daemon = try InProcessDaemon()
+    func waiterSeesExpiry() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let alert = try daemon.post("ops", #"{"title":"Approve?","buttons":[{"title":"Yes"}],"expires_in":10}"#)
+        let alert = try await daemon.post("ops", #"{"title":"Approve?","buttons":[{"title":"Yes"}],"expires_in":10}"#)
         let waiter = daemon.start("GET", "/v1/clients/ops/alerts/\(alert["id"] as! String)?wait=60")
-        daemon.barrier()
+        await daemon.barrier()
         #expect(!waiter.isAnswered)
         daemon.clock.advance(seconds: 10)
-        daemon.fireDeadlines()
-        let answer = try waiter.wait()
+        await daemon.fireDeadlines()
+        let answer = try await waiter.value()
         #expect(answer.status == 200)
         #expect(try answer.object()["state"] as? String == "expired")
     }
 
     @Test("deadlines that passed while the daemon was down fire at once after the restart")
-    func deadlinesAcrossRestart() throws {
-        var daemon = try InProcessDaemon()
-        let notice = try daemon.post("ops", #"{"title":"Gone soon","dismiss_after":1}"#)
-        let approval = try daemon.post("team", #"{"title":"Approve?","buttons":[{"title":"Yes"}],"expires_in":60}"#)
+    func deadlinesAcrossRestart() async throws {
+        var daemon = try await InProcessDaemon()
+        let notice = try await daemon.post("ops", #"{"title":"Gone soon","dismiss_after":1}"#)
+        let approval = try await daemon.post("team", #"{"title":"Approve?","buttons":[{"title":"Yes"}],"expires_in":60}"#)
         daemon.stop()
         daemon.clock.advance(seconds: 3600)
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
-        daemon.fireDeadlines()
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(notice["id"] as! String)").object()["state"] as? String == "dismissed")
-        #expect(try daemon.send("GET", "/v1/clients/team/alerts/\(approval["id"] as! String)").object()["state"] as? String == "expired")
+        await daemon.fireDeadlines()
+        #expect(
+            try await daemon.send("GET", "/v1/clients/ops/alerts/\(notice["id"] as! String)").object()["state"] as? String == "dismissed")
+        #expect(
+            try await daemon.send("GET", "/v1/clients/team/alerts/\(approval["id"] as! String)").object()["state"] as? String == "expired")
     }
 }
 
 @Suite("Queues through the API")
 struct QueueTests {
     @Test("a stack client shows the newest alert at once and the covered one again when it is answered")
-    func stackPolicy() throws {
-        let daemon = try InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+    func stackPolicy() async throws {
+        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
-        let older = try daemon.post("ops", #"{"title":"Older","buttons":[{"title":"OK"}]}"#)
-        let newer = try daemon.post("ops", #"{"title":"Newer","buttons":[{"title":"OK"}]}"#)
+        let older = try await daemon.post("ops", #"{"title":"Older","buttons":[{"title":"OK"}]}"#)
+        let newer = try await daemon.post("ops", #"{"title":"Newer","buttons":[{"title":"OK"}]}"#)
         #expect(newer["state"] as? String == "displayed")
-        let covered = try daemon.send("GET", "/v1/clients/ops/alerts/\(older["id"] as! String)").object()
+        let covered = try await daemon.send("GET", "/v1/clients/ops/alerts/\(older["id"] as! String)").object()
         #expect(covered["state"] as? String == "queued")
         #expect(covered["position"] as? Int == 1)
         #expect(covered["displayed_at"] is NSNull)
-        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(newer["id"] as! String)/choice", json: #"{"button":"OK"}"#)
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String == older["id"] as? String)
+        _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(newer["id"] as! String)/choice", json: #"{"button":"OK"}"#)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String == older["id"] as? String)
     }
 
     @Test("a fifo client keeps the displayed alert when a higher priority arrives, then shows the highest priority")
-    func fifoPolicy() throws {
-        let daemon = try InProcessDaemon()
+    func fifoPolicy() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let first = try daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
-        _ = try daemon.post("ops", #"{"title":"Low","buttons":[{"title":"OK"}]}"#)
-        let urgent = try daemon.post("ops", #"{"title":"Urgent","priority":50,"buttons":[{"title":"OK"}]}"#)
+        let first = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("ops", #"{"title":"Low","buttons":[{"title":"OK"}]}"#)
+        let urgent = try await daemon.post("ops", #"{"title":"Urgent","priority":50,"buttons":[{"title":"OK"}]}"#)
         #expect(urgent["state"] as? String == "queued")
         #expect(urgent["position"] as? Int == 1)
-        let list = try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as! [[String: Any]]
+        let list = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as! [[String: Any]]
         #expect(list.map { $0["title"] as? String } == ["First", "Urgent", "Low"])
         #expect(list.map { $0["position"] as? Int } == [0, 1, 2])
-        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(first["id"] as! String)/choice", json: #"{"button_index":0}"#)
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").object()["title"] as? String == "Urgent")
+        _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(first["id"] as! String)/choice", json: #"{"button_index":0}"#)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").object()["title"] as? String == "Urgent")
     }
 
     @Test("switching a client to stack in the config re-orders its queue on restart")
-    func policyChangeOnRestart() throws {
-        var daemon = try InProcessDaemon()
-        _ = try daemon.post("ops", #"{"title":"Older","buttons":[{"title":"OK"}]}"#)
-        _ = try daemon.post("ops", #"{"title":"Newer","buttons":[{"title":"OK"}]}"#)
-        daemon = try daemon.restart(config: "clients:\n  ops: { policy: stack }\n")
+    func policyChangeOnRestart() async throws {
+        var daemon = try await InProcessDaemon()
+        _ = try await daemon.post("ops", #"{"title":"Older","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("ops", #"{"title":"Newer","buttons":[{"title":"OK"}]}"#)
+        daemon = try await daemon.restart(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").object()["title"] as? String == "Newer")
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").object()["title"] as? String == "Newer")
     }
 }
 
 @Suite("Long-poll waiters in process")
 struct WaiterTests {
     @Test("a current waiter parks while the displayed id equals after, and wakes with the next alert")
-    func currentWakes() throws {
-        let daemon = try InProcessDaemon()
+    func currentWakes() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let first = try daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
-        let second = try daemon.post("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
+        let first = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
+        let second = try await daemon.post("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
         let waiters = (0..<50).map { _ in daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60&after=\(first["id"] as! String)") }
-        daemon.barrier()
+        await daemon.barrier()
         #expect(waiters.allSatisfy { !$0.isAnswered })
-        #expect(daemon.core.service.hub.withLockedValue { $0.count } == 50)
-        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(first["id"] as! String)/choice", json: #"{"button":"OK"}"#)
+        #expect(daemon.alertd.engine.waiterCount == 50)
+        _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(first["id"] as! String)/choice", json: #"{"button":"OK"}"#)
         for waiter in waiters {
-            #expect(try waiter.wait().object()["id"] as? String == second["id"] as? String)
+            #expect(try await waiter.value().object()["id"] as? String == second["id"] as? String)
         }
-        #expect(daemon.core.service.hub.withLockedValue { $0.count } == 0)
+        #expect(daemon.alertd.engine.waiterCount == 0)
     }
 
     @Test("a current waiter without after parks only while nothing is displayed")
-    func currentWithoutAfter() throws {
-        let daemon = try InProcessDaemon()
+    func currentWithoutAfter() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let waiter = daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60")
-        daemon.barrier()
+        await daemon.barrier()
         #expect(!waiter.isAnswered)
-        let posted = try daemon.post("ops", #"{"title":"Hello","buttons":[{"title":"OK"}]}"#)
-        #expect(try waiter.wait().object()["id"] as? String == posted["id"] as? String)
+        let posted = try await daemon.post("ops", #"{"title":"Hello","buttons":[{"title":"OK"}]}"#)
+        #expect(try await waiter.value().object()["id"] as? String == posted["id"] as? String)
         // Something is displayed now: no parking at all.
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current?wait=60").status == 200)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current?wait=60").status == 200)
     }
 
     @Test("draining answers every parked waiter with the state it waited on")
-    func drainAnswers() throws {
-        let daemon = try InProcessDaemon()
+    func drainAnswers() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let posted = try daemon.post("ops", #"{"title":"Hello","buttons":[{"title":"OK"}]}"#)
+        let posted = try await daemon.post("ops", #"{"title":"Hello","buttons":[{"title":"OK"}]}"#)
         let onCurrent = daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60&after=\(posted["id"] as! String)")
         let onAlert = daemon.start("GET", "/v1/clients/ops/alerts/\(posted["id"] as! String)?wait=60")
-        daemon.barrier()
-        daemon.core.service.drain()
-        #expect(try onCurrent.wait(seconds: 2).object()["id"] as? String == posted["id"] as? String)
-        #expect(try onAlert.wait(seconds: 2).object()["state"] as? String == "displayed")
-        let refused = try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Late"}"#)
+        await daemon.barrier()
+        daemon.alertd.engine.drain()
+        #expect(try await onCurrent.value(seconds: 2).object()["id"] as? String == posted["id"] as? String)
+        #expect(try await onAlert.value(seconds: 2).object()["state"] as? String == "displayed")
+        let refused = try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Late"}"#)
         #expect(refused.status == 503)
         #expect(try refused.object()["code"] as? String == "unavailable")
     }
@@ -190,23 +194,23 @@ struct WaiterTests {
 struct RetentionTests {
     @Test("decided alerts are deleted once alerts.retention has passed, pending ones never")
     func purge() async throws {
-        let daemon = try InProcessDaemon(config: "alerts: { retention: 3600 }")
+        let daemon = try await InProcessDaemon(config: "alerts: { retention: 3600 }")
         defer { daemon.cleanUp() }
-        let decided = try daemon.post("ops", #"{"title":"Old","buttons":[{"title":"OK"}]}"#)
-        let pending = try daemon.post("ops", #"{"title":"Still waiting","buttons":[{"title":"OK"}]}"#)
-        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(decided["id"] as! String)/choice", json: #"{"button":"OK"}"#)
+        let decided = try await daemon.post("ops", #"{"title":"Old","buttons":[{"title":"OK"}]}"#)
+        let pending = try await daemon.post("ops", #"{"title":"Still waiting","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(decided["id"] as! String)/choice", json: #"{"button":"OK"}"#)
 
         daemon.clock.advance(seconds: 3599)
-        await daemon.core.service.purge()
-        daemon.barrier()
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 200)
+        await daemon.alertd.engine.purge()
+        await daemon.barrier()
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 200)
 
         daemon.clock.advance(seconds: 2)
-        await daemon.core.service.purge()
-        daemon.barrier()
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 404)
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(pending["id"] as! String)").status == 200)
-        let listed = try daemon.send("GET", "/v1/clients/ops/alerts?state=answered").object()["alerts"] as! [Any]
+        await daemon.alertd.engine.purge()
+        await daemon.barrier()
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(decided["id"] as! String)").status == 404)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(pending["id"] as! String)").status == 200)
+        let listed = try await daemon.send("GET", "/v1/clients/ops/alerts?state=answered").object()["alerts"] as! [Any]
         #expect(listed.isEmpty)
     }
 }
@@ -214,27 +218,27 @@ struct RetentionTests {
 @Suite("Idempotency window")
 struct IdempotencyWindowTests {
     @Test("an Idempotency-Key replays for 24 hours, then the same key creates a new alert")
-    func twentyFourHours() throws {
-        let daemon = try InProcessDaemon()
+    func twentyFourHours() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let body = #"{"title":"Deploy?","buttons":[{"title":"Deploy"}],"expires_in":604800}"#
         let key = [("Idempotency-Key", "deploy-7")]
-        let first = try daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
+        let first = try await daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
         #expect(first.status == 201)
         let firstID = try first.object()["id"] as? String
 
         daemon.clock.advance(seconds: 86_399)
-        let replay = try daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
+        let replay = try await daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
         #expect(replay.status == 200)
         #expect(try replay.object()["id"] as? String == firstID)
-        let mismatch = try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Other"}"#, headers: key)
+        let mismatch = try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Other"}"#, headers: key)
         #expect(mismatch.status == 422)
 
         daemon.clock.advance(seconds: 2)
-        let fresh = try daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
+        let fresh = try await daemon.send("POST", "/v1/clients/ops/alerts", json: body, headers: key)
         #expect(fresh.status == 201)
         #expect(try fresh.object()["id"] as? String != firstID)
         // Keys belong to their client.
-        #expect(try daemon.send("POST", "/v1/clients/team/alerts", json: body, headers: key).status == 201)
+        #expect(try await daemon.send("POST", "/v1/clients/team/alerts", json: body, headers: key).status == 201)
     }
 }

@@ -1,3 +1,4 @@
+import AlertdEngine
 import AlertdClient
 import AlertdCore
 import AlertdWire
@@ -7,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 import AlertdStore
 
@@ -44,16 +46,18 @@ struct OutboxTests {
         """
 
     @Test("a decided alert gets one event, with one pending delivery per target sharing its id")
-    func oneEventPerDecision() throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+    func oneEventPerDecision() async throws {
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
-        let registered = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://127.0.0.1:9001/api-hook"}"#).object()
-        let alert = try daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"Deploy"}],"callback_url":"http://127.0.0.1:9002/cb"}"#)
+        let registered = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://127.0.0.1:9001/api-hook"}"#)
+            .object()
+        let alert = try await daemon.post(
+            "ops", #"{"title":"Deploy?","buttons":[{"title":"Deploy"}],"callback_url":"http://127.0.0.1:9002/cb"}"#)
         let id = alert["id"] as! String
-        #expect((try daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries").object()["deliveries"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries").object()["deliveries"] as! [Any]).isEmpty)
 
-        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Deploy"}"#)
-        let deliveries = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries").object()["deliveries"] as! [[String: Any]]
+        _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Deploy"}"#)
+        let deliveries = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries").object()["deliveries"] as! [[String: Any]]
         #expect(deliveries.count == 3)
         #expect(
             Set(deliveries.compactMap { $0["target"] as? String }) == [
@@ -92,86 +96,87 @@ struct OutboxTests {
     }
 
     @Test("each terminal state makes an event of its own type", arguments: ["answered", "withdrawn", "dismissed", "expired"])
-    func eventTypes(state: String) throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+    func eventTypes(state: String) async throws {
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let body =
             state == "dismissed"
             ? #"{"title":"FYI","dismiss_after":1}"#
             : #"{"title":"Q","buttons":[{"title":"OK"}],"expires_in":5}"#
-        let id = try daemon.post("ops", body)["id"] as! String
+        let id = try await daemon.post("ops", body)["id"] as! String
         switch state {
-        case "answered": _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button_index":0}"#)
-        case "withdrawn": _ = try daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)")
+        case "answered": _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button_index":0}"#)
+        case "withdrawn": _ = try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)")
         default:
             daemon.clock.advance(seconds: 5)
-            daemon.fireDeadlines()
+            await daemon.fireDeadlines()
         }
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == state)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == state)
         let rows = try OutboxRow.all(in: daemon.stateDir, alert: id)
         #expect(rows.map(\.type) == ["alert.\(state)"])
     }
 
     @Test("an alert with no callback_url on a client with no webhooks makes no event")
-    func noTargets() throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+    func noTargets() async throws {
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
-        let id = try daemon.post("team", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
-        _ = try daemon.send("POST", "/v1/clients/team/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
+        let id = try await daemon.post("team", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
+        _ = try await daemon.send("POST", "/v1/clients/team/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).isEmpty)
     }
 
     @Test("without callbacks.signing_secret an alert cannot have a callback_url")
-    func signingSecretRequired() throws {
-        let daemon = try InProcessDaemon()
+    func signingSecretRequired() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Q","callback_url":"http://127.0.0.1:9/x"}"#)
+        let response = try await daemon.send(
+            "POST", "/v1/clients/ops/alerts", json: #"{"title":"Q","callback_url":"http://127.0.0.1:9/x"}"#)
         #expect(response.status == 400)
         let errors = try response.object()["errors"] as! [[String: Any]]
         #expect(errors.first?["field"] as? String == "callback_url")
     }
 
     @Test("the event is committed with the terminal state or not at all")
-    func atomic() throws {
+    func atomic() async throws {
         let holder = Mutex<FailingStore?>(nil)
-        var daemon = try InProcessDaemon(config: Self.config) { inner in
+        var daemon = try await InProcessDaemon(config: Self.config) { inner in
             let store = FailingStore(inner)
             holder.withLock { $0 = store }
             return store
         }
         let store = try #require(holder.withLock { $0 })
-        let id = try daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
+        let id = try await daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
         store.failing.store(true, ordering: .relaxed)
-        #expect(try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#).status == 503)
-        daemon = try daemon.restart(config: Self.config)
+        #expect(try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#).status == 503)
+        daemon = try await daemon.restart(config: Self.config)
         defer { daemon.cleanUp() }
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == "displayed")
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == "displayed")
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).isEmpty)
-        #expect(try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#).status == 200)
+        #expect(try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#).status == 200)
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).map(\.type) == ["alert.answered"])
     }
 
     @Test("purging an alert waits for its pending deliveries, then purges its events and deliveries")
     func purge() async throws {
-        let daemon = try InProcessDaemon(config: Self.config + "\nalerts: { retention: 60 }")
+        let daemon = try await InProcessDaemon(config: Self.config + "\nalerts: { retention: 60 }")
         defer { daemon.cleanUp() }
-        let id = try daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
-        _ = try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
+        let id = try await daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
+        _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).count == 1)
         daemon.clock.advance(seconds: 61)
-        await daemon.core.service.purge()
-        daemon.barrier()
+        await daemon.alertd.engine.purge()
+        await daemon.barrier()
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).count == 1, "its delivery is still pending")
         // Settle the delivery (as the worker records a 2xx), then purge again.
         let queue0 = try DatabaseQueue(path: daemon.stateDir + "/alertd.sqlite")
         let deliveryID = try #require(
             try await queue0.read { try String.fetchOne($0, sql: "SELECT id FROM deliveries WHERE alert_id = ?", arguments: [id]) })
         let attempt = DeliveryAttempt(at: daemon.clock.now(), statusCode: 204, error: nil)
-        daemon.core.committer.submit([
-            .attempt(AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil))
-        ]) { _ in }
-        await daemon.core.service.purge()
-        daemon.barrier()
+        daemon.alertd.store.record(
+            AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil)
+        ) { _ in }
+        await daemon.alertd.engine.purge()
+        await daemon.barrier()
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).isEmpty)
         let queue = try DatabaseQueue(path: daemon.stateDir + "/alertd.sqlite")
         #expect(try await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM events") } == 0)

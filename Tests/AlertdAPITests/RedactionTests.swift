@@ -1,8 +1,10 @@
+import AlertdEngine
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 @Suite("Callback URLs are redacted for tokens without admin")
@@ -23,7 +25,7 @@ struct RedactionTests {
             ("http://[::1]:9000/h?k=v", "http://[::1]:9000/***?k=***"),
             ("http://h/path@with/at", "http://h/***"),
         ])
-    func redacted(url: String, expected: String) {
+    func redacted(url: String, expected: String) async {
         #expect(Redaction.callbackURL(url) == expected)
     }
 }
@@ -47,36 +49,37 @@ struct DeliveryTargetTests {
         """
 
     /// The targets of the deliveries of a decided alert, as `secret`'s token sees them (nil: no token).
-    func targets(config: String, as secret: String?) throws -> [String] {
-        let daemon = try InProcessDaemon(config: config)
+    func targets(config: String, as secret: String?) async throws -> [String] {
+        let daemon = try await InProcessDaemon(config: config)
         defer { daemon.cleanUp() }
         let auth = [("Authorization", "Bearer root-secret")]
         let headers = secret.map { [("Authorization", "Bearer \($0)")] } ?? []
-        let alert = try daemon.send(
+        let alert = try await daemon.send(
             "POST", "/v1/clients/ops/alerts",
             json: #"{"title":"Q","buttons":[{"title":"OK"}],"callback_url":"https://u:pw@127.0.0.1:9/cb?sig=abc"}"#,
             headers: config.contains("auth:") ? auth : [])
         let id = try #require(try alert.object()["id"] as? String, "\(alert.text)")
-        #expect(try daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: auth).status == 200)
-        let response = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries", headers: headers)
+        #expect(
+            try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: auth).status == 200)
+        let response = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries", headers: headers)
         #expect(response.status == 200, "\(response.text)")
         let deliveries = try response.object()["deliveries"] as! [[String: Any]]
         return deliveries.compactMap { $0["target"] as? String }.sorted()
     }
 
     @Test("read, post and answer tokens see user info and query values redacted, and no fragment")
-    func redactedForReaders() throws {
+    func redactedForReaders() async throws {
         for secret in ["wall-secret", "console-secret"] {
-            let seen = try targets(config: Self.hooks + "\n" + Self.tokens, as: secret)
+            let seen = try await targets(config: Self.hooks + "\n" + Self.tokens, as: secret)
             #expect(
                 seen == ["http://***@127.0.0.1:9/***?token=***", "https://***@127.0.0.1:9/***?sig=***"], "\(secret): \(seen)")
         }
     }
 
     @Test("an admin token sees targets whole, and so does everyone without tokens")
-    func wholeForAdmin() throws {
+    func wholeForAdmin() async throws {
         let whole = ["http://hook:p4ss@127.0.0.1:9/config-hook?token=s3cret#f", "https://u:pw@127.0.0.1:9/cb?sig=abc"]
-        #expect(try targets(config: Self.hooks + "\n" + Self.tokens, as: "root-secret") == whole)
-        #expect(try targets(config: Self.hooks, as: nil) == whole)
+        #expect(try await targets(config: Self.hooks + "\n" + Self.tokens, as: "root-secret") == whole)
+        #expect(try await targets(config: Self.hooks, as: nil) == whole)
     }
 }

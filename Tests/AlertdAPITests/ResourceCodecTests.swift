@@ -1,3 +1,4 @@
+import AlertdEngine
 import AlertdCore
 import AlertdTestSupport
 import AlertdWire
@@ -5,6 +6,7 @@ import PropertyBased
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 @testable import AlertdClient
 
 // Over 400 lines because the generator of random *valid* alerts (consistent
@@ -19,7 +21,7 @@ struct ResourceCodecTests {
     @Test("a random valid alert, rendered, decodes as the SDK decodes it into what the alert says, and writes back to the same bytes")
     func roundTrip() async {
         await propertyCheck(count: 500, input: RandomAlert.generator) { sample in
-            let bytes = Rendering.alert(sample.alert, position: sample.position)
+            let bytes = sample.alert.json(position: sample.position)
             let decoded: AlertResource
             do {
                 decoded = try Transport.decoder.decode(AlertResource.self, from: bytes)
@@ -39,7 +41,7 @@ struct ResourceCodecTests {
     @Test("the renderer writes the members of the resource, its result and its buttons in the Wire types' order")
     func memberOrder() async {
         await propertyCheck(count: 100, input: RandomAlert.generator) { sample in
-            let bytes = Rendering.alert(sample.alert, position: sample.position)
+            let bytes = sample.alert.json(position: sample.position)
             guard case .object(let resource)? = try? JSONParser.parse(bytes) else {
                 Issue.record("not a JSON object: \(String(decoding: bytes, as: UTF8.self))")
                 return
@@ -118,7 +120,7 @@ struct RandomAlert: Sendable, CustomStringConvertible {
     var position: Int?
 
     var description: String {
-        let json = String(decoding: Rendering.alert(alert, position: position), as: UTF8.self)
+        let json = String(decoding: alert.json(position: position), as: UTF8.self)
         return "\(alert.state.rawValue) alert with \(alert.buttons.count) buttons, rendered as \(json)"
     }
 

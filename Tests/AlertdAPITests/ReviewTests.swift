@@ -1,9 +1,11 @@
+import AlertdEngine
 import AlertdCore
 import Foundation
 import Synchronization
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 @testable import AlertdStore
 import AlertdHTTP
 import AlertdWire
@@ -38,7 +40,7 @@ final class WriteLockHolder: @unchecked Sendable {
         guard taken.wait(timeout: .now() + 10) == .success else { throw PendingAnswer.TimedOut() }
     }
 
-    func unlock() {
+    func unlock() async {
         release.signal()
         _ = done.wait(timeout: .now() + 10)
     }
@@ -51,8 +53,8 @@ struct ReviewVisibilityTests {
     /// board lock, so two posts on a stack client could reach the store in the
     /// opposite order of the board and the store kept several displayed alerts.
     @Test("concurrent posts to a stack client leave exactly one displayed alert in the store")
-    func concurrentStackPostsKeepStoreOrder() throws {
-        let daemon = try InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+    func concurrentStackPostsKeepStoreOrder() async throws {
+        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
         let threads = 16
         let postsPerThread = 150
@@ -62,15 +64,15 @@ struct ReviewVisibilityTests {
             group.enter()
             Thread {
                 for i in 0..<postsPerThread {
-                    let response = try? daemon.send(
+                    let response = daemon.sendBlocking(
                         "POST", "/v1/clients/ops/alerts", json: #"{"title":"t\#(t)-\#(i)","buttons":[{"title":"OK"}]}"#)
                     if response?.status != 201 { failures.add(1, ordering: .relaxed) }
                 }
                 group.leave()
             }.start()
         }
-        group.wait()
-        daemon.barrier()
+        await group.finished()
+        await daemon.barrier()
         #expect(failures.load(ordering: .relaxed) == 0)
 
         let stored = try SQLiteStore(directory: daemon.stateDir, durability: .normal).load()
@@ -80,9 +82,9 @@ struct ReviewVisibilityTests {
             "the store holds \(displayed.count) displayed alerts on one client: writes were committed out of board order")
 
         // What readers see agrees with itself: `current` is the first alert of the list.
-        let current = try daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String
+        let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current").object()["id"] as? String
         let first =
-            (try daemon.send("GET", "/v1/clients/ops/alerts?limit=1").object()["alerts"] as? [[String: Any]])?.first?["id"] as? String
+            (try await daemon.send("GET", "/v1/clients/ops/alerts?limit=1").object()["alerts"] as? [[String: Any]])?.first?["id"] as? String
         #expect(current == first, "current shows \(current ?? "nil") but the displayed alert is \(first ?? "nil")")
     }
 
@@ -90,8 +92,8 @@ struct ReviewVisibilityTests {
     /// barrier could be queued before the original post's writes and answer 404
     /// "the alert of this Idempotency-Key is gone (purged)".
     @Test("concurrent posts with one Idempotency-Key all answer the same alert, never 404")
-    func concurrentIdempotentPosts() throws {
-        let daemon = try InProcessDaemon()
+    func concurrentIdempotentPosts() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let rounds = 1000
         let racers = 8
@@ -102,7 +104,7 @@ struct ReviewVisibilityTests {
             for _ in 0..<racers {
                 group.enter()
                 Thread {
-                    let response = try? daemon.send(
+                    let response = daemon.sendBlocking(
                         "POST", "/v1/clients/ops/alerts", json: #"{"title":"r\#(round)","buttons":[{"title":"OK"}]}"#,
                         headers: [("Idempotency-Key", "key-\(round)")])
                     if let response, response.status == 201 || response.status == 200,
@@ -115,7 +117,7 @@ struct ReviewVisibilityTests {
                     group.leave()
                 }.start()
             }
-            group.wait()
+            await group.finished()
             #expect(ids.withLock { $0.count } <= 1)
         }
         let failures = bad.withLock { $0 }
@@ -130,25 +132,25 @@ struct ReviewVisibilityTests {
     /// state only ... no dashboard or waiter ever acts on an answer that a crash
     /// could lose"). The repeated-same-button half was fixed in 2da5e63.
     @Test("a choice whose commit fails is never reported to anyone as made")
-    func uncommittedDecisionIsNotRevealed() throws {
-        let daemon = try InProcessDaemon()
+    func uncommittedDecisionIsNotRevealed() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let alert = try daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
+        let alert = try await daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
         let id = alert["id"] as! String
 
         let lock = try WriteLockHolder(stateDir: daemon.stateDir)
         let original = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
-        Thread.sleep(forTimeInterval: 0.3)  // the writer has taken the batch and waits for the lock
+        try await Task.sleep(for: .milliseconds(300))  // the writer has taken the batch and waits for the lock
         let other = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Cancel"}"#)
         let repeated = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
 
-        let originalAnswer = try original.wait(seconds: 20)
-        lock.unlock()
+        let originalAnswer = try await original.value(seconds: 20)
+        await lock.unlock()
         #expect(originalAnswer.status == 503, "the original choice failed to commit (SQLITE_BUSY)")
-        let otherAnswer = try other.wait(seconds: 20)
-        let repeatedAnswer = try repeated.wait(seconds: 20)
+        let otherAnswer = try await other.value(seconds: 20)
+        let repeatedAnswer = try await repeated.value(seconds: 20)
 
-        let stored = try daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()
+        let stored = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()
         #expect(stored["state"] as? String == "displayed", "the answer was lost: the alert is still displayed")
 
         let revealed = (try? otherAnswer.object()["alert"] as? [String: Any])?["state"] as? String
@@ -166,27 +168,27 @@ struct ReviewVisibilityTests {
     /// choice queued behind it writes "B displayed" (INSERT OR REPLACE), so B is
     /// displayed to dashboards at once and survives a restart.
     @Test("an alert whose post failed with 503 never becomes visible or durable")
-    func batchesAfterAFailedCommitAreNotCommitted() throws {
-        var daemon = try InProcessDaemon()
+    func batchesAfterAFailedCommitAreNotCommitted() async throws {
+        var daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let a = try daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
+        let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
         let lock = try WriteLockHolder(stateDir: daemon.stateDir)
         let postB = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
-        Thread.sleep(forTimeInterval: 0.3)  // the writer has taken B's batch and waits for the lock
+        try await Task.sleep(for: .milliseconds(300))  // the writer has taken B's batch and waits for the lock
         let choice = daemon.start("POST", "/v1/clients/ops/alerts/\(a["id"] as! String)/choice", json: #"{"button":"OK"}"#)
-        let answerB = try postB.wait(seconds: 20)
-        lock.unlock()
-        _ = try choice.wait(seconds: 20)
+        let answerB = try await postB.value(seconds: 20)
+        await lock.unlock()
+        _ = try await choice.value(seconds: 20)
         #expect(answerB.status == 503)
 
-        let current = try daemon.send("GET", "/v1/clients/ops/alerts/current")
+        let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current")
         let shown = current.status == 200 ? try current.object()["title"] as? String : nil
         #expect(shown != "B", "B's post failed with 503, yet dashboards display B")
 
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         let titles =
-            (try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]])?
+            (try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]])?
             .compactMap { $0["title"] as? String } ?? []
         #expect(!titles.contains("B"), "B's post failed with 503, yet B is in the store after a restart")
     }
@@ -196,18 +198,18 @@ struct ReviewVisibilityTests {
     /// view: while a covering post is in flight on a stack client, the displayed
     /// alert reads `"state":"displayed","position":1`.
     @Test("a displayed alert reads position 0 while a covering post is still committing")
-    func positionComesFromCommittedState() throws {
-        let daemon = try InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+    func positionComesFromCommittedState() async throws {
+        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
-        let a = try daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
+        let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
         let lock = try WriteLockHolder(stateDir: daemon.stateDir)
         let postB = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
-        let seen = try daemon.send("GET", "/v1/clients/ops/alerts/\(a["id"] as! String)").object()
-        let clients = try daemon.send("GET", "/v1/clients").object()["clients"] as? [[String: Any]]
-        let listed = try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]]
-        lock.unlock()
-        _ = try postB.wait(seconds: 20)
+        let seen = try await daemon.send("GET", "/v1/clients/ops/alerts/\(a["id"] as! String)").object()
+        let clients = try await daemon.send("GET", "/v1/clients").object()["clients"] as? [[String: Any]]
+        let listed = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]]
+        await lock.unlock()
+        _ = try await postB.value(seconds: 20)
 
         #expect(seen["state"] as? String == "displayed")
         #expect(seen["position"] as? Int == 0, "state displayed with position \(seen["position"] ?? "nil")")
@@ -223,20 +225,20 @@ struct ReviewPositionTests {
     /// and a withdrawal still committing makes it read `"state":"queued",
     /// "position":null`. Readers see positions no committed state ever had.
     @Test("a queued alert's position counts only alerts readers can see")
-    func queuedPositionFromCommittedState() throws {
-        let daemon = try InProcessDaemon()
+    func queuedPositionFromCommittedState() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        _ = try daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
-        let b = try daemon.post("ops", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
+        let b = try await daemon.post("ops", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
         let bID = b["id"] as! String
         #expect(b["position"] as? Int == 1)
 
         let lock = try WriteLockHolder(stateDir: daemon.stateDir)
         let urgent = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"C","priority":10,"buttons":[{"title":"OK"}]}"#)
-        let withCommitting = try daemon.send("GET", "/v1/clients/ops/alerts/\(bID)").object()
-        let listed = try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]] ?? []
-        lock.unlock()
-        _ = try urgent.wait(seconds: 20)
+        let withCommitting = try await daemon.send("GET", "/v1/clients/ops/alerts/\(bID)").object()
+        let listed = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]] ?? []
+        await lock.unlock()
+        _ = try await urgent.value(seconds: 20)
 
         #expect(listed.map { $0["title"] as? String } == ["A", "B"], "C is not committed: readers do not see it")
         withKnownIssue("a single alert's position comes from the live queue (O(log n)); lists count exactly", isIntermittent: true) {
@@ -248,32 +250,9 @@ struct ReviewPositionTests {
     }
 }
 
-@Suite("Review: the deadline ticker")
-struct ReviewTickerTests {
-    /// Ticker.poke compares the new deadline with `wakeAt`, the wake-up planned
-    /// by the *previous* sleep. Between the ticker waking up, computing its next
-    /// deadline in fireDeadlines() and sleeping again, `wakeAt` is stale (in the
-    /// past), so a post that adds a sooner deadline in that window is not
-    /// recorded, and the ticker sleeps until the old next deadline (up to 60 s):
-    /// a dismissal or expiry fires late.
-    @Test("a deadline added while the ticker is between two sleeps still wakes it in time")
-    func pokeBetweenSleepsIsNotLost() throws {
-        let ticker = Ticker()
-        let clock = SystemClock()
-        // The previous sleep: planned to wake 50 ms from now, and does.
-        #expect(ticker.sleep(until: clock.now().adding(seconds: 0.05), clock: clock))
-        // fireDeadlines() then found its next deadline 60 s away; before the ticker
-        // sleeps on it, a post adds a dismissal due in 0.5 s and pokes.
-        let next = clock.now().adding(seconds: 60)
-        ticker.poke(at: clock.now().adding(seconds: 0.5))
-        let woke = DispatchSemaphore(value: 0)
-        Thread {
-            _ = ticker.sleep(until: next, clock: clock)
-            woke.signal()
-        }.start()
-        let inTime = woke.wait(timeout: .now() + 3) == .success
-        ticker.stop()
-        _ = woke.wait(timeout: .now() + 5)
-        #expect(inTime, "the ticker slept through a deadline poked between two sleeps")
+extension DispatchGroup {
+    /// Returns once every member left, without holding a thread meanwhile.
+    func finished() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in notify(queue: .global()) { done.resume() } }
     }
 }

@@ -1,3 +1,4 @@
+import AlertdEngine
 import AlertdCore
 import AlertdHTTP
 import AlertdWire
@@ -7,14 +8,15 @@ import Synchronization
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 
 /// A real store whose commits fail once told to (a full disk, an I/O error).
-final class FailingStore: AlertStore, Sendable {
-    let inner: any AlertStore
+final class FailingStore: PersistentStore, Sendable {
+    let inner: any PersistentStore
     let failing = Atomic<Bool>(false)
     let attempts = Atomic<Int>(0)
 
-    init(_ inner: any AlertStore) { self.inner = inner }
+    init(_ inner: any PersistentStore) { self.inner = inner }
 
     struct DiskFull: Error, CustomStringConvertible {
         var description: String { "disk full" }
@@ -44,19 +46,19 @@ final class FailingStore: AlertStore, Sendable {
 @Suite("A failing store")
 struct StoreFailureTests {
     @Test("a failed commit answers 503 with Retry-After and hides the change; once commits work, changes resume without a restart")
-    func failedCommit() throws {
+    func failedCommit() async throws {
         let holder = Mutex<FailingStore?>(nil)
-        let daemon = try InProcessDaemon { inner in
+        let daemon = try await InProcessDaemon { inner in
             let store = FailingStore(inner)
             holder.withLock { $0 = store }
             return store
         }
         defer { daemon.cleanUp() }
         let store = try #require(holder.withLock { $0 })
-        let kept = try daemon.post("ops", #"{"title":"Committed","buttons":[{"title":"OK"}]}"#)
+        let kept = try await daemon.post("ops", #"{"title":"Committed","buttons":[{"title":"OK"}]}"#)
 
         store.failing.store(true, ordering: .relaxed)
-        let refused = try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Lost","buttons":[{"title":"OK"}]}"#)
+        let refused = try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Lost","buttons":[{"title":"OK"}]}"#)
         #expect(refused.status == 503)
         #expect(try refused.object()["code"] as? String == "unavailable")
         #expect(refused.header("Retry-After") != nil)
@@ -64,33 +66,35 @@ struct StoreFailureTests {
         // Until a commit goes through again, changes are refused before they reach the store.
         store.failing.store(false, ordering: .relaxed)
         let attemptsBefore = store.attempts.load(ordering: .relaxed)
-        let later = try daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#)
+        let later = try await daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#)
         #expect(later.status == 503)
         #expect(later.header("Retry-After") != nil)
         #expect(store.attempts.load(ordering: .relaxed) == attemptsBefore, "the refused change never reached the store")
-        #expect(try daemon.send("GET", "/readyz").status == 503)
+        #expect(try await daemon.send("GET", "/readyz").status == 503)
         // Readers still see what was committed, and only that.
-        let list = try daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as! [[String: Any]]
+        let list = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as! [[String: Any]]
         #expect(list.map { $0["title"] as? String } == ["Committed"])
 
         // The readiness probe finds the store writable again: changes are taken, no restart.
-        daemon.core.readiness.refresh()
-        #expect(try daemon.send("GET", "/readyz").status == 200)
-        #expect(try daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#).status == 200)
-        #expect(try daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)["state"] as? String == "displayed")
+        await daemon.alertd.engine.checkStore()
+        #expect(try await daemon.send("GET", "/readyz").status == 200)
+        #expect(
+            try await daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#).status == 200
+        )
+        #expect(try await daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)["state"] as? String == "displayed")
     }
 
     @Test("a store that really fills (max_page_count): the batch fails whole, reads go on, writes resume once it has room")
-    func fullStore() throws {
+    func fullStore() async throws {
         let holder = Mutex<SQLiteStore?>(nil)
         let dir = NSTemporaryDirectory() + "alertd-full-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let daemon = try InProcessDaemon(stateDir: dir) { inner in
+        let daemon = try await InProcessDaemon(stateDir: dir) { inner in
             holder.withLock { $0 = inner as? SQLiteStore }
             return inner
         }
         let store = try #require(holder.withLock { $0 })
-        let first = try daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
+        let first = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         try store.limitPages(try store.pageCount())
 
         // Posts of 4 KiB messages fill the pages left; one is refused, whole.
@@ -98,7 +102,7 @@ struct StoreFailureTests {
         var acknowledged: [String] = []
         var refused: HTTPResponse?
         for index in 0..<200 where refused == nil {
-            let response = try daemon.send(
+            let response = try await daemon.send(
                 "POST", "/v1/clients/ops/alerts", json: #"{"title":"Filler \#(index)","message":"\#(message)"}"#)
             if response.status == 201 {
                 acknowledged.append(try response.object()["id"] as! String)
@@ -111,23 +115,23 @@ struct StoreFailureTests {
         #expect(try full.object()["code"] as? String == "unavailable")
         #expect(full.header("Retry-After") == "2")
         // Reads keep working; /readyz says why not ready.
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/\(first["id"] as! String)").status == 200)
-        #expect(try daemon.send("GET", "/v1/clients/ops/alerts/current").status == 200)
-        #expect(try daemon.send("GET", "/readyz").status == 503)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(first["id"] as! String)").status == 200)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").status == 200)
+        #expect(try await daemon.send("GET", "/readyz").status == 503)
         // Still full: the probe finds no room and changes stay refused.
-        daemon.core.readiness.refresh()
-        #expect(try daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Still full"}"#).status == 503)
+        await daemon.alertd.engine.checkStore()
+        #expect(try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Still full"}"#).status == 503)
 
         // Room again: the next probe resumes writes by itself.
         try store.limitPages(nil)
-        daemon.core.readiness.refresh()
-        #expect(try daemon.send("GET", "/readyz").status == 200)
-        let after = try daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)
+        await daemon.alertd.engine.checkStore()
+        #expect(try await daemon.send("GET", "/readyz").status == 200)
+        let after = try await daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)
 
         // Across a restart: every acknowledged alert is there, the refused ones are not.
-        let restarted = try daemon.restart()
+        let restarted = try await daemon.restart()
         defer { restarted.cleanUp() }
-        let titles = try restarted.send("GET", "/v1/clients/ops/alerts?limit=1000").object()["alerts"] as! [[String: Any]]
+        let titles = try await restarted.send("GET", "/v1/clients/ops/alerts?limit=1000").object()["alerts"] as! [[String: Any]]
         let ids = Set(titles.map { $0["id"] as! String })
         #expect(ids == Set(acknowledged + [first["id"] as! String, after["id"] as! String]))
         #expect(!titles.contains { ($0["title"] as? String) == "Still full" })
@@ -137,7 +141,7 @@ struct StoreFailureTests {
 @Suite("The state directory holds secrets")
 struct StateFilePermissionTests {
     @Test("a new state dir is 0700 and its files 0600 whatever the umask; an existing 0644 database is tightened")
-    func modes() throws {
+    func modes() async throws {
         let old = umask(0)
         defer { umask(old) }
         let dir = NSTemporaryDirectory() + "alertd-modes-\(UUID().uuidString)/state"
@@ -147,15 +151,15 @@ struct StateFilePermissionTests {
             try #require(stat(path, &info) == 0, "stat \(path)")
             return Int(info.st_mode & 0o777)
         }
-        let daemon = try InProcessDaemon(stateDir: dir)
-        _ = try daemon.post("ops", #"{"title":"secret-bearing"}"#)
+        let daemon = try await InProcessDaemon(stateDir: dir)
+        _ = try await daemon.post("ops", #"{"title":"secret-bearing"}"#)
         #expect(try mode(dir) == 0o700)
         for file in ["alertd.sqlite", "alertd.sqlite-wal", "alertd.sqlite-shm", "alertd.lock"] {
             #expect(try mode(dir + "/" + file) == 0o600, "\(file)")
         }
         daemon.stop()
         chmod(dir + "/alertd.sqlite", 0o644)
-        let again = try InProcessDaemon(stateDir: dir)
+        let again = try await InProcessDaemon(stateDir: dir)
         defer { again.stop() }
         #expect(try mode(dir + "/alertd.sqlite") == 0o600)
     }

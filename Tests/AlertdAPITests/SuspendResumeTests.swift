@@ -1,3 +1,4 @@
+import AlertdEngine
 import Foundation
 import Glibc
 import Logging

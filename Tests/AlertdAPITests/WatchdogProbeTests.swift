@@ -1,3 +1,4 @@
+import AlertdEngine
 import AsyncHTTPClient
 import Foundation
 import Glibc
@@ -5,6 +6,7 @@ import NIOCore
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 
 @Suite("The watchdog pings only when its probe gets 200 from /healthz")
 struct WatchdogProbeTests {

@@ -1,8 +1,10 @@
+import AlertdEngine
 import AlertdWire
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 @Suite("Registered webhooks")
@@ -13,10 +15,10 @@ struct WebhookAPITests {
         """
 
     @Test("registering without a secret generates a whsec_ secret of 32 random bytes, shown once")
-    func generatedSecret() throws {
-        let daemon = try InProcessDaemon()
+    func generatedSecret() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let created = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#)
+        let created = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#)
         #expect(created.status == 201)
         let body = try created.object()
         let id = try #require(body["id"] as? String)
@@ -25,57 +27,97 @@ struct WebhookAPITests {
         let secret = try #require(body["secret"] as? String)
         #expect(secret.hasPrefix("whsec_"))
         #expect(Data(base64Encoded: String(secret.dropFirst(6)))?.count == 32)
-        let other = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#).object()
+        let other = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/other"}"#).object()
         #expect(other["secret"] as? String != secret)
 
-        let listed = try daemon.send("GET", "/v1/clients/ops/webhooks")
+        let listed = try await daemon.send("GET", "/v1/clients/ops/webhooks")
         #expect(listed.text.contains(secret) == false, "secrets are not shown again")
-        let one = try daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").object()
+        let one = try await daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").object()
         #expect(one["url"] as? String == "https://hooks.example/alerts")
         #expect(one["secret"] == nil)
     }
 
+    @Test("a URL the client has already is 409 webhook-exists naming the webhook; another client may have it")
+    func duplicateURL() async throws {
+        let daemon = try await InProcessDaemon(config: Self.config)
+        defer { daemon.cleanUp() }
+        let url = #"{"url":"https://hooks.example/alerts"}"#
+        let first = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url)
+        #expect(first.status == 201)
+        let id = try #require(try first.object()["id"] as? String)
+        let again = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url)
+        #expect(again.status == 409)
+        #expect(try again.object()["code"] as? String == "webhook-exists")
+        #expect((try again.object()["detail"] as? String)?.contains(id) == true, "\(again.text)")
+        // The config file's webhook counts too.
+        let configured = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://127.0.0.1:9000/hook"}"#)
+        #expect(configured.status == 409, "\(configured.text)")
+        #expect(try await daemon.send("POST", "/v1/clients/team/webhooks", json: url).status == 201)
+        // Once removed, the URL can be registered again.
+        #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
+        #expect(try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url).status == 201)
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(list.count(where: { $0["url"] as? String == "https://hooks.example/alerts" }) == 1)
+    }
+
+    @Test("two registrations of one URL at once: one is 201, the other 409")
+    func concurrentDuplicates() async throws {
+        let daemon = try await InProcessDaemon()
+        defer { daemon.cleanUp() }
+        for round in 0..<20 {
+            let body = #"{"url":"https://hooks.example/r\#(round)"}"#
+            let answers = (0..<4).map { _ in daemon.start("POST", "/v1/clients/ops/webhooks", json: body) }
+            var statuses: [Int] = []
+            for answer in answers { statuses.append(try await answer.value().status) }
+            #expect(statuses.sorted() == [201, 409, 409, 409], "round \(round): \(statuses)")
+        }
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        #expect(list.count == 20)
+    }
+
     @Test("a given secret is kept, and webhooks survive a restart")
-    func givenSecretAndRestart() throws {
-        var daemon = try InProcessDaemon()
-        let created = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://[::1]:9000/h","secret":"my secret"}"#)
+    func givenSecretAndRestart() async throws {
+        var daemon = try await InProcessDaemon()
+        let created = try await daemon.send(
+            "POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://[::1]:9000/h","secret":"my secret"}"#)
         #expect(try created.object()["secret"] as? String == "my secret")
         let id = try created.object()["id"] as! String
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
-        let list = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(list.map { $0["id"] as? String } == [id])
         #expect(list.first?["source"] as? String == "api")
-        #expect((try daemon.send("GET", "/v1/clients/other/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/other/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 
     @Test("deleting removes it for good; an unknown id is 404")
-    func delete() throws {
-        var daemon = try InProcessDaemon()
-        let id = try daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://a.example/h"}"#).object()["id"] as! String
-        #expect(try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
-        #expect(try daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").status == 404)
-        #expect(try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 404)
-        #expect(try daemon.send("DELETE", "/v1/clients/other/webhooks/\(id)").status == 404)
-        daemon = try daemon.restart()
+    func delete() async throws {
+        var daemon = try await InProcessDaemon()
+        let id =
+            try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://a.example/h"}"#).object()["id"] as! String
+        #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
+        #expect(try await daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").status == 404)
+        #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 404)
+        #expect(try await daemon.send("DELETE", "/v1/clients/other/webhooks/\(id)").status == 404)
+        daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
-        #expect((try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 
     @Test("webhooks from the config are listed with source config and cannot be deleted through the API")
-    func configWebhooks() throws {
-        var daemon = try InProcessDaemon(config: Self.config)
-        let list = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+    func configWebhooks() async throws {
+        var daemon = try await InProcessDaemon(config: Self.config)
+        let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(list.count == 1)
         let id = try #require(list.first?["id"] as? String)
         #expect(id.hasPrefix("wh_cfg_"))
         #expect(list.first?["source"] as? String == "config")
-        let refused = try daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)")
+        let refused = try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)")
         #expect(refused.status == 403)
         #expect(try refused.object()["code"] as? String == "forbidden")
-        daemon = try daemon.restart(config: Self.config)
+        daemon = try await daemon.restart(config: Self.config)
         defer { daemon.cleanUp() }
-        let again = try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
+        let again = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(again.first?["id"] as? String == id, "config webhook ids are stable across restarts")
     }
 
@@ -93,13 +135,13 @@ struct WebhookAPITests {
             (#"["https://x/"]"#, "JSON object"),
             (#"{"url":"#, "not valid JSON"),
         ])
-    func invalid(body: String, reason: String) throws {
-        let daemon = try InProcessDaemon()
+    func invalid(body: String, reason: String) async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("POST", "/v1/clients/ops/webhooks", json: body)
+        let response = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: body)
         #expect(response.status == 400)
         #expect(try response.object()["code"] as? String == "bad-request")
         #expect((try response.object()["detail"] as? String ?? "").contains(reason), "\(response.text)")
-        #expect((try daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
+        #expect((try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 }

@@ -1,8 +1,10 @@
+import AlertdEngine
 import Crypto
 import Foundation
 import Testing
 
 @testable import AlertdAPI
+@testable import AlertdDaemon
 import AlertdHTTP
 
 @Suite("GET /v1/whoami tells a token what it may do")
@@ -18,10 +20,10 @@ struct WhoAmITests {
         """
 
     @Test("without tokens everyone may do everything: no name, every role, every client, auth false")
-    func open() throws {
-        let daemon = try InProcessDaemon()
+    func open() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        let response = try daemon.send("GET", "/v1/whoami")
+        let response = try await daemon.send("GET", "/v1/whoami")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "application/json")
         #expect(response.text == #"{"name":null,"roles":["read","post","answer","admin"],"clients":["*"],"auth":false}"#)
@@ -34,40 +36,40 @@ struct WhoAmITests {
             ("wall-secret", #"{"name":"wallboard","roles":["read"],"clients":["*"],"auth":true}"#),
             ("root-secret", #"{"name":"root","roles":["post","admin"],"clients":["*"],"auth":true}"#),
         ])
-    func token(secret: String, expected: String) throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+    func token(secret: String, expected: String) async throws {
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
-        let response = try daemon.send("GET", "/v1/whoami", headers: [("Authorization", "Bearer \(secret)")])
+        let response = try await daemon.send("GET", "/v1/whoami", headers: [("Authorization", "Bearer \(secret)")])
         #expect(response.status == 200)
         #expect(response.text == expected)
     }
 
     @Test("with tokens, a missing or wrong token is 401 like every /v1 request", arguments: [nil, "Bearer nope", "Basic x"] as [String?])
-    func refused(header: String?) throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+    func refused(header: String?) async throws {
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
-        let response = try daemon.send("GET", "/v1/whoami", headers: header.map { [("Authorization", $0)] } ?? [])
+        let response = try await daemon.send("GET", "/v1/whoami", headers: header.map { [("Authorization", $0)] } ?? [])
         #expect(response.status == 401)
         #expect(try response.object()["code"] as? String == "unauthorized")
         #expect(response.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
     }
 
     @Test("it takes no query and no other method")
-    func strict() throws {
-        let daemon = try InProcessDaemon()
+    func strict() async throws {
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
-        #expect(try daemon.send("GET", "/v1/whoami?x=1").status == 400)
-        let post = try daemon.send("POST", "/v1/whoami", json: "{}")
+        #expect(try await daemon.send("GET", "/v1/whoami?x=1").status == 400)
+        let post = try await daemon.send("POST", "/v1/whoami", json: "{}")
         #expect(post.status == 405)
         #expect(post.header("Allow") == "GET, HEAD")
     }
 
     @Test("its route is open to any valid token and named whoami in metrics")
-    func route() {
-        guard case .found(let endpoint, let permission) = Router.api.match(method: "GET", path: "/v1/whoami") else {
+    func route() async {
+        guard case .found(let route, _) = Router(API.routes).match(method: "GET", path: "/v1/whoami") else {
             Issue.record("no route for /v1/whoami")
             return
         }
-        #expect(endpoint == .whoAmI && endpoint.routeName == "whoami" && permission == .open)
+        #expect(route.name == "whoami" && route.permission == .open)
     }
 }

@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdDelivery
+import AlertdEngine
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
@@ -18,8 +19,9 @@ import Testing
 private final class Harness: Sendable {
     let directory: String
     let store: SQLiteStore
-    let committer: GroupCommitter
+    let alertStore: SQLiteAlertStore
     let worker: DeliveryWorker
+    private let loop = Mutex<Task<Void, Never>?>(nil)
 
     init(
         timeout: Double = 5, deny: [String] = DenyList.defaultEntries, tls: TLSConfiguration? = nil, lookUp: @escaping HostLookup
@@ -27,13 +29,14 @@ private final class Harness: Sendable {
         directory = NSTemporaryDirectory() + "alertd-worker-\(UUID().uuidString)"
         store = try SQLiteStore(directory: directory, durability: .normal)
         let logger = Logger(label: "test")
-        committer = GroupCommitter(store: store, logger: logger)
-        committer.start()
+        alertStore = try SQLiteAlertStore(
+            persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: logger)
+        alertStore.startWriter()
         worker = DeliveryWorker(
             settings: .init(
                 timeout: timeout, policy: RetryPolicy(initial: 0.2, maxInterval: 0.4, maxAge: 600), deny: try DenyList(deny),
                 lookUp: lookUp, tlsConfiguration: tls),
-            committer: committer, clock: SystemClock(), logger: logger)
+            log: alertStore, clock: SystemClock(), logger: logger)
     }
 
     /// Writes an event with one delivery to `target` and hands it to the worker, as a commit does.
@@ -52,18 +55,24 @@ private final class Harness: Sendable {
     }
 
     /// Polls the store until the delivery has `count` attempts recorded (bounded).
-    func attempts(of alertID: String, count: Int, timeout: Double = 15) throws -> DeliveryRecord {
+    func attempts(of alertID: String, count: Int, timeout: Double = 15) async throws -> DeliveryRecord {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
             let record = try #require(try store.deliveries(of: AlertID(alertID)!).first)
             if record.attempts.count >= count || Date() > deadline { return record }
-            usleep(5_000)
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 
+    /// Runs the worker's scheduling loop, as its service does.
+    func start() {
+        loop.withLock { $0 = Task { [worker] in await worker.run() } }
+    }
+
     func stop() {
-        worker.shutdown()
-        committer.shutdown()
+        loop.withLock { $0?.cancel() }
+        worker.shutdownNow()
+        alertStore.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -71,7 +80,7 @@ private final class Harness: Sendable {
 @Suite("The delivery worker resolves names, checks them and falls back between addresses", .serialized)
 struct DeliveryWorkerTests {
     @Test("a name resolving to an address that refuses, then to the receiver's, is delivered through the second; Host keeps the name")
-    func fallsBackToTheNextAddress() throws {
+    func fallsBackToTheNextAddress() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let resolved = Mutex<[String]>([])
@@ -80,26 +89,26 @@ struct DeliveryWorkerTests {
             // 127.0.0.2 is loopback too, but the receiver listens on 127.0.0.1 only: refused.
             return [IPAddress("127.0.0.2")!, IPAddress("127.0.0.1")!]
         }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
-        let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 15)
         #expect(requests[0].header("host") == "receiver.test:\(receiver.port)")
         #expect(requests[0].header("webhook-id") == "msg_1")
-        let record = try harness.attempts(of: alertID, count: 1)
+        let record = try await harness.attempts(of: alertID, count: 1)
         #expect(record.state == .delivered && record.attempts.map(\.statusCode) == [204])
         #expect(resolved.withLock { $0 } == ["receiver.test"])
     }
 
     @Test("a name resolving to a denied address is refused without a connection; the reason recorded does not say the address")
-    func resolvedAddressDenied() throws {
+    func resolvedAddressDenied() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let harness = try Harness(deny: ["127.0.0.0/8"]) { _, _ in [IPAddress("127.0.0.1")!] }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://sneaky.test:\(receiver.port)/hook")
-        let record = try harness.attempts(of: alertID, count: 1)
+        let record = try await harness.attempts(of: alertID, count: 1)
         let error = try #require(record.attempts.first?.error)
         // What sneaky.test resolves to (and the entry that caught it) is for the log, not for readers of the API.
         #expect(error == "refused: sneaky.test resolves to an address denied by callbacks.deny", "\(error)")
@@ -109,19 +118,19 @@ struct DeliveryWorkerTests {
     }
 
     @Test("a name that does not resolve is a failed attempt saying why, retried later")
-    func resolutionFailure() throws {
+    func resolutionFailure() async throws {
         struct NoSuchHost: Error, CustomStringConvertible { var description: String { "no such host" } }
         let harness = try Harness { _, _ in throw NoSuchHost() }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://nowhere.test/hook")
-        let record = try harness.attempts(of: alertID, count: 2)
+        let record = try await harness.attempts(of: alertID, count: 2)
         #expect(record.attempts.count >= 2)
         #expect(record.attempts.allSatisfy { $0.error == "name resolution failed: no such host" }, "\(record.attempts)")
     }
 
     @Test("a name server that hangs ends the attempt at its timeout, and another name is not held up")
-    func hangingResolution() throws {
+    func hangingResolution() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
         let release = DispatchSemaphore(value: 0)
@@ -129,7 +138,7 @@ struct DeliveryWorkerTests {
             if host == "slow.test" { _ = release.wait(timeout: .now() + 10) }
             return [IPAddress("127.0.0.1")!]
         }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer {
             release.signal()
             harness.stop()
@@ -137,23 +146,23 @@ struct DeliveryWorkerTests {
         let slow = try harness.deliver(to: "http://slow.test:\(receiver.port)/hook", id: "slow")
         let started = ContinuousClock.now
         _ = try harness.deliver(to: "http://fast.test:\(receiver.port)/hook", id: "fast")
-        let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 10)
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 10)
         #expect(requests[0].header("host") == "fast.test:\(receiver.port)")
         #expect(ContinuousClock.now - started < .seconds(5))
-        let record = try harness.attempts(of: slow, count: 1)
+        let record = try await harness.attempts(of: slow, count: 1)
         #expect(record.attempts.first?.error == "timed out", "\(record.attempts)")
     }
 
     @Test("addresses that refuse are recorded as a refused connection, without the address or port probed")
-    func refusedConnectionInWords() throws {
+    func refusedConnectionInWords() async throws {
         // 127.0.0.2 is loopback, but nothing listens there: the port is free on it.
         let reserved = try WebhookReceiver.start()
         defer { reserved.stop() }
         let harness = try Harness { _, _ in [IPAddress("127.0.0.2")!] }
-        harness.worker.start(restoring: [])
+        harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://inside.test:\(reserved.port)/hook")
-        let record = try harness.attempts(of: alertID, count: 1)
+        let record = try await harness.attempts(of: alertID, count: 1)
         let error = try #require(record.attempts.first?.error)
         #expect(error == "connection refused", "\(error)")
         #expect(!error.contains("127.0.0.2") && !error.contains(String(reserved.port)))
@@ -177,8 +186,8 @@ extension DeliveryWorkerTests {
     @Suite("https callbacks connect to the address the deny list checked, and verify the certificate against the name")
     struct TLS {
         @Test("https to a name goes to the checked address, not to where the system resolver sends the name (rebinding)")
-        func connectsToTheCheckedAddress() throws {
-            let certificate = try TestCertificate(names: ["localhost"])
+        func connectsToTheCheckedAddress() async throws {
+            let certificate = try await TestCertificate(names: ["localhost"])
             defer { certificate.remove() }
             let (receiver, trap) = try receiverAndTrap(tls: certificate.server)
             defer { [receiver, trap].forEach { $0.stop() } }
@@ -186,10 +195,10 @@ extension DeliveryWorkerTests {
             let harness = try Harness(deny: DenyList.defaultEntries + ["127.0.0.1/32", "::1/128"], tls: certificate.client) { _, _ in
                 [IPAddress("127.0.0.2")!]
             }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://localhost:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(trap.connectionsAccepted == 0, "the denied address was reached: \(trap.requests)")
             #expect(record.state == .delivered && record.attempts.map(\.statusCode) == [204], "\(record.attempts)")
             let requests = receiver.requests
@@ -199,62 +208,62 @@ extension DeliveryWorkerTests {
         }
 
         @Test("https to a name whose answer is denied is refused without any connection")
-        func deniedAnswerRefused() throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+        func deniedAnswerRefused() async throws {
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness(deny: ["127.0.0.0/8"], tls: certificate.client) { _, _ in [IPAddress("127.0.0.1")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.attempts.first?.error == "refused: hooks.test resolves to an address denied by callbacks.deny")
             #expect(receiver.connectionsAccepted == 0)
         }
 
         @Test("https to a name falls back to its next checked address when one refuses")
-        func fallsBack() throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+        func fallsBack() async throws {
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(host: "127.0.0.2", tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness(tls: certificate.client) { _, _ in [IPAddress("127.0.0.3")!, IPAddress("127.0.0.2")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
-            let requests = try receiver.waitForRequestsBlocking(count: 1, timeout: 15)
+            let requests = try await receiver.waitForRequests(count: 1, timeout: 15)
             #expect(requests[0].header("host") == "hooks.test:\(receiver.port)")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.state == .delivered, "\(record.attempts)")
         }
 
         @Test("the certificate is still verified against the name: another name's certificate is refused")
-        func certificateMustMatchTheName() throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+        func certificateMustMatchTheName() async throws {
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness(tls: certificate.client) { _, _ in [IPAddress("127.0.0.1")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://elsewhere.test:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.attempts.first?.error == "TLS handshake failed: certificate does not match the host name", "\(record.attempts)")
             #expect(receiver.requests.isEmpty)
         }
 
         @Test("a certificate nobody vouches for is refused with the system's trust roots")
-        func untrustedCertificate() throws {
-            let certificate = try TestCertificate(names: ["hooks.test"])
+        func untrustedCertificate() async throws {
+            let certificate = try await TestCertificate(names: ["hooks.test"])
             defer { certificate.remove() }
             let receiver = try WebhookReceiver.start(tls: certificate.server)
             defer { receiver.stop() }
             let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
-            harness.worker.start(restoring: [])
+            harness.start()
             defer { harness.stop() }
             let alertID = try harness.deliver(to: "https://hooks.test:\(receiver.port)/hook")
-            let record = try harness.attempts(of: alertID, count: 1)
+            let record = try await harness.attempts(of: alertID, count: 1)
             #expect(record.attempts.first?.error == "TLS handshake failed: certificate not trusted", "\(record.attempts)")
             #expect(receiver.requests.isEmpty)
         }

@@ -1,44 +1,78 @@
+import AlertdClient
+import AlertdWire
+import AlertdTestSupport
 import Foundation
 import Testing
 
-/// How long an async test waits for something the daemon or a program will do.
-///
-/// Every suite here has the `.ownThreads` trait: each test runs on threads of its own, so a
-/// test that blocks no longer freezes the async ones (it used to, for ~25 s stretches, when
-/// they all shared the cooperative pool). The bound is generous for a loaded CI machine and
-/// short enough to end a run whose awaited thing never comes.
-let asyncWaitTimeout: Double = 30
+/// How long a test waits for something the daemon or a program will do: generous for a
+/// loaded CI machine, short enough to end a run whose awaited thing never comes.
+let asyncWaitTimeout: Duration = .seconds(30)
 
-/// Small conveniences over the harness for the end-to-end suites.
-extension TestHTTPClient {
-    /// Posts an alert and returns its resource; fails the test unless it is 201.
-    func postAlert(_ client: String, _ json: String, headers: [(String, String)] = []) throws -> [String: Any] {
-        let response = try post("/v1/clients/\(client)/alerts", json: json, headers: headers)
-        try #require(response.status == 201, "post answered \(response.status): \(response.text)")
-        return try response.jsonObject()
+/// The secret every test webhook and `callback_url` is signed with.
+let callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+/// A config with fast retries, the signing secret and the given webhooks.
+func callbackConfig(
+    webhooks: [(client: String, url: String)] = [], timeout: Double = 5, retryInitial: Double = 0.2, retryMax: Double = 0.8
+) -> String {
+    var text = """
+        durability: full
+        callbacks:
+          signing_secret: "\(callbackSecret)"
+          timeout: \(timeout)
+          retry_initial_seconds: \(retryInitial)
+          retry_max_interval_seconds: \(retryMax)
+
+        """
+    if !webhooks.isEmpty {
+        text += "webhooks:\n"
+        for hook in webhooks { text += "  - {client: \(hook.client), url: \"\(hook.url)\", secret: \"\(callbackSecret)\"}\n" }
     }
+    return text
+}
 
-    func choose(_ client: String, _ id: String, _ json: String) throws -> TestResponse {
-        try post("/v1/clients/\(client)/alerts/\(id)/choice", json: json)
-    }
+let oneButton = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
 
-    /// The number of parked waiters, from `/readyz`.
-    func waiters() throws -> Int {
-        try get("/readyz").jsonObject()["waiters"] as? Int ?? -1
-    }
-
-    /// Polls `/readyz` until `count` requests are parked (bounded): the only way
-    /// to observe from outside that the daemon has parked them.
-    func awaitWaiters(_ count: Int, timeout: Double = 20) throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while try waiters() < count {
-            guard Date() < deadline else {
-                Issue.record("only \(try waiters()) of \(count) waiters parked after \(timeout) s")
-                return
-            }
-            usleep(2_000)
+/// Polls the deliveries API until `done` holds (attempts are recorded just after the receiver answers).
+func deliveries(
+    _ http: any TestClient, _ client: String, _ alertID: String, timeout: Duration = .seconds(20),
+    until done: ([[String: Any]]) -> Bool
+) async throws -> [[String: Any]] {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries")
+        try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
+        let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
+        if done(list) { return list }
+        guard ContinuousClock.now < deadline else {
+            Issue.record("deliveries never reached the expected state: \(list)")
+            return list
         }
+        try await Task.sleep(for: .milliseconds(5))
     }
 }
 
-func id(_ alert: [String: Any]) -> String { alert["id"] as! String }
+func attempts(_ delivery: [String: Any]) -> [[String: Any]] { delivery["attempts"] as? [[String: Any]] ?? [] }
+
+/// The alert of a callback, once its signature checked out.
+func verifiedAlert(_ request: WebhookReceiver.Received) throws -> [String: Any] {
+    let verifier = try WebhookVerifier(secret: callbackSecret)
+    _ = try verifier.verify(headers: Dictionary(request.headers, uniquingKeysWith: { first, _ in first }), body: request.body)
+    let event = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
+    return try #require((event["data"] as? [String: Any])?["alert"] as? [String: Any])
+}
+
+/// Long-polls `current` until something is displayed on `client`; its id.
+func awaitDisplayed(_ daemon: Daemon, _ client: String, timeout: Duration = .seconds(30)) async throws -> String {
+    let alertd = try AlertdClient(url: daemon.baseURL)
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let id = try await alertd.current(on: client, wait: 20)?.id { return id }
+    }
+    throw ProcessError("nothing displayed on \(client) after \(timeout)", stderr: daemon.stderrText)
+}
+
+/// Waits until the daemon's stderr holds `count` request lines for `path` (debug level logs one per request).
+func awaitRequests(_ daemon: Daemon, path: String, count: Int) async throws {
+    try await daemon.waitForStderr(containing: "path=\(path) ", count: count, timeout: .seconds(30))
+}

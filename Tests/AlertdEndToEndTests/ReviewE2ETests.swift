@@ -1,3 +1,4 @@
+import AlertdTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -7,7 +8,7 @@ import Testing
 // (2da5e63, b66596a) keep their test as a regression test. None is marked as a
 // known issue on purpose.
 
-@Suite("Review: the real binary", .ownThreads)
+@Suite("Review: the real binary")
 struct ReviewE2ETests {
     /// HTTPServer.bindListener sets SO_REUSEPORT on every listening socket, so a
     /// second alertd (a duplicate unit, a restart script that does not wait) binds
@@ -15,28 +16,28 @@ struct ReviewE2ETests {
     /// the kernel then spreads connections over two processes with two boards
     /// writing one SQLite file. An alert posted through one is 404 through the other.
     @Test("a second alertd on the same address and state directory refuses to start")
-    func secondInstanceRefusesToStart() throws {
-        let first = try Daemon.start()
+    func secondInstanceRefusesToStart() async throws {
+        let first = try await Daemon.start()
         defer { first.cleanup() }
         var options = Daemon.Options()
         options.listen = "127.0.0.1:\(first.port)"
         options.stateDir = first.stateDir
-        options.startTimeout = 10
+        options.startTimeout = .seconds(10)
         let second: Daemon
         do {
-            second = try Daemon.start(options)
+            second = try await Daemon.start(options)
         } catch {
             return  // refused: what should happen
         }
         defer { second.cleanup() }
         // Show the split: each process has its own board, so `current` depends on
         // which process the kernel hands a new connection to.
-        _ = try first.client().postAlert("ops", #"{"title":"split","buttons":[{"title":"OK"}]}"#)
+        _ = try await first.client().postAlert("ops", #"{"title":"split","buttons":[{"title":"OK"}]}"#)
         var empty = 0
         for _ in 0..<16 {
-            let client = TestHTTPClient(port: first.port)
-            if try client.get("/v1/clients/ops/alerts/current").status == 204 { empty += 1 }
-            client.close()
+            let connection = try await first.rawConnection()
+            if try await connection.request("GET", "/v1/clients/ops/alerts/current").status == 204 { empty += 1 }
+            await connection.close()
         }
         Issue.record(
             "a second alertd started on port \(first.port) with the same state dir; \(empty) of 16 new connections see no displayed alert right after one was posted"
@@ -48,16 +49,17 @@ struct ReviewE2ETests {
     /// gets a reset instead of 413 payload-too-large (§7: "every bound answers
     /// with its error").
     @Test("a chunked body of 1 MiB is answered 413 payload-too-large, not a reset")
-    func largeChunkedBodyGets413() throws {
-        let daemon = try Daemon.start()
+    func largeChunkedBodyGets413() async throws {
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
-        let http = daemon.client()
-        let wire = BadInputFixture.chunkedPost(BadInputFixture.paddedAlert(size: 1 << 20), chunkSize: 16_384)
-        do { try http.sendRaw(wire) } catch {}  // the server may stop reading early
-        let response = try? http.readResponse()
+        let connection = try await daemon.rawConnection()
+        let wire = WireFixture.chunkedPost(WireFixture.paddedAlert(size: 1 << 20), chunkSize: 16_384)
+        do { try await connection.send(wire) } catch {}  // the server may stop reading early
+        let response = try? await connection.readResponse()
         #expect(response?.status == 413, "no 413: \(response.map { "\($0.status)" } ?? "the connection was closed without an answer")")
-        #expect(try daemon.client().get("/healthz").status == 200)
+        #expect(try await daemon.client().get("/healthz").status == 200)
     }
+
     /// Config.seconds accepts any finite positive number, but timestamps are Int64
     /// milliseconds and Timestamp.adding(seconds:) traps when the product does not
     /// fit. With `alerts.retention: 1e20` (meant as "keep forever") the daemon
@@ -65,23 +67,18 @@ struct ReviewE2ETests {
     /// `now - retention` and the process dies. README: "values out of range stop
     /// the daemon at start with one line naming the key".
     @Test("an alerts.retention too large for a timestamp is refused at start, not a crash after it")
-    func hugeRetentionIsRefusedAtStart() throws {
-        var options = Daemon.Options()
-        options.config = "alerts:\n  retention: 100000000000000000000.0\n"
+    func hugeRetentionIsRefusedAtStart() async throws {
         let daemon: Daemon
         do {
-            daemon = try Daemon.start(options)
+            daemon = try await Daemon.start(.init(config: "alerts:\n  retention: 100000000000000000000.0\n"))
         } catch {
             return  // refused at start: what should happen
         }
         defer { daemon.cleanup() }
-        // The first purge runs as the services start; give it a second.
-        var healthy = true
-        for _ in 0..<20 where healthy {
-            healthy = (try? daemon.client(timeout: 5).get("/healthz"))?.status == 200
-            usleep(50_000)
-        }
-        #expect(healthy, "alertd accepted the config, then died: \(daemon.stderrText.prefix(600))")
+        // The first purge runs as the services start: a crash then ends the process.
+        let status = try? await daemon.waitForExit(timeout: .seconds(1))
+        #expect(status == nil, "alertd accepted the config, then died: \(daemon.stderrText.prefix(600))")
+        #expect(try await daemon.client(timeout: .seconds(5)).get("/healthz").status == 200)
     }
 
     /// Same trap from the network: with `alerts.max_expires_in` configured very
@@ -89,21 +86,20 @@ struct ReviewE2ETests {
     /// `now.adding(seconds: expiresIn)` traps on the MHD thread: one request
     /// kills the daemon.
     @Test("a post with a huge expires_in never crashes the daemon")
-    func hugeExpiresInDoesNotCrash() throws {
-        var options = Daemon.Options()
-        options.config = "alerts:\n  max_expires_in: 100000000000000000000.0\n"
+    func hugeExpiresInDoesNotCrash() async throws {
         let daemon: Daemon
         do {
-            daemon = try Daemon.start(options)
+            daemon = try await Daemon.start(.init(config: "alerts:\n  max_expires_in: 100000000000000000000.0\n"))
         } catch {
             return  // refused at start: acceptable too
         }
         defer { daemon.cleanup() }
-        let response = try? daemon.client().post(
+        let response = try? await daemon.client().post(
             "/v1/clients/ops/alerts", json: #"{"title":"forever","buttons":[{"title":"OK"}],"expires_in":1e19}"#)
         #expect(response.map { [201, 400].contains($0.status) } == true, "no answer: \(daemon.stderrText.suffix(300))")
-        #expect((try? daemon.client().get("/healthz"))?.status == 200, "alertd died on one request")
+        #expect((try? await daemon.client().get("/healthz"))?.status == 200, "alertd died on one request")
     }
+
     /// HTTPServer sets MHD_OPTION_CONNECTION_MEMORY_LIMIT to 8 KiB, which holds the
     /// request's header block *and* the response's header. A header block just
     /// under the limit (about 7.6–7.8 KiB: a long cookie or token) is accepted, the
@@ -111,20 +107,21 @@ struct ReviewE2ETests {
     /// create response header" and closes the connection: no answer at all for a
     /// committed change, so the client retries and posts a duplicate.
     @Test("every request libmicrohttpd accepts gets an answer, whatever its header size")
-    func largeHeaderBlockStillGetsAnAnswer() throws {
-        let daemon = try Daemon.start()
+    func largeHeaderBlockStillGetsAnAnswer() async throws {
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         var unanswered: [String] = []
         for size in stride(from: 7_400, through: 7_900, by: 25) {
             let client = "pad\(size)"
-            let http = daemon.client(timeout: 5)
-            let response = try? http.request(
+            let connection = try await daemon.rawConnection()
+            let response = try? await connection.request(
                 "POST", "/v1/clients/\(client)/alerts",
                 headers: [("Content-Type", "application/json"), ("X-Pad", String(repeating: "a", count: size))],
-                body: Array(#"{"title":"padded","buttons":[{"title":"OK"}]}"#.utf8))
-            http.close()
+                body: Array(#"{"title":"padded","buttons":[{"title":"OK"}]}"#.utf8), timeout: .seconds(5))
+            await connection.close()
             if response == nil {
-                let created = (try? daemon.client().get("/v1/clients/\(client)/alerts").jsonObject()["alerts"] as? [Any])?.count ?? -1
+                let listed = try? await daemon.client().get("/v1/clients/\(client)/alerts").jsonObject()["alerts"] as? [Any]
+                let created = listed?.count ?? -1
                 // Never a change the client cannot know about: a retry would duplicate it.
                 #expect(created == 0, "X-Pad \(size) B: closed without an answer, yet \(created) alert(s) created")
                 unanswered.append("X-Pad \(size) B: closed without an answer")

@@ -1,71 +1,39 @@
 import AlertdClient
+import AlertdTestSupport
 import AlertdWire
 import Foundation
 import Testing
 
 /// The Swift SDK against the real daemon binary over real sockets.
-@Suite("AlertdClient: the Swift SDK against the real daemon", .ownThreads)
+@Suite("AlertdClient: the Swift SDK against the real daemon")
 struct SDKTests {
-    // Every wait here is async (Task.sleep between looks, or a long-poll): the SDK's calls
-    // resume on the test's two threads (`.ownThreads`), and a wait that blocked one of them
-    // would leave its `async let` work a single thread.
-
-    /// Waits until the daemon's stderr holds `count` request lines for `path` (debug level logs one per request).
-    static func awaitRequests(_ daemon: Daemon, path: String, count: Int, timeout: Double = asyncWaitTimeout) async throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while requests(daemon, path: path) < count {
-            guard Date() < deadline else {
-                Issue.record("only \(requests(daemon, path: path)) requests for \(path) after \(timeout) s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    static func requests(_ daemon: Daemon, path: String) -> Int {
-        daemon.stderrText.split(separator: "\n").filter { $0.contains("msg=request") && $0.contains("path=\(path) ") }.count
-    }
-
-    /// The displayed alert's id on `client`, once there is one: long-polls without `after`, again
-    /// and again if the daemon's `max_wait_seconds` is short.
-    static func awaitDisplayed(_ daemon: Daemon, _ client: String, timeout: Double = asyncWaitTimeout) async throws -> String {
-        let alertd = try AlertdClient(url: daemon.baseURL)
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            if let id = try await alertd.current(on: client, wait: 20)?.id { return id }
-        }
-        throw DaemonError("nothing displayed on \(client) after \(timeout) s", exitStatus: nil, stderr: daemon.stderrText)
+    /// The displayed alert's id on `client`, once there is one (see `awaitDisplayed`).
+    static func awaitDisplayed(_ daemon: Daemon, _ client: String) async throws -> String {
+        try await AlertdEndToEndTests.awaitDisplayed(daemon, client)
     }
 
     /// Waits until `count` requests are parked, from `/readyz`.
-    static func awaitWaiters(_ daemon: Daemon, _ count: Int, timeout: Double = asyncWaitTimeout) async throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while try daemon.client().waiters() < count {
-            guard Date() < deadline else {
-                Issue.record("fewer than \(count) waiters parked after \(timeout) s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+    static func awaitWaiters(_ daemon: Daemon, _ count: Int) async throws {
+        try await daemon.client().awaitWaiters(count, timeout: .seconds(30))
     }
 
     @Test("present waits across the daemon's max_wait_seconds and returns the chosen button")
     func presentAcrossMaxWait() async throws {
-        let daemon = try Daemon.start(.init(config: "log:\n  level: debug\nlimits:\n  max_wait_seconds: 1\n"))
+        let daemon = try await Daemon.start(.init(config: "log:\n  level: debug\nlimits:\n  max_wait_seconds: 1\n"))
         defer { daemon.cleanup() }
         let alerts = try AlertdClient(url: daemon.baseURL)
         async let answer = alerts.present(
             on: "ops", title: "Deploy build 1234?", buttons: [.default("Deploy"), .cancel("Cancel")])
         let id = try await Self.awaitDisplayed(daemon, "ops")
         // Two long-polls ended by the daemon's 1 s maximum, so present asked again.
-        try await Self.awaitRequests(daemon, path: "/v1/clients/ops/alerts/\(id)", count: 2)
-        #expect(try daemon.client().choose("ops", id, #"{"button": "Deploy"}"#).status == 200)
+        try await awaitRequests(daemon, path: "/v1/clients/ops/alerts/\(id)", count: 2)
+        #expect(try await daemon.client().choose("ops", id, #"{"button": "Deploy"}"#).status == 200)
         #expect(try await answer == .button("Deploy"))
     }
 
     @Test("present survives a daemon restart and is never posted twice")
     func presentAcrossRestart() async throws {
-        let first = try Daemon.start()
+        let first = try await Daemon.start()
         defer { first.cleanup() }
         var alerts = try AlertdClient(url: first.baseURL)
         alerts.maxRetryDelay = 0.3
@@ -73,19 +41,19 @@ struct SDKTests {
             on: "ops", title: "Restart db-3?", buttons: [.destructive("Restart"), .cancel("Keep")])
         let id = try await Self.awaitDisplayed(first, "ops")
         try await Self.awaitWaiters(first, 1)
-        first.kill9()
-        let second = try Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
+        await first.kill9()
+        let second = try await Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
         defer { second.cleanup() }
         try await Self.awaitWaiters(second, 1)
-        #expect(try second.client().choose("ops", id, #"{"button": "Keep"}"#).status == 200)
+        #expect(try await second.client().choose("ops", id, #"{"button": "Keep"}"#).status == 200)
         #expect(try await answer == .cancel("Keep"))
-        let all = try second.client().get("/v1/clients/ops/alerts?state=queued,displayed,answered").jsonObject()
+        let all = try await second.client().get("/v1/clients/ops/alerts?state=queued,displayed,answered").jsonObject()
         #expect((all["alerts"] as? [Any])?.count == 1)
     }
 
     @Test("cancelling the presenting task withdraws the alert")
     func cancellationWithdraws() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alerts = try AlertdClient(url: daemon.baseURL)
         let task = Task { try await alerts.present(on: "ops", title: "Approve?", buttons: [.default("Yes")]) }
@@ -93,13 +61,13 @@ struct SDKTests {
         try await Self.awaitWaiters(daemon, 1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        let alert = try daemon.client().get("/v1/clients/ops/alerts/\(id)").jsonObject()
+        let alert = try await daemon.client().get("/v1/clients/ops/alerts/\(id)").jsonObject()
         #expect(alert["state"] as? String == "withdrawn")
     }
 
     @Test("each terminal state is its own outcome: dismissed, expired, withdrawn are never a button")
     func outcomes() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alerts = try AlertdClient(url: daemon.baseURL)
         #expect(try await alerts.present(on: "a", title: "Backup done", dismissAfter: 0.05) == .dismissed)
@@ -112,7 +80,7 @@ struct SDKTests {
 
     @Test("every endpoint typed: post with an idempotency key, current with wait/after, choose, get, list, clients, withdraw")
     func typedEndpoints() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alertd = try AlertdClient(url: daemon.baseURL)
         let new = NewAlert(
@@ -144,7 +112,7 @@ struct SDKTests {
 
     @Test("list pages through every alert as an AsyncSequence")
     func listPaging() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alertd = try AlertdClient(url: daemon.baseURL)
         var posted: [String] = []
@@ -158,7 +126,7 @@ struct SDKTests {
 
     @Test("errors are typed by the problem's code, with its field errors and its alert; an unreachable daemon is a connection error")
     func typedErrors() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alertd = try AlertdClient(url: daemon.baseURL)
         await #expect {
@@ -192,7 +160,7 @@ struct SDKTests {
 
     @Test("webhooks and deliveries: register (secret shown once), list, get, deliveries of a decided alert, remove")
     func webhooksAndDeliveries() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alertd = try AlertdClient(url: daemon.baseURL)
         let hook = try await alertd.addWebhook(on: "ops", url: "http://127.0.0.1:1/hook")
@@ -210,7 +178,7 @@ struct SDKTests {
 
     @Test("the token goes as a Bearer header; a wrong one is unauthorized, a role it lacks forbidden")
     func tokens() async throws {
-        let (daemon, secrets) = try AuthTests.start()
+        let (daemon, secrets) = try await AuthTests.start()
         defer { daemon.cleanup() }
         let deployer = try AlertdClient(url: daemon.baseURL, token: secrets["deployer"])
         let console = try AlertdClient(url: daemon.baseURL, token: secrets["console"])
@@ -234,25 +202,26 @@ struct SDKTests {
 
     @Test("what the daemon writes decodes into the shared types, member for member")
     func contract() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let raw = try http.postAlert("ops", #"{"title": "T", "buttons": [{"title": "A"}], "metadata": {"k": [1, 2.5, null]}}"#)
+        let raw = try await http.postAlert("ops", #"{"title": "T", "buttons": [{"title": "A"}], "metadata": {"k": [1, 2.5, null]}}"#)
         #expect(Set(raw.keys) == Set(AlertResource.memberNames))
         let alertd = try AlertdClient(url: daemon.baseURL)
         let decoded = try await alertd.alert(on: "ops", id: raw["id"] as! String)
         #expect(decoded.buttons == [.default("A")] && decoded.metadata == ["k": [1, 2.5, .null]])
         // The SDK keeps metadata as posted: member order, number spellings, numbers beyond Double.
-        let posted = try http.post("/v1/clients/ops/alerts", json: #"{"title": "M", "metadata": {"z": 1, "big": 1e400, "a": 1.50e3}}"#)
+        let posted = try await http.post(
+            "/v1/clients/ops/alerts", json: #"{"title": "M", "metadata": {"z": 1, "big": 1e400, "a": 1.50e3}}"#)
         let postedID = try #require(try JSONParser.parse(posted.text)["id"]?.stringValue, "\(posted.status): \(posted.text)")
         let metadata = try await alertd.alert(on: "ops", id: postedID).metadata
         #expect(metadata?.keys == ["z", "big", "a"])
         #expect(metadata?["big"]?.numberValue?.literal == "1e400" && metadata?["a"]?.numberValue?.literal == "1.50e3")
         #expect(decoded.createdAt.rfc3339 == raw["created_at"] as? String)
-        let result = try http.choose("ops", decoded.id, #"{"button": "A"}"#).jsonObject()["result"] as! [String: Any]
+        let result = try #require(try await http.choose("ops", decoded.id, #"{"button": "A"}"#).jsonObject()["result"] as? [String: Any])
         #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by"])
-        let problem = try http.get("/v1/clients/ops/alerts/nope").jsonObject()
+        let problem = try await http.get("/v1/clients/ops/alerts/nope").jsonObject()
         #expect(Set(problem.keys).isSubset(of: ["type", "title", "status", "detail", "code", "errors", "alert"]))
-        #expect(ProblemCode.all.contains(ProblemCode(named: problem["code"] as! String, status: 0)))
+        #expect(ProblemCode.all.contains(ProblemCode(named: problem["code"] as? String ?? "", status: 0)))
     }
 }

@@ -3,10 +3,11 @@
 // only; the daemon binary is not needed. systemd-analyze is required (Debian
 // package `systemd`, which .ci/run installs): without it these tests fail.
 
+import AlertdTestSupport
 import Foundation
 import Testing
 
-@Suite("systemd units (§8)", .ownThreads)
+@Suite("systemd units (§8)")
 struct SystemdUnitTests {
     /// The repository root: this file is Tests/AlertdEndToEndTests/SystemdUnitTests.swift.
     static let repoRoot = URL(fileURLWithPath: #filePath)
@@ -17,8 +18,8 @@ struct SystemdUnitTests {
     }
 
     @Test("alertd.service rates an overall exposure of 2.0 or lower in systemd-analyze security")
-    func securityExposure() throws {
-        let run = try SystemdAnalyze.run(["security", "--offline=true", "--no-pager", Self.unit("alertd.service").path])
+    func securityExposure() async throws {
+        let run = try await SystemdAnalyze.run(["security", "--offline=true", "--no-pager", Self.unit("alertd.service").path])
         #expect(run.status == 0, "systemd-analyze security exited \(run.status):\n\(run.output)")
         let level = try #require(
             SystemdAnalyze.overallExposure(in: run.stdout), "no \"Overall exposure level\" line in:\n\(run.output)")
@@ -43,7 +44,7 @@ struct SystemdUnitTests {
     /// copy of this machine's own unit directory (sysinit.target and the rest
     /// the units depend on by default). The real system and binary are untouched.
     @Test("systemd-analyze verify accepts alertd.service and alertd.socket as shipped")
-    func verify() throws {
+    func verify() async throws {
         let fileManager = FileManager.default
         let root = fileManager.temporaryDirectory.appendingPathComponent("systemd-verify-\(UUID().uuidString)")
         defer { try? fileManager.removeItem(at: root) }
@@ -71,7 +72,7 @@ struct SystemdUnitTests {
             try #require(made, "cannot create \(stub.path)")
         }
 
-        let run = try SystemdAnalyze.run(["verify", "--root=\(root.path)"] + Self.units)
+        let run = try await SystemdAnalyze.run(["verify", "--root=\(root.path)"] + Self.units)
         #expect(run.status == 0, "systemd-analyze verify exited \(run.status):\n\(run.output)")
         #expect(SystemdAnalyze.linesAboutOurUnits(in: run.output).isEmpty, "systemd-analyze verify warned:\n\(run.output)")
     }
@@ -109,10 +110,10 @@ struct SystemdAnalyze {
             "systemd-analyze is not installed (not on PATH \(path)); install the Debian package `systemd` as .ci/run does")
     }
 
-    static func run(_ arguments: [String]) throws -> SystemdAnalyze {
-        let run = try Program.run(
+    static func run(_ arguments: [String]) async throws -> SystemdAnalyze {
+        let run = try await Program.run(
             try locate(), arguments, environment: ["SYSTEMD_COLORS": "0", "SYSTEMD_PAGER": "cat", "LC_ALL": "C.UTF-8"],
-            timeout: 120)
+            timeout: .seconds(120))
         return SystemdAnalyze(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 }

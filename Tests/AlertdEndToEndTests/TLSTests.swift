@@ -1,11 +1,12 @@
+import AlertdTestSupport
 import Foundation
 import Glibc
 import Testing
 
 /// Runs a command to completion; its exit status and output.
 @discardableResult
-private func run(_ executable: String, _ arguments: [String], stdin: String? = nil) throws -> (status: Int32, output: String) {
-    let run = try Program.run(executable, arguments, stdin: stdin ?? "")
+private func run(_ executable: String, _ arguments: [String], stdin: String? = nil) async throws -> (status: Int32, output: String) {
+    let run = try await Program.run(executable, arguments, stdin: stdin ?? "")
     return (run.status, run.stdout + run.stderr)
 }
 
@@ -15,10 +16,10 @@ private struct SelfSigned {
     var cert: String { directory.appendingPathComponent("cert.pem").path }
     var key: String { directory.appendingPathComponent("key.pem").path }
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("alertd-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let made = try run(
+        let made = try await run(
             "/usr/bin/openssl",
             [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
@@ -32,7 +33,7 @@ private struct SelfSigned {
 }
 
 /// An HTTPS request with Python's ssl module, trusting only `cafile`: status and body.
-private func https(_ method: String, _ url: String, cafile: String, body: String? = nil) throws -> (status: Int, body: String) {
+private func https(_ method: String, _ url: String, cafile: String, body: String? = nil) async throws -> (status: Int, body: String) {
     let script = """
         import ssl, sys, urllib.request, urllib.error
         ctx = ssl.create_default_context(cafile=sys.argv[3])
@@ -44,62 +45,64 @@ private func https(_ method: String, _ url: String, cafile: String, body: String
         except urllib.error.HTTPError as e:
             print(e.code); print(e.read().decode())
         """
-    let result = try run("/usr/bin/env", ["python3", "-c", script, method, url, cafile] + (body.map { [$0] } ?? []))
+    let result = try await run("/usr/bin/env", ["python3", "-c", script, method, url, cafile] + (body.map { [$0] } ?? []))
     let lines = result.output.split(separator: "\n", maxSplits: 1).map(String.init)
     return (Int(lines.first ?? "") ?? -1, lines.count > 1 ? lines[1] : result.output)
 }
 
-@Suite("TLS: tls.cert_file and tls.key_file serve HTTPS", .serialized, .ownThreads)
+@Suite("TLS: tls.cert_file and tls.key_file serve HTTPS")
 struct TLSTests {
     @Test("HTTPS with a self-signed certificate: a verifying client gets answers; plain HTTP gets none")
-    func servesHTTPS() throws {
-        let material = try SelfSigned()
+    func servesHTTPS() async throws {
+        let material = try await SelfSigned()
         defer { material.remove() }
-        let daemon = try Daemon.start(.init(config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n"))
+        let daemon = try await Daemon.start(.init(config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n"))
         defer { daemon.cleanup() }
         #expect(daemon.stderrText.contains("scheme=https"))
         let base = "https://localhost:\(daemon.port)"
-        let health = try https("GET", base + "/healthz", cafile: material.cert)
+        let health = try await https("GET", base + "/healthz", cafile: material.cert)
         #expect(health.status == 200 && health.body.contains("ok"), "\(health)")
-        let posted = try https("POST", base + "/v1/clients/ops/alerts", cafile: material.cert, body: #"{"title":"Over TLS"}"#)
+        let posted = try await https("POST", base + "/v1/clients/ops/alerts", cafile: material.cert, body: #"{"title":"Over TLS"}"#)
         #expect(posted.status == 201 && posted.body.contains("Over TLS"), "\(posted)")
-        let bad = try https("GET", base + "/v1/nowhere", cafile: material.cert)
+        let bad = try await https("GET", base + "/v1/nowhere", cafile: material.cert)
         #expect(bad.status == 404 && bad.body.contains("not-found"))
         // Plain HTTP on the TLS port is not served.
-        let plain = daemon.client(timeout: 5)
-        #expect(throws: (any Error).self) { try plain.get("/healthz") }
+        let plain = daemon.client(timeout: .seconds(5))
+        await #expect(throws: (any Error).self) { try await plain.get("/healthz") }
     }
 
     @Test("with TLS the watchdog probes over HTTPS and keeps pinging")
-    func watchdogOverTLS() throws {
-        let material = try SelfSigned()
+    func watchdogOverTLS() async throws {
+        let material = try await SelfSigned()
         defer { material.remove() }
         let notify = try FakeNotifySocket()
-        let daemon = try Daemon.start(
+        let daemon = try await Daemon.start(
             .init(
                 config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n",
-                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"]))
+                // 2 s: pings every second, each HTTPS probe given 0.5 s (a quarter of the
+                // interval); at 0.4 s a probe had 0.1 s, which a loaded machine missed.
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"]))
         defer { daemon.cleanup() }
         var pings = 0
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while pings < 3, Date() < deadline {
-            pings += notify.receive(until: "WATCHDOG=1", timeout: 2).filter { $0.contains("WATCHDOG=1") }.count
+        let deadline = ContinuousClock.now + .seconds(10)
+        while pings < 3, ContinuousClock.now < deadline {
+            pings += await notify.receive(until: "WATCHDOG=1", timeout: .seconds(2)).filter { $0.contains("WATCHDOG=1") }.count
         }
         #expect(pings >= 3, "the HTTPS probe succeeded \(pings) times; log: \(daemon.stderrText.suffix(500))")
         #expect(!daemon.stderrText.contains("watchdog probe failed"))
     }
 
     @Test("a tls section without both files, or with a file that is not PEM, is refused at start")
-    func badTLSConfig() throws {
-        #expect(throws: DaemonError.self) { try Daemon.start(.init(config: "tls: { cert_file: /nonexistent.pem }\n")) }
-        let material = try SelfSigned()
+    func badTLSConfig() async throws {
+        await #expect(throws: ProcessError.self) { try await Daemon.start(.init(config: "tls: { cert_file: /nonexistent.pem }\n")) }
+        let material = try await SelfSigned()
         defer { material.remove() }
         let notPEM = material.directory.appendingPathComponent("junk.pem")
         try Data("junk".utf8).write(to: notPEM)
-        #expect {
-            try Daemon.start(.init(config: "tls: { cert_file: \"\(notPEM.path)\", key_file: \"\(material.key)\" }\n"))
+        await #expect {
+            try await Daemon.start(.init(config: "tls: { cert_file: \"\(notPEM.path)\", key_file: \"\(material.key)\" }\n"))
         } throws: { error in
-            (error as? DaemonError)?.stderr.contains("not a PEM file") == true
+            (error as? ProcessError)?.stderr.contains("not a PEM file") == true
         }
     }
 }

@@ -1,4 +1,5 @@
 import AlertdClient
+import AlertdTestSupport
 import AlertdWire
 import Foundation
 import Testing
@@ -7,42 +8,48 @@ import Testing
 struct TmuxSession {
     let name: String
 
-    static func start(_ command: [String], environment: [String: String]) throws -> TmuxSession {
+    /// Starts `command` in a new session; no `alertctl.yaml` is read unless `environment` names
+    /// an `XDG_CONFIG_HOME`.
+    static func start(_ command: [String], environment: [String: String]) async throws -> TmuxSession {
         let session = TmuxSession(name: "alertd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         var arguments = ["new-session", "-d", "-x", "80", "-y", "24", "-s", session.name]
-        for (key, value) in environment { arguments += ["-e", "\(key)=\(value)"] }
-        try Self.tmux(arguments + command)
+        let isolated = ["XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config"].merging(environment) { $1 }
+        for (key, value) in isolated { arguments += ["-e", "\(key)=\(value)"] }
+        try await Self.tmux(arguments + command)
         return session
     }
 
     @discardableResult
-    static func tmux(_ arguments: [String]) throws -> String {
+    static func tmux(_ arguments: [String]) async throws -> String {
         // Not Foundation's Process: the first call starts the tmux server, which would keep
         // Process's exit-detection socket open (see Program).
-        let run = try Program.run("tmux", ["-L", "alertd-tests"] + arguments, timeout: 20)
+        let run = try await Program.run("tmux", ["-L", "alertd-tests"] + arguments, timeout: .seconds(20))
         guard run.status == 0 else {
-            throw DaemonError(
+            throw ProcessError(
                 "tmux \(arguments.joined(separator: " ")) failed: \(run.stdout)\(run.stderr)", exitStatus: run.status, stderr: run.stderr)
         }
         return run.stdout
     }
 
-    func screen() -> String { (try? Self.tmux(["capture-pane", "-p", "-t", name])) ?? "" }
+    func screen() async -> String { (try? await Self.tmux(["capture-pane", "-p", "-t", name])) ?? "" }
 
-    func send(_ keys: String...) throws { try Self.tmux(["send-keys", "-t", name] + keys) }
+    func send(_ keys: String...) async throws { try await Self.tmux(["send-keys", "-t", name] + keys) }
 
-    var isRunning: Bool { (try? Self.tmux(["has-session", "-t", name])) != nil }
+    var isRunning: Bool { get async { (try? await Self.tmux(["has-session", "-t", name])) != nil } }
 
-    func kill() { _ = try? Self.tmux(["kill-session", "-t", name]) }
+    /// Ends the session without waiting (for a `defer`).
+    func kill() {
+        Task { [name] in _ = try? await Self.tmux(["kill-session", "-t", name]) }
+    }
 
     /// Waits until the screen satisfies `check`; fails the test with the screen as it is otherwise.
     func awaitScreen(
-        timeout: Double = asyncWaitTimeout, sourceLocation: SourceLocation = #_sourceLocation, _ check: (String) -> Bool
+        timeout: Duration = asyncWaitTimeout, sourceLocation: SourceLocation = #_sourceLocation, _ check: (String) -> Bool
     ) async throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while !check(screen()) {
-            guard Date() < deadline else {
-                Issue.record("the screen never showed what was awaited:\n\(screen())", sourceLocation: sourceLocation)
+        let deadline = ContinuousClock.now + timeout
+        while !check(await screen()) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the screen never showed what was awaited:\n\(await screen())", sourceLocation: sourceLocation)
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -50,14 +57,14 @@ struct TmuxSession {
     }
 }
 
-@Suite("alertctl watch: the terminal console, driven through tmux", .ownThreads)
+@Suite("alertctl watch: the terminal console, driven through tmux")
 struct WatchConsoleTests {
     @Test("it shows the alert in 80×24, a number key and Esc choose, new alerts appear live, q quits")
     func console() async throws {
-        let daemon = try Daemon.start()
+        let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let alertd = try AlertdClient(url: daemon.baseURL)
-        let tmux = try TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
+        let tmux = try await TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
         defer { tmux.kill() }
         try await tmux.awaitScreen { $0.contains("Nothing displayed") }
 
@@ -72,14 +79,17 @@ struct WatchConsoleTests {
             $0.contains("Deploy build 1234?") && $0.contains("[1] Deploy") && $0.contains("[2] Roll back  (destructive)")
                 && $0.contains("[3] Cancel  (cancel, Esc)") && $0.contains("2 pending, 1 queued behind")
         }
-        #expect(tmux.screen().split(separator: "\n").allSatisfy { $0.count <= 80 })
-        try tmux.send("2")
-        try await tmux.awaitScreen { $0.contains("Second <b>") }
+        #expect(await tmux.screen().split(separator: "\n").allSatisfy { $0.count <= 80 })
+        // A destructive button waits for y.
+        try await tmux.send("2")
+        try await tmux.awaitScreen { $0.contains("Roll back is destructive: y chooses it") }
+        try await tmux.send("y")
+        try await tmux.awaitScreen { $0.contains("Second <b>") && $0.contains("answered “Deploy build 1234?” with Roll back") }
         #expect(try await alertd.alert(on: "ops", id: first.id).result?.button == "Roll back")
         // An escape sequence in a title is shown harmlessly, not interpreted.
-        #expect(tmux.screen().contains("Second <b>\u{FFFD}[31m"))
+        #expect(await tmux.screen().contains("Second <b>\u{FFFD}[31m"))
 
-        try tmux.send("Escape")
+        try await tmux.send("Escape")
         try await tmux.awaitScreen { $0.contains("Nothing displayed") }
         let second = try #require(try await alertd.listPage(on: "ops", states: [.answered]).alerts.first { $0.title.hasPrefix("Second") })
         #expect(second.result?.button == "No" && second.result?.cancelled == true)
@@ -90,24 +100,85 @@ struct WatchConsoleTests {
         _ = try await alertd.choose(on: "ops", id: third.id, button: "Fine")
         try await tmux.awaitScreen { $0.contains("Nothing displayed") }
 
-        try tmux.send("q")
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while tmux.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(!tmux.isRunning, "q ends the console (and with it the tmux session)")
+        try await tmux.send("q")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await tmux.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await !tmux.isRunning, "q ends the console (and with it the tmux session)")
     }
 
     @Test("a daemon that goes away is shown as reconnecting, and the console recovers when it is back")
     func reconnects() async throws {
-        let first = try Daemon.start()
+        let first = try await Daemon.start()
         defer { first.cleanup() }
-        let tmux = try TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": first.baseURL])
+        let tmux = try await TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": first.baseURL])
         defer { tmux.kill() }
         try await tmux.awaitScreen { $0.contains("Nothing displayed") }
-        first.kill9()
+        await first.kill9()
         try await tmux.awaitScreen { $0.contains("reconnecting in") }
-        let second = try Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
+        let second = try await Daemon.start(.init(stateDir: first.stateDir, listen: "127.0.0.1:\(first.port)"))
         defer { second.cleanup() }
         _ = try await AlertdClient(url: second.baseURL).post(NewAlert(title: "Back again", buttons: [.default("Yes")]), to: "ops")
         try await tmux.awaitScreen { $0.contains("Back again") && !$0.contains("reconnecting") }
+    }
+
+    @Test("a token the daemon refuses (401), or one that may not read the client (403), is said whole on the screen; no reconnecting")
+    func refusedToken() async throws {
+        let (daemon, secrets) = try await AuthTests.start()
+        defer { daemon.cleanup() }
+        for (token, client, words) in [
+            (secrets["console"]!, "db", "This token cannot read client db."),
+            ("not-a-token", "ops", "The daemon does not accept this token."),
+        ] {
+            let tmux = try await TmuxSession.start(
+                [try Alertctl.binary(), "watch", client], environment: ["ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": token])
+            defer { tmux.kill() }
+            try await tmux.awaitScreen { $0.contains(words) && ($0.contains("alertctl.yaml") || $0.contains("alertctl whoami")) }
+            let screen = await tmux.screen()
+            #expect(!screen.contains("reconnecting") && screen.contains(token == "not-a-token" ? "Unauthorized: " : "Forbidden: "))
+            #expect(screen.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces) == "q quit", "\(screen)")
+        }
+    }
+
+    @Test("twelve buttons and a long message: every button with its key (letters after 9), the message scrolls, a wrong key is named")
+    func manyButtons() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let message = (1...40).map { "Line \($0) of the release notes." }.joined(separator: "\n")
+        let alert = try await alertd.post(
+            NewAlert(title: "Pick a region", message: message, buttons: (1...11).map { .default("Region \($0)") } + [.cancel("None")]),
+            to: "ops")
+        let tmux = try await TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen {
+            $0.contains("[9] Region 9") && $0.contains("[a] Region 10") && $0.contains("[b] Region 11")
+                && $0.contains("[c] None  (cancel, Esc)") && $0.contains("1-9, a-c choose · Esc cancel · ↑↓ PgUp PgDn scroll · q quit")
+        }
+        let first = await tmux.screen()
+        #expect(first.contains("Line 1 of the release notes.") && !first.contains("Line 40 of"))
+        #expect(first.split(separator: "\n").allSatisfy { $0.count <= 80 })
+        try await tmux.send("PageDown")
+        try await tmux.awaitScreen { !$0.contains("Line 1 of the release notes.") && $0.contains("Line 6 of the release notes.") }
+        try await tmux.send("z")
+        try await tmux.awaitScreen { $0.contains("key z chooses nothing; 1-9, a-c choose") }
+        try await tmux.send("b")
+        try await tmux.awaitScreen { $0.contains("answered “Pick a region” with Region 11") }
+        #expect(try await alertd.alert(on: "ops", id: alert.id).result?.button == "Region 11")
+    }
+
+    @Test("any key but y keeps an alert whose destructive button was pressed")
+    func destructiveKept() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let alert = try await alertd.post(NewAlert(title: "Drop the table?", buttons: [.destructive("Drop"), .cancel("Keep")]), to: "ops")
+        let tmux = try await TmuxSession.start([try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("[1] Drop  (destructive)") }
+        try await tmux.send("1")
+        try await tmux.awaitScreen { $0.contains("y choose · any other key keep · q quit") }
+        try await tmux.send("n")
+        try await tmux.awaitScreen { $0.contains("kept: Drop was not chosen") }
+        #expect(try await alertd.alert(on: "ops", id: alert.id).state == .displayed)
     }
 }

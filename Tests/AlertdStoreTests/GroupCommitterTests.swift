@@ -8,7 +8,7 @@ import Testing
 
 /// Wraps a real store; its first commit waits until the test opens the gate,
 /// so the test can queue many submissions behind it deterministically.
-final class GatedStore: AlertStore, @unchecked Sendable {
+final class GatedStore: PersistentStore, @unchecked Sendable {
     let inner: SQLiteStore
     let entered = DispatchSemaphore(value: 0)
     let gate = DispatchSemaphore(value: 0)

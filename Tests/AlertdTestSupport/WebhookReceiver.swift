@@ -20,10 +20,10 @@ import Synchronization
 /// A scripted webhook endpoint for end-to-end tests.
 ///
 /// ```swift
-/// let receiver = try WebhookReceiver.start()
-/// defer { receiver.stop() }
+/// let receiver = try await WebhookReceiver.listening()
+/// defer { receiver.close() }
 /// receiver.script([.status(503, headers: [("Retry-After", "1")]), .close])  // then the standing `.status(204)`
-/// let daemon = try Daemon.start(.init(config: "callbacks:\n  url: \(receiver.url)\n"))
+/// let daemon = try await Daemon.start(.init(config: "webhooks:\n  - { client: ops, url: \"\(receiver.url)\" }\n"))
 /// let attempts = try await receiver.waitForRequests(count: 3, timeout: 20)
 /// #expect(attempts.map { $0.header("webhook-id") } == Array(repeating: attempts[0].header("webhook-id"), count: 3))
 /// ```
@@ -142,6 +142,28 @@ public final class WebhookReceiver: Sendable {
         return receiver
     }
 
+    /// `start` for async tests: the same, binding without blocking a thread. (Not an async
+    /// overload of `start`: async tests that call the blocking one would then need `await`.)
+    public static func listening(port: Int = 0, host: String = "127.0.0.1", tls: TLSConfiguration? = nil) async throws
+        -> WebhookReceiver
+    {
+        let context: NIOSSLContext?
+        do {
+            context = try tls.map { try NIOSSLContext(configuration: $0) }
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "TLS configuration: \(error)", received: [])
+        }
+        let receiver = WebhookReceiver(host: host, tls: context)
+        let listener: any Channel
+        do {
+            listener = try await receiver.bootstrap().bind(host: host, port: port).get()
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "binding \(host):\(port): \(error)", received: [])
+        }
+        receiver.adoptListener(listener, port: port)
+        return receiver
+    }
+
     /// The port listened on; stays the same across `stop()` and `restart()`.
     public var port: Int { state.withLock { $0.port } }
 
@@ -168,6 +190,31 @@ public final class WebhookReceiver: Sendable {
             return channel.closeFuture
         }
         try? EventLoopFuture.andAllComplete(closed, on: Self.group.any()).wait()
+    }
+
+    /// `restart()` for async tests, binding without blocking a thread.
+    public func relisten() async throws {
+        guard !isRunning else {
+            throw WebhookReceiverError(.alreadyRunning, "relisten() on a receiver that is listening on \(port)", received: [])
+        }
+        let port = port
+        do {
+            adoptListener(try await bootstrap().bind(host: host, port: port).get(), port: port)
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "binding \(host):\(port): \(error)", received: [])
+        }
+    }
+
+    /// `stop()` without waiting for the sockets to close: for the end of an async test.
+    public func close() {
+        let (listener, connections) = state.withLock { state in
+            defer {
+                state.listener = nil
+                state.connections = [:]
+            }
+            return (state.listener, Array(state.connections.values))
+        }
+        for channel in [listener].compactMap({ $0 }) + connections { channel.close(promise: nil) }
     }
 
     /// Listens again on the same port after `stop()`, keeping records, script and waiters.
@@ -256,7 +303,24 @@ public final class WebhookReceiver: Sendable {
     // MARK: Internals
 
     private func listen(port: Int) throws {
-        let bootstrap = ServerBootstrap(group: Self.group)
+        let listener: any Channel
+        do {
+            listener = try bootstrap().bind(host: host, port: port).wait()
+        } catch {
+            throw WebhookReceiverError(.bindFailed, "binding \(host):\(port): \(error)", received: [])
+        }
+        adoptListener(listener, port: port)
+    }
+
+    private func adoptListener(_ listener: any Channel, port: Int) {
+        state.withLock { state in
+            state.listener = listener
+            state.port = listener.localAddress?.port ?? port
+        }
+    }
+
+    private func bootstrap() -> ServerBootstrap {
+        ServerBootstrap(group: Self.group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -270,16 +334,6 @@ public final class WebhookReceiver: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ReceiverHandler(receiver: self, connection: connection))
                 }
             }
-        let listener: any Channel
-        do {
-            listener = try bootstrap.bind(host: host, port: port).wait()
-        } catch {
-            throw WebhookReceiverError(.bindFailed, "binding \(host):\(port): \(error)", received: [])
-        }
-        state.withLock { state in
-            state.listener = listener
-            state.port = listener.localAddress?.port ?? port
-        }
     }
 
     /// Registers a new connection; nil when the receiver has stopped meanwhile.

@@ -1,0 +1,215 @@
+import AlertdCore
+import AlertdEngine
+import AlertdHTTP
+import AlertdWire
+import Crypto
+
+/// The alert endpoints of §4: decode, call the engine, encode.
+extension API {
+    /// `POST /v1/clients/{client}/alerts`: 201 with `Location` (200 for an idempotent replay).
+    func postAlert(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        try Self.requireJSON(call.request)
+        let key = try Self.idempotencyKey(call.request)
+        let draft: AlertDraft
+        switch AlertDraft.validate(try Self.parseJSON(call.request.body), rules: engine.rules) {
+        case .success(let valid): draft = valid
+        case .failure(let invalid):
+            var problem = Problem(
+                .invalidAlert, invalid.errors.count == 1 ? "1 field is invalid" : "\(invalid.errors.count) fields are invalid")
+            problem.errors = invalid.errors
+            throw problem
+        }
+        let idempotency = key.map { IdempotencyKey(key: $0, bodyDigest: Array(SHA256.hash(data: call.request.body))) }
+        engine.post(draft, to: client, idempotency: idempotency) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let posted):
+                    var response = alert(posted.created ? 201 : 200, posted.alert)
+                    response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(posted.alert.alert.id)"))
+                    return response
+                case .failure(let error):
+                    return render(Problem(error))
+                }
+            }
+        }
+    }
+
+    /// `GET /v1/clients/{client}/alerts/current?wait=N&after=ID`: 200, or 204 when none.
+    func currentAlert(_ call: Call) throws {
+        let client = try call.client()
+        let query = try call.query(["wait", "after"])
+        let wait = try query.wait()
+        var after: AlertID?
+        if let text = query["after"], !text.isEmpty {
+            guard let id = AlertID(text) else { throw Problem(.badRequest, "after must be an alert id, not \(text)") }
+            after = id
+        }
+        engine.awaitCurrent(client: client, wait: wait, after: after, owner: call.principal?.name) { [self] result in
+            switch result {
+            case .success(let body?): call.reply { [self] in json(200, body) }
+            case .success(nil): call.reply { HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]) }
+            case .failure(let error): call.reply { [self] in render(Problem(error)) }
+            }
+        }
+    }
+
+    /// `GET /v1/clients/{client}/alerts/{id}?wait=N`.
+    func getAlert(_ call: Call) throws {
+        let client = try call.client()
+        let wait = try call.query(["wait"]).wait()
+        let id = try call.alertID(on: client)
+        engine.awaitAlert(id, on: client, wait: wait, owner: call.principal?.name) { [self] result in
+            call.reply { [self] in alertResponse(result) }
+        }
+    }
+
+    /// `DELETE /v1/clients/{client}/alerts/{id}`.
+    func withdrawAlert(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        let id = try call.alertID(on: client)
+        engine.withdraw(id, on: client, by: call.principal?.name, requestID: call.requestID) { [self] result in
+            call.reply { [self] in alertResponse(result) }
+        }
+    }
+
+    /// `POST /v1/clients/{client}/alerts/{id}/choice` with `{"button": …}` or `{"button_index": …}`.
+    func choose(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        try Self.requireJSON(call.request)
+        let selection = try Self.selection(call.request.body)
+        let id = try call.alertID(on: client)
+        engine.choose(selection, alert: id, on: client, by: call.principal?.name, requestID: call.requestID) { [self] result in
+            call.reply { [self] in alertResponse(result) }
+        }
+    }
+
+    /// `GET /v1/clients/{client}/alerts/{id}/deliveries`. Webhook URLs often carry
+    /// secrets (user info, query): whole for `admin` only (§7), redacted for others.
+    func deliveries(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        let id = try call.alertID(on: client)
+        let whole = call.principal.map { $0.roles.contains(.admin) } ?? true
+        engine.deliveries(of: id, on: client) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let records): json(200, Rendering.deliveries(records, wholeTargets: whole))
+                case .failure(let error): render(Problem(error))
+                }
+            }
+        }
+    }
+
+    /// `GET /v1/clients/{client}/alerts?state=…&limit=…&cursor=…`: pending alerts in
+    /// display order, then terminal ones newest first.
+    func listAlerts(_ call: Call) throws {
+        let client = try call.client()
+        let query = try call.query(["state", "limit", "cursor"])
+        var states = Engine.pendingStates
+        if let text = query["state"] {
+            states = []
+            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let state = AlertState(rawValue: String(name)) else {
+                    throw Problem(
+                        .badRequest, "unknown state \"\(name)\"; states are \(AlertState.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                states.insert(state)
+            }
+        }
+        let limit = try query.limit()
+        var cursor: Engine.ListCursor?
+        if let text = query["cursor"] {
+            guard let parsed = Engine.ListCursor(text) else {
+                throw Problem(.badRequest, "cursor \"\(text)\" was not issued by this daemon")
+            }
+            cursor = parsed
+        }
+        engine.alerts(on: client, states: states, limit: limit, after: cursor) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let page):
+                    var out = JSONWriter(capacity: 256 + page.alerts.count * 512)
+                    out.beginObject()
+                    out.key("alerts")
+                    out.beginArray()
+                    for item in page.alerts { item.alert.write(position: item.position, into: &out) }
+                    out.endArray()
+                    out.key("next_cursor")
+                    out.string(page.next?.text)
+                    out.endObject()
+                    return json(200, out.bytes)
+                case .failure(let error):
+                    return render(Problem(error))
+                }
+            }
+        }
+    }
+
+    func alertResponse(_ result: Result<PositionedAlert, EngineError>) -> HTTPResponse {
+        switch result {
+        case .success(let found): alert(200, found)
+        case .failure(let error): render(Problem(error))
+        }
+    }
+
+    // MARK: - Decoding
+
+    static func requireJSON(_ request: HTTPRequest) throws(Problem) {
+        let type = request.header("content-type") ?? ""
+        let media = type.utf8.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 32 && $0 != 9 }
+        guard media.count == 16, String(decoding: media, as: UTF8.self).lowercased() == "application/json" else {
+            throw Problem(
+                .unsupportedMediaType,
+                type.isEmpty ? "Content-Type must be application/json" : "Content-Type must be application/json, not \(type)")
+        }
+    }
+
+    static func idempotencyKey(_ request: HTTPRequest) throws(Problem) -> String? {
+        let values = request.headers.filter { $0.name == "idempotency-key" }
+        guard let key = values.first?.value else { return nil }
+        guard values.count == 1 else { throw Problem(.badRequest, "Idempotency-Key must be sent once") }
+        guard (1...255).contains(key.count) else { throw Problem(.badRequest, "Idempotency-Key must be 1 to 255 characters") }
+        return key
+    }
+
+    /// Any JSON body; malformed JSON (invalid UTF-8 included) is 400 with where it broke.
+    static func parseJSON(_ body: [UInt8]) throws(Problem) -> JSONValue {
+        do {
+            return try JSONParser.parse(body)
+        } catch {
+            throw Problem(.badRequest, "the body is not valid JSON: \(error.reason) at byte \(error.offset)")
+        }
+    }
+
+    /// A body that must be a JSON object.
+    static func jsonObject(_ body: [UInt8]) throws(Problem) -> JSONObject {
+        guard case .object(let object) = try parseJSON(body) else { throw Problem(.badRequest, "the body must be a JSON object") }
+        return object
+    }
+
+    /// `{"button": "Deploy"}` or `{"button_index": 0}`, exactly one.
+    static func selection(_ body: [UInt8]) throws(Problem) -> ButtonSelection {
+        let object = try jsonObject(body)
+        if let unknown = object.keys.first(where: { $0 != "button" && $0 != "button_index" }) {
+            throw Problem(.badRequest, "unknown field \(unknown); send {\"button\": title} or {\"button_index\": n}")
+        }
+        switch (object["button"], object["button_index"]) {
+        case (let title?, nil):
+            guard case .string(let text) = title else { throw Problem(.badRequest, "button must be a string") }
+            return .title(text)
+        case (nil, let index?):
+            guard case .number(let number) = index, let value = number.int else {
+                throw Problem(.badRequest, "button_index must be an integer")
+            }
+            return .index(value)
+        case (nil, nil):
+            throw Problem(.badRequest, "send exactly one of button and button_index")
+        case (_?, _?):
+            throw Problem(.badRequest, "send exactly one of button and button_index, not both")
+        }
+    }
+}

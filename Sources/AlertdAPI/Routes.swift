@@ -1,0 +1,26 @@
+extension API {
+    /// Every endpoint alertd serves: §4's, plus `whoami` and the dashboard.
+    /// A new endpoint is one line here and one handler.
+    static let routes: [Route] = [
+        Route("GET", "/healthz", .open, "healthz", API.healthz),
+        Route("GET", "/readyz", .open, "readyz", API.readyz),
+        Route("GET", "/metrics", .open, "metrics", API.metricsText),
+        // The dashboard loads without a token: it asks for one itself.
+        Route("GET", "/", .open, "dashboard", API.dashboardPage),
+        Route("GET", "/ui/{asset}", .open, "dashboard_asset", API.dashboardAsset),
+        // Any valid token (with tokens, every /v1 request shows one before routing).
+        Route("GET", "/v1/whoami", .open, "whoami", API.whoAmI),
+        Route("GET", "/v1/clients", .read, "list_clients", API.listClients),
+        Route("POST", "/v1/clients/{client}/alerts", .post, "post_alert", API.postAlert),
+        Route("GET", "/v1/clients/{client}/alerts", .read, "list_alerts", API.listAlerts),
+        Route("GET", "/v1/clients/{client}/alerts/current", .read, "current_alert", API.currentAlert),
+        Route("GET", "/v1/clients/{client}/alerts/{id}", .read, "get_alert", API.getAlert),
+        Route("DELETE", "/v1/clients/{client}/alerts/{id}", .post, "withdraw_alert", API.withdrawAlert),
+        Route("POST", "/v1/clients/{client}/alerts/{id}/choice", .answer, "choose", API.choose),
+        Route("GET", "/v1/clients/{client}/alerts/{id}/deliveries", .read, "deliveries", API.deliveries),
+        Route("POST", "/v1/clients/{client}/webhooks", .admin, "create_webhook", API.createWebhook),
+        Route("GET", "/v1/clients/{client}/webhooks", .admin, "list_webhooks", API.listWebhooks),
+        Route("GET", "/v1/clients/{client}/webhooks/{id}", .admin, "get_webhook", API.getWebhook),
+        Route("DELETE", "/v1/clients/{client}/webhooks/{id}", .admin, "delete_webhook", API.deleteWebhook),
+    ]
+}

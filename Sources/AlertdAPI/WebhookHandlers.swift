@@ -1,0 +1,83 @@
+import AlertdCore
+import AlertdEngine
+import AlertdHTTP
+import AlertdWire
+
+/// The webhook endpoints of §4 (admin only: they are configuration, and their
+/// URLs name internal receivers).
+extension API {
+    /// `POST /v1/clients/{client}/webhooks` with `{"url": …, "secret": optional}`:
+    /// 201 with the secret, shown this once.
+    func createWebhook(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        try Self.requireJSON(call.request)
+        let (url, secret) = try Self.webhookBody(call.request.body)
+        engine.createWebhook(client: client, url: url, secret: secret) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let webhook):
+                    var response = json(201, Rendering.createdWebhook(webhook))
+                    response.headers.append(("Location", "/v1/clients/\(client)/webhooks/\(webhook.id)"))
+                    return response
+                case .failure(let error):
+                    return render(Problem(error))
+                }
+            }
+        }
+    }
+
+    /// `GET /v1/clients/{client}/webhooks`: secrets are never shown again.
+    func listWebhooks(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        var out = JSONWriter(capacity: 256)
+        out.beginObject()
+        out.key("webhooks")
+        out.beginArray()
+        for webhook in engine.webhooks(of: client) { Rendering.write(webhook, into: &out) }
+        out.endArray()
+        out.endObject()
+        call.respond(json(200, out.bytes))
+    }
+
+    /// `GET /v1/clients/{client}/webhooks/{id}`.
+    func getWebhook(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        let id = call.captures["id"] ?? ""
+        guard let webhook = engine.webhooks(of: client).first(where: { $0.id == id }) else {
+            throw Problem(.notFound, "no webhook \(id) on client \(client)")
+        }
+        var out = JSONWriter(capacity: 128)
+        Rendering.write(webhook, into: &out)
+        call.respond(json(200, out.bytes))
+    }
+
+    /// `DELETE /v1/clients/{client}/webhooks/{id}`: 204; a config file's webhook is 403.
+    func deleteWebhook(_ call: Call) throws {
+        let client = try call.client()
+        _ = try call.query()
+        engine.deleteWebhook(client: client, id: call.captures["id"] ?? "") { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success: HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
+                case .failure(let error): render(Problem(error))
+                }
+            }
+        }
+    }
+
+    static func webhookBody(_ body: [UInt8]) throws(Problem) -> (url: String, secret: String?) {
+        let object = try jsonObject(body)
+        if let unknown = object.keys.first(where: { $0 != "url" && $0 != "secret" }) {
+            throw Problem(.badRequest, "unknown field \(unknown); send {\"url\": …, \"secret\": optional}")
+        }
+        guard case .string(let url)? = object["url"] else { throw Problem(.badRequest, "url is required and must be a string") }
+        switch object["secret"] {
+        case nil, .null?: return (url, nil)
+        case .string(let secret)?: return (url, secret)
+        default: throw Problem(.badRequest, "secret must be a string")
+        }
+    }
+}

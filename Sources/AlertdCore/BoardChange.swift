@@ -1,0 +1,62 @@
+/// What one operation changed, for the caller to persist and publish.
+public struct BoardChange: Sendable {
+    /// Alerts whose stored form changed: new, displayed, queued again, terminal.
+    public var saved: [Alert] = []
+    /// Clients used for the first time.
+    public var newClients: [String] = []
+    /// Clients whose displayed alert changed.
+    public var displayChanged: [String] = []
+    /// Alerts that became terminal.
+    public var decided: [Alert] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { saved.isEmpty && newClients.isEmpty }
+
+    mutating func merge(_ other: BoardChange) {
+        saved += other.saved
+        newClients += other.newClients
+        displayChanged += other.displayChanged
+        decided += other.decided
+    }
+}
+
+/// A choice: by button title or by index (§4, exactly one).
+public enum ButtonSelection: Sendable, Hashable {
+    case title(String)
+    case index(Int)
+}
+
+/// Alerts by id. Each is held in an immutable box, so growing the table moves
+/// references, not whole alerts: with hundreds of thousands pending, a resize of
+/// inline values copied ~300 bytes each under the board lock.
+struct AlertTable: Sendable {
+    private final class Box: Sendable {
+        let alert: Alert
+        init(_ alert: Alert) { self.alert = alert }
+    }
+
+    private var boxes: [AlertID: Box] = [:]
+
+    var count: Int { boxes.count }
+    var all: some Sequence<Alert> { boxes.values.lazy.map(\.alert) }
+
+    subscript(id: AlertID) -> Alert? {
+        get { boxes[id]?.alert }
+        set { boxes[id] = newValue.map(Box.init) }
+    }
+}
+
+/// Versions of alerts before an operation touched them.
+struct Before {
+    var versions: [AlertID: Alert?] = [:]
+}
+
+extension ButtonSelection: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .title(let title): "\"\(title)\""
+        case .index(let index): "at index \(index)"
+        }
+    }
+}

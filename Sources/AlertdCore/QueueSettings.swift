@@ -1,0 +1,33 @@
+/// Per-client settings (§8 `clients:`).
+public struct ClientSettings: Sendable, Hashable {
+    public var policy: QueuePolicy
+    public var maxPending: Int
+
+    public init(policy: QueuePolicy = .fifo, maxPending: Int = 10_000) {
+        self.policy = policy
+        self.maxPending = maxPending
+    }
+}
+
+/// The settings of every client: a default and overrides by client id, and the
+/// bounds on what posters can grow across clients.
+public struct QueueSettings: Sendable, Hashable {
+    public var standard: ClientSettings
+    public var clients: [String: ClientSettings]
+    /// Clients known at once (`limits.max_clients`): a post to a new one beyond it is refused.
+    public var maxClients: Int
+    /// Pending alerts across every client (`limits.max_pending_total`).
+    public var maxPendingTotal: Int
+
+    public init(
+        standard: ClientSettings = ClientSettings(), clients: [String: ClientSettings] = [:], maxClients: Int = 10_000,
+        maxPendingTotal: Int = 200_000
+    ) {
+        self.standard = standard
+        self.clients = clients
+        self.maxClients = maxClients
+        self.maxPendingTotal = maxPendingTotal
+    }
+
+    public subscript(client: String) -> ClientSettings { clients[client] ?? standard }
+}

@@ -1,0 +1,155 @@
+import AlertdAPI
+import AlertdCallbacks
+import AlertdCallbacks
+import AlertdCore
+import AlertdEngine
+import AlertdWire
+import CoreMetrics
+import Foundation
+import struct NIOConcurrencyHelpers.NIOLockedValueBox
+import Prometheus
+
+/// alertd's metrics, through swift-metrics with a Prometheus registry of its
+/// own (not the process-wide bootstrap, so several alertd cores can live in
+/// one test process). `/metrics` renders the registry in the text format.
+///
+/// Every label has a bounded set of values: routes are the route table's,
+/// statuses are HTTP codes, outcomes and results are enums. Client ids are
+/// never labels (anyone may invent one).
+final class AlertdMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    /// Per route and status: its request counter and its route's duration histogram.
+    private let requestMetrics = NIOLockedValueBox<[RequestKey: (count: CoreMetrics.Counter, duration: CoreMetrics.Timer)]>([:])
+    /// Hashed on every request: no string is built for it.
+    private struct RequestKey: Hashable {
+        let route: String
+        let status: Int
+    }
+    private let terminalCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let deliveryCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    let alertsCreated: CoreMetrics.Counter
+    let commitDuration: CoreMetrics.Timer
+    let deliveryLatency: CoreMetrics.Timer
+    let pending: CoreMetrics.Gauge
+    let waiters: CoreMetrics.Gauge
+    /// Deliveries not yet made: waiting for their time, and attempts in flight.
+    let deliveriesWaiting: CoreMetrics.Gauge
+    let deliveriesInFlight: CoreMetrics.Gauge
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let fast: [Duration] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+        ]
+        factory.defaultDurationHistogramBuckets = fast
+        factory.durationHistogramBuckets["alertd_delivery_latency_seconds"] =
+            fast + [.seconds(300), .seconds(1800), .seconds(3600), .seconds(86_400)]
+        self.factory = factory
+        alertsCreated = CoreMetrics.Counter(label: "alertd_alerts_created_total", factory: factory)
+        commitDuration = CoreMetrics.Timer(label: "alertd_store_commit_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        deliveryLatency = CoreMetrics.Timer(label: "alertd_delivery_latency_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        pending = CoreMetrics.Gauge(label: "alertd_alerts_pending", factory: factory)
+        waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
+        deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
+        deliveriesInFlight = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "in_flight")], factory: factory)
+    }
+
+    /// One answered request: `route` is the route's name (`unmatched` for 404/405).
+    func request(route: String, status: Int, nanoseconds: UInt64) {
+        let key = RequestKey(route: route, status: status)
+        let (counter, timer) = requestMetrics.withLockedValue { cache in
+            if let metrics = cache[key] { return metrics }
+            // A route's timer is the same histogram whatever the status: the registry hands it out once.
+            let metrics = (
+                count: CoreMetrics.Counter(
+                    label: "alertd_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory),
+                duration: CoreMetrics.Timer(
+                    label: "alertd_http_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds,
+                    factory: factory)
+            )
+            cache[key] = metrics
+            return metrics
+        }
+        counter.increment()
+        timer.recordNanoseconds(Int64(nanoseconds))
+    }
+
+    /// An alert reached a terminal state.
+    func terminal(_ outcome: String) {
+        counter(terminalCounters, key: outcome, label: "alertd_alerts_terminal_total", dimension: "outcome").increment()
+    }
+
+    /// A delivery attempt ended: `delivered`, `retry` or `failed`.
+    func delivery(_ result: String) {
+        counter(deliveryCounters, key: result, label: "alertd_deliveries_total", dimension: "result").increment()
+    }
+
+    private func counter(_ cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
+        -> CoreMetrics.Counter
+    {
+        cache.withLockedValue { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(label: label, dimensions: [(dimension, key)], factory: factory)
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    /// Told of every recorded delivery attempt.
+    var observeAttempt: @Sendable (AttemptRecord, PendingDelivery) -> Void {
+        { [self] record, delivery in
+            switch record.state {
+            case .delivered:
+                self.delivery("delivered")
+                deliveryLatency.recordMilliseconds(max(0, record.attempt.at.milliseconds - delivery.eventCreatedAt.milliseconds))
+            case .pending: self.delivery("retry")
+            case .failed: self.delivery("failed")
+            }
+        }
+    }
+
+    /// What the API records per request, and its `/metrics` with the gauges up to date.
+    func api(engine: Engine, deliveries: DeliveryWorker) -> API.Metrics {
+        API.Metrics(
+            request: { [self] route, status, nanoseconds in request(route: route, status: status, nanoseconds: nanoseconds) },
+            exposition: { [self] in
+                pending.record(engine.pendingTotal)
+                waiters.record(engine.waiterCount)
+                let (waiting, inFlight) = deliveries.counts
+                deliveriesWaiting.record(waiting)
+                deliveriesInFlight.record(inFlight)
+                return render()
+            })
+    }
+
+    /// The text format, with HELP lines for alertd's own metrics.
+    func render() -> [UInt8] {
+        var text = ""
+        let body = registry.emitToString()
+        for line in body.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), let name = line.split(separator: " ").dropFirst(2).first, let help = Self.help[String(name)] {
+                text += "# HELP \(name) \(help)\n"
+            }
+            text += line + "\n"
+        }
+        while text.hasSuffix("\n\n") { text.removeLast() }
+        return Array((text + ProcessMetrics.exposition()).utf8)
+    }
+
+    static let help: [String: String] = [
+        "alertd_http_requests_total": "HTTP requests answered, by route and status.",
+        "alertd_http_request_duration_seconds": "Time from a request's arrival to its answer, by route (long-polls included).",
+        "alertd_alerts_created_total": "Alerts created.",
+        "alertd_alerts_terminal_total": "Alerts that reached a terminal state, by outcome.",
+        "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
+        "alertd_waiters": "Requests parked in long-polls.",
+        "alertd_deliveries_pending": "Callback deliveries not yet made, by state: waiting (for their time) or in_flight.",
+        "alertd_store_commit_duration_seconds": "Time to commit one group of writes (fsync included).",
+        "alertd_deliveries_total": "Callback delivery attempts, by result: delivered, retry, failed.",
+        "alertd_delivery_latency_seconds": "Time from a terminal event to its delivery.",
+    ]
+}

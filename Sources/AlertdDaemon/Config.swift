@@ -1,0 +1,129 @@
+public import AlertdAPI
+public import AlertdCore
+public import AlertdDelivery
+public import AlertdStore
+import AlertdWire
+import Foundation
+public import Logging
+import Yams
+
+/// The daemon's configuration: the §8 YAML file, with `--listen` and
+/// `--state-dir` applied on top. Every key has the default the example documents.
+public struct Config: Sendable {
+    /// The file it was read from; nil: no file, every default.
+    public var source: String?
+    public var listen = "127.0.0.1:8080"
+    public var stateDir = "./alertd-state"
+    public var durability = Durability.full
+    public var limits = Limits()
+    public var logLevel = Logger.Level.info
+    public var metricsRequireToken = false
+    public var alertRules = AlertRules()
+    /// Seconds terminal alerts stay readable.
+    public var retentionSeconds: Double = 604_800
+    public var clients: [String: ClientSettings] = [:]
+    public var allowAnonymous = false
+    /// `tls`: serve HTTPS with these PEM files; nil: plain HTTP.
+    public var tls: TLSFiles?
+    /// `http.allowed_hosts`: names besides loopback ones and IP addresses that
+    /// requests may address alertd by while it has no tokens (see ``HostPolicy``).
+    public var allowedHosts: [String] = []
+
+    public struct TLSFiles: Sendable, Hashable {
+        public var certFile: String
+        public var keyFile: String
+
+        /// Reads both files; the error names the file and why.
+        public func read() throws -> (certificate: String, key: String) {
+            func text(_ path: String, _ key: String) throws -> String {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigError("tls.\(key): cannot read \(path)", key: "tls.\(key)")
+                }
+                let text = String(decoding: data, as: UTF8.self)
+                guard text.contains("-----BEGIN ") else { throw ConfigError("tls.\(key): \(path) is not a PEM file", key: "tls.\(key)") }
+                return text
+            }
+            return (try text(certFile, "cert_file"), try text(keyFile, "key_file"))
+        }
+    }
+
+    /// `auth.tokens`: when there are any, every `/v1` request needs one.
+    public var tokens: [Token] = []
+    public var callbacks = Callbacks()
+    /// The `webhooks:` list: registered callback URLs besides the API's.
+    public var webhooks: [ConfigWebhook] = []
+
+    public struct ConfigWebhook: Sendable, Hashable {
+        public var client: String
+        public var url: String
+        public var secret: String
+    }
+
+    public struct Limits: Sendable {
+        public var maxBodyBytes = 65_536
+        public var maxPendingPerClient = 10_000
+        public var maxWaitSeconds = 60
+        public var maxWaiters = 20_000
+        /// Waiters one token may have parked at once (no limit without tokens).
+        public var maxWaitersPerToken = 10_000
+        /// Clients known at once: a post to a new client beyond it is 429 queue-full.
+        public var maxClients = 10_000
+        /// Pending alerts across every client: beyond it a post is 429 queue-full.
+        public var maxPendingTotal = 200_000
+        public var maxConnections = 30_000
+        /// Connections one client address may hold open; nil: no per-address limit.
+        public var maxConnectionsPerIP: Int?
+        /// Seconds a connection has to deliver a whole request, from opening or from its previous answer.
+        public var readTimeoutSeconds: Double = 30
+        /// Requests a second per token, on average; nil: no rate limit.
+        public var ratePerSecond: Double?
+        /// Requests a token may make at once; defaults to one second's worth (at least 1).
+        public var rateBurst: Int?
+    }
+
+    /// Callback delivery (§5): signing, attempt timeout, retries, the deny list.
+    public struct Callbacks: Sendable {
+        public var signingSecret: String?
+        public var timeout: Double = 10
+        public var maxAge: Double = 86_400
+        public var retryInitialSeconds: Double = 1
+        public var retryMaxIntervalSeconds: Double = 300
+        public var deny = DenyList.defaultEntries
+
+        /// The retry schedule these settings describe.
+        public var retryPolicy: RetryPolicy {
+            RetryPolicy(initial: retryInitialSeconds, maxInterval: retryMaxIntervalSeconds, maxAge: maxAge)
+        }
+    }
+
+    public init() {}
+
+    /// The default config file path.
+    public static let defaultPath = "/etc/alertd/alertd.yaml"
+
+    public var queueSettings: QueueSettings {
+        QueueSettings(
+            standard: ClientSettings(policy: .fifo, maxPending: limits.maxPendingPerClient),
+            clients: clients, maxClients: limits.maxClients, maxPendingTotal: limits.maxPendingTotal)
+    }
+}
+
+/// A config file problem: one line, naming the key it concerns.
+public struct ConfigError: Error, CustomStringConvertible {
+    public let description: String
+    /// The key's path (`limits.max_waiters`), when the problem is one key's.
+    public let key: String?
+
+    init(_ description: String, key: String? = nil) {
+        self.description = description
+        self.key = key
+    }
+}
+
+/// Every problem found in a config file, one line each, in file order.
+public struct ConfigErrors: Error, CustomStringConvertible {
+    public let errors: [ConfigError]
+    /// What could be read of the file despite them (for the checks that need a config).
+    public var partial: Config?
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}

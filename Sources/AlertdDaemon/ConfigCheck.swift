@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import NIOSSL
+
+extension ConfigErrors {
+    /// These problems, and those the start's checks find in what could be read of
+    /// the file (after `adjust`: the command line over it) for keys not already
+    /// named: everything wrong with a file, at once.
+    public func withStartCheck(_ adjust: (inout Config) -> Void = { _ in }) -> ConfigErrors {
+        guard var config = partial else { return self }
+        adjust(&config)
+        let named = Set(errors.compactMap(\.key))
+        let more = config.startCheck().errors.filter { error in error.key.map { !named.contains($0) } ?? true }
+        return ConfigErrors(errors: errors + more, partial: config)
+    }
+}
+
+/// What alertd checks before it serves, beyond the file's own rules. `alertd
+/// check-config` runs the same checks, so a file it calls ok is one alertd starts with.
+extension Config {
+    public struct StartCheck: Sendable {
+        /// Each stops the start: one line, naming the key.
+        public var errors: [ConfigError] = []
+        /// Each is logged at start and printed by check-config.
+        public var warnings: [String] = []
+    }
+
+    /// - Parameter listeningHost: the host alertd will listen on, when it is not
+    ///   `listen`'s (a socket systemd passed).
+    public func startCheck(listeningHost: String? = nil) -> StartCheck {
+        var check = StartCheck()
+        let file = source ?? "config"
+        var host = listeningHost
+        if host == nil {
+            do {
+                host = try listenAddress().host
+            } catch let error as ConfigError {
+                check.errors.append(ConfigError("\(file): \(error.description)", key: "listen"))
+            } catch {
+                check.errors.append(ConfigError("\(file): listen: \(error)", key: "listen"))
+            }
+        }
+        if let host, !Config.isLoopback(host), tokens.isEmpty, !allowAnonymous {
+            check.errors.append(
+                ConfigError(
+                    "\(file): listen: refusing to listen on \(listeningHost == nil ? listen : host) without auth.tokens: anyone who can "
+                        + "reach it could post and answer alerts; add tokens, listen on a loopback address, or set auth.allow_anonymous: true",
+                    key: "listen"))
+        }
+        if let tls {
+            check.errors += tls.problems(file: file)
+        }
+        if let problem = Self.writableProblem(stateDir) {
+            check.errors.append(ConfigError("\(file): state_dir: \(stateDir) \(problem)", key: "state_dir"))
+        }
+        if limits.ratePerSecond != nil, tokens.isEmpty {
+            check.warnings.append("limits.rate_per_second has no effect: it limits each token, and there are no auth.tokens")
+        }
+        if metricsRequireToken, tokens.isEmpty {
+            check.warnings.append("metrics.require_token with no auth.tokens: no request can read /metrics")
+        }
+        return check
+    }
+
+    /// Why alertd could not keep its store in `directory`, if it could not: it
+    /// must be a writable directory, or one this user may create.
+    static func writableProblem(_ directory: String) -> String? {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { return "is not a directory" }
+            return access(directory, W_OK | X_OK) == 0 ? nil : "is not writable by this user (uid \(getuid()))"
+        }
+        // Created at start: the nearest existing parent must let this user do it.
+        var parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
+        while !FileManager.default.fileExists(atPath: parent), parent != "/" {
+            parent = URL(fileURLWithPath: parent).deletingLastPathComponent().path
+        }
+        return access(parent, W_OK | X_OK) == 0 ? nil : "does not exist and \(parent) is not writable by this user (uid \(getuid()))"
+    }
+}
+
+extension Config.TLSFiles {
+    /// The files are readable PEM, and the key is the certificate's.
+    func problems(file: String) -> [ConfigError] {
+        let certificate: String
+        let key: String
+        do {
+            (certificate, key) = try read()
+        } catch let error as ConfigError {
+            return [ConfigError("\(file): \(error.description)", key: error.key)]
+        } catch {
+            return [ConfigError("\(file): tls: \(error)", key: "tls")]
+        }
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMBytes(Array(certificate.utf8))
+            guard !chain.isEmpty else { throw ConfigError("no certificate") }
+        } catch {
+            return [ConfigError("\(file): tls.cert_file: \(certFile) holds no certificate alertd can read", key: "tls.cert_file")]
+        }
+        let privateKey: NIOSSLPrivateKey
+        do {
+            privateKey = try NIOSSLPrivateKey(bytes: Array(key.utf8), format: .pem)
+        } catch {
+            return [ConfigError("\(file): tls.key_file: \(keyFile) holds no private key alertd can read", key: "tls.key_file")]
+        }
+        do {
+            // Loading both into one context checks that the key belongs to the certificate.
+            _ = try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey)))
+        } catch {
+            return [ConfigError("\(file): tls.key_file: \(keyFile) is not the key of the certificate in \(certFile)", key: "tls.key_file")]
+        }
+        return []
+    }
+}

@@ -1,0 +1,483 @@
+import AlertdAPI
+import AlertdCore
+import AlertdDelivery
+import AlertdStore
+import AlertdWire
+import Foundation
+import Logging
+import Yams
+
+/// Reading the YAML file of §8: every key checked, an unknown one refused with its path.
+extension Config {
+    /// Loads a config file. Unknown keys and wrong types are errors naming the key.
+    public static func load(path: String) throws -> Config {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = FileManager.default.fileExists(atPath: path) ? "it is not readable by this user" : "there is no such file"
+            throw ConfigErrors(errors: [ConfigError("cannot read config file \(path): \(reason)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigErrors(errors: [ConfigError("cannot read config file \(path): it is not UTF-8 text")])
+        }
+        do {
+            var config = try parse(yaml: text, source: path)
+            config.source = path
+            return config
+        } catch var errors as ConfigErrors {
+            errors.partial?.source = path
+            throw errors
+        }
+    }
+
+    /// Parses config YAML. Every problem in it is reported at once
+    /// (``ConfigErrors``, one line each naming its key), not only the first.
+    public static func parse(yaml: String, source: String = "config") throws -> Config {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: yaml)
+        } catch let error as YamlError {
+            throw ConfigErrors(errors: [ConfigError(Self.describe(error, source: source))])
+        } catch {
+            throw ConfigErrors(errors: [ConfigError("\(source): not valid YAML: \(error)")])
+        }
+        var config = Config()
+        guard let node else { return config }  // an empty file: every default
+        let problems = Problems()
+        read(node, into: &config, source: source, problems)
+        if !problems.errors.isEmpty { throw ConfigErrors(errors: problems.errors, partial: config) }
+        return config
+    }
+
+    /// A YAML syntax error as one line: `file:line:column: what`.
+    static func describe(_ error: YamlError, source: String) -> String {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            "\(source):\(mark.line):\(mark.column): not valid YAML: \(problem)"
+        default:
+            "\(source): not valid YAML: \(error.description.split(separator: "\n").first ?? "")"
+        }
+    }
+
+    private static func read(_ node: Node, into config: inout Config, source: String, _ problems: Problems) {
+        guard let root = problems.section(node, path: "", source: source) else { return }
+        root.only([
+            "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
+            "webhooks", "tls", "http",
+        ])
+        problems.check {
+            if let v = try root.string("listen") {
+                config.listen = v
+                _ = try config.listenAddress()
+            }
+        }
+        problems.check { if let v = try root.string("state_dir") { config.stateDir = v } }
+        problems.check {
+            if let v = try root.string("durability") {
+                guard let durability = Durability(rawValue: v) else {
+                    throw root.error("durability", "must be full or normal, not \(v)")
+                }
+                config.durability = durability
+            }
+        }
+        if let limits = problems.check({ try root.section("limits") }) ?? nil {
+            limits.only([
+                "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
+                "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
+                "max_clients", "max_pending_total",
+            ])
+            problems.check { if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v } }
+            problems.check { if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v } }
+            problems.check { if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v } }
+            problems.check { if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v } }
+            problems.check { if let v = try limits.int("max_waiters_per_token", min: 0) { config.limits.maxWaitersPerToken = v } }
+            problems.check { if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v } }
+            problems.check { if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v } }
+            problems.check { if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v } }
+            problems.check { if let v = try limits.int("max_connections_per_ip", min: 1) { config.limits.maxConnectionsPerIP = v } }
+            problems.check { if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v } }
+            problems.check { if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v } }
+            problems.check { if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v } }
+            if limits.has("rate_burst"), !limits.has("rate_per_second") {
+                problems.add(limits.error("rate_burst", "needs limits.rate_per_second"))
+            }
+        }
+        if let tls = problems.check({ try root.section("tls") }) ?? nil {
+            tls.only(["cert_file", "key_file"])
+            let cert = problems.check { try tls.string("cert_file") } ?? nil
+            let key = problems.check { try tls.string("key_file") } ?? nil
+            if let cert, let key {
+                config.tls = TLSFiles(certFile: cert, keyFile: key)
+            } else if !problems.has("tls.cert_file"), !problems.has("tls.key_file") {
+                problems.add(ConfigError("\(source): tls needs both cert_file and key_file (PEM files)", key: "tls"))
+            }
+        }
+        if let http = problems.check({ try root.section("http") }) ?? nil {
+            http.only(["allowed_hosts"])
+            for name in (problems.check { try http.strings("allowed_hosts") } ?? nil) ?? [] {
+                guard HostPolicy.isHostName(name) else {
+                    problems.add(
+                        http.error(
+                            "allowed_hosts", "\(name) is not a host name (no port, no scheme; IP addresses need no entry)", separator: ": ")
+                    )
+                    continue
+                }
+                config.allowedHosts.append(name)
+            }
+        }
+        if let log = problems.check({ try root.section("log") }) ?? nil {
+            log.only(["level"])
+            problems.check {
+                if let v = try log.string("level") {
+                    guard let level = Logger.Level(configName: v) else {
+                        throw log.error("level", "must be debug, info, warning or error, not \(v)")
+                    }
+                    config.logLevel = level
+                }
+            }
+        }
+        if let metrics = problems.check({ try root.section("metrics") }) ?? nil {
+            metrics.only(["require_token"])
+            problems.check { if let v = try metrics.bool("require_token") { config.metricsRequireToken = v } }
+        }
+        if let alerts = problems.check({ try root.section("alerts") }) ?? nil {
+            alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention"])
+            problems.check { if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v } }
+            problems.check { if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v } }
+            problems.check { if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v } }
+            problems.check { if let v = try alerts.seconds("retention") { config.retentionSeconds = v } }
+            if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
+                problems.add(alerts.error("default_expires_in", "is greater than alerts.max_expires_in"))
+            }
+        }
+        if let clients = problems.check({ try root.section("clients") }) ?? nil {
+            for name in clients.keys {
+                guard ClientID.isValid(name) else {
+                    problems.add(clients.error(name, "is not a valid client id", separator: ": "))
+                    continue
+                }
+                guard let client = problems.check({ try clients.section(name) }) ?? nil else { continue }
+                client.only(["policy", "max_pending"])
+                var settings = ClientSettings(policy: .fifo, maxPending: config.limits.maxPendingPerClient)
+                problems.check {
+                    if let v = try client.string("policy") {
+                        guard let policy = QueuePolicy(rawValue: v) else { throw client.error("policy", "must be fifo or stack, not \(v)") }
+                        settings.policy = policy
+                    }
+                }
+                // max_pending defaults to limits.max_pending_per_client, wherever limits is in the file.
+                problems.check { if let v = try client.int("max_pending", min: 1) { settings.maxPending = v } }
+                config.clients[name] = settings
+            }
+        }
+        if let auth = problems.check({ try root.section("auth") }) ?? nil {
+            auth.only(["allow_anonymous", "tokens"])
+            problems.check { if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v } }
+            for (index, node) in ((problems.check { try auth.list("tokens") } ?? nil) ?? []).enumerated() {
+                guard let entry = problems.section(node, path: "auth.tokens[\(index)]", source: source) else { continue }
+                problems.check { config.tokens.append(try Self.token(entry, existing: config.tokens)) }
+            }
+        }
+        if let callbacks = problems.check({ try root.section("callbacks") }) ?? nil {
+            callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny"])
+            problems.check {
+                if let secret = try callbacks.string("signing_secret") {
+                    do {
+                        _ = try WebhookKey(secret: secret)
+                    } catch {
+                        throw callbacks.error("signing_secret", "\(error)", separator: ": ")
+                    }
+                    config.callbacks.signingSecret = secret
+                }
+            }
+            problems.check { if let v = try callbacks.seconds("timeout") { config.callbacks.timeout = v } }
+            problems.check { if let v = try callbacks.seconds("max_age") { config.callbacks.maxAge = v } }
+            problems.check { if let v = try callbacks.seconds("retry_initial_seconds") { config.callbacks.retryInitialSeconds = v } }
+            problems.check {
+                if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
+            }
+            problems.check {
+                if let v = try callbacks.strings("deny") {
+                    do {
+                        _ = try DenyList(v)
+                    } catch {
+                        throw callbacks.error("deny", "\(error)", separator: ": ")
+                    }
+                    config.callbacks.deny = v
+                }
+            }
+            if config.callbacks.retryMaxIntervalSeconds < config.callbacks.retryInitialSeconds {
+                problems.add(
+                    callbacks.error(
+                        "retry_max_interval_seconds",
+                        "must be at least callbacks.retry_initial_seconds (\(config.callbacks.retryInitialSeconds))"))
+            }
+        }
+        for (index, node) in ((problems.check { try root.list("webhooks") } ?? nil) ?? []).enumerated() {
+            guard let entry = problems.section(node, path: "webhooks[\(index)]", source: source) else { continue }
+            problems.check { config.webhooks.append(try Self.webhook(entry)) }
+        }
+    }
+
+    /// One entry of `auth.tokens`.
+    private static func token(_ entry: Section, existing: [Token]) throws -> Token {
+        entry.only(["name", "sha256", "roles", "clients"])
+        guard let name = try entry.string("name"), !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
+        else {
+            throw entry.error("name", "is required: up to 64 visible ASCII characters")
+        }
+        guard !existing.contains(where: { $0.name == name }) else {
+            throw entry.error("name", "\(name) is already the name of another token", separator: ": ")
+        }
+        guard let hex = try entry.string("sha256"), let digest = Self.digest(hex: hex) else {
+            throw entry.error("sha256", "must be the 64 hex digits of the secret's SHA-256 (alertd token new prints it)")
+        }
+        guard !existing.contains(where: { $0.digest == digest }) else {
+            throw entry.error("sha256", "is the same secret as another token's")
+        }
+        guard let roleNames = try entry.strings("roles"), !roleNames.isEmpty else {
+            throw entry.error("roles", "must list at least one of read, post, answer, admin")
+        }
+        var roles: Set<Role> = []
+        for roleName in roleNames {
+            guard let role = Role(rawValue: roleName) else {
+                throw entry.error("roles", "\(roleName) is not one of read, post, answer, admin", separator: ": ")
+            }
+            roles.insert(role)
+        }
+        guard let patterns = try entry.strings("clients"), !patterns.isEmpty else {
+            throw entry.error("clients", "must list client ids or globs (\"*\" for every client)")
+        }
+        var clients: [ClientPattern] = []
+        for text in patterns {
+            guard let pattern = ClientPattern(text) else {
+                throw entry.error("clients", "\(text) is not a client id glob (letters, digits, . _ - and *)", separator: ": ")
+            }
+            clients.append(pattern)
+        }
+        return Token(name: name, digest: digest, roles: roles, clients: clients)
+    }
+
+    /// One entry of `webhooks`.
+    private static func webhook(_ entry: Section) throws -> ConfigWebhook {
+        entry.only(["client", "url", "secret"])
+        guard let client = try entry.string("client"), ClientID.isValid(client) else {
+            throw entry.error("client", "must be a client id")
+        }
+        guard let url = try entry.string("url") else { throw entry.error("url", "is required") }
+        if let problem = CallbackURL.problem(url) { throw entry.error("url", problem) }
+        guard let secret = try entry.string("secret") else {
+            throw entry.error("secret", "is required (the receiver verifies with it)")
+        }
+        do {
+            _ = try WebhookKey(secret: secret)
+        } catch {
+            throw entry.error("secret", "\(error)", separator: ": ")
+        }
+        return ConfigWebhook(client: client, url: url, secret: secret)
+    }
+
+    /// `host` and `port` of `listen`; `[::1]:8080` for IPv6.
+    public func listenAddress() throws -> (host: String, port: Int) {
+        guard let colon = listen.lastIndex(of: ":") else {
+            throw ConfigError("listen must be HOST:PORT, not \(listen)")
+        }
+        var host = String(listen[..<colon])
+        guard let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ConfigError("listen must be HOST:PORT with a port from 0 to 65535, not \(listen)")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw ConfigError("listen must name a host, not \(listen)") }
+        return (host, port)
+    }
+
+    /// The 32 bytes of 64 hex digits.
+    static func digest(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    /// Whether `host` can only be reached from this machine.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// The problems found so far: one per key (the first), in the order found.
+private final class Problems {
+    private(set) var errors: [ConfigError] = []
+    private var keys = Set<String>()
+
+    func add(_ error: ConfigError) {
+        if let key = error.key, !keys.insert(key).inserted { return }
+        errors.append(error)
+    }
+
+    func has(_ key: String) -> Bool { keys.contains(key) }
+
+    /// Runs `body`; a problem it throws is recorded and nil returned.
+    @discardableResult
+    func check<T>(_ body: () throws -> T) -> T? {
+        do {
+            return try body()
+        } catch let error as ConfigError {
+            add(error)
+        } catch {
+            add(ConfigError("\(error)"))
+        }
+        return nil
+    }
+
+    /// A mapping to read; nil (and a problem) when it is not one.
+    func section(_ node: Node, path: String, source: String) -> Section? {
+        check { try Section(node, path: path, source: source, problems: self) }
+    }
+}
+
+/// A YAML mapping being read, with its key path for error messages.
+private struct Section {
+    let entries: [(key: String, value: Node)]
+    let path: String
+    let source: String
+    let problems: Problems
+
+    init(_ node: Node, path: String, source: String, problems: Problems) throws {
+        guard case .mapping(let mapping) = node else {
+            throw ConfigError("\(source): \(path.isEmpty ? "the file" : path) must be a mapping", key: path)
+        }
+        var entries: [(key: String, value: Node)] = []
+        for (key, value) in mapping {
+            guard let name = key.string else {
+                throw ConfigError("\(source): \(path) has a key that is not a string", key: path)
+            }
+            if entries.contains(where: { $0.key == name }) {
+                throw ConfigError("\(source): \(Section.name(name, path)) appears twice", key: Section.name(name, path))
+            }
+            entries.append((name, value))
+        }
+        self.entries = entries
+        self.path = path
+        self.source = source
+        self.problems = problems
+    }
+
+    var keys: [String] { entries.map(\.key) }
+
+    private static func name(_ key: String, _ path: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    private func name(_ key: String) -> String { Section.name(key, path) }
+
+    /// The problem of one key: `source: path.key message`.
+    func error(_ key: String, _ message: String, separator: String = " ") -> ConfigError {
+        ConfigError("\(source): \(name(key))\(separator)\(message)", key: name(key))
+    }
+
+    func has(_ key: String) -> Bool { entries.contains { $0.key == key } }
+
+    private func value(_ key: String) -> Node? {
+        guard let node = entries.first(where: { $0.key == key })?.value else { return nil }
+        if case .scalar(let scalar) = node,
+            scalar.string == "~" || scalar.string == "null" || (scalar.string.isEmpty && scalar.style == .plain)
+        {
+            return nil
+        }
+        return node
+    }
+
+    /// Records every key not in `allowed`, with the allowed key it most likely means.
+    func only(_ allowed: Set<String>) {
+        for key in keys where !allowed.contains(key) {
+            let hint = Self.closest(to: key, in: allowed).map { " (did you mean \($0)?)" } ?? ""
+            problems.add(ConfigError("\(source): unknown key \(name(key))\(hint)", key: name(key)))
+        }
+    }
+
+    /// The allowed key a misspelt one most likely means: at most a third of its
+    /// letters (and at least one) edited away.
+    static func closest(to key: String, in allowed: Set<String>) -> String? {
+        let limit = max(1, key.count / 3)
+        let scored = allowed.map { ($0, editDistance(key.lowercased(), $0)) }.filter { $0.1 <= limit }
+        return scored.min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }?.0
+    }
+
+    /// Levenshtein distance, with a swap of two neighbours counting as one edit.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
+            }
+        }
+        return d[a.count][b.count]
+    }
+
+    func section(_ key: String) throws -> Section? {
+        guard let node = value(key) else { return nil }
+        return try Section(node, path: name(key), source: source, problems: problems)
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let node = value(key) else { return nil }
+        guard case .scalar(let scalar) = node else { throw error(key, "must be a string") }
+        return scalar.string
+    }
+
+    func int(_ key: String, min: Int = .min, max: Int = .max) throws -> Int? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.int else { throw error(key, "must be an integer") }
+        guard v >= min, v <= max else { throw error(key, "must be between \(min) and \(max), not \(v)") }
+        return v
+    }
+
+    /// The longest duration alertd takes: a century, far inside its millisecond timestamps.
+    static let maxSeconds: Double = 100 * 365.25 * 86_400
+
+    /// A finite number greater than 0.
+    func positiveNumber(_ key: String) throws -> Double? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0, v <= 1e9 else {
+            throw error(key, "must be a number greater than 0")
+        }
+        return v
+    }
+
+    func seconds(_ key: String) throws -> Double? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0 else {
+            throw error(key, "must be a number of seconds greater than 0")
+        }
+        guard v <= Self.maxSeconds else { throw error(key, "must be at most \(Int(Self.maxSeconds)) seconds (100 years)") }
+        return v
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let node = value(key) else { return nil }
+        guard let v = node.bool else { throw error(key, "must be true or false") }
+        return v
+    }
+
+    func list(_ key: String) throws -> [Node]? {
+        guard let node = value(key) else { return nil }
+        guard case .sequence(let sequence) = node else { throw error(key, "must be a list") }
+        return Array(sequence)
+    }
+
+    func strings(_ key: String) throws -> [String]? {
+        guard let node = value(key) else { return nil }
+        guard case .sequence(let sequence) = node else { throw error(key, "must be a list") }
+        return try sequence.map { item in
+            guard let s = item.string else { throw error(key, "must hold strings") }
+            return s
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import AlertdAPI
+import AlertdEngine
+import Logging
+import Synchronization
+
+/// SIGHUP: re-reads the config file and applies what may change while alertd
+/// runs — tokens, rate limits, the config's webhooks, client policies and
+/// limits, waiter limits, retention and the log level — without touching open
+/// connections. A config that does not load is refused with one log line and
+/// the running one stays. Keys that only take effect at start are named in the log.
+final class Reloader: Sendable {
+    private let load: @Sendable () throws -> Config
+    private let current: Mutex<Config>
+    private let alertd: Alertd
+    private let listeningHost: String
+    private let logger: Logger
+
+    init(config: Config, listeningHost: String, alertd: Alertd, logger: Logger, load: @escaping @Sendable () throws -> Config) {
+        self.current = Mutex(config)
+        self.listeningHost = listeningHost
+        self.alertd = alertd
+        self.logger = logger
+        self.load = load
+    }
+
+    func reload() {
+        let new: Config
+        do {
+            new = try load()
+            if !Config.isLoopback(listeningHost), new.tokens.isEmpty, !new.allowAnonymous {
+                throw ConfigError("it has no auth.tokens and alertd listens on \(listeningHost): the API would be open to anyone")
+            }
+        } catch {
+            logger.error("config reload refused; the running config stays", metadata: ["error": "\(error)"])
+            return
+        }
+        let old = current.withLock { $0 }
+        let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
+        alertd.api.updateAccess { access in
+            // TLS is as alertd started: a change takes effect at the next start.
+            access = Alertd.access(new, tls: access.hosts.scheme == "https", keeping: keepLimiter ? access.rateLimiter : nil)
+        }
+        let engine = alertd.engine
+        engine.replaceConfigWebhooks(with: Alertd.configWebhooks(new, at: engine.now()))
+        engine.update(
+            maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters,
+            maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds)
+        if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
+        LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
+        current.withLock { $0 = new }
+
+        var atStart: [String] = []
+        if new.listen != old.listen { atStart.append("listen") }
+        if new.stateDir != old.stateDir { atStart.append("state_dir") }
+        if new.durability != old.durability { atStart.append("durability") }
+        if new.limits.maxBodyBytes != old.limits.maxBodyBytes { atStart.append("limits.max_body_bytes") }
+        if new.limits.maxConnections != old.limits.maxConnections { atStart.append("limits.max_connections") }
+        if new.limits.maxConnectionsPerIP != old.limits.maxConnectionsPerIP { atStart.append("limits.max_connections_per_ip") }
+        if new.limits.readTimeoutSeconds != old.limits.readTimeoutSeconds { atStart.append("limits.read_timeout_seconds") }
+        if new.alertRules != old.alertRules { atStart.append("alerts") }
+        let (a, b) = (new.callbacks, old.callbacks)
+        if a.signingSecret != b.signingSecret || a.timeout != b.timeout || a.maxAge != b.maxAge
+            || a.retryInitialSeconds != b.retryInitialSeconds || a.retryMaxIntervalSeconds != b.retryMaxIntervalSeconds || a.deny != b.deny
+        {
+            atStart.append("callbacks")
+        }
+        if new.metricsRequireToken != old.metricsRequireToken { atStart.append("metrics") }
+        if new.tls != old.tls { atStart.append("tls") }
+        var metadata: Logger.Metadata = [
+            "tokens": "\(new.tokens.count)", "config_webhooks": "\(new.webhooks.count)", "log_level": "\(new.logLevel)",
+        ]
+        if !atStart.isEmpty { metadata["changed_at_next_start"] = "\(atStart.joined(separator: ","))" }
+        logger.info("config reloaded", metadata: metadata)
+    }
+}

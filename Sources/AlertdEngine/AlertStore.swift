@@ -1,0 +1,213 @@
+public import AlertdCore
+public import AlertdWire
+
+/// The engine's one view of persistence: the store port.
+///
+/// A store holds every client's queue, the alerts decided and retained, the
+/// idempotency keys, the API's webhooks and the callback outbox. The engine
+/// never assumes it is the only process writing: it changes a queue only
+/// through ``transact(client:now:_:completion:)``, and reads only what a store
+/// reports as committed.
+///
+/// A change of one client's queue is one transaction: the store hands the
+/// engine the client's queue on an ``AlertBoard`` (it may hold other clients
+/// too — the embedded store keeps them all in memory), the engine applies one
+/// domain operation and returns a ``Mutation``: the board's change plus what
+/// goes with it (an idempotency key, outbox events). The store commits all of
+/// it together, and nothing else changes that client's queue while the body
+/// runs, in this process or another. `completion` then reports what was
+/// committed: only from then on may anyone be told.
+///
+/// `AlertdStore.SQLiteAlertStore` is the embedded implementation (an in-memory
+/// board in front of SQLite, group commit). A store shared by several
+/// instances implements the same calls with a transaction per call that
+/// locks the client's row, a board loaded with that client's pending alerts,
+/// and deadlines claimed with `SKIP LOCKED`; see `docs/architecture.md`.
+public protocol AlertStore: DeliveryLog, AnyObject {
+    // MARK: Changing queues
+
+    /// Runs `body` on the board holding `client`'s queue and commits what it
+    /// returns in one transaction. `body` must be quick and do no I/O but
+    /// through `keys`, which knows `idempotencyKey` (the store looks it up with
+    /// the queue). An embedded store runs `body` at once, on the calling thread;
+    /// a shared one when it holds the client (so `body` escapes).
+    ///
+    /// A body that throws, or returns a mutation that changes nothing and does
+    /// not ask to wait for earlier commits, completes without a commit (at once,
+    /// in an embedded store). Otherwise `completion` runs once the transaction
+    /// committed (or failed: `EngineError` `unavailable`, nothing of it visible),
+    /// on a thread of the store's.
+    func transact<Value: Sendable>(
+        client: String, now: Timestamp, idempotencyKey: String?,
+        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void)
+
+    /// Fires the dismissals and expiries due at `now` (``AlertBoard/fireDeadlines(now:)``)
+    /// on every client, each deadline exactly once however many processes share
+    /// the store; `events` gives the outbox events of what they decided, written
+    /// in the same transaction. `completion` runs once per commit; nothing runs
+    /// when nothing was due.
+    func fireDeadlines(
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
+
+    /// The earliest dismissal or expiry the store holds, if any (a shared store's
+    /// last reading of it: changes elsewhere arrive as ``StoreChange``s).
+    var nextDeadline: Timestamp? { get }
+
+    /// Takes new per-client settings (a reload). A queue whose policy changed
+    /// is reordered, and a display that changes with it is committed and
+    /// reported like any other change.
+    func reconfigure(
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
+
+    // MARK: Reading what is committed
+    //
+    // Reads answer through a completion: an embedded store calls it at once, on
+    // the calling thread (so a handler answers inline); a shared one when the
+    // database answered.
+
+    /// An alert as committed, in any state, with its position while pending; nil when there is none.
+    func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void)
+    /// A client's pending alerts as committed, in display order (positions 0, 1, …).
+    func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void)
+    func policy(of client: String) -> QueuePolicy
+    /// The displayed alert, as committed, of each of `clients` (nil: of every client).
+    func displays(of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void)
+    /// One page of clients by id, after `after`, among those `include` accepts,
+    /// with their pending counts; and whether more follow.
+    func clients(
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
+        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void)
+    /// Terminal alerts of a client in `states`, newest first, with ids below `before`.
+    func decided(
+        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
+        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void)
+    /// Pending alerts on every client (a shared store's last count of them).
+    var pendingTotal: Int { get }
+
+    // MARK: Webhooks and deliveries
+
+    /// Every webhook registered through the API.
+    func webhooks() async throws(EngineError) -> [Webhook]
+    func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+    func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+    /// The deliveries of an alert's events, oldest first, with their attempts.
+    func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void)
+    /// Every delivery still pending (at start).
+    func pendingDeliveries() async throws(EngineError) -> [PendingDelivery]
+
+    // MARK: Changes made by other processes
+
+    /// Tells `handler` of every change another process committed (a store
+    /// shared by several instances); an embedded store never calls it.
+    func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void)
+
+    // MARK: Upkeep
+
+    /// Deletes terminal alerts decided before `decidedBefore` (and their
+    /// events) and idempotency keys created before `keysBefore`; then forgets
+    /// the clients left with nothing pending and nothing retained. Completes
+    /// with the clients forgotten.
+    func purge(
+        decidedBefore: Timestamp, keysBefore: Timestamp, completion: @escaping @Sendable (Result<[String], EngineError>) -> Void)
+
+    /// Probes whether the store takes writes (for readiness). After failed
+    /// commits, once one goes through again, the store rebuilds what it holds
+    /// and takes changes again: then `.recovered`, and the engine republishes.
+    func checkHealth() async -> StoreHealth
+    /// The last ``checkHealth()`` found the store writable and no commit has failed since.
+    var isHealthy: Bool { get }
+}
+
+/// An alert as committed, and its place in its queue.
+public struct PositionedAlert: Sendable {
+    public var alert: Alert
+    /// 0 when displayed, n when n alerts are ahead; nil when terminal.
+    public var position: Int?
+
+    public init(_ alert: Alert, position: Int?) {
+        self.alert = alert
+        self.position = alert.isPending ? position : nil
+    }
+}
+
+/// What another process committed, as a shared store learns of it.
+public enum StoreChange: Sendable {
+    /// These clients' queues changed: their displays may have.
+    case clients([String])
+    /// These alerts became terminal.
+    case decided([AlertID])
+    /// The webhooks registered through the API changed.
+    case webhooks
+    /// Changes may have been missed (the store lost its connection for a
+    /// while): everything a waiter waits on must be looked at again.
+    case resync
+}
+
+/// Where the delivery worker records attempts: the outbox part of the store port.
+public protocol DeliveryLog: Sendable {
+    /// Records an attempt and where its delivery stands. Not fsynced on its
+    /// own: at least once delivery allows a repeat after a power loss.
+    func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+}
+
+/// What ``AlertStore/checkHealth()`` found.
+public enum StoreHealth: Sendable, Equatable {
+    case writable
+    case notWritable
+    /// Writable again after failed commits: the store rebuilt its state from what
+    /// is committed, and takes changes again.
+    case recovered
+}
+
+/// Idempotency keys as a transaction sees them.
+public protocol IdempotencyKeys {
+    /// The record of the transaction's key on its client, committed or
+    /// committing; nil if unknown.
+    func record() throws(EngineError) -> IdempotencyRecord?
+}
+
+/// What a transaction's body did: its value, the board's change, and the
+/// writes that go with it.
+public struct Mutation<Value: Sendable>: Sendable {
+    public var value: Value
+    /// What the board operation changed (empty: nothing).
+    public var change: BoardChange
+    /// A key recorded with a new alert.
+    public var idempotency: IdempotencyRecord?
+    /// The terminal events of alerts the change decided.
+    public var events: [OutboxEvent]
+    /// Complete only once everything submitted before is committed: a replayed
+    /// post, or a repeated decision whose first one may still be committing.
+    public var afterEarlierCommits: Bool
+
+    public init(
+        _ value: Value, change: BoardChange = BoardChange(), idempotency: IdempotencyRecord? = nil, events: [OutboxEvent] = [],
+        afterEarlierCommits: Bool = false
+    ) {
+        self.value = value
+        self.change = change
+        self.idempotency = idempotency
+        self.events = events
+        self.afterEarlierCommits = afterEarlierCommits
+    }
+}
+
+/// What a committed transaction changed, for the engine to publish.
+public struct Committed<Value: Sendable>: Sendable {
+    public var value: Value
+    public var change: BoardChange
+    /// The displayed alert of each client whose display changed, as committed.
+    public var displays: [(client: String, alert: Alert?)]
+    /// The deliveries of the events committed with it, due now.
+    public var deliveries: [PendingDelivery]
+
+    public init(_ value: Value, change: BoardChange, displays: [(client: String, alert: Alert?)], deliveries: [PendingDelivery]) {
+        self.value = value
+        self.change = change
+        self.displays = displays
+        self.deliveries = deliveries
+    }
+}

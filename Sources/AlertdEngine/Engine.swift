@@ -1,0 +1,213 @@
+public import AlertdCore
+public import AlertdWire
+public import Logging
+import NIOConcurrencyHelpers
+import Synchronization
+
+/// alertd's behaviour between the HTTP API and the store: posting with
+/// idempotency, decisions, reads, deadlines, long-poll waiters, the webhook
+/// registry and the outbox. It speaks domain values and ``EngineError``,
+/// never HTTP; its only view of persistence is the ``AlertStore`` port.
+///
+/// Each job has a file: `Posting`, `Decisions`, `Reads`, `Waiting`,
+/// `Deadlines`, `Webhooks`, `Outbox`, `Upkeep`.
+///
+/// Visibility, the rule everything here keeps: readers see committed state
+/// only. A change is published — waiters woken, displays updated, deliveries
+/// handed over — from its transaction's completion, never before.
+///
+/// Calls that may wait for a commit answer through a `respond` closure, on
+/// whatever thread the answer is ready (the caller's, or the store's):
+/// libmicrohttpd suspends the connection meanwhile, no thread or task waits.
+public final class Engine: Sendable {
+    public struct Settings: Sendable {
+        public var maxWaitSeconds: Int
+        public var maxWaiters: Int
+        /// Waiters one token may have parked at once.
+        public var maxWaitersPerToken: Int
+        /// Seconds terminal alerts stay readable.
+        public var retentionSeconds: Double
+        /// Signs deliveries to an alert's `callback_url`; without it no alert may have one.
+        public var signingSecret: String?
+
+        public init(
+            maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
+            signingSecret: String? = nil
+        ) {
+            self.maxWaitSeconds = maxWaitSeconds
+            self.maxWaiters = maxWaiters
+            self.maxWaitersPerToken = maxWaitersPerToken
+            self.retentionSeconds = retentionSeconds
+            self.signingSecret = signingSecret
+        }
+    }
+
+    /// What the engine tells the metrics (counts only; no client id is ever a label).
+    public struct Observer: Sendable {
+        public var created: @Sendable () -> Void
+        public var decided: @Sendable (AlertState) -> Void
+
+        public init(created: @escaping @Sendable () -> Void = {}, decided: @escaping @Sendable (AlertState) -> Void = { _ in }) {
+            self.created = created
+            self.decided = decided
+        }
+    }
+
+    let store: any AlertStore
+    let clock: any WallClock
+    /// The validation rules; fixed once alertd runs.
+    public let rules: AlertRules
+    let logger: Logger
+    let observer: Observer
+
+    // The locks every request takes are NIO's pthread-mutex boxes, not
+    // Synchronization's `Mutex`: on Linux that is a priority-inheritance futex
+    // which hands ownership to a sleeping waiter, and with more busy threads than
+    // CPUs (a CPU quota) requests queued behind preempted owners.
+    let waiters = NIOLockedValueBox(Waiters())
+    let registry: NIOLockedValueBox<WebhookRegistry>
+    let outbox: Outbox
+    let alarm = Alarm()
+    let timers: Timers
+    private let _settings: NIOLockedValueBox<Settings>
+    private let draining = Atomic<Bool>(false)
+
+    /// Waiter limits, retention and the signing secret; read fresh each time (a reload changes them).
+    var settings: Settings { _settings.withLockedValue { $0 } }
+
+    /// - Parameters:
+    ///   - webhooks: the config file's webhooks; the API's are read from the store.
+    ///   - deliver: takes the deliveries of committed events (the delivery worker's queue).
+    public init(
+        store: any AlertStore, clock: any WallClock, rules: AlertRules, settings: Settings, configWebhooks: [Webhook] = [],
+        logger: Logger, observer: Observer = Observer(), deliver: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.clock = clock
+        self.rules = rules
+        self.logger = logger
+        self.observer = observer
+        self._settings = NIOLockedValueBox(settings)
+        self.timers = Timers(alarm: alarm)
+        self.outbox = Outbox(deliver: deliver)
+        self.registry = NIOLockedValueBox(WebhookRegistry(config: configWebhooks, api: []))
+    }
+
+    /// Reads what the engine keeps at hand — the API's webhooks, every client's
+    /// displayed alert — and follows changes other processes make. Call once,
+    /// before serving.
+    public func start() async throws(EngineError) {
+        let api = try await store.webhooks()
+        registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+        try await republish(nil)
+        store.observeChanges { [weak self] change in self?.follow(change) }
+    }
+
+    // MARK: - Lifecycle
+
+    /// Stops taking changes and answers every parked waiter with the state it waits on.
+    public func drain() {
+        draining.store(true, ordering: .relaxed)
+        let parked = waiters.withLockedValue { $0.takeAll() }
+        for waiter in parked { answer(waiter) }
+        timers.cancelAll()
+    }
+
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    /// Ready: not shutting down, and the store's last probe found it writable.
+    public var isReady: Bool { !isDraining && store.isHealthy }
+
+    /// Probes the store (the readiness service calls this every few seconds).
+    /// After failed commits, once the store takes writes again and rebuilt its
+    /// state, the API's webhooks and every display are read back and published.
+    public func checkStore() async {
+        guard await store.checkHealth() == .recovered else { return }
+        await reread()
+    }
+
+    /// Reads back the API's webhooks and every display (after a failed commit, or
+    /// notifications missed), and wakes the deadline loop.
+    func reread() async {
+        do {
+            let api = try await store.webhooks()
+            registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+            try await republish(nil)
+        } catch {
+            logger.error("the store cannot be read back", metadata: ["error": "\(error)"])
+        }
+        alarm.ring(ifBefore: 0)
+    }
+
+    /// The engine's clock.
+    public func now() -> Timestamp { clock.now() }
+
+    /// Why changes are refused right now, if they are (the store refuses its own).
+    func refusal() -> EngineError? {
+        isDraining ? EngineError(.unavailable, "alertd is shutting down") : nil
+    }
+
+    // MARK: - Settings (a reload)
+
+    /// Applies a reloaded config's waiter limits and retention. The signing
+    /// secret is kept: events already written were signed for their targets.
+    public func update(maxWaitSeconds: Int, maxWaiters: Int, maxWaitersPerToken: Int, retentionSeconds: Double) {
+        _settings.withLockedValue {
+            $0.maxWaitSeconds = maxWaitSeconds
+            $0.maxWaiters = maxWaiters
+            $0.maxWaitersPerToken = maxWaitersPerToken
+            $0.retentionSeconds = retentionSeconds
+        }
+    }
+
+    /// New per-client settings from a reload: limits apply from the next post; a
+    /// changed policy reorders its queue and, when that displays another alert,
+    /// the change is committed and published like any other.
+    public func reconfigure(_ settings: QueueSettings) {
+        store.reconfigure(settings, now: clock.now(), events: { [self] in events(for: $0) }) { [self] result in
+            if case .success(let committed) = result { published(committed) }
+        }
+    }
+
+    // MARK: - Publishing
+
+    /// After a commit: publish displays, wake waiters, hand deliveries over, count.
+    func published<Value>(_ committed: Committed<Value>) {
+        outbox.hand(committed.deliveries)
+        // A new display (a dismissal) or a new alert (an expiry) may be due sooner than the loop sleeps.
+        if !committed.change.saved.isEmpty { deadlineAdded() }
+        for alert in committed.change.decided { observer.decided(alert.state) }
+        let displays = committed.displays.map { (client: $0.client, display: display(of: $0.alert)) }
+        let woken: [Waiters.Parked] = waiters.withLockedValue { waiters in
+            var woken: [Waiters.Parked] = []
+            for (client, display) in displays {
+                woken += waiters.publish(client: client, display).map(Waiters.Parked.current)
+            }
+            for alert in committed.change.decided {
+                woken += waiters.takeAlertWaiters(alert.id).map { Waiters.Parked.alert($0, alert) }
+            }
+            return woken
+        }
+        for waiter in woken { answer(waiter) }
+    }
+
+    /// Reads the displayed alert of `clients` (nil: every client) and publishes them.
+    func republish(_ clients: [String]?) async throws(EngineError) {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<[(client: String, alert: Alert?)], EngineError>, Never>) in
+            store.displays(of: clients) { continuation.resume(returning: $0) }
+        }
+        publish(try result.get())
+    }
+
+    /// Publishes displays read from the store.
+    func publish(_ displays: [(client: String, alert: Alert?)]) {
+        let encoded = displays.map { (client: $0.client, display: display(of: $0.alert)) }
+        let woken = waiters.withLockedValue { waiters in encoded.flatMap { waiters.publish(client: $0.client, $0.display) } }
+        for waiter in woken { answer(.current(waiter)) }
+    }
+
+    private func display(of alert: Alert?) -> Waiters.Display {
+        Waiters.Display(id: alert?.id, body: alert?.json(position: 0))
+    }
+}

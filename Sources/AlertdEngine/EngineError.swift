@@ -1,0 +1,81 @@
+public import AlertdCore
+public import AlertdWire
+
+/// Why the engine refused or could not do something, in domain terms.
+///
+/// The API maps each ``Code`` to one problem+json code in one exhaustive
+/// `switch`: the enum is closed on purpose, so a new case does not compile
+/// until it is mapped (and never silently becomes a 400).
+public struct EngineError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// No such alert on that client, or no such webhook.
+        case notFound
+        /// A choice for an alert that is queued, not displayed.
+        case notDisplayed
+        /// A choice or withdrawal for a terminal alert (``EngineError/alert`` has it).
+        case alreadyDecided
+        /// A button the alert does not have.
+        case unknownButton
+        /// A bound on what posters can grow (pending per client, in all, clients).
+        case queueFull
+        /// An alert that breaks the rules of §2 (``EngineError/fieldErrors`` say where).
+        case invalidAlert
+        /// An idempotency key used before for another body.
+        case idempotencyMismatch
+        /// A webhook URL or secret the registry cannot take.
+        case invalidWebhook
+        /// A webhook of the config file: it is removed there, not through the API.
+        case configWebhook
+        /// The URL is already a webhook of that client: each event would be delivered twice.
+        case webhookExists
+        /// Every waiter slot, or the token's share, is taken.
+        case tooManyWaiters
+        /// Shutting down, or the store takes no writes now (``EngineError/retryAfter`` says when to retry).
+        case unavailable
+    }
+
+    public let code: Code
+    public let detail: String
+    /// `alreadyDecided`: the alert as it is.
+    public var alert: Alert?
+    /// `invalidAlert`: one per violation.
+    public var fieldErrors: [FieldError] = []
+    /// Seconds a client should wait before trying again.
+    public var retryAfter: Int?
+
+    public init(_ code: Code, _ detail: String, alert: Alert? = nil, fieldErrors: [FieldError] = [], retryAfter: Int? = nil) {
+        self.code = code
+        self.detail = detail
+        self.alert = alert
+        self.fieldErrors = fieldErrors
+        self.retryAfter = retryAfter
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+
+    /// The engine's error for a domain refusal.
+    public init(_ error: BoardError) {
+        let code: Code =
+            switch error.code {
+            case .notFound: .notFound
+            case .notDisplayed: .notDisplayed
+            case .alreadyDecided: .alreadyDecided
+            case .unknownButton: .unknownButton
+            case .queueFull: .queueFull
+            }
+        self.init(code, error.detail, alert: error.alert)
+    }
+
+    /// Seconds a client is told to wait after a failed commit.
+    public static let storeRetrySeconds = 2
+
+    /// A change the store could not commit: it was not made. The store's own
+    /// error goes to the log, not to the client (it may name files or SQL).
+    public static let notCommitted = EngineError(
+        .unavailable, "the change could not be committed and was not made (alertd's log says why); retry later",
+        retryAfter: storeRetrySeconds)
+
+    /// A read the store could not serve (its error goes to the log).
+    public static let unreadable = EngineError(
+        .unavailable, "the store cannot be read now (alertd's log says why); retry later", retryAfter: storeRetrySeconds)
+}

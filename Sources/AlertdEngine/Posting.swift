@@ -1,0 +1,94 @@
+public import AlertdCore
+import AlertdWire
+
+/// An `Idempotency-Key` as a post carries it: the key and a digest of the body.
+public struct IdempotencyKey: Sendable, Hashable {
+    public var key: String
+    public var bodyDigest: [UInt8]
+
+    public init(key: String, bodyDigest: [UInt8]) {
+        self.key = key
+        self.bodyDigest = bodyDigest
+    }
+
+    /// How long a key binds its client: a day (§4).
+    public static let lifetimeMilliseconds: Int64 = 86_400_000
+}
+
+extension Engine {
+    /// A post's outcome: the alert, and whether this post created it (false: an
+    /// idempotent replay of an earlier one).
+    public struct Posted: Sendable {
+        public var alert: PositionedAlert
+        public var created: Bool
+    }
+
+    /// Posts a validated alert to a client's queue (§2, §3), idempotently when a
+    /// key comes with it (§4): the same key and body within a day return the first
+    /// alert and create nothing; the same key with another body is refused.
+    public func post(
+        _ draft: AlertDraft, to client: String, idempotency: IdempotencyKey?,
+        respond: @escaping @Sendable (Result<Posted, EngineError>) -> Void
+    ) {
+        if draft.callbackURL != nil, settings.signingSecret == nil {
+            return respond(
+                .failure(
+                    EngineError(
+                        .invalidAlert, "1 field is invalid",
+                        fieldErrors: [
+                            FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
+                        ])))
+        }
+        if let refusal = refusal() { return respond(.failure(refusal)) }
+        enum Outcome: Sendable {
+            /// The alert as this transaction committed it, and its position.
+            case created(PositionedAlert)
+            /// The key's first alert: answered once everything before it, its own post included, is committed.
+            case replay(AlertID)
+        }
+        let now = clock.now()
+        // The key is looked up in the transaction: two posts with one key can never both create.
+        store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
+            (board, keys) throws(EngineError) -> Mutation<Outcome> in
+            if let idempotency, let record = try keys.record(),
+                record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
+            {
+                guard record.bodyDigest == idempotency.bodyDigest else {
+                    throw EngineError(.idempotencyMismatch, "Idempotency-Key \(idempotency.key) was used for a different body")
+                }
+                return Mutation(.replay(record.alertID), afterEarlierCommits: true)
+            }
+            let alert: Alert
+            let change: BoardChange
+            do throws(BoardError) {
+                (alert, change) = try board.post(draft, to: client, now: now)
+            } catch {
+                throw EngineError(error)
+            }
+            let record = idempotency.map {
+                IdempotencyRecord(client: client, key: $0.key, alertID: alert.id, bodyDigest: $0.bodyDigest, createdAt: now)
+            }
+            return Mutation(.created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record)
+        } completion: { [self] result in
+            switch result {
+            case .failure(let error):
+                respond(.failure(error))
+            case .success(let committed):
+                published(committed)
+                switch committed.value {
+                case .created(let alert):
+                    observer.created()
+                    respond(.success(Posted(alert: alert, created: true)))
+                case .replay(let id):
+                    lookup(id, on: client) { found in
+                        respond(
+                            found.flatMap { found in
+                                found.map { .success(Posted(alert: $0, created: false)) }
+                                    ?? .failure(EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)"))
+                            })
+                    }
+                }
+            }
+        }
+    }
+}

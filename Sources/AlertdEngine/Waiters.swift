@@ -1,0 +1,143 @@
+import AlertdCore
+
+/// What readers of `current` see, and who is parked waiting for a change.
+///
+/// Lives behind one lock in ``Engine``: a waiter checks the published state and
+/// parks under that lock, and a publication updates the state and takes the
+/// waiters to wake under it too, so no wake-up is ever lost.
+struct Waiters: Sendable {
+    /// A client's published displayed alert, encoded once per change.
+    struct Display: Sendable {
+        var id: AlertID?
+        var body: [UInt8]?
+    }
+
+    struct CurrentWaiter: Sendable {
+        var id: UInt64
+        var client: String
+        /// The token's name that parked it; nil without tokens.
+        var owner: String?
+        var after: AlertID?
+        var timeout: Timers.Token
+        var respond: @Sendable ([UInt8]?) -> Void
+    }
+
+    struct AlertWaiter: Sendable {
+        var id: UInt64
+        var alertID: AlertID
+        var client: String
+        /// The token's name that parked it; nil without tokens.
+        var owner: String?
+        var timeout: Timers.Token
+        var respond: @Sendable (Result<PositionedAlert, EngineError>) -> Void
+    }
+
+    /// A waiter to answer; an alert waiter may come with the decided alert.
+    enum Parked: Sendable {
+        case current(CurrentWaiter)
+        case alert(AlertWaiter, Alert?)
+    }
+
+    private var displays: [String: Display] = [:]
+    private var currentWaiters: [String: [UInt64: CurrentWaiter]] = [:]
+    private var alertWaiters: [AlertID: [UInt64: AlertWaiter]] = [:]
+    private var lastID: UInt64 = 0
+    /// Parked waiters right now.
+    private(set) var count = 0
+    /// Parked waiters per token name.
+    private var perOwner: [String: Int] = [:]
+    /// Once set, nobody parks any more.
+    private(set) var draining = false
+
+    /// The clients `current` waiters wait on.
+    var clientsWaitedOn: [String] { Array(currentWaiters.keys) }
+    /// The alerts alert waiters wait for.
+    var alertsWaitedFor: [AlertID] { Array(alertWaiters.keys) }
+
+    /// Waiters parked by one token now.
+    func count(of owner: String) -> Int { perOwner[owner] ?? 0 }
+
+    private mutating func counted(_ owner: String?, _ delta: Int) {
+        count += delta
+        guard let owner else { return }
+        let now = perOwner[owner, default: 0] + delta
+        perOwner[owner] = now > 0 ? now : nil
+    }
+
+    /// Drops the published display of clients that are gone (nothing is parked on them).
+    mutating func forget(_ clients: [String]) {
+        for client in clients where currentWaiters[client] == nil { displays[client] = nil }
+    }
+
+    mutating func nextID() -> UInt64 {
+        lastID += 1
+        return lastID
+    }
+
+    func display(_ client: String) -> Display { displays[client] ?? Display() }
+
+    /// Publishes a client's displayed alert; returns the waiters it wakes.
+    mutating func publish(client: String, _ display: Display) -> [CurrentWaiter] {
+        displays[client] = display
+        guard let parked = currentWaiters[client] else { return [] }
+        let woken = parked.values.filter { $0.after != display.id }
+        guard !woken.isEmpty else { return [] }
+        if woken.count == parked.count {
+            currentWaiters[client] = nil
+        } else {
+            for waiter in woken { currentWaiters[client]![waiter.id] = nil }
+        }
+        for waiter in woken { counted(waiter.owner, -1) }
+        return woken
+    }
+
+    mutating func addCurrentWaiter(_ waiter: CurrentWaiter) {
+        currentWaiters[waiter.client, default: [:]][waiter.id] = waiter
+        counted(waiter.owner, 1)
+    }
+
+    mutating func removeCurrentWaiter(_ client: String, _ id: UInt64) -> Parked? {
+        guard let waiter = currentWaiters[client]?.removeValue(forKey: id) else { return nil }
+        if currentWaiters[client]?.isEmpty == true { currentWaiters[client] = nil }
+        counted(waiter.owner, -1)
+        return .current(waiter)
+    }
+
+    mutating func addAlertWaiter(_ waiter: AlertWaiter) {
+        alertWaiters[waiter.alertID, default: [:]][waiter.id] = waiter
+        counted(waiter.owner, 1)
+    }
+
+    mutating func removeAlertWaiter(_ alertID: AlertID, _ id: UInt64) -> AlertWaiter? {
+        guard let waiter = alertWaiters[alertID]?.removeValue(forKey: id) else { return nil }
+        if alertWaiters[alertID]?.isEmpty == true { alertWaiters[alertID] = nil }
+        counted(waiter.owner, -1)
+        return waiter
+    }
+
+    mutating func takeAlertWaiters(_ alertID: AlertID) -> [AlertWaiter] {
+        guard let parked = alertWaiters.removeValue(forKey: alertID) else { return [] }
+        for waiter in parked.values { counted(waiter.owner, -1) }
+        return Array(parked.values)
+    }
+
+    /// nil while a waiter of `owner` may park; else whether the token's share
+    /// (true) or every waiter slot (false) is taken.
+    func isFull(owner: String?, maxWaiters: Int, maxPerOwner: Int) -> Bool? {
+        if count >= maxWaiters { return false }
+        if let owner, count(of: owner) >= maxPerOwner { return true }
+        return nil
+    }
+
+    /// Takes every parked waiter and stops parking new ones.
+    mutating func takeAll() -> [Parked] {
+        draining = true
+        var all: [Parked] = currentWaiters.values.flatMap { $0.values.map(Parked.current) }
+        all += alertWaiters.values.flatMap { $0.values.map { Parked.alert($0, nil) } }
+        currentWaiters = [:]
+        alertWaiters = [:]
+        count = 0
+        perOwner = [:]
+        return all
+    }
+}

@@ -1,0 +1,133 @@
+public import AlertdCore
+import AlertdWire
+import NIOConcurrencyHelpers
+
+/// The webhooks of every client: the config file's (present while listed
+/// there) and the API's (stored, removable through the API). Config ones come
+/// first, as everywhere they are listed.
+struct WebhookRegistry: Sendable {
+    private(set) var byClient: [String: [Webhook]] = [:]
+    private var ids = AlertIDGenerator()
+    /// URLs being registered (their commit in flight), by client: a second
+    /// registration of one is refused like one already registered.
+    private var registering: [String: Set<String>] = [:]
+
+    init(config: [Webhook], api: [Webhook]) {
+        byClient = Self.byClient(config + api)
+    }
+
+    func webhooks(of client: String) -> [Webhook] { byClient[client] ?? [] }
+
+    mutating func newID(at time: Timestamp) -> String { Webhook.newID(&ids, at: time) }
+
+    /// Takes `url` for a new webhook of `client`: false when the client has it already
+    /// (the existing one's id, or nil while another registration of it commits).
+    mutating func reserve(_ url: String, for client: String) -> (taken: Bool, existing: String?) {
+        if let existing = webhooks(of: client).first(where: { $0.url == url }) { return (false, existing.id) }
+        guard registering[client, default: []].insert(url).inserted else { return (false, nil) }
+        return (true, nil)
+    }
+
+    /// The registration of `url` is over (committed and added, or failed).
+    mutating func release(_ url: String, for client: String) {
+        registering[client]?.remove(url)
+        if registering[client]?.isEmpty == true { registering[client] = nil }
+    }
+
+    mutating func add(_ webhook: Webhook) { byClient[webhook.client, default: []].append(webhook) }
+
+    mutating func remove(id: String, client: String) {
+        byClient[client]?.removeAll { $0.id == id }
+        if byClient[client]?.isEmpty == true { byClient[client] = nil }
+    }
+
+    /// The config file's webhooks replaced (a reload); the API's stay.
+    mutating func replaceConfigWebhooks(with config: [Webhook]) {
+        byClient = Self.byClient(config + byClient.values.joined().filter { $0.source == .api })
+    }
+
+    /// The API's webhooks replaced with what the store holds (after a failed commit).
+    mutating func replaceAPIWebhooks(with api: [Webhook]) {
+        byClient = Self.byClient(byClient.values.joined().filter { $0.source == .config } + api)
+    }
+
+    private static func byClient(_ webhooks: [Webhook]) -> [String: [Webhook]] {
+        var byClient: [String: [Webhook]] = [:]
+        for webhook in webhooks { byClient[webhook.client, default: []].append(webhook) }
+        return byClient
+    }
+}
+
+extension Engine {
+    /// Registers a webhook for every alert of `client` (§5); `secret` nil: a new
+    /// `whsec_` secret is generated. Registered once committed. A URL the client
+    /// has already (from the API or the config file) is refused: each event would
+    /// be delivered to it twice.
+    public func createWebhook(
+        client: String, url: String, secret: String?, respond: @escaping @Sendable (Result<Webhook, EngineError>) -> Void
+    ) {
+        if let problem = CallbackURL.problem(url) {
+            return respond(.failure(EngineError(.invalidWebhook, "url \(problem)")))
+        }
+        if let secret {
+            do {
+                _ = try WebhookKey(secret: secret)
+            } catch {
+                return respond(.failure(EngineError(.invalidWebhook, "secret: \(error)")))
+            }
+        }
+        if let refusal = refusal() { return respond(.failure(refusal)) }
+        let now = clock.now()
+        let reserved = registry.withLockedValue { registry -> Result<String, EngineError> in
+            let (taken, existing) = registry.reserve(url, for: client)
+            guard taken else {
+                return .failure(
+                    EngineError(
+                        .webhookExists,
+                        "client \(client) already has a webhook for \(url)\(existing.map { " (\($0))" } ?? ""); each event would be delivered twice"
+                    ))
+            }
+            return .success(registry.newID(at: now))
+        }
+        let id: String
+        switch reserved {
+        case .success(let new): id = new
+        case .failure(let error): return respond(.failure(error))
+        }
+        let webhook = Webhook(
+            id: id, client: client, url: url, secret: secret ?? WebhookSignature.generateSecret(), createdAt: now, source: .api)
+        store.saveWebhook(webhook) { [registry] result in
+            registry.withLockedValue { registry in
+                if case .success = result { registry.add(webhook) }
+                registry.release(url, for: client)
+            }
+            respond(result.map { webhook })
+        }
+    }
+
+    /// A client's webhooks, config ones first.
+    public func webhooks(of client: String) -> [Webhook] {
+        registry.withLockedValue { $0.webhooks(of: client) }
+    }
+
+    /// Removes an API webhook; a config one is refused, an unknown one not found.
+    public func deleteWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        guard let webhook = webhooks(of: client).first(where: { $0.id == id }) else {
+            return respond(.failure(EngineError(.notFound, "no webhook \(id) on client \(client)")))
+        }
+        guard webhook.source == .api else {
+            return respond(.failure(EngineError(.configWebhook, "webhook \(id) is defined in the config file; remove it there")))
+        }
+        if let refusal = refusal() { return respond(.failure(refusal)) }
+        store.deleteWebhook(id: id) { [registry] result in
+            if case .success = result { registry.withLockedValue { $0.remove(id: id, client: client) } }
+            respond(result)
+        }
+    }
+
+    /// Replaces the config file's webhooks (a reload); the API's stay. Events
+    /// already written keep their targets.
+    public func replaceConfigWebhooks(with webhooks: [Webhook]) {
+        registry.withLockedValue { $0.replaceConfigWebhooks(with: webhooks) }
+    }
+}

@@ -1,0 +1,74 @@
+public import AlertdCore
+public import AlertdWire
+
+/// One durable change.
+public enum StoreWrite: Sendable {
+    case client(String, createdAt: Timestamp)
+    /// Inserts or replaces the alert.
+    case alert(Alert)
+    case idempotency(IdempotencyRecord)
+    /// Deletes terminal alerts decided before the first time and keys created before the second.
+    case purge(decidedBefore: Timestamp, keysBefore: Timestamp)
+    /// Registers an API webhook.
+    case webhook(Webhook)
+    /// Removes an API webhook.
+    case deleteWebhook(id: String)
+    /// Forgets clients that hold no alert any more.
+    case deleteClients([String])
+    /// Records a terminal event and its pending deliveries (due at once).
+    case event(OutboxEvent)
+    /// Records a delivery attempt and the delivery's new state (ignored if the
+    /// alert was purged meanwhile).
+    case attempt(AttemptRecord)
+
+    /// A delivery attempt's record: nothing a user was told depends on its fsync.
+    public var isAttempt: Bool {
+        if case .attempt = self { return true }
+        return false
+    }
+}
+
+/// What the daemon restores on start.
+public struct StoredState: Sendable {
+    public var clients: [String]
+    public var pending: [Alert]
+    /// The greatest id ever issued, so new ids keep increasing.
+    public var lastID: AlertID?
+
+    public init(clients: [String], pending: [Alert], lastID: AlertID?) {
+        self.clients = clients
+        self.pending = pending
+        self.lastID = lastID
+    }
+}
+
+/// The rows under the embedded store's in-memory board: what ``SQLiteAlertStore``
+/// reads at start and commits through the ``GroupCommitter``. ``SQLiteStore``
+/// implements it over SQLite; tests wrap it to make commits fail.
+public protocol PersistentStore: Sendable {
+    /// Every client and every pending alert.
+    func load() throws -> StoredState
+    /// Applies the writes in one transaction; returns once it is durable.
+    func commit(_ writes: [StoreWrite]) throws
+    func alert(_ id: AlertID) throws -> Alert?
+    /// Terminal alerts of a client in the given states, newest first, with ids below `before`.
+    func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws -> [Alert]
+    func idempotency(client: String, key: String) throws -> IdempotencyRecord?
+    /// Every webhook registered through the API.
+    func webhooks() throws -> [Webhook]
+    /// The deliveries of an alert's events, oldest first, with their attempts.
+    func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
+    /// Every delivery still pending, with its event's body and how many attempts it had.
+    func pendingDeliveries() throws -> [PendingDelivery]
+    /// Those of `clients` that have no terminal alert stored.
+    func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String]
+    /// Whether a write can be made now (for readiness).
+    func isWritable() -> Bool
+    /// Whether a commit of about `bytes` goes through now: after a failed commit
+    /// (a full disk), a probe that a small write passing says little about.
+    func hasRoom(forBytes bytes: Int) -> Bool
+}
+
+extension PersistentStore {
+    public func hasRoom(forBytes bytes: Int) -> Bool { isWritable() }
+}

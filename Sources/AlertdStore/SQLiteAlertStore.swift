@@ -1,0 +1,404 @@
+public import AlertdCore
+public import AlertdEngine
+public import AlertdWire
+public import Logging
+import NIOConcurrencyHelpers
+public import ServiceLifecycle
+import Synchronization
+
+/// The embedded store: every client's queue in memory on one ``AlertBoard``,
+/// in front of SQLite (``SQLiteStore``), written through one ``GroupCommitter``.
+/// One process owns it (the state directory is locked), so memory is the
+/// truth for pending alerts and SQLite is their durable copy.
+///
+/// Order and visibility, the two rules it keeps:
+/// - A transaction runs on the board under its lock and its writes are
+///   submitted to the committer under the same lock, so SQLite applies them in
+///   board order. Its completion runs from the commit's.
+/// - Readers see committed state only: the board keeps the last committed
+///   version of alerts whose writes are in flight (``AlertBoard/visible(_:)``),
+///   and an idempotency key is known to transactions from the moment its alert
+///   is posted (``IdempotencyKeys``), so two posts with one key never both create.
+///
+/// After a failed commit (a full disk) memory may hold changes SQLite lacks:
+/// every change is refused (`unavailable`, with `Retry-After`) until a probe
+/// finds room for a real batch, then memory is rebuilt from SQLite
+/// (``checkHealth()`` answers `.recovered`) and changes are taken again.
+///
+/// A `Service`: its `run()` runs the writer thread (a dedicated thread pays
+/// here: it batches many requests into one fsync) until graceful shutdown,
+/// then commits what is queued and stops — put it first in the service group,
+/// so it stops last.
+public final class SQLiteAlertStore: AlertStore, Service {
+    private struct State: Sendable {
+        var board: AlertBoard
+        /// Keys whose alert is posted but not committed yet.
+        var pendingKeys: [KeyRef: IdempotencyRecord] = [:]
+    }
+
+    private struct KeyRef: Hashable, Sendable {
+        var client: String
+        var key: String
+    }
+
+    private let persistent: any PersistentStore
+    private let committer: GroupCommitter
+    private let state: NIOLockedValueBox<State>
+    /// Why commits fail, while they do.
+    private let failure = FailureFlag()
+    /// The last probe's answer.
+    private let writable: Synchronization.Atomic<Bool>
+    private let clock: any WallClock
+    private let logger: Logger
+    /// Pending alerts found at start.
+    public let restoredPending: Int
+
+    /// Reads every client and pending alert from `persistent` and rebuilds the
+    /// board; a queue whose policy changed since the last run is brought in
+    /// line, and that change committed, before this returns.
+    ///
+    /// - Parameter onCommit: told how long each commit took, in nanoseconds (metrics).
+    public init(
+        persistent: any PersistentStore, settings: QueueSettings, rules: AlertRules, clock: any WallClock, logger: Logger,
+        onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
+    ) throws {
+        self.persistent = persistent
+        self.clock = clock
+        self.logger = logger
+        let stored = try persistent.load()
+        var board = AlertBoard(settings: settings, rules: rules, lastID: stored.lastID)
+        let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
+        if !normalized.saved.isEmpty {
+            try persistent.commit(normalized.saved.map { .alert($0) })
+            board.committed(normalized)
+        }
+        restoredPending = stored.pending.count
+        state = NIOLockedValueBox(State(board: board))
+        writable = Atomic(persistent.isWritable())
+        let failure = self.failure
+        committer = GroupCommitter(
+            store: persistent, logger: logger,
+            onFailure: { [logger] error in
+                failure.set("\(error)")
+                logger.error("a commit failed: changes are refused (503) until a commit succeeds again", metadata: ["error": "\(error)"])
+            },
+            onCommit: onCommit)
+    }
+
+    // MARK: - Service
+
+    public func run() async throws {
+        startWriter()
+        try? await gracefulShutdown()
+        shutdown()
+    }
+
+    /// Starts the writer thread (``run()`` does; without a service group, call it yourself).
+    public func startWriter() { committer.start() }
+
+    /// Commits what is queued and stops the writer.
+    public func shutdown() { committer.shutdown() }
+
+    // MARK: - Changing queues
+
+    public func transact<Value: Sendable>(
+        client: String, now: Timestamp, idempotencyKey: String?,
+        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
+    ) {
+        let immediate: Result<Committed<Value>, EngineError>? = state.withLockedValue { state in
+            if let refusal { return .failure(refusal) }
+            let mutation: Mutation<Value>
+            do throws(EngineError) {
+                let keys = Keys(
+                    key: idempotencyKey.map { KeyRef(client: client, key: $0) }, pending: state.pendingKeys, persistent: persistent,
+                    logger: logger)
+                mutation = try body(&state.board, keys)
+            } catch {
+                return .failure(error)
+            }
+            let change = mutation.change
+            var writes: [StoreWrite] = change.newClients.map { .client($0, createdAt: now) }
+            writes += change.saved.map { .alert($0) }
+            if let record = mutation.idempotency {
+                writes.append(.idempotency(record))
+                state.pendingKeys[KeyRef(client: record.client, key: record.key)] = record
+            }
+            writes += mutation.events.map { .event($0) }
+            let displays = change.displayChanged.map { (client: $0, alert: state.board.displayed(on: $0)) }
+            if writes.isEmpty, !mutation.afterEarlierCommits {
+                return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))
+            }
+            let deliveries = mutation.events.flatMap(\.pendingDeliveries)
+            committer.submit(writes) { [self] result in
+                if case .failure = result { return completion(.failure(.notCommitted)) }
+                if !change.isEmpty || mutation.idempotency != nil {
+                    self.state.withLockedValue { state in
+                        state.board.committed(change)
+                        if let record = mutation.idempotency { state.pendingKeys[KeyRef(client: record.client, key: record.key)] = nil }
+                    }
+                }
+                completion(.success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries)))
+            }
+            return nil
+        }
+        if let immediate { completion(immediate) }
+    }
+
+    public func fireDeadlines(
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+    ) {
+        state.withLockedValue { state in
+            guard refusal == nil else { return }
+            submit(state.board.fireDeadlines(now: now), &state, events: events, completion: completion)
+        }
+    }
+
+    public var nextDeadline: Timestamp? { state.withLockedValue { $0.board.nextDeadline } }
+
+    public func reconfigure(
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+    ) {
+        // Taken even while commits fail: a rebuild after the failure keeps these settings.
+        state.withLockedValue { state in
+            submit(state.board.reconfigure(settings, now: now), &state, events: events, completion: completion)
+        }
+    }
+
+    /// Submits a change of many clients (deadlines, a policy) with its events. Under the lock.
+    private func submit(
+        _ change: BoardChange, _ state: inout State, events: (BoardChange) -> [OutboxEvent],
+        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+    ) {
+        guard !change.saved.isEmpty else { return }
+        let events = events(change)
+        let displays = change.displayChanged.map { (client: $0, alert: state.board.displayed(on: $0)) }
+        let deliveries = events.flatMap(\.pendingDeliveries)
+        committer.submit(change.saved.map { .alert($0) } + events.map { .event($0) }) { [self] result in
+            if case .failure = result { return completion(.failure(.notCommitted)) }
+            self.state.withLockedValue { $0.board.committed(change) }
+            completion(.success(Committed((), change: change, displays: displays, deliveries: deliveries)))
+        }
+    }
+
+    /// The transaction's idempotency key: committing first, then SQLite.
+    private struct Keys: IdempotencyKeys {
+        let key: KeyRef?
+        let pending: [KeyRef: IdempotencyRecord]
+        let persistent: any PersistentStore
+        let logger: Logger
+
+        func record() throws(EngineError) -> IdempotencyRecord? {
+            guard let key else { return nil }
+            if let record = pending[key] { return record }
+            do {
+                return try persistent.idempotency(client: key.client, key: key.key)
+            } catch {
+                logger.error("the store cannot be read", metadata: ["error": "\(error)"])
+                throw EngineError.unreadable
+            }
+        }
+    }
+
+    // MARK: - Reading (answered at once, on the calling thread)
+
+    public func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void) {
+        let visible = state.withLockedValue { state -> (AlertBoard.Visibility, Int?) in
+            let visible = state.board.visible(id)
+            guard case .alert(let alert) = visible, alert.isPending else { return (visible, nil) }
+            return (visible, alert.state == .displayed ? 0 : state.board.position(of: alert))
+        }
+        switch visible {
+        case (.alert(let alert), let position): completion(.success(PositionedAlert(alert, position: position)))
+        case (.notYetCommitted, _): completion(.success(nil))
+        case (.unknown, _):
+            completion(
+                Result { () throws(EngineError) in try read { try persistent.alert(id) }.map { PositionedAlert($0, position: nil) } })
+        }
+    }
+
+    public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {
+        let pending = state.withLockedValue { state in
+            state.board.pending(on: client).compactMap { latest -> Alert? in
+                guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { return nil }
+                return alert
+            }
+        }
+        completion(.success(pending.enumerated().map { PositionedAlert($0.element, position: $0.offset) }))
+    }
+
+    public func policy(of client: String) -> QueuePolicy {
+        state.withLockedValue { $0.board.settings[client].policy }
+    }
+
+    /// Every client's displayed alert at once: memory holds committed state after a
+    /// start or a rebuild (the displays a commit changes come with its completion).
+    public func displays(
+        of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
+    ) {
+        let displays = state.withLockedValue { state in
+            (clients ?? state.board.clients).map { (client: $0, alert: state.board.displayed(on: $0)) }
+        }
+        completion(.success(displays))
+    }
+
+    public func clients(
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
+        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void
+    ) {
+        let page = state.withLockedValue { state in
+            let (page, more) = state.board.clients(after: after, limit: limit, where: include)
+            return (page: page.map { (client: $0, pending: state.board.visiblePendingCount(on: $0)) }, more: more)
+        }
+        completion(.success(page))
+    }
+
+    public func decided(
+        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
+        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void
+    ) {
+        completion(
+            Result { () throws(EngineError) in try read { try persistent.decided(on: client, states: states, before: before, limit: limit) }
+            })
+    }
+
+    public var pendingTotal: Int { state.withLockedValue { $0.board.pendingTotal } }
+
+    // MARK: - Webhooks and deliveries
+
+    public func webhooks() async throws(EngineError) -> [Webhook] { try read { try persistent.webhooks() } }
+
+    public func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        write([.webhook(webhook)], completion: completion)
+    }
+
+    public func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        write([.deleteWebhook(id: id)], completion: completion)
+    }
+
+    public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
+        completion(Result { () throws(EngineError) in try read { try persistent.deliveries(of: alertID) } })
+    }
+
+    public func pendingDeliveries() async throws(EngineError) -> [PendingDelivery] { try read { try persistent.pendingDeliveries() } }
+
+    public func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        committer.submit([.attempt(attempt)]) { result in completion(result.mapError { _ in .notCommitted }) }
+    }
+
+    /// One process owns the state directory: nothing changes behind its back.
+    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {}
+
+    // MARK: - Upkeep
+
+    public func purge(
+        decidedBefore: Timestamp, keysBefore: Timestamp, completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
+    ) {
+        write([.purge(decidedBefore: decidedBefore, keysBefore: keysBefore)]) { [self] result in
+            completion(result.map { forgetIdleClients() })
+        }
+    }
+
+    /// Forgets clients that hold nothing any more: nothing pending, nothing
+    /// committing, nothing retained (SQLite is asked without the board's lock,
+    /// and a client touched meanwhile is kept). Returns those forgotten.
+    private func forgetIdleClients() -> [String] {
+        let candidates = state.withLockedValue { $0.board.beginIdleSweep() }
+        guard !candidates.isEmpty else { return [] }
+        let idle: [String]
+        do {
+            idle = try persistent.clientsWithoutDecidedAlerts(among: candidates)
+        } catch {
+            logger.warning("idle clients not checked: the store cannot be read", metadata: ["error": "\(error)"])
+            return []
+        }
+        return state.withLockedValue { state -> [String] in
+            guard refusal == nil else { return [] }
+            let forgotten = state.board.forget(idle: idle)
+            if !forgotten.isEmpty { committer.submit([.deleteClients(forgotten)]) { _ in } }
+            return forgotten
+        }
+    }
+
+    /// The room SQLite must show before changes are taken again after a failed commit.
+    static let headroomBytes = 1 << 20
+
+    public func checkHealth() async -> StoreHealth {
+        // While commits fail, only room for a real batch counts (a full disk may
+        // still take one small row), so memory is not rebuilt just to fail again.
+        let failing = failure.isSet
+        let ok = failing ? persistent.hasRoom(forBytes: Self.headroomBytes) : persistent.isWritable()
+        writable.store(ok, ordering: .relaxed)
+        if ok, failing, recover() { return .recovered }
+        return ok ? .writable : .notWritable
+    }
+
+    public var isHealthy: Bool { !failure.isSet && writable.load(ordering: .relaxed) }
+
+    /// After failed commits, once SQLite takes a commit again: rebuilds the board
+    /// and the keys in flight from SQLite (memory may hold changes whose commit
+    /// failed), then takes changes again. Everything submitted before this fails
+    /// with the earlier failure.
+    private func recover() -> Bool {
+        let stored: StoredState
+        do {
+            stored = try persistent.load()
+        } catch {
+            logger.error("the store cannot be read back after a failed commit", metadata: ["error": "\(error)"])
+            return false
+        }
+        let recovered = state.withLockedValue { state -> Bool in
+            guard failure.isSet else { return false }
+            var board = AlertBoard(settings: state.board.settings, rules: state.board.rules, lastID: stored.lastID)
+            let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
+            state.board = board
+            state.pendingKeys = [:]
+            // From here on submissions are computed on memory that matches the store.
+            committer.resume()
+            failure.clear()
+            if !normalized.saved.isEmpty {
+                committer.submit(normalized.saved.map { .alert($0) }) { [self] result in
+                    if case .success = result { self.state.withLockedValue { $0.board.committed(normalized) } }
+                }
+            }
+            return true
+        }
+        if recovered { logger.info("commits succeed again: changes are taken", metadata: ["pending": "\(stored.pending.count)"]) }
+        return recovered
+    }
+
+    // MARK: - Internals
+
+    /// Why changes are refused right now, if they are.
+    private var refusal: EngineError? {
+        guard failure.isSet else { return nil }
+        return EngineError(
+            .unavailable, "the store takes no writes now (alertd's log says why); nothing was changed, retry later",
+            retryAfter: EngineError.storeRetrySeconds)
+    }
+
+    private func write(_ writes: [StoreWrite], completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        if let refusal { return completion(.failure(refusal)) }
+        committer.submit(writes) { result in completion(result.mapError { _ in .notCommitted }) }
+    }
+
+    private func read<T>(_ body: () throws -> T) throws(EngineError) -> T {
+        do {
+            return try body()
+        } catch {
+            logger.error("the store cannot be read", metadata: ["error": "\(error)"])
+            throw EngineError.unreadable
+        }
+    }
+}
+
+/// Set while commits fail (a full disk, an I/O error): changes are refused
+/// until a commit succeeds again and memory has been rebuilt from SQLite.
+private final class FailureFlag: Sendable {
+    private let reason = Mutex<String?>(nil)
+    func set(_ text: String) { reason.withLock { $0 = $0 ?? text } }
+    func clear() { reason.withLock { $0 = nil } }
+    var isSet: Bool { reason.withLock { $0 != nil } }
+}

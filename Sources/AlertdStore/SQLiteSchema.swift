@@ -1,0 +1,107 @@
+import GRDB
+
+/// The schema, in ordered migrations: a database is brought up to date when it
+/// is opened, and a migration once shipped is never edited (add a new one).
+extension SQLiteStore {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: clients, alerts, idempotency keys") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE clients (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        created_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE TABLE alerts (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        client TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        priority INTEGER NOT NULL,
+                        title TEXT NOT NULL,
+                        message TEXT,
+                        style TEXT NOT NULL,
+                        buttons TEXT NOT NULL,
+                        callback_url TEXT,
+                        metadata TEXT,
+                        created_at INTEGER NOT NULL,
+                        displayed_at INTEGER,
+                        decided_at INTEGER,
+                        expires_at INTEGER NOT NULL,
+                        dismiss_after_ms INTEGER,
+                        button_index INTEGER,
+                        decided_by TEXT
+                    ) WITHOUT ROWID;
+                    CREATE INDEX alerts_by_client ON alerts(client, id);
+                    CREATE INDEX alerts_pending ON alerts(state) WHERE state IN ('queued', 'displayed');
+                    CREATE INDEX alerts_by_decision ON alerts(decided_at) WHERE decided_at IS NOT NULL;
+                    CREATE TABLE idempotency_keys (
+                        client TEXT NOT NULL,
+                        key TEXT NOT NULL,
+                        alert_id TEXT NOT NULL,
+                        body_sha256 BLOB NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        PRIMARY KEY (client, key)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX idempotency_by_age ON idempotency_keys(created_at);
+                    """)
+        }
+        migrator.registerMigration("v2: index decided alerts by client only") { db in
+            // Listing by client reads decided alerts only (pending ones are served
+            // from memory): a partial index spares every post one index insert.
+            try db.execute(
+                sql: """
+                    DROP INDEX alerts_by_client;
+                    CREATE INDEX alerts_decided_by_client ON alerts(client, id) WHERE decided_at IS NOT NULL;
+                    """)
+        }
+        migrator.registerMigration("v3: webhooks") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE webhooks (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        client TEXT NOT NULL,
+                        url TEXT NOT NULL,
+                        secret TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
+        migrator.registerMigration("v4: the callback outbox") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE events (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        alert_id TEXT NOT NULL,
+                        client TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        body BLOB NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE TABLE deliveries (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        event_id TEXT NOT NULL,
+                        alert_id TEXT NOT NULL,
+                        target TEXT NOT NULL,
+                        webhook_id TEXT,
+                        secret TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        next_attempt_at INTEGER
+                    ) WITHOUT ROWID;
+                    CREATE INDEX deliveries_due ON deliveries(next_attempt_at) WHERE state = 'pending';
+                    CREATE INDEX deliveries_by_alert ON deliveries(alert_id, id);
+                    CREATE TABLE delivery_attempts (
+                        delivery_id TEXT NOT NULL,
+                        number INTEGER NOT NULL,
+                        at INTEGER NOT NULL,
+                        status_code INTEGER,
+                        error TEXT,
+                        PRIMARY KEY (delivery_id, number)
+                    ) WITHOUT ROWID;
+                    """)
+        }
+        migrator.registerMigration("v5: a row the readiness probe rewrites") { db in
+            try db.execute(sql: "CREATE TABLE probe (id INTEGER PRIMARY KEY NOT NULL, at INTEGER NOT NULL, room BLOB)")
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,325 @@
+// Callbacks (§5): every terminal alert reaches its callback_url and every webhook of its
+// client, signed, retried as the spec says, recorded in the deliveries API. alertd's
+// delivery worker runs in process as in the daemon, against real webhook receivers on
+// loopback. Moved from the end-to-end tier, which keeps what needs the process (kill -9
+// and SIGTERM with deliveries pending: DurabilityTests).
+
+import AlertdClient
+import AlertdTestSupport
+import AlertdWire
+import Foundation
+import Testing
+
+/// The secret every test webhook and `callback_url` is signed with.
+private let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+/// A config with fast retries, the signing secret and the given webhooks.
+func config(
+    webhooks: [(client: String, url: String)] = [], timeout: Double = 5, retryInitial: Double = 0.2, retryMax: Double = 0.8,
+    maxAge: Double = 600, deny: [String]? = nil
+) -> String {
+    // durability normal: these tests are about delivery, not fsync (kill -9 with deliveries
+    // pending is an end-to-end test); a full fsync per commit slowed them on a busy disk.
+    var text = """
+        durability: normal
+        callbacks:
+          signing_secret: "\(secret)"
+          timeout: \(timeout)
+          max_age: \(maxAge)
+          retry_initial_seconds: \(retryInitial)
+          retry_max_interval_seconds: \(retryMax)
+
+        """
+    if let deny { text += "  deny: [\(deny.map { "\"\($0)\"" }.joined(separator: ", "))]\n" }
+    if !webhooks.isEmpty {
+        text += "webhooks:\n"
+        for hook in webhooks { text += "  - {client: \(hook.client), url: \"\(hook.url)\", secret: \"\(secret)\"}\n" }
+    }
+    return text
+}
+
+let oneButton = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
+
+/// Polls the deliveries API until `done` holds (attempts are recorded just after the receiver answers).
+func deliveries(
+    _ http: any TestClient, _ client: String, _ alertID: String, timeout: Duration = .seconds(20),
+    until done: ([[String: Any]]) -> Bool
+) async throws -> [[String: Any]] {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries")
+        try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
+        let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
+        if done(list) { return list }
+        guard ContinuousClock.now < deadline else {
+            Issue.record("deliveries never reached the expected state: \(list)")
+            return list
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+func attempts(_ delivery: [String: Any]) -> [[String: Any]] { delivery["attempts"] as? [[String: Any]] ?? [] }
+
+/// Seconds between the arrivals of consecutive requests.
+/// Seconds between the attempts alertd recorded, from their `at` (each attempt's start, as
+/// alertd scheduled it): lower bounds hold however loaded the machine is, so only they are checked.
+private func attemptGaps(_ delivery: [String: Any]) -> [Double] {
+    let starts = attempts(delivery).compactMap { ($0["at"] as? String).flatMap(Timestamp.init(rfc3339:)) }
+    return zip(starts, starts.dropFirst()).map { Double($1.milliseconds - $0.milliseconds) / 1000 }
+}
+
+private func intervals(_ requests: [WebhookReceiver.Received]) -> [Double] {
+    zip(requests, requests.dropFirst()).map { pair in
+        let gap = pair.1.receivedAt - pair.0.receivedAt
+        return Double(gap.components.seconds) + Double(gap.components.attoseconds) / 1e18
+    }
+}
+
+func verify(_ request: WebhookReceiver.Received) throws -> [String: Any] {
+    let verifier = try WebhookVerifier(secret: secret)
+    let headers = Dictionary(request.headers, uniquingKeysWith: { first, _ in first })
+    _ = try verifier.verify(headers: headers, body: request.body)
+    return try JSONSerialization.jsonObject(with: Data(request.body)) as! [String: Any]
+}
+
+@Suite("Callbacks: every terminal alert reaches every target, signed")
+struct CallbackDeliveryTests {
+    @Test("each terminal state sends one event of its type to the callback_url and to every webhook, with one webhook-id")
+    func everyTerminalStateEveryTarget() async throws {
+        let callback = try await WebhookReceiver.listening()
+        let hookA = try await WebhookReceiver.listening()
+        let hookB = try await WebhookReceiver.listening()
+        defer { [callback, hookA, hookB].forEach { $0.close() } }
+        try await withTestClient(config: config(webhooks: [("ops", hookA.url), ("ops", hookB.url)])) { http in
+
+            // answered (and displayed), withdrawn (queued), then dismissed and expired by their deadlines.
+            let answered = try await http.postAlert("ops", #"{"title":"A","buttons":[{"title":"Go"}],"callback_url":"\#(callback.url)"}"#)
+            let withdrawn = try await http.postAlert("ops", #"{"title":"W","buttons":[{"title":"Go"}],"callback_url":"\#(callback.url)"}"#)
+            #expect(try await http.choose("ops", id(answered), #"{"button":"Go"}"#).status == 200)
+            #expect(try await http.delete("/v1/clients/ops/alerts/\(id(withdrawn))").status == 200)
+            let dismissed = try await http.postAlert("ops", #"{"title":"D","dismiss_after":1,"callback_url":"\#(callback.url)"}"#)
+            let expired = try await http.postAlert(
+                "other", #"{"title":"E","buttons":[{"title":"Go"}],"expires_in":1,"callback_url":"\#(callback.url)"}"#)
+
+            let expected = [
+                id(answered): "alert.answered", id(withdrawn): "alert.withdrawn", id(dismissed): "alert.dismissed",
+                id(expired): "alert.expired",
+            ]
+            let toCallback = try await callback.waitForRequests(count: 4, timeout: 20)
+            let toA = try await hookA.waitForRequests(count: 3, timeout: 20)
+            let toB = try await hookB.waitForRequests(count: 3, timeout: 20)
+
+            var eventIDs: [String: String] = [:]  // alert id → webhook-id
+            for request in toCallback {
+                let event = try verify(request)
+                let alert = (event["data"] as! [String: Any])["alert"] as! [String: Any]
+                #expect(event["type"] as? String == expected[id(alert)], "\(event)")
+                #expect("alert." + (alert["state"] as! String) == event["type"] as? String)
+                #expect(request.method == "POST" && request.header("content-type") == "application/json")
+                eventIDs[id(alert)] = request.header("webhook-id")
+            }
+            #expect(Set(eventIDs.keys) == Set(expected.keys), "one event per terminal alert")
+            #expect(Set(eventIDs.values).count == 4, "one webhook-id per event")
+            // The webhooks are registered for ops only: the expired alert on "other" is not theirs.
+            for hook in [toA, toB] {
+                var seen: [String: String] = [:]
+                for request in hook {
+                    let event = try verify(request)
+                    let alert = (event["data"] as! [String: Any])["alert"] as! [String: Any]
+                    #expect(alert["client"] as? String == "ops")
+                    seen[id(alert)] = request.header("webhook-id")
+                    #expect(request.header("webhook-id") == eventIDs[id(alert)], "all targets of an event share its webhook-id")
+                }
+                #expect(Set(seen.keys) == [id(answered), id(withdrawn), id(dismissed)])
+            }
+            let list = try await deliveries(http, "ops", id(answered)) {
+                $0.count == 3 && $0.allSatisfy { $0["state"] as? String == "delivered" }
+            }
+            #expect(Set(list.map { $0["target"] as! String }) == [callback.url, hookA.url, hookB.url])
+            #expect(list.filter { $0["webhook_id"] is NSNull }.count == 1, "the callback_url has no webhook id")
+        }
+    }
+
+    @Test(
+        "500s are retried with growing intervals, the same webhook-id and signature timestamps of each attempt; the API shows each attempt")
+    func retriesAfterServerErrors() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        hook.script([.status(500), .status(500), .status(500), .status(204)])
+        try await withTestClient(config: config(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 5)) { http in
+            let alert = try await http.postAlert("ops", oneButton)
+            #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
+
+            let requests = try await hook.waitForRequests(count: 4, timeout: 30)
+            #expect(Set(requests.map { $0.header("webhook-id") }).count == 1, "one webhook-id on every retry")
+            for request in requests { _ = try verify(request) }
+            let list = try await deliveries(http, "ops", id(alert)) { attempts($0.first ?? [:]).count == 4 }
+            let delivery = try #require(list.first)
+            // Nominal waits 0.2, 0.4, 0.8 s; equal jitter draws from their upper halves, so each
+            // wait is at least half its nominal one, and the lower bounds grow. (Upper bounds are
+            // the retry policy's unit tests': here a loaded machine may start an attempt late.)
+            let gaps = attemptGaps(delivery)
+            #expect(gaps.count == 3)
+            for (gap, nominal) in zip(gaps, [0.2, 0.4, 0.8]) {
+                #expect(gap >= nominal / 2 - 0.002, "gaps \(gaps)")
+            }
+            #expect(delivery["state"] as? String == "delivered")
+            #expect(attempts(delivery).map { $0["status_code"] as? Int } == [500, 500, 500, 204])
+            #expect(delivery["next_attempt_at"] is NSNull)
+        }
+    }
+
+    @Test("an attempt that times out is recorded and retried")
+    func timeoutIsRetried() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        hook.script([.hang, .status(200)])
+        try await withTestClient(config: config(webhooks: [("ops", hook.url)], timeout: 0.5)) { http in
+            let alert = try await http.postAlert("ops", oneButton)
+            #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
+            _ = try await hook.waitForRequests(count: 2, timeout: 20)
+            let list = try await deliveries(http, "ops", id(alert)) { $0.first?["state"] as? String == "delivered" }
+            let tries = attempts(list[0])
+            // From the first attempt's start: its 0.5 s timeout, then at least half the 0.2 s backoff.
+            #expect(attemptGaps(list[0]).first ?? 0 >= 0.5 + 0.1 - 0.002, "the second attempt follows the timeout and a backoff")
+            #expect(tries.count == 2)
+            #expect((tries[0]["error"] as? String)?.contains("timed out") == true, "\(tries)")
+            #expect(tries[0]["status_code"] is NSNull && tries[1]["status_code"] as? Int == 200)
+        }
+    }
+
+    @Test("a Retry-After on 503 is honoured; 410 stops retries")
+    func retryAfterAndGone() async throws {
+        let later = try await WebhookReceiver.listening()
+        let gone = try await WebhookReceiver.listening()
+        defer { [later, gone].forEach { $0.close() } }
+        later.script([.status(503, headers: [("Retry-After", "2")]), .status(204)])
+        gone.behave(.status(410))
+        try await withTestClient(config: config(webhooks: [("ops", later.url), ("ops", gone.url)], retryInitial: 0.1, retryMax: 0.2)) {
+            http in
+            let alert = try await http.postAlert("ops", oneButton)
+            #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
+
+            let requests = try await later.waitForRequests(count: 2, timeout: 20)
+            #expect(intervals(requests)[0] >= 2 - 0.05, "Retry-After: 2 beats a 0.1 s backoff: \(intervals(requests))")
+            let list = try await deliveries(http, "ops", id(alert)) { list in
+                list.count == 2 && list.allSatisfy { $0["state"] as? String != "pending" }
+            }
+            let toGone = try #require(list.first { $0["target"] as? String == gone.url })
+            #expect(toGone["state"] as? String == "failed")
+            #expect(attempts(toGone).map { $0["status_code"] as? Int } == [410], "no attempt after a 410")
+            #expect(toGone["next_attempt_at"] is NSNull)
+            #expect(gone.requests.count == 1)
+        }
+    }
+
+    @Test("max_age ends the retries: the delivery fails after its last attempt")
+    func maxAgeEndsRetries() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        hook.behave(.status(500))
+        try await withTestClient(config: config(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 0.4, maxAge: 1.5)) { http in
+            let alert = try await http.postAlert("ops", oneButton)
+            #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
+            let list = try await deliveries(http, "ops", id(alert)) { $0.first?["state"] as? String == "failed" }
+            let tries = attempts(list[0])
+            // Retried (at least once; how many fit in 1.5 s depends on the machine's load), no
+            // attempt scheduled past max_age (one scheduled just before it may start a little late
+            // on a loaded machine: a second of slack), and none after the delivery failed.
+            #expect(tries.count >= 2 && tries.allSatisfy { $0["status_code"] as? Int == 500 }, "\(tries)")
+            #expect(attemptGaps(list[0]).reduce(0, +) <= 1.5 + 1, "\(tries)")
+            #expect(list[0]["next_attempt_at"] is NSNull)
+            #expect(hook.requests.count == tries.count)
+        }
+    }
+
+    @Test("a receiver that is down for a while, then back, gets every event once")
+    func receiverDownThenBack() async throws {
+        // A port nothing listens on yet, held by a bound socket that does not listen (connections
+        // to it are refused) so that no other test's receiver takes it while it is down.
+        let placeholder = try ReservedPort()
+        let port = placeholder.port
+        let url = "http://127.0.0.1:\(port)/hook"
+        try await withTestClient(config: config(webhooks: [("ops", url)], retryInitial: 0.2, retryMax: 0.5)) { http in
+            var alertIDs: [String] = []
+            for index in 0..<20 {
+                let alert = try await http.postAlert("ops", #"{"title":"A\#(index)","buttons":[{"title":"OK"}]}"#)
+                #expect(try await http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
+                alertIDs.append(id(alert))
+            }
+            // Refused connections are recorded as failed attempts with their reason.
+            let refused = try await deliveries(http, "ops", alertIDs[0]) { attempts($0.first ?? [:]).count >= 2 }
+            #expect(attempts(refused[0]).allSatisfy { ($0["error"] as? String)?.isEmpty == false && $0["status_code"] is NSNull })
+
+            placeholder.release()
+            let hook = try await WebhookReceiver.listening(port: port)
+            defer { hook.close() }
+            let received = try await hook.waitForRequests(count: 20, timeout: 30)
+            var byAlert: [String: Int] = [:]
+            for request in received {
+                let alert = (try verify(request)["data"] as! [String: Any])["alert"] as! [String: Any]
+                byAlert[id(alert), default: 0] += 1
+            }
+            #expect(Set(byAlert.keys) == Set(alertIDs))
+            // Every delivery is settled before counting again: none came twice after its 2xx.
+            for alertID in alertIDs {
+                _ = try await deliveries(http, "ops", alertID) { $0.first?["state"] as? String == "delivered" }
+            }
+            #expect(hook.requests.count == 20, "no event twice after a 2xx")
+        }
+    }
+
+    @Test("a receiver that hangs does not delay another receiver's events")
+    func hangingReceiverIsolated() async throws {
+        let stuck = try await WebhookReceiver.listening()
+        // Another host: the in-flight bound is per host, so another port of 127.0.0.1 would share it.
+        let fast = try await WebhookReceiver.listening(host: "127.0.0.4")
+        defer { [stuck, fast].forEach { $0.close() } }
+        stuck.behave(.hang)
+        try await withTestClient(config: config(webhooks: [("ops", stuck.url), ("ops", fast.url)], timeout: 60)) { http in
+            // More events than the in-flight bound of one receiver (32).
+            let started = ContinuousClock.now
+            for index in 0..<50 {
+                let alert = try await http.postAlert("ops", #"{"title":"A\#(index)","buttons":[{"title":"OK"}]}"#)
+                #expect(try await http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
+            }
+            // The stuck receiver hangs each attempt for its 60 s timeout: 50 events in well
+            // under that waited on nothing but alertd (10 s was too tight on a loaded machine).
+            _ = try await fast.waitForRequests(count: 50, timeout: 30)
+            #expect(ContinuousClock.now - started < .seconds(30))
+            _ = try await stuck.waitForRequests(count: 32, timeout: 10)
+            #expect(stuck.requests.count == 32, "at most 32 attempts in flight to one receiver")
+        }
+    }
+
+    @Test("the deny list refuses a link-local target and a denied name, recording why; other names are resolved and called")
+    func denyList() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        let linkLocal = "http://169.254.169.254/latest/meta-data"
+        let byName = "http://localhost:\(hook.port)/named"
+        try await withTestClient(
+            config: config(
+                webhooks: [("ops", linkLocal), ("ops", byName), ("denied", "http://metadata.internal/x")],
+                deny: ["169.254.0.0/16", "fe80::/10", "*.internal"])
+        ) { http in
+            let alert = try await http.postAlert("ops", oneButton)
+            #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
+            let other = try await http.postAlert("denied", oneButton)
+            #expect(try await http.choose("denied", id(other), #"{"button":"Deploy"}"#).status == 200)
+
+            let received = try await hook.waitForRequests(count: 1, timeout: 20)
+            #expect(received[0].path == "/named")
+            #expect(received[0].header("host") == "localhost:\(hook.port)", "the receiver sees the name it was given")
+            let list = try await deliveries(http, "ops", id(alert)) { list in
+                list.first { $0["target"] as? String == linkLocal }.map { !attempts($0).isEmpty } ?? false
+            }
+            let refused = try #require(list.first { $0["target"] as? String == linkLocal })
+            let error = try #require(attempts(refused).first?["error"] as? String)
+            #expect(error.contains("169.254.169.254") && error.contains("callbacks.deny"), "\(error)")
+            let named = try await deliveries(http, "denied", id(other)) { !attempts($0.first ?? [:]).isEmpty }
+            #expect((attempts(named[0]).first?["error"] as? String)?.contains("*.internal") == true, "\(named)")
+        }
+    }
+}

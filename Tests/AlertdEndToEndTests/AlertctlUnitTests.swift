@@ -1,0 +1,318 @@
+// alertctl's own logic, tested in process without a daemon: argument rewriting, where the
+// settings come from, the config file, text made safe for a terminal, --json pages, and the
+// watch console's screen and keys. (Here because this target already links the alertctl
+// executable module; its tests of the real binary are in AlertctlTests and WatchConsoleTests.
+// They block nothing.)
+
+import AlertdWire
+import ArgumentParser
+import AlertdTestSupport
+import Foundation
+import Testing
+
+@testable import AlertdClient
+@testable import alertctl
+
+@Suite("alertctl: global options before the command")
+struct GlobalOptionTests {
+    @Test(
+        "global options before the command (or between webhooks and add) move after it; the rest stays in order",
+        arguments: [
+            (["--url", "http://h:1", "post", "ops", "--title", "x"], ["post", "--url", "http://h:1", "ops", "--title", "x"]),
+            (
+                ["--json", "--token=t", "webhooks", "add", "ops", "http://r/"],
+                ["webhooks", "add", "--json", "--token=t", "ops", "http://r/"]
+            ),
+            (["webhooks", "--insecure", "list", "ops"], ["webhooks", "list", "--insecure", "ops"]),
+            (["--cacert", "ca.pem", "clients"], ["clients", "--cacert", "ca.pem"]),
+            (["post", "ops", "--url", "http://h:1", "--title", "x"], ["post", "ops", "--url", "http://h:1", "--title", "x"]),
+            (["--url"], ["--url"]),
+            ([], []),
+        ])
+    func hoisting(arguments: [String], expected: [String]) {
+        #expect(alertctl.Alertctl.hoistingGlobalOptions(arguments) == expected)
+    }
+
+    @Test("`--url U --json post …` parses as post with --url and --json")
+    func parsesAfterHoisting() throws {
+        let arguments = ["--url", "http://127.0.0.1:9", "--json", "post", "ops", "--title", "x"]
+        #expect(throws: (any Error).self) { try alertctl.Alertctl.parseAsRoot(arguments) }
+        let command = try alertctl.Alertctl.parseAsRoot(alertctl.Alertctl.hoistingGlobalOptions(arguments))
+        let post = try #require(command as? Post)
+        #expect(post.connection.url == "http://127.0.0.1:9" && post.connection.json && post.client == "ops")
+    }
+
+    @Test("choose takes CLIENT ID BUTTON, or CLIENT --current BUTTON")
+    func chooseArguments() throws {
+        let byID = try #require(try alertctl.Alertctl.parseAsRoot(["choose", "ops", "01M", "Deploy"]) as? Choose)
+        #expect(byID.words == ["01M", "Deploy"] && !byID.current)
+        let current = try #require(try alertctl.Alertctl.parseAsRoot(["choose", "ops", "--current", "Deploy"]) as? Choose)
+        #expect(current.words == ["Deploy"] && current.current)
+        #expect(throws: (any Error).self) { try alertctl.Alertctl.parseAsRoot(["choose", "ops", "--current", "01M", "Deploy"]) }
+        #expect(throws: (any Error).self) { try alertctl.Alertctl.parseAsRoot(["choose", "ops", "Deploy"]) }
+    }
+}
+
+@Suite("alertctl: settings from flags, then the environment, then alertctl.yaml")
+struct SettingsTests {
+    func flags(_ arguments: String...) throws -> Connection { try Connection.parse(arguments) }
+
+    let file = ConfigFile(url: "http://file:1", token: "file-token", tokenFile: nil, cacert: "/file/ca.pem", path: "/c/alertctl.yaml")
+
+    @Test("a flag wins over the environment, which wins over the file, which wins over the default")
+    func precedence() throws {
+        let environment = ["ALERTD_URL": "http://env:1", "ALERTD_TOKEN": "env-token", "ALERTD_CACERT": "/env/ca.pem"]
+        let all = try Settings.resolve(
+            flags: flags("--url", "http://flag:1", "--token", "flag-token", "--cacert", "/flag/ca.pem"), environment: environment,
+            file: file)
+        #expect(all.url == "http://flag:1" && all.token == "flag-token" && all.tokenSource == "--token" && all.cacert == "/flag/ca.pem")
+        let fromEnvironment = try Settings.resolve(flags: flags(), environment: environment, file: file)
+        #expect(fromEnvironment.url == "http://env:1" && fromEnvironment.token == "env-token")
+        #expect(fromEnvironment.tokenSource == "$ALERTD_TOKEN" && fromEnvironment.cacert == "/env/ca.pem")
+        let fromFile = try Settings.resolve(flags: flags(), environment: ["ALERTD_TOKEN": ""], file: file)
+        #expect(fromFile.url == "http://file:1" && fromFile.token == "file-token" && fromFile.cacert == "/file/ca.pem")
+        #expect(fromFile.tokenSource == "/c/alertctl.yaml" && fromFile.file == "/c/alertctl.yaml")
+        let defaults = try Settings.resolve(flags: flags(), environment: [:], file: nil)
+        #expect(defaults == Settings(url: "http://127.0.0.1:8080", token: nil, tokenSource: nil, cacert: nil, insecure: false, file: nil))
+    }
+
+    @Test("token_file is read and trimmed; an unreadable one is bad usage")
+    func tokenFile() throws {
+        let directory = try ScratchDirectory()
+        defer { withExtendedLifetime(directory) {} }
+        let path = directory.url.appendingPathComponent("token").path
+        try Data("secret-from-file\n".utf8).write(to: URL(fileURLWithPath: path))
+        var withFile = file
+        withFile.token = nil
+        withFile.tokenFile = path
+        let settings = try Settings.resolve(flags: flags(), environment: [:], file: withFile)
+        #expect(settings.token == "secret-from-file" && settings.tokenSource == path)
+        withFile.tokenFile = path + ".missing"
+        #expect { try Settings.resolve(flags: flags(), environment: [:], file: withFile) } throws: {
+            ($0 as? alertctl.Failure)?.code == Exit.usage
+        }
+    }
+
+    @Test("--insecure drops a CA from the environment or the file; with --cacert it is bad usage")
+    func insecure() throws {
+        let settings = try Settings.resolve(flags: flags("--insecure"), environment: ["ALERTD_CACERT": "/env/ca.pem"], file: file)
+        #expect(settings.insecure && settings.cacert == nil)
+        #expect { try Settings.resolve(flags: flags("--insecure", "--cacert", "/x.pem"), environment: [:], file: nil) } throws: {
+            ($0 as? alertctl.Failure)?.code == Exit.usage
+        }
+    }
+
+    @Test("the file lives under $XDG_CONFIG_HOME, else under $HOME/.config")
+    func defaultPath() {
+        #expect(ConfigFile.defaultPath(environment: ["HOME": "/home/a"]) == "/home/a/.config/alertd/alertctl.yaml")
+        #expect(ConfigFile.defaultPath(environment: ["HOME": "/home/a", "XDG_CONFIG_HOME": "/x"]) == "/x/alertd/alertctl.yaml")
+        #expect(ConfigFile.defaultPath(environment: [:]) == nil)
+    }
+}
+
+@Suite("alertctl: alertctl.yaml")
+struct ConfigFileTests {
+    func parse(_ text: String) throws(alertctl.Failure) -> ConfigFile {
+        try ConfigFile.parse(text, path: "/etc/me/alertctl.yaml", home: "/home/me")
+    }
+
+    func failure(_ text: String) -> String? {
+        do {
+            _ = try parse(text)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test("plain and quoted values, comments, relative and ~ paths, nulls")
+    func values() throws {
+        let file = try parse(
+            """
+            ---
+            # the daemon
+            url: https://alertd.internal:8443   # a comment
+            token_file: 'tokens/it''s'
+            cacert: "~/ca \\"x\\".pem"
+
+            """)
+        #expect(file.url == "https://alertd.internal:8443")
+        #expect(file.tokenFile == "/etc/me/tokens/it's" && file.cacert == "/home/me/ca \"x\".pem" && file.token == nil)
+        #expect(try parse("token: ~\nurl:\n") == ConfigFile(path: "/etc/me/alertctl.yaml"))
+        #expect(try parse("token: \"a#b\"\r\n").token == "a#b")
+    }
+
+    @Test(
+        "what it does not read is refused with its line, never guessed at",
+        arguments: [
+            ("url: x\ntokn: y\n", "line 2: unknown key `tokn`"),
+            ("url: x\n  nested: y\n", "line 2: indented lines"),
+            ("- url\n", "line 1: expected `key: value`"),
+            ("url x\n", "line 1: expected `key: value`"),
+            ("url: a\nurl: b\n", "line 2: `url` is set twice"),
+            ("url: [a, b]\n", "line 1: url: only plain or quoted text"),
+            ("url: \"a\n", "line 1: url: the quote is not closed"),
+            ("url: \"a\" b\n", "line 1: url: unexpected text after the closing quote"),
+            ("token: a\ntoken_file: b\n", "set `token` or `token_file`, not both"),
+        ])
+    func refused(text: String, reason: String) {
+        let message = failure(text)
+        #expect(message?.contains(reason) == true, "\(message ?? "accepted")")
+        #expect(message?.hasPrefix("/etc/me/alertctl.yaml") == true)
+    }
+}
+
+@Suite("alertctl: text from the daemon is harmless in a terminal")
+struct TerminalTextTests {
+    @Test("control characters, escape sequences and bidi overrides become �; newlines only where asked")
+    func safe() {
+        #expect(Terminal.safe("a\u{1B}[31mred\u{07}") == "a\u{FFFD}[31mred\u{FFFD}")
+        #expect(Terminal.safe("\u{1B}]0;title\u{1B}\\") == "\u{FFFD}]0;title\u{FFFD}\\")
+        #expect(Terminal.safe("x\u{9B}2Jy\u{7F}") == "x\u{FFFD}2Jy\u{FFFD}")
+        #expect(Terminal.safe("abc\u{202E}fed\u{2066}") == "abc\u{FFFD}fed\u{FFFD}")
+        #expect(Terminal.safe("one\ntwo\r\tthree") == "one\u{FFFD}two\u{FFFD} three")
+        #expect(Terminal.safe("one\ntwo", newlines: true) == "one\ntwo")
+        #expect(Terminal.safe("Déploiement 🚀 → ok") == "Déploiement 🚀 → ok")
+    }
+
+    @Test("summary and details of a hostile alert hold no control character")
+    func alertLines() throws {
+        let hostile = "\u{1B}[2J\u{1B}]0;pwned\u{07}\u{9B}31m"
+        let alert = AlertResource(
+            id: "01M00000000000000000000000", client: "ops", state: .answered, position: nil, title: "T" + hostile,
+            message: "line one\nline two" + hostile, style: .alert, buttons: [.default("B" + hostile), .cancel("C")], priority: 0,
+            expiresIn: 60, dismissAfter: nil, callbackURL: nil, metadata: ["k": .string(hostile)],
+            createdAt: Timestamp(milliseconds: 0), displayedAt: nil, decidedAt: nil, expiresAt: Timestamp(milliseconds: 60_000),
+            result: AlertResult(outcome: .answered, button: "B" + hostile, buttonIndex: 0, cancelled: false, decidedBy: nil))
+        for text in [Text.summary(alert), Text.details(alert)] {
+            let controls = text.unicodeScalars.filter { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) }
+            #expect(controls.isEmpty, "\(text.debugDescription)")
+        }
+        #expect(Text.details(alert).contains("message:   line one\n           line two"))
+    }
+
+    @Test("counts agree with their number")
+    func counts() {
+        #expect(Text.count(1, "alert") == "1 alert" && Text.count(2, "alert") == "2 alerts" && Text.count(0, "token") == "0 tokens")
+        #expect(
+            Text.seconds(0.04) == "0.1 s" && Text.seconds(3.2) == "4 s" && Text.seconds(300) == "5 min" && Text.seconds(61) == "1 min 1 s")
+    }
+}
+
+@Suite("alertctl --json: the daemon's answer as it wrote it")
+struct JSONPassThroughTests {
+    @Test("one page is printed byte for byte; several are joined with each element as written")
+    func pages() {
+        let first = Array(#"{"alerts":[{"id":"b","z":1e400,"a":null}],"next_cursor":"c1"}"#.utf8)
+        let second = Array(#"{"alerts":[{"id":"a","message":null,"n":1.50e3,"s":"é\"\u0001"}],"next_cursor":null}"#.utf8)
+        #expect(Connection.joinPages([first], member: "alerts") == first)
+        let joined = String(decoding: Connection.joinPages([first, second], member: "alerts"), as: UTF8.self)
+        #expect(
+            joined
+                == #"{"alerts":[{"id":"b","z":1e400,"a":null},{"id":"a","message":null,"n":1.50e3,"s":"é\"\u0001"}],"next_cursor":null}"#
+        )
+    }
+
+    @Test("on a terminal, C1 controls and bidi overrides in JSON strings become \\u escapes: the same JSON value")
+    func terminalJSON() throws {
+        let raw = Array("{\"t\":\"a\u{9B}1m\u{202E}b\u{2066}\u{061C}é→\\u001b\"}".utf8)
+        let safe = Terminal.safe(json: raw)
+        #expect(String(decoding: safe, as: UTF8.self) == #"{"t":"a\u009b1m\u202eb\u2066\u061cé→\u001b"}"#)
+        #expect(try JSONParser.parse(safe) == JSONParser.parse(raw))
+    }
+
+    @Test("a client with --json keeps the answers it gets; only 2xx ones count")
+    func recorder() {
+        let answers = Answers()
+        answers.keep(RawAnswer(method: "GET", path: "/v1/x", status: 200, body: Array("1".utf8)))
+        answers.keep(RawAnswer(method: "GET", path: "/v1/x", status: 404, body: Array("{}".utf8)))
+        #expect(answers.all.map(\.body) == [Array("1".utf8)] && answers.last?.status == 200)
+    }
+}
+
+@Suite("alertctl watch: the screen and the keys, without a terminal")
+struct ConsoleStateTests {
+    static func alert(buttons: [Button], message: String? = nil, title: String = "Pick one") -> AlertResource {
+        AlertResource(
+            id: "01M00000000000000000000000", client: "ops", state: .displayed, position: 0, title: title, message: message,
+            style: .alert, buttons: buttons, priority: 0, expiresIn: 60, dismissAfter: nil, callbackURL: nil, metadata: nil,
+            createdAt: Timestamp(milliseconds: 0), displayedAt: Timestamp(milliseconds: 0), decidedAt: nil,
+            expiresAt: Timestamp(milliseconds: 60_000), result: nil)
+    }
+
+    /// The frame as a terminal shows it: without the console's own escape sequences.
+    static func visible(_ frame: [String]) -> [String] {
+        frame.map { $0.replacingOccurrences(of: "\u{1B}\\[[0-9]*m", with: "", options: .regularExpression) }
+    }
+
+    @Test("sixteen buttons and a long message fit 80×24: every button with its key, the message scrolls")
+    func sixteenButtons() {
+        var state = ConsoleState(client: "ops")
+        let buttons = (1...15).map { Button.default("Option \($0)") } + [.cancel("None")]
+        let message = (1...60).map { "word\($0)" }.joined(separator: " ") + "\n" + (1...20).map { "line \($0)" }.joined(separator: "\n")
+        state.show(Self.alert(buttons: buttons, message: message, title: String(repeating: "Long title ", count: 20)))
+        let frame = Self.visible(state.frame(now: Date()))
+        #expect(frame.count <= 24 && frame.allSatisfy { $0.count <= 80 }, "\(frame.joined(separator: "\n"))")
+        let screen = frame.joined(separator: "\n")
+        for (key, number) in zip("123456789abcdef", 1...15) { #expect(screen.contains("[\(key)] Option \(number)"), "\(screen)") }
+        #expect(screen.contains("[g] None  (cancel, Esc)"))
+        #expect(screen.contains("1-9, a-g choose · Esc cancel · ↑↓ PgUp PgDn scroll · q quit"))
+        #expect(screen.contains("(message lines 1–"))
+        #expect(state.press([27, 91, 54, 126]) == .none)
+        #expect(Self.visible(state.frame(now: Date())).joined().contains("(message lines 6–"))
+        if case .choose(let button, _) = state.press(Array("b".utf8)) {
+            #expect(button.title == "Option 11")
+        } else {
+            Issue.record("b chose nothing")
+        }
+    }
+
+    @Test("a destructive button waits for y; any other key keeps the alert")
+    func confirmation() {
+        var state = ConsoleState(client: "ops")
+        state.show(Self.alert(buttons: [.default("Deploy"), .destructive("Roll back"), .cancel("Cancel")]))
+        #expect(state.press(Array("2".utf8)) == .none)
+        #expect(state.note?.text.contains("Roll back is destructive: y chooses it") == true)
+        #expect(Self.visible(state.frame(now: Date())).last == "y choose · any other key keep · q quit")
+        #expect(state.press(Array("n".utf8)) == .none)
+        #expect(state.note?.text == "kept: Roll back was not chosen")
+        #expect(state.press(Array("2".utf8)) == .none)
+        #expect(state.press(Array("y".utf8)) == .choose(.destructive("Roll back"), Self.alert(buttons: state.alert!.buttons)))
+    }
+
+    @Test("a key that matches no button says so; after a choice the console says what was answered, even once the next alert shows")
+    func notes() {
+        var state = ConsoleState(client: "ops")
+        let first = Self.alert(buttons: [.default("Yes"), .default("No")], title: "Restart db-3?")
+        state.show(first)
+        #expect(state.press(Array("7".utf8)) == .none)
+        #expect(state.note?.text == "key 7 chooses nothing; 1-2 choose")
+        #expect(state.press([27]) == .none)
+        #expect(state.note?.text == "this alert has no cancel button")
+        #expect(state.press(Array("1".utf8)) == .choose(.default("Yes"), first))
+        var answered = first
+        answered.state = .answered
+        state.answered(answered, with: .default("Yes"))
+        var next = Self.alert(buttons: [.default("OK")], title: "Next")
+        next.id = "01M00000000000000000000001"
+        state.show(next)
+        #expect(Self.visible(state.frame(now: Date())).contains("answered “Restart db-3?” with Yes"))
+        _ = state.press(Array("x".utf8))
+        #expect(state.note?.text == "key x chooses nothing; 1 chooses")
+    }
+
+    @Test("a refused token fills the screen, whole, and the keys offer only q")
+    func denied() throws {
+        var state = ConsoleState(client: "ops")
+        let detail = "token reader may not read client ops " + String(repeating: "x", count: 100)
+        let problem = try JSONValueDecoder().decode(
+            ProblemDocument.self,
+            from: Array(#"{"type":"about:blank","title":"Forbidden","status":403,"detail":"\#(detail)","code":"forbidden"}"#.utf8))
+        let error = AlertdError(kind: .problem, status: 403, problem: problem, message: "Forbidden")
+        state.denied = ConsoleState.refusal(error, "ops")
+        let frame = Self.visible(state.frame(now: Date()))
+        let screen = frame.joined(separator: "\n")
+        #expect(screen.contains("This token cannot read client ops.") && screen.contains(String(repeating: "x", count: 60)))
+        #expect(frame.last == "q quit" && frame.allSatisfy { $0.count <= 80 })
+    }
+}

@@ -1,0 +1,315 @@
+// Bad bytes that never reach alertd's handler, or that only a server sees: garbage request
+// lines and headers, lying or oversized framing, raw invalid UTF-8 on the wire. For every
+// case: the status the server answers (or the connection closed), alertd still answers
+// `GET /healthz` on a fresh connection, and the store is exactly as before. One daemon per
+// case, holding a fixture of alerts in known states. What reaches the handler (bodies,
+// fields, ids, query values) is tested in AlertdAPIContractTests/BadInputTests.
+
+import AlertdTestSupport
+import Foundation
+import Testing
+
+@Suite("Bad input on the wire")
+struct BadInputWireTests {
+    @Test("invalid UTF-8 written on the wire as raw bytes is 400 bad-request")
+    func invalidUTF8Raw() async throws {
+        try await WireFixture.expectHarmless { connection in
+            let body: [UInt8] = Array(#"{"title":""#.utf8) + [0xC3, 0x28, 0xA0, 0xA1] + Array(#"","buttons":[{"title":"Yes"}]}"#.utf8)
+            let head =
+                "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.count)\r\n\r\n"
+            try await connection.send(Array(head.utf8) + body)
+            WireFixture.expectProblem(try await connection.readResponse(), status: 400, code: "bad-request")
+        }
+    }
+
+    // MARK: Body size
+
+    @Test("a body of 64 KiB + 1 with Content-Length is 413 payload-too-large")
+    func oversizedWithContentLength() async throws {
+        try await WireFixture.expectHarmless { connection in
+            let response = try await connection.request(
+                "POST", "/v1/clients/fixture/alerts", headers: [("Content-Type", "application/json")],
+                body: WireFixture.paddedAlert(size: 65_537))
+            WireFixture.expectProblem(response, status: 413, code: "payload-too-large")
+        }
+    }
+
+    @Test("a declared Content-Length over 64 KiB is 413 before any body is sent")
+    func oversizedDeclaredOnly() async throws {
+        try await WireFixture.expectHarmless { connection in
+            let head =
+                "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                + "Expect: 100-continue\r\nContent-Length: 65537\r\n\r\n"
+            try await connection.send(Array(head.utf8))
+            WireFixture.expectProblem(try await connection.readResponse(), status: 413, code: "payload-too-large")
+        }
+    }
+
+    @Test("a chunked body of 64 KiB + 1 is 413 payload-too-large", arguments: [4096, 65_537])
+    func oversizedChunked(chunkSize: Int) async throws {
+        try await WireFixture.expectHarmless { connection in
+            try await connection.send(WireFixture.chunkedPost(WireFixture.paddedAlert(size: 65_537), chunkSize: chunkSize))
+            WireFixture.expectProblem(try await connection.readResponse(), status: 413, code: "payload-too-large")
+        }
+    }
+
+    @Test("a body of exactly 64 KiB is processed, with Content-Length or chunked", arguments: [false, true])
+    func exactlyTheLimit(chunked: Bool) async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let client = chunked ? "limit-chunked" : "limit-length"
+        let before = try await daemon.client().get("/v1/clients/\(client)/alerts?state=\(WireFixture.allStates)")
+        let connection = try await daemon.rawConnection()
+        let body = WireFixture.paddedAlert(size: 65_536, title: "at the limit")
+        #expect(body.count == 65_536)
+        let response: TestResponse
+        if chunked {
+            try await connection.send(WireFixture.chunkedPost(body, chunkSize: 4096, client: client))
+            response = try await connection.readResponse()
+        } else {
+            response = try await connection.request(
+                "POST", "/v1/clients/\(client)/alerts", headers: [("Content-Type", "application/json")], body: body)
+        }
+        #expect(response.status == 201, "\(response.status): \(response.text.prefix(300))")
+        #expect(try response.jsonObject()["title"] as? String == "at the limit")
+        let listed = try await daemon.client().get("/v1/clients/\(client)/alerts?state=\(WireFixture.allStates)").jsonObject()
+        #expect((listed["alerts"] as? [[String: Any]])?.map(id) == [id(try response.jsonObject())])
+        #expect(before.text.contains(#""alerts":[]"#))
+    }
+
+    // MARK: Garbage on the wire
+
+    @Test("garbage request lines and headers are refused with their status and harm nothing", arguments: RawCase.all)
+    func garbageRefused(raw: RawCase) async throws {
+        try await WireFixture.expectHarmless { connection in
+            if raw.layer == .closes {
+                // Not HTTP: libmicrohttpd hangs up without a word, which is a refusal too.
+                try? await connection.send(raw.bytes)
+                #expect(await connection.awaitClose(timeout: .seconds(10)), "the connection stayed open after \(raw.name)")
+                return
+            }
+            guard let response = await Self.answer(to: raw, on: connection) else { return }
+            #expect(response.status == raw.status, "\(response.status): \(response.text.prefix(200).debugDescription)")
+        }
+    }
+
+    @Test(
+        "the answers to garbage request lines and headers are problem+json with their code",
+        arguments: RawCase.all.filter { $0.layer != .closes })
+    func garbageAnsweredAsProblems(raw: RawCase) async throws {
+        try await WireFixture.expectHarmless { connection in
+            guard let response = await Self.answer(to: raw, on: connection) else { return }
+            let check = {
+                #expect(!response.text.hasPrefix("HTTP/1."), "the answer's body is another response head: it was sent twice")
+                WireFixture.expectProblem(response, status: raw.status, code: raw.code)
+            }
+            if raw.layer == .libmicrohttpd {
+                // libmicrohttpd 0.9.75 parses the request line, headers and framing
+                // itself and answers errors there with its own HTML body (for a bad
+                // Content-Length it even sends its head twice), before alertd's
+                // handler is ever called; it has no hook to change those bodies.
+                withKnownIssue("answered by libmicrohttpd's parser, not alertd", isIntermittent: true) { check() }
+            } else {
+                check()
+            }
+        }
+    }
+
+    /// Writes the case's bytes and reads the answer; nil (and an issue) when there is none.
+    static func answer(to raw: RawCase, on connection: RawConnection, sourceLocation: SourceLocation = #_sourceLocation) async
+        -> TestResponse?
+    {
+        do {
+            try await connection.send(raw.bytes)
+        } catch {
+            // The daemon may stop reading early; what it answered is still to be read.
+        }
+        do {
+            return try await connection.readResponse()
+        } catch {
+            Issue.record("no answer to \(raw.name): \(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+}
+
+/// Bytes written as they are, and the answer they must get.
+struct RawCase: Sendable, CustomTestStringConvertible {
+    /// Who answers: bytes that are not parseable HTTP never reach alertd's handler.
+    enum Layer: Sendable {
+        /// alertd's handler: a problem+json answer.
+        case alertd
+        /// libmicrohttpd's parser answers on its own (status right, body its own HTML).
+        case libmicrohttpd
+        /// Not HTTP at all: libmicrohttpd closes the connection without an answer.
+        case closes
+    }
+
+    let name: String
+    let bytes: [UInt8]
+    let status: Int
+    /// nil: no code is spec'd for this status; any non-empty one will do.
+    let code: String?
+    let layer: Layer
+    var testDescription: String { name }
+
+    init(_ name: String, _ text: String, status: Int, code: String?, layer: Layer = .alertd) {
+        self.init(name, bytes: Array(text.utf8), status: status, code: code, layer: layer)
+    }
+
+    init(_ name: String, bytes: [UInt8], status: Int, code: String?, layer: Layer = .alertd) {
+        self.name = name
+        self.bytes = bytes
+        self.status = status
+        self.code = code
+        self.layer = layer
+    }
+
+    static let all: [RawCase] = {
+        let alert = #"{"title":"smuggled","buttons":[{"title":"Yes"}]}"#
+        let post = "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        return [
+            RawCase("a request line of one word", "GARBAGE\r\n\r\n", status: 400, code: "bad-request", layer: .closes),
+            RawCase("binary junk", bytes: Array(1...8) + Array("\r\n\r\n".utf8), status: 400, code: "bad-request", layer: .closes),
+            RawCase("an HTTP/0.9 request line", "GET /healthz\r\n\r\n", status: 400, code: "bad-request", layer: .libmicrohttpd),
+            RawCase(
+                "a request line without a target", "GET  HTTP/1.1\r\nHost: localhost\r\n\r\n", status: 400, code: "bad-request",
+                layer: .libmicrohttpd),
+            RawCase(
+                "a control character in the path", "GET /v1/clients/fix\u{01}ture/alerts HTTP/1.1\r\nHost: localhost\r\n\r\n", status: 400,
+                code: "bad-request"),
+            RawCase(
+                "an unknown method", "BREW /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\n\r\n", status: 405,
+                code: "method-not-allowed"),
+            RawCase(
+                "an unknown HTTP version", "GET /healthz HTTP/9.9\r\nHost: localhost\r\n\r\n", status: 505, code: nil, layer: .libmicrohttpd
+            ),
+            RawCase(
+                "a header line without a colon", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nNoColonHere\r\n\r\n", status: 400,
+                code: "bad-request", layer: .libmicrohttpd),
+            RawCase(
+                "a Content-Length that is not a number", post + "Content-Length: abc\r\n\r\n" + alert, status: 400, code: "bad-request",
+                layer: .libmicrohttpd),
+            RawCase(
+                "a negative Content-Length", post + "Content-Length: -1\r\n\r\n" + alert, status: 400, code: "bad-request",
+                layer: .libmicrohttpd),
+            RawCase(
+                "two different Content-Length values",
+                post + "Content-Length: \(alert.utf8.count)\r\nContent-Length: \(alert.utf8.count + 1)\r\n\r\n" + alert + " ",
+                status: 400, code: "bad-request"),
+            RawCase(
+                "a chunk size that is not hexadecimal", post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + alert + "\r\n0\r\n\r\n",
+                status: 400, code: "bad-request", layer: .libmicrohttpd),
+            RawCase(
+                "a Content-Length larger than any integer", post + "Content-Length: 99999999999999999999999\r\n\r\n" + alert,
+                status: 413, code: "payload-too-large", layer: .libmicrohttpd),
+            RawCase(
+                "a header block larger than the daemon takes",
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: \(String(repeating: "p", count: 9000))\r\n\r\n", status: 431,
+                code: nil,
+                layer: .libmicrohttpd),
+            RawCase(
+                "a request target longer than the daemon takes",
+                "GET /v1/clients/fixture/alerts?state=\(String(repeating: "q", count: 9000)) HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                status: 414, code: nil, layer: .libmicrohttpd),
+        ]
+    }()
+}
+
+// MARK: - Fixture
+
+/// A daemon holding alerts in known states on client `fixture` (answered, withdrawn,
+/// displayed, queued) and one on `bystander`, and the checks the wire tests repeat.
+enum WireFixture {
+    static let allStates = "queued,displayed,answered,dismissed,expired,withdrawn"
+
+    /// Starts a daemon with the fixture, runs `send` on a new connection, then checks that
+    /// the daemon still answers `GET /healthz` on a fresh connection and that the store is
+    /// exactly as before.
+    static func expectHarmless(
+        sourceLocation: SourceLocation = #_sourceLocation, _ send: (RawConnection) async throws -> Void
+    ) async throws {
+        let daemon = try await Daemon.start(.init(config: "durability: normal\nlog:\n  level: info\n"))
+        defer { daemon.cleanup() }
+        let api = daemon.client(timeout: .seconds(10))
+        let alert = #"{"title":"T","buttons":[{"title":"Yes"},{"title":"No"}]}"#
+        let answered = try await api.postAlert("fixture", alert)
+        try #require(try await api.choose("fixture", id(answered), #"{"button":"Yes"}"#).status == 200)
+        let withdrawn = try await api.postAlert("fixture", alert)
+        try #require(try await api.delete("/v1/clients/fixture/alerts/\(id(withdrawn))").status == 200)
+        _ = try await api.postAlert("fixture", alert)
+        _ = try await api.postAlert("fixture", alert)
+        _ = try await api.postAlert("bystander", alert)
+        let before = try await snapshot(api)
+        let connection = try await daemon.rawConnection()
+        do {
+            try await send(connection)
+        } catch {
+            Issue.record(error, sourceLocation: sourceLocation)
+        }
+        await connection.close()
+
+        #expect(daemon.isRunning, "alertd exited: \(daemon.stderrText.suffix(2000))", sourceLocation: sourceLocation)
+        let health = try await daemon.rawConnection().request("GET", "/healthz")
+        #expect(health.status == 200, "GET /healthz on a fresh connection answered \(health.status)", sourceLocation: sourceLocation)
+        let after = try await snapshot(api)
+        #expect(after == before, "the store changed", sourceLocation: sourceLocation)
+    }
+
+    /// `GET /v1/clients` and both clients' alerts in every state.
+    static func snapshot(_ api: any TestClient) async throws -> [String] {
+        var pages = [try await api.get("/v1/clients").text]
+        for client in ["fixture", "bystander"] {
+            pages.append(try await api.get("/v1/clients/\(client)/alerts?state=\(allStates)&limit=1000").text)
+        }
+        return pages
+    }
+
+    /// Checks an RFC 9457 problem: status, content type, the five members, the code
+    /// (any non-empty one when `code` is nil).
+    static func expectProblem(_ response: TestResponse, status: Int, code: String?, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(
+            response.status == status, "status \(response.status), wanted \(status): \(response.text.prefix(300))",
+            sourceLocation: sourceLocation)
+        let contentType = response.header("Content-Type") ?? "<none>"
+        #expect(contentType.hasPrefix("application/problem+json"), "Content-Type \(contentType)", sourceLocation: sourceLocation)
+        guard let problem = try? response.jsonObject() else {
+            Issue.record("the body is not a JSON object: \(response.text.prefix(300).debugDescription)", sourceLocation: sourceLocation)
+            return
+        }
+        for member in ["type", "title"] {
+            #expect(
+                (problem[member] as? String)?.isEmpty == false, "\(member): \(problem[member] ?? "missing")", sourceLocation: sourceLocation
+            )
+        }
+        #expect(problem["detail"] is String, "detail: \(problem["detail"] ?? "missing")", sourceLocation: sourceLocation)
+        #expect(problem["status"] as? Int == response.status, sourceLocation: sourceLocation)
+        if let code {
+            #expect(
+                problem["code"] as? String == code, "code \(problem["code"] ?? "missing"), wanted \(code)", sourceLocation: sourceLocation)
+        } else {
+            #expect((problem["code"] as? String)?.isEmpty == false, "code: \(problem["code"] ?? "missing")", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A valid alert (with a button, so it is never dismissed) padded with spaces to `size` bytes.
+    static func paddedAlert(size: Int, title: String = "padded") -> [UInt8] {
+        let json = Array(#"{"title":"\#(title)","buttons":[{"title":"Yes"}]}"#.utf8)
+        return json + [UInt8](repeating: 0x20, count: size - json.count)
+    }
+
+    /// A whole `POST …/alerts` with a chunked body cut into `chunkSize` pieces.
+    static func chunkedPost(_ body: [UInt8], chunkSize: Int, client: String = "fixture") -> [UInt8] {
+        var wire = Array(
+            "POST /v1/clients/\(client)/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                .utf8)
+        var offset = 0
+        while offset < body.count {
+            let piece = body[offset..<min(offset + chunkSize, body.count)]
+            wire += Array(String(piece.count, radix: 16).utf8) + [13, 10] + piece + [13, 10]
+            offset += piece.count
+        }
+        return wire + Array("0\r\n\r\n".utf8)
+    }
+}

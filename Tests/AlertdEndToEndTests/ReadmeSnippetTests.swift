@@ -1,0 +1,68 @@
+import AlertdTestSupport
+import AlertdWire
+import Foundation
+import Testing
+
+/// The README's shell snippets, run as a reader pastes them.
+@Suite("README: the curl walk-through and the openssl verification run as written")
+struct ReadmeSnippetTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The bodies of the ```sh blocks between `heading` and the next heading of its level.
+    static func shellBlocks(under heading: String) throws -> [String] {
+        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let level = heading.prefix { $0 == "#" } + " "
+        let start = try #require(readme.range(of: "\n" + heading + "\n"), "no \(heading) in README.md")
+        var section = readme[start.upperBound...]
+        if let end = section.range(of: "\n" + level) { section = section[..<end.lowerBound] }
+        return section.components(separatedBy: "```sh\n").dropFirst().map { $0.components(separatedBy: "\n```").first ?? "" }
+    }
+
+    @Test(
+        "the walk-through pasted into one shell: the id is kept in $id, every body ends with a newline, the choice answers both long-polls")
+    func walkThrough() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let blocks = try Self.shellBlocks(under: "## A walk-through with curl")
+        #expect(blocks.count == 4)
+        let script = (blocks + ["wait"]).joined(separator: "\n").replacingOccurrences(
+            of: "localhost:8080", with: "127.0.0.1:\(daemon.port)")
+        let run = try await Program.run("/bin/sh", ["-e", "-c", script], timeout: .seconds(30))
+        #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
+        // The post, the current alert, the choice and the alert's long-poll: each body ends with a
+        // newline. The choice and the background long-poll answer at the same moment, and curl
+        // writes a body and its newline separately, so their lines may interleave ("}{" then "\n\n"):
+        // counted as bodies, not as lines.
+        #expect(run.stdout.hasSuffix("\n"), "\(run.stdout)")
+        let bodies = run.stdout.replacingOccurrences(of: "}{", with: "}\n{").split(separator: "\n").filter { !$0.isEmpty }
+        #expect(bodies.allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") }, "\(run.stdout)")
+        #expect(bodies.count(where: { $0.contains(#""state":"answered""#) }) == 2, "\(run.stdout)")
+        let alert = try await daemon.client().get("/v1/clients/ops/alerts?state=answered").jsonObject()
+        #expect((alert["alerts"] as? [[String: Any]])?.first?["result"] as? [String: Any] != nil)
+    }
+
+    @Test("the openssl verification computes the signature for a whsec_ secret and for a plain one", arguments: [true, false])
+    func opensslVerification(whsec: Bool) async throws {
+        let block = try #require(try Self.shellBlocks(under: "### Verifying callbacks").first)
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let body = Array(#"{"type":"alert.answered","timestamp":"2026-11-21T21:06:10.000Z","data":{"alert":{"id":"x"}}}"#.utf8)
+        try Data(body).write(to: scratch.url.appendingPathComponent("body.json"))
+        // A plain secret of one repeated byte: od without -v would print "*" for its repeated rows.
+        let secret = whsec ? "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" : String(repeating: "a", count: 40)
+        let expected = WebhookSignature.sign(id: "msg_2Kq", timestamp: 1_795_000_000, body: body, key: try WebhookKey(secret: secret))
+        let script = "cd \"$1\"\n" + block
+        let run = try await Program.run(
+            "/bin/sh", ["-e", "-c", script, "sh", scratch.url.path],
+            environment: ["secret": secret, "webhook_id": "msg_2Kq", "webhook_timestamp": "1795000000"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == expected + "\n", "\(run.stdout) vs \(expected)")
+    }
+
+    @Test("config/alertd.yaml tells how to check a file: alertd check-config")
+    func configMentionsCheckConfig() async throws {
+        let config = try String(contentsOf: Self.repository.appendingPathComponent("config/alertd.yaml"), encoding: .utf8)
+        #expect(config.contains("alertd check-config "))
+    }
+}
