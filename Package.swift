@@ -40,6 +40,8 @@ let package = Package(
         ),
         // JSON types shared by the server and the SDK, the strict JSON parser, webhook signatures.
         .target(name: "AlertdWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The version alertd and alertctl print, and the Debian package's (make deb reads it).
+        .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
         // Between the HTTP API and the store: posting, decisions, reads, deadlines, waiters,
@@ -170,14 +172,14 @@ let package = Package(
         .executableTarget(
             name: "alertctl",
             dependencies: [
-                "AlertdClient", "AlertdWire",
+                "AlertdClient", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdDaemon", "AlertdAPI",
+                "AlertdDaemon", "AlertdAPI", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

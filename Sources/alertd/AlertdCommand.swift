@@ -1,4 +1,5 @@
 import AlertdDaemon
+import AlertdVersion
 import ArgumentParser
 import Foundation
 import Logging
@@ -18,6 +19,7 @@ struct AlertdCommand: AsyncParsableCommand {
             with no config file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
+        version: AlertdVersion.string,
         subcommands: [TokenCommand.self, CheckConfigCommand.self])
 
     @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))
