@@ -48,6 +48,8 @@ public final class PostgresAlertStore: AlertStore, Service {
     private let clientRunning = Atomic<Bool>(false)
     /// Set once the schema is current: the counts are read only then.
     private let migrated = Atomic<Bool>(false)
+    /// Set while a round of ``fireDeadlines(now:events:completion:)`` runs.
+    private let firing = Atomic<Bool>(false)
 
     struct Counts: Sendable {
         var pending = 0
@@ -172,11 +174,21 @@ public final class PostgresAlertStore: AlertStore, Service {
         lanes.enqueue(Lanes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: completion))
     }
 
+    /// One round at a time: while a round runs, the engine is told to look again
+    /// in ``recheck`` (the deadlines it fires are committed later, and the next
+    /// deadline is read once they are); a round that fails leaves them due, and
+    /// the next round fires them.
     public func fireDeadlines(
         now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
+        let recheck = now.adding(milliseconds: Self.recheckMilliseconds)
+        counts.withLockedValue { counts in
+            if let next = counts.nextDeadline, next < recheck { counts.nextDeadline = recheck }
+        }
+        guard firing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         Task {
+            defer { firing.store(false, ordering: .releasing) }
             do {
                 // The clients with a deadline due; each fires in its own transaction, on what is committed.
                 var due: [String] = []
@@ -190,15 +202,28 @@ public final class PostgresAlertStore: AlertStore, Service {
                 ).decode(String.self) {
                     due.append(client)
                 }
-                for client in due {
-                    lanes.enqueue(Lanes.Operation(client: client, now: now, firing: events, completion: completion))
+                await withDiscardingTaskGroup { group in
+                    for client in due {
+                        group.addTask {
+                            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                                self.lanes.enqueue(
+                                    Lanes.Operation(client: client, now: now, firing: events) { result in
+                                        completion(result)
+                                        done.resume()
+                                    })
+                            }
+                        }
+                    }
                 }
-                if due.isEmpty { try await readCounts() }
+                try await readCounts()
             } catch {
                 logger.warning("due deadlines not read", metadata: ["error": "\(String(reflecting: error))"])
             }
         }
     }
+
+    /// How soon the engine looks at deadlines again while a round fires them.
+    static let recheckMilliseconds: Int64 = 250
 
     public var nextDeadline: Timestamp? { counts.withLockedValue { $0.nextDeadline } }
 
