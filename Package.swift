@@ -116,7 +116,7 @@ let package = Package(
             name: "AlertdDaemon",
             dependencies: [
                 "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdPostgres",
-                "AlertdStore", "AlertdWire",
+                "AlertdStore", "AlertdVersion", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -252,7 +252,9 @@ let package = Package(
         // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(
             name: "AlertdEndToEndTests",
-            dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]
+            dependencies: [
+                "alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport", "AlertdVersion",
+            ]
         ),
     ]
 )

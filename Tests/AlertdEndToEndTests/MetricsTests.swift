@@ -1,4 +1,5 @@
 import AlertdTestSupport
+import AlertdVersion
 import Foundation
 import Testing
 
@@ -58,6 +59,7 @@ struct MetricsTests {
         #expect(sample(text, "alertd_delivery_latency_seconds_count") == 1)
         #expect(!text.contains("secret-team-name"), "client ids are not labels")
         #expect(text.contains("# HELP alertd_http_requests_total"))
+        #expect(sample(text, #"alertd_build_info{version="\#(AlertdVersion.string)"}"#) == 1)
         // The process, under Prometheus' standard names.
         #expect((sample(text, "process_resident_memory_bytes") ?? 0) > 1_000_000)
         #expect((sample(text, "process_open_fds") ?? 0) > 3)
