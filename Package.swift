@@ -243,7 +243,8 @@ let package = Package(
         .testTarget(
             name: "AlertdAPIContractTests",
             dependencies: [
-                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdPostgres",
+                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "AlertdPostgres",
                 "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -167,7 +167,8 @@ final class Lanes: Sendable {
                     ).decode((String, String, ByteBuffer, Int64).self) {
                         guard let id = AlertID(alertID) else { continue }
                         records[key] = IdempotencyRecord(
-                            client: client, key: key, alertID: id, bodyDigest: [UInt8](bytea: digest), createdAt: Timestamp(milliseconds: created))
+                            client: client, key: key, alertID: id, bodyDigest: [UInt8](bytea: digest),
+                            createdAt: Timestamp(milliseconds: created))
                     }
                 }
 

@@ -79,7 +79,10 @@ public final class TestPostgres: Sendable {
     public func psql(_ sql: String, database: String = "postgres") async throws -> String {
         let result = try await Program.run(
             "\(bin)/psql",
-            ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory, "-p", "\(port)", "-U", "postgres", "-d", database, "-c", sql],
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory, "-p", "\(port)", "-U", "postgres", "-d", database,
+                "-c", sql,
+            ],
             timeout: .seconds(60))
         guard result.status == 0 else { throw ProcessError("psql failed: \(sql)", exitStatus: result.status, stderr: result.stderr) }
         return result.stdout
