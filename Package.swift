@@ -225,6 +225,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // https receivers, for the callback worker's TLS tests.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // TestPostgres' databases, made and reset without a psql per test.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/AlertdTestSupport"
         ),

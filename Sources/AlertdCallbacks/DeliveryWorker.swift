@@ -268,8 +268,10 @@ public final class DeliveryWorker: @unchecked Sendable {
         log.claim(delivery.id, until: now.adding(seconds: lease)) { [self] result in
             switch result {
             case .success(let attempts?):
+                // The store's count, or this instance's own when its last attempt's
+                // record has not committed yet.
                 var claimed = delivery
-                claimed.attemptsMade = attempts
+                claimed.attemptsMade = max(delivery.attemptsMade, attempts)
                 send(claimed, on: eventLoop)
             case .success(nil):
                 // Another instance holds it, or it is settled: not ours to attempt.

@@ -64,54 +64,75 @@ extension PostgresAlertStore {
         }
     }
 
+    /// Attempts are written in the order they are recorded, a batch per
+    /// transaction (``Recorder``): a delivery's later attempt never commits
+    /// before its earlier one, whose settled state it would otherwise undo.
     public func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        Task {
-            do {
-                try await client.withTransaction(logger: logger) { connection in
-                    // One way only, as in the embedded store: an attempt counts while its
-                    // delivery is pending; a settled one, or a number recorded, stays.
-                    try await connection.query(
-                        """
-                        INSERT INTO delivery_attempts (delivery_id, number, at, status_code, error)
-                        SELECT id, \(attempt.number), \(attempt.attempt.at.milliseconds), \(attempt.attempt.statusCode),
-                            \(attempt.attempt.error)
-                        FROM deliveries WHERE id = \(attempt.deliveryID) AND state = 'pending'
-                        ON CONFLICT DO NOTHING
-                        """, logger: logger)
-                    try await connection.query(
-                        """
-                        UPDATE deliveries SET state = \(attempt.state.rawValue), next_attempt_at = \(attempt.nextAttemptAt?.milliseconds),
-                            lease_until = NULL, leased_by = NULL
-                        WHERE id = \(attempt.deliveryID) AND state = 'pending'
-                        """, logger: logger)
-                }
-                completion(.success(()))
-            } catch {
-                completion(.failure(unavailable(error)))
+        recorder.enqueue(attempt, completion)
+    }
+
+    /// Writes one batch of attempt records, in order, in one transaction.
+    func write(_ batch: [AttemptRecord]) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            for attempt in batch {
+                // One way only, as in the embedded store: an attempt counts while its
+                // delivery is pending; a settled one, or a number recorded, stays.
+                try await connection.query(
+                    """
+                    INSERT INTO delivery_attempts (delivery_id, number, at, status_code, error)
+                    SELECT id, \(attempt.number), \(attempt.attempt.at.milliseconds), \(attempt.attempt.statusCode),
+                        \(attempt.attempt.error)
+                    FROM deliveries WHERE id = \(attempt.deliveryID) AND state = 'pending'
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+                // A retry stays this instance's until some time after it is due: no
+                // other instance takes it over unless this one is gone by then.
+                let lease = attempt.nextAttemptAt.map { $0.adding(milliseconds: Self.retryLeaseMilliseconds).milliseconds }
+                try await connection.query(
+                    """
+                    UPDATE deliveries SET state = \(attempt.state.rawValue), next_attempt_at = \(attempt.nextAttemptAt?.milliseconds),
+                        lease_until = \(lease), leased_by = \(lease == nil ? nil : instance)
+                    WHERE id = \(attempt.deliveryID) AND state = 'pending'
+                    """, logger: logger)
             }
         }
     }
 
+    /// How long after a retry is due it stays with the instance that made the attempt before.
+    static let retryLeaseMilliseconds: Int64 = 30_000
+
     public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
         Task {
             do {
-                var records: [DeliveryRecord] = []
-                for try await (id, event, target, webhook, state, next) in try await client.query(
+                // Read whole, one query after the other: a query nested in another's rows
+                // would hold two of the pool's connections, and enough of them at once
+                // would wait for each other forever.
+                var rows: [(id: String, event: String, target: String, webhook: String?, state: String, next: Int64?)] = []
+                for try await row in try await client.query(
                     """
                     SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
                     WHERE alert_id = \(alertID.description) ORDER BY id
                     """, logger: logger
                 ).decode((String, String, String, String?, String, Int64?).self) {
-                    var attempts: [DeliveryAttempt] = []
-                    for try await (at, status, error) in try await client.query(
-                        "SELECT at, status_code, error FROM delivery_attempts WHERE delivery_id = \(id) ORDER BY number", logger: logger
-                    ).decode((Int64, Int?, String?).self) {
-                        attempts.append(DeliveryAttempt(at: Timestamp(milliseconds: at), statusCode: status, error: error))
+                    rows.append(row)
+                }
+                var attempts: [String: [DeliveryAttempt]] = [:]
+                if !rows.isEmpty {
+                    for try await (delivery, at, status, error) in try await client.query(
+                        """
+                        SELECT delivery_id, at, status_code, error FROM delivery_attempts
+                        WHERE delivery_id = ANY(\(rows.map(\.id))) ORDER BY delivery_id, number
+                        """, logger: logger
+                    ).decode((String, Int64, Int?, String?).self) {
+                        attempts[delivery, default: []].append(
+                            DeliveryAttempt(at: Timestamp(milliseconds: at), statusCode: status, error: error))
                     }
-                    records.append(
-                        DeliveryRecord(
-                            id: id, eventID: event, target: target, webhookID: webhook, state: DeliveryState(rawValue: state) ?? .pending,
-                            attempts: attempts, nextAttemptAt: next.map(Timestamp.init(milliseconds:))))
+                }
+                let records = rows.map { row in
+                    DeliveryRecord(
+                        id: row.id, eventID: row.event, target: row.target, webhookID: row.webhook,
+                        state: DeliveryState(rawValue: row.state) ?? .pending, attempts: attempts[row.id] ?? [],
+                        nextAttemptAt: row.next.map(Timestamp.init(milliseconds:)))
                 }
                 completion(.success(records))
             } catch {

@@ -224,7 +224,7 @@ final class Lanes: Sendable {
                             created_at = excluded.created_at
                         """, logger: logger)
                 }
-                for event in events { try await Outbox.write(event, on: connection, logger: logger) }
+                for event in events { try await Outbox.write(event, instance: store.instance, on: connection, logger: logger) }
                 if !order.isEmpty {
                     try await Notifications.send(
                         ["c:" + client] + decided.map { "d:" + $0.description }, from: store.instance, on: connection, logger: logger)

@@ -7,8 +7,11 @@ import PostgresNIO
 /// The callback outbox in PostgreSQL: events written with the decision that
 /// made them; each delivery attempted by one instance at a time, under a lease.
 enum Outbox {
-    /// Writes an event and its deliveries (due at once), in the decision's transaction.
-    static func write(_ event: OutboxEvent, on connection: PostgresConnection, logger: Logger) async throws {
+    /// Writes an event and its deliveries (due at once), in the decision's
+    /// transaction; the instance that wrote them holds them (it attempts them
+    /// next), for as long as a retry is held.
+    static func write(_ event: OutboxEvent, instance: String, on connection: PostgresConnection, logger: Logger) async throws {
+        let lease = event.createdAt.adding(milliseconds: PostgresAlertStore.retryLeaseMilliseconds).milliseconds
         try await connection.query(
             """
             INSERT INTO events (id, alert_id, client, type, created_at, body)
@@ -17,9 +20,9 @@ enum Outbox {
         for delivery in event.deliveries {
             try await connection.query(
                 """
-                INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at)
+                INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at, lease_until, leased_by)
                 VALUES (\(delivery.id), \(event.id), \(event.alertID.description), \(delivery.target), \(delivery.webhookID),
-                    \(delivery.secret), 'pending', \(event.createdAt.milliseconds))
+                    \(delivery.secret), 'pending', \(event.createdAt.milliseconds), \(lease), \(instance))
                 """, logger: logger)
         }
     }

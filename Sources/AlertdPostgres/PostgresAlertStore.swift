@@ -41,6 +41,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     let instance: String
     let settings: NIOLockedValueBox<QueueSettings>
     let lanes: Lanes
+    let recorder = Recorder()
     let notifications: Notifications
     private let counts = NIOLockedValueBox(Counts())
     private let healthy = Atomic<Bool>(true)
@@ -56,6 +57,9 @@ public final class PostgresAlertStore: AlertStore, Service {
         var clients = 0
         var nextDeadline: Timestamp?
         var pendingByClient: [String: Int] = [:]
+        /// Counts the deadlines this instance noted: a reading that began before
+        /// one was noted must not forget it.
+        var noted = 0
     }
 
     public init(url: PostgresURL, poolSize: Int, settings: QueueSettings, rules: AlertRules, clock: any WallClock, logger: Logger) throws {
@@ -73,6 +77,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         lanes = Lanes(logger: logger)
         notifications = Notifications(url: url, instance: instance, logger: logger)
         lanes.store = self
+        recorder.store = self
     }
 
     // MARK: - Service
@@ -121,6 +126,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     }
 
     func readCounts() async throws {
+        let noted = counts.withLockedValue { $0.noted }
         var byClient: [String: Int] = [:]
         var pending = 0
         for try await (client, count) in try await client.query(
@@ -142,9 +148,10 @@ public final class PostgresAlertStore: AlertStore, Service {
         ).decode((Int64?, Int64?).self) {
             next = [expiry, dismissal].compactMap { $0 }.min()
         }
-        counts.withLockedValue {
-            $0 = Counts(
-                pending: pending, clients: clients, nextDeadline: next.map(Timestamp.init(milliseconds:)), pendingByClient: byClient)
+        counts.withLockedValue { counts in
+            var read = next.map(Timestamp.init(milliseconds:))
+            if counts.noted != noted, let sooner = counts.nextDeadline, read.map({ sooner < $0 }) ?? true { read = sooner }
+            counts = Counts(pending: pending, clients: clients, nextDeadline: read, pendingByClient: byClient, noted: counts.noted)
         }
     }
 
@@ -160,6 +167,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     func noteDeadline(_ deadline: Timestamp?) {
         guard let deadline else { return }
         counts.withLockedValue { counts in
+            counts.noted &+= 1
             if counts.nextDeadline.map({ deadline < $0 }) ?? true { counts.nextDeadline = deadline }
         }
     }

@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import PostgresNIO
 import Synchronization
 
 /// A throwaway PostgreSQL server: a new cluster in a scratch directory, the
@@ -13,6 +15,9 @@ import Synchronization
 /// As root (CI, containers) it runs as the `postgres` user, since `initdb`
 /// refuses root; otherwise as the caller. Needs the Debian `postgresql`
 /// package (its binaries under /usr/lib/postgresql/N/bin).
+/// The shared server's directory, removed at exit.
+private let sharedDirectory = Mutex<String?>(nil)
+
 public final class TestPostgres: Sendable {
     public let port: Int
     let directory: ScratchDirectory
@@ -27,14 +32,28 @@ public final class TestPostgres: Sendable {
 
     private enum SharedServer {
         static let instance = Task { () -> Result<TestPostgres, any Error> in
-            do { return .success(try await TestPostgres.start()) } catch { return .failure(error) }
+            do {
+                let server = try await TestPostgres.start()
+                // A static lives until exit and is never deinitialised: its directory goes at exit.
+                sharedDirectory.withLock { $0 = server.directory.url.path }
+                atexit {
+                    if let path = sharedDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+                }
+                return .success(server)
+            } catch {
+                return .failure(error)
+            }
         }
     }
 
     /// A new cluster of its own, started (for tests that stop the database).
     public static func start() async throws -> TestPostgres {
         let bin = try binDirectory()
-        let directory = try ScratchDirectory()
+        // In memory where there is a tmpfs: a database per test is written, not kept
+        // (on this project's 2-core test machines a disk made the tier five times slower).
+        let base = Self.memoryDirectory ?? ScratchDirectory.base
+        sweep(base)
+        let directory = try ScratchDirectory(in: base, prefix: Self.prefix)
         // The postgres user must reach the scratch directory and own its data.
         chmod(directory.url.path, 0o755)
         let data = directory.url.appendingPathComponent("data").path
@@ -55,6 +74,37 @@ public final class TestPostgres: Sendable {
         return server
     }
 
+    static let prefix = "alertd-pg"
+
+    /// Removes the clusters of test processes that were killed (their scratch
+    /// directories outlive them): those whose postmaster is gone. A cluster of
+    /// a test process still running is left alone.
+    private static func sweep(_ base: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        for name in names where name.hasPrefix(prefix + ".") {
+            let directory = "\(base)/\(name)"
+            let pidFile = "\(directory)/data/postmaster.pid"
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), Glibc.kill(pid, 0) == 0 || errno == EPERM
+            {
+                continue
+            }
+            // No postmaster.pid: a cluster being made now, or one that never started; old ones go.
+            if (try? String(contentsOfFile: pidFile, encoding: .utf8)) == nil,
+                let made = (try? FileManager.default.attributesOfItem(atPath: directory))?[.modificationDate] as? Date,
+                made.timeIntervalSinceNow > -600
+            {
+                continue
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// `/dev/shm` when it is a writable directory (a tmpfs on Linux), else nil.
+    static var memoryDirectory: String? {
+        access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : nil
+    }
+
     private init(port: Int, directory: ScratchDirectory, bin: String) {
         self.port = port
         self.directory = directory
@@ -70,9 +120,47 @@ public final class TestPostgres: Sendable {
     /// Creates an empty database with a unique name; its URL.
     public func createDatabase() async throws -> String {
         let name = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        try await psql("CREATE DATABASE \(name)")
+        try await execute("CREATE DATABASE \(name)")
         return url(database: name)
     }
+
+    /// An empty database to use until ``giveBack(_:)``: one given back earlier
+    /// (emptied), else a new one. For the many short tests that each want one.
+    public func borrowDatabase() async throws -> String {
+        if let url = free.withLock({ $0.popLast() }) { return url }
+        return try await createDatabase()
+    }
+
+    /// Empties a borrowed database (its public schema made again) for the next
+    /// borrower; call when nothing uses it any more. One that cannot be emptied is dropped.
+    public func giveBack(_ url: String) async {
+        guard let name = url.split(separator: "/").last.map(String.init) else { return }
+        do {
+            try await execute("DROP SCHEMA public CASCADE", "CREATE SCHEMA public", database: name)
+            free.withLock { $0.append(url) }
+        } catch {
+            try? await execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+    }
+
+    /// Runs statements one after the other on `database`, over a connection of its own.
+    public func execute(_ statements: String..., database: String = "postgres") async throws {
+        let configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: port, username: "postgres", password: nil, database: database, tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            configuration: configuration, id: Self.connections.add(1, ordering: .relaxed).newValue, logger: Self.quiet)
+        do {
+            for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.quiet) }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+
+    private let free = Mutex<[String]>([])
+    private static let connections = Atomic<Int>(0)
+    private static let quiet = Logger(label: "alertd.test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Runs SQL through psql on `database`; its output (unaligned, tuples only).
     @discardableResult
@@ -110,6 +198,9 @@ public final class TestPostgres: Sendable {
             arguments: asDatabaseUserArguments(program, dieWithParent: true) + [
                 "-D", data, "-p", "\(port)", "-k", socketDirectory, "-c", "listen_addresses=127.0.0.1",
                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=1000",
+                // Its shared memory segments in its directory (removed with it), its WAL small.
+                "-c", "dynamic_shared_memory_type=mmap", "-c", "wal_level=minimal", "-c", "max_wal_senders=0",
+                "-c", "max_wal_size=64MB",
             ],
             environment: ["LANG=C", "PATH=/usr/bin:/bin"], dieWithParent: geteuid() != 0)
         let ready = await process.stderr.wait(timeout: .seconds(120)) { bytes, ended in
