@@ -179,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdDaemon", "AlertdAPI", "AlertdVersion",
+                "AlertdDaemon", "AlertdAPI", "AlertdPostgres", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

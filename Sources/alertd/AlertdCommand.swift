@@ -12,6 +12,8 @@ struct AlertdCommand: AsyncParsableCommand {
             alertd [--config <file>] [--listen <host:port>] [--state-dir <dir>]
             alertd token new <name> --roles <roles> --clients <clients> [--json]
             alertd check-config <file>
+            alertd migrate [--config <file>]
+            alertd migrate-store --from sqlite:<dir> --to <postgres-url>
             """,
         discussion: """
             Without a command alertd serves the API and the dashboard until SIGTERM (there is no \
@@ -20,7 +22,7 @@ struct AlertdCommand: AsyncParsableCommand {
             --listen and --state-dir override the file.
             """,
         version: AlertdVersion.string,
-        subcommands: [TokenCommand.self, CheckConfigCommand.self])
+        subcommands: [TokenCommand.self, CheckConfigCommand.self, MigrateCommand.self, MigrateStoreCommand.self])
 
     @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))
     var config: String?
