@@ -16,24 +16,29 @@ deps:
 # systemd (systemd-analyze), openssl (certificates), prometheus (promtool),
 # chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux;
 # for the package: dpkg-dev and binutils (make deb), lintian, and
-# systemd-container, debootstrap and man-db (the package under a real systemd).
+# systemd-container, debootstrap and man-db (the package under a real systemd);
+# postgresql (a throwaway cluster per test run) and nginx-light (a load balancer
+# in front of two instances).
 test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 systemd openssl prometheus \
 		chromium chromium-driver python3-selenium tmux \
-		dpkg-dev binutils lintian systemd-container debootstrap man-db
+		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light
 
 run: deps
 	swift run -c release alertd
 
-# swift test builds alertd; the browser tests then run it (Debian's python3, for python3-selenium);
+# swift test builds alertd; the contract tier runs again on PostgreSQL (a throwaway cluster the
+# tests start); the browser tests then run alertd (Debian's python3, for python3-selenium);
 # then the Debian package is built and tested (Tests/Debian; under a real systemd when root).
 # Each tier is bounded, so a hang fails the run with a message instead of stalling it:
 # the tests started and not finished above the message are the ones to look at.
 test: test-deps
 	@timeout --kill-after=30 25m swift test || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
+	@ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m swift test --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the contract tier on PostgreSQL stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
 		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
