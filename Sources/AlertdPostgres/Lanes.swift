@@ -83,6 +83,19 @@ final class Lanes: Sendable {
     }
 
     private let lanes = NIOLockedValueBox<[String: Lane]>([:])
+
+    /// A client's queue as this instance last committed it: reused while the
+    /// client's version is unchanged, brought up to date from the alerts of newer
+    /// versions when another instance changed it. Only queues with something
+    /// pending are kept (so at most `limits.max_pending_total` alerts in all).
+    private struct Queue: Sendable {
+        var version: Int64?
+        var settings: QueueSettings
+        var board: AlertBoard
+        var pending: [AlertID: Alert]
+    }
+
+    private let queues = NIOLockedValueBox<[String: Queue]>([:])
     private let logger: Logger
     /// Set once, right after the store is made (it owns the lanes).
     nonisolated(unsafe) weak var store: PostgresAlertStore?
@@ -135,7 +148,8 @@ final class Lanes: Sendable {
         var applied: [Applied?] = []
         let shown: Alert?
         do {
-            shown = try await store.client.withTransaction(logger: logger) { connection -> Alert? in
+            let queue: Queue?
+            (shown, queue) = try await store.client.withTransaction(logger: logger) { connection -> (Alert?, Queue?) in
                 // The client held until commit, in this instance or another; and a queue
                 // order for each change, from the database.
                 var sequences: [Int64] = []
@@ -147,14 +161,47 @@ final class Lanes: Sendable {
                 ).decode(Int64.self) {
                     sequences.append(value)
                 }
-                var known = false
-                for try await _ in try await connection.query("SELECT 1 FROM clients WHERE id = \(client)", logger: logger) { known = true }
-                var pending: [Alert] = []
-                for try await row in try await connection.query(
-                    "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')",
-                    logger: logger)
+                // The queue as committed: this instance's copy when no one changed the
+                // client since (its version), else the copy and what changed, else read whole.
+                var version: Int64?
+                for try await value in try await connection.query("SELECT version FROM clients WHERE id = \(client)", logger: logger)
+                    .decode(Int64.self)
                 {
-                    pending.append(try AlertRow.alert(row))
+                    version = value
+                }
+                let settings = store.settings.withLockedValue { $0 }
+                let cached = queues.withLockedValue { $0[client] }.flatMap { $0.settings == settings ? $0 : nil }
+                var board: AlertBoard
+                var pending: [AlertID: Alert]
+                var normalized = BoardChange()
+                if let cached, cached.version == version {
+                    board = cached.board
+                    pending = cached.pending
+                } else {
+                    if let cached, let since = cached.version, let version, since < version {
+                        pending = cached.pending
+                        for try await row in try await connection.query(
+                            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND version > \(since)",
+                            logger: logger)
+                        {
+                            let alert = try AlertRow.alert(row)
+                            pending[alert.id] = alert.isPending ? alert : nil
+                        }
+                    } else {
+                        pending = [:]
+                        for try await row in try await connection.query(
+                            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')",
+                            logger: logger)
+                        {
+                            let alert = try AlertRow.alert(row)
+                            pending[alert.id] = alert
+                        }
+                    }
+                    board = AlertBoard(settings: settings, rules: store.rules)
+                    // Restoring brings the queue in line with its policy (a changed one): written too,
+                    // and its display change told with the first change of the batch.
+                    normalized = board.restore(clients: version != nil ? [client] : [], pending: Array(pending.values), now: batch[0].now)
+                    board.committed(normalized)
                 }
                 var records: [String: IdempotencyRecord] = [:]
                 let keys = Array(Set(batch.compactMap(\.idempotencyKey)))
@@ -172,20 +219,14 @@ final class Lanes: Sendable {
                     }
                 }
 
-                var board = AlertBoard(settings: store.settings.withLockedValue { $0 }, rules: store.rules)
                 board.elsewhere = store.elsewhere(of: client)
                 board.sequences = sequences
-                // Restoring brings the queue in line with its policy (a changed one): written too,
-                // and its display change told with the first change of the batch.
-                let normalized = board.restore(clients: known ? [client] : [], pending: pending, now: batch[0].now)
-                board.committed(normalized)
                 var saved: [AlertID: Alert] = [:]
                 var order: [AlertID] = []
                 func save(_ alerts: [Alert]) {
                     for alert in alerts where saved.updateValue(alert, forKey: alert.id) == nil { order.append(alert.id) }
                 }
                 save(normalized.saved)
-                var newClient = false
                 var decided: [AlertID] = []
                 var events: [OutboxEvent] = []
                 var newKeys: [IdempotencyRecord] = []
@@ -196,7 +237,6 @@ final class Lanes: Sendable {
                     }
                     board.committed(change.change)
                     save(change.change.saved)
-                    newClient = newClient || !change.change.newClients.isEmpty
                     decided += change.change.decided.map(\.id)
                     events += change.events
                     if let record = change.idempotency {
@@ -208,12 +248,16 @@ final class Lanes: Sendable {
                     }
                     applied.append(change)
                 }
-                if newClient {
+                // Every change of the queue is a new version of the client, its alerts marked with it.
+                let written = order.isEmpty ? version : (version ?? 0) + 1
+                if let written, written != version {
                     try await connection.query(
-                        "INSERT INTO clients (id, created_at) VALUES (\(client), \(batch[0].now.milliseconds)) ON CONFLICT DO NOTHING",
-                        logger: logger)
+                        """
+                        INSERT INTO clients (id, created_at, version) VALUES (\(client), \(batch[0].now.milliseconds), \(written))
+                        ON CONFLICT (id) DO UPDATE SET version = excluded.version
+                        """, logger: logger)
                 }
-                for id in order { try await connection.query(AlertRow.upsert(saved[id]!), logger: logger) }
+                for id in order { try await connection.query(AlertRow.upsert(saved[id]!, version: written ?? 0), logger: logger) }
                 for record in newKeys {
                     try await connection.query(
                         """
@@ -230,9 +274,16 @@ final class Lanes: Sendable {
                         ["c:" + client] + decided.map { "d:" + $0.description }, from: store.instance, on: connection, logger: logger)
                 }
                 store.noteDeadline(board.nextDeadline)
-                return board.displayed(on: client)
+                for id in order {
+                    let alert = saved[id]!
+                    pending[id] = alert.isPending ? alert : nil
+                }
+                let kept = pending.isEmpty ? nil : Queue(version: written, settings: settings, board: board, pending: pending)
+                return (board.displayed(on: client), kept)
             }
+            queues.withLockedValue { $0[client] = queue }
         } catch {
+            queues.withLockedValue { $0[client] = nil }
             let failure = store.unavailable(error)
             for (index, operation) in batch.enumerated() {
                 if index < applied.count {

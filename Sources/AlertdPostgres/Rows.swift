@@ -53,21 +53,21 @@ enum AlertRow {
     }
 
     /// Inserts the alert, or writes what changes over its life (state, display, decision).
-    static func upsert(_ alert: Alert) -> PostgresQuery {
+    static func upsert(_ alert: Alert, version: Int64) -> PostgresQuery {
         var buttons = JSONWriter(capacity: 64)
         buttons.buttons(alert.buttons)
         let buttonsText = String(decoding: buttons.bytes, as: UTF8.self)
         let metadata = alert.metadata.map { String(decoding: $0.bytes, as: UTF8.self) }
         return """
-            INSERT INTO alerts (\(unescaped: columns), dismiss_at) VALUES (
+            INSERT INTO alerts (\(unescaped: columns), dismiss_at, version) VALUES (
                 \(alert.id.description), \(alert.client), \(alert.sequence), \(alert.state.rawValue), \(alert.priority),
                 \(alert.title), \(alert.message), \(alert.style.rawValue), \(buttonsText), \(alert.callbackURL), \(metadata),
                 \(alert.createdAt.milliseconds), \(alert.displayedAt?.milliseconds), \(alert.decidedAt?.milliseconds),
                 \(alert.expiresAt.milliseconds), \(alert.dismissAfterMilliseconds), \(alert.result?.buttonIndex),
-                \(alert.result?.decidedBy), \(alert.dismissAt?.milliseconds))
+                \(alert.result?.decidedBy), \(alert.dismissAt?.milliseconds), \(version))
             ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
                 decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
-                dismiss_at = excluded.dismiss_at
+                dismiss_at = excluded.dismiss_at, version = excluded.version
             """
     }
 }

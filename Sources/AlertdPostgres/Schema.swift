@@ -110,7 +110,15 @@ enum Schema {
                 )
                 """,
             ]
-        )
+        ),
+        (
+            2, "queue versions: an instance reads only what changed since its copy",
+            [
+                "ALTER TABLE clients ADD COLUMN version bigint NOT NULL DEFAULT 0",
+                "ALTER TABLE alerts ADD COLUMN version bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX alerts_by_version ON alerts (client, version)",
+            ]
+        ),
     ]
 
     /// Brings the database up to date; returns the versions it applied.

@@ -47,7 +47,8 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
         } catch {
             storeLoop?.cancel()
             await storeLoop?.value
-            throw error
+            // PostgresNIO's errors describe themselves only when reflected.
+            throw TestFailure("alertd did not start: \(String(reflecting: error))")
         }
         alertd.sqlite?.startWriter()
         loops = [

@@ -16,7 +16,7 @@ struct StoreMigrationTests {
 
         let first = try await Program.alertd(["migrate", "--config", config.path])
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout.contains("applied migration 1"), "\(first.stdout)")
+        #expect(first.stdout.contains("applied migrations 1, 2"), "\(first.stdout)")
         let tables = try await server.psql(
             "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('alerts', 'clients', 'deliveries')",
             database: String(url.split(separator: "/").last!))
