@@ -10,6 +10,7 @@
 #   CONNS [32] wrk connections per instance            WRK_THREADS [1] per instance
 #   WAITERS [10000] parked waiters, half on each instance   ROUNDS [2000] latency rounds
 #   POOL [8] store.postgres.pool_size    BASE_PORT [19080]
+#   PG_SYNC [on] PostgreSQL's synchronous_commit (off only to see what the commit's flush costs)
 #
 # Phases:
 #   one     POSTs to one client, through both instances at once (wrk on each)
@@ -68,11 +69,11 @@ mkdir -p "$PGDATA" "$OUT/pgrun"
 chmod 755 "$OUT"
 "${AS_PG[@]}" "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$OUT/initdb.log" 2>&1
 "${AS_PG[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PG_PORT" -k "$OUT/pgrun" -c listen_addresses=127.0.0.1 \
-    -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit=on -c fsync=on \
+    -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit="${PG_SYNC:-on}" -c fsync=on \
     >"$OUT/postgres.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do
-    "$PGBIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT" -q && break
+    "$PGBIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT" -U postgres -q && break
     sleep 0.1
 done
 "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE alertd" postgres
@@ -119,8 +120,9 @@ config s "durability: full"
 both() { # $1 phase, $2.. wrk script arguments
     local phase=$1; shift
     wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_A" -- "$@" >/dev/null 2>&1 &
+    local warm=$!
     wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_B" -- "$@" >/dev/null 2>&1
-    wait %1 2>/dev/null || true
+    wait "$warm" || true
     wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_A" -- "$@" \
         >"$OUT/$phase-a.txt" 2>&1 &
     local first=$!

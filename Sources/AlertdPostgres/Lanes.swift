@@ -248,8 +248,10 @@ final class Lanes: Sendable {
                     }
                     applied.append(change)
                 }
-                // Every change of the queue is a new version of the client, its alerts marked with it.
-                let written = order.isEmpty ? version : (version ?? 0) + 1
+                // Every change of the queue is a new version of the client, its alerts marked with it:
+                // a value of the global sequence drawn under the client's lock, so versions only grow,
+                // even across a client forgotten and made again.
+                let written = order.isEmpty ? version : sequences.max()
                 if let written, written != version {
                     try await connection.query(
                         """
@@ -257,7 +259,9 @@ final class Lanes: Sendable {
                         ON CONFLICT (id) DO UPDATE SET version = excluded.version
                         """, logger: logger)
                 }
-                for id in order { try await connection.query(AlertRow.upsert(saved[id]!, version: written ?? 0), logger: logger) }
+                if !order.isEmpty {
+                    try await connection.query(AlertRow.upsert(order.map { saved[$0]! }, version: written ?? 0), logger: logger)
+                }
                 for record in newKeys {
                     try await connection.query(
                         """

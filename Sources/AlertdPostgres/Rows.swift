@@ -51,20 +51,66 @@ enum AlertRow {
             state: state, createdAt: createdAt, displayedAt: try time(12), decidedAt: try time(13), expiresAt: expiresAt,
             dismissAfterMilliseconds: try cells[15].decode(Int64?.self), result: result, sequence: try cells[2].decode(Int64.self))
     }
+}
 
-    /// Inserts the alert, or writes what changes over its life (state, display, decision).
-    static func upsert(_ alert: Alert, version: Int64) -> PostgresQuery {
-        var buttons = JSONWriter(capacity: 64)
-        buttons.buttons(alert.buttons)
-        let buttonsText = String(decoding: buttons.bytes, as: UTF8.self)
-        let metadata = alert.metadata.map { String(decoding: $0.bytes, as: UTF8.self) }
+extension AlertRow {
+    /// Inserts or updates every alert in one statement: the rows travel as one
+    /// JSON array (`json_to_recordset`), one round trip however many there are.
+    static func upsert(_ alerts: [Alert], version: Int64) -> PostgresQuery {
+        var json = JSONWriter(capacity: 512 * alerts.count)
+        json.beginArray()
+        for alert in alerts {
+            var buttons = JSONWriter(capacity: 64)
+            buttons.buttons(alert.buttons)
+            json.beginObject()
+            json.key("id")
+            json.string(alert.id.description)
+            json.key("client")
+            json.string(alert.client)
+            json.key("seq")
+            json.int64(alert.sequence)
+            json.key("state")
+            json.string(alert.state.rawValue)
+            json.key("priority")
+            json.int(alert.priority)
+            json.key("title")
+            json.string(alert.title)
+            json.key("message")
+            json.string(alert.message)
+            json.key("style")
+            json.string(alert.style.rawValue)
+            json.key("buttons")
+            json.string(String(decoding: buttons.bytes, as: UTF8.self))
+            json.key("callback_url")
+            json.string(alert.callbackURL)
+            json.key("metadata")
+            json.string(alert.metadata.map { String(decoding: $0.bytes, as: UTF8.self) })
+            json.key("created_at")
+            json.int64(alert.createdAt.milliseconds)
+            json.key("displayed_at")
+            json.int64(alert.displayedAt?.milliseconds)
+            json.key("decided_at")
+            json.int64(alert.decidedAt?.milliseconds)
+            json.key("expires_at")
+            json.int64(alert.expiresAt.milliseconds)
+            json.key("dismiss_after_ms")
+            json.int64(alert.dismissAfterMilliseconds)
+            json.key("button_index")
+            json.int(alert.result?.buttonIndex)
+            json.key("decided_by")
+            json.string(alert.result?.decidedBy)
+            json.key("dismiss_at")
+            json.int64(alert.dismissAt?.milliseconds)
+            json.endObject()
+        }
+        json.endArray()
+        let rows = String(decoding: json.bytes, as: UTF8.self)
         return """
-            INSERT INTO alerts (\(unescaped: columns), dismiss_at, version) VALUES (
-                \(alert.id.description), \(alert.client), \(alert.sequence), \(alert.state.rawValue), \(alert.priority),
-                \(alert.title), \(alert.message), \(alert.style.rawValue), \(buttonsText), \(alert.callbackURL), \(metadata),
-                \(alert.createdAt.milliseconds), \(alert.displayedAt?.milliseconds), \(alert.decidedAt?.milliseconds),
-                \(alert.expiresAt.milliseconds), \(alert.dismissAfterMilliseconds), \(alert.result?.buttonIndex),
-                \(alert.result?.decidedBy), \(alert.dismissAt?.milliseconds), \(version))
+            INSERT INTO alerts (\(unescaped: columns), dismiss_at, version)
+            SELECT \(unescaped: columns), dismiss_at, \(version) FROM json_to_recordset(\(rows)::json) AS r(
+                id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
+                buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
+                expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, dismiss_at bigint)
             ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
                 decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
                 dismiss_at = excluded.dismiss_at, version = excluded.version
