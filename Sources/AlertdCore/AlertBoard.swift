@@ -344,11 +344,21 @@ public struct AlertBoard: Sendable {
             queues[client] = ClientQueue(policy: settings[client].policy)
         }
         sortedClients = queues.keys.sorted()
-        // Displayed ones first, so that a queue never holds two displayed alerts
-        // (two passes: sorting would copy every alert).
+        // In each queue's own order, so that every restored alert goes to the end of
+        // its queue (in any other order each one shifts those behind it: quadratic,
+        // seconds for a queue of ten thousand). Indices are sorted, not alerts.
+        let order = pending.indices.sorted { x, y in
+            let a = pending[x], b = pending[y]
+            if a.client != b.client { return a.client < b.client }
+            if a.priority != b.priority { return a.priority > b.priority }
+            let stack = settings[a.client].policy == .stack
+            if a.sequence != b.sequence { return stack ? a.sequence > b.sequence : a.sequence < b.sequence }
+            return stack ? a.id > b.id : a.id < b.id
+        }
+        // Displayed ones first, so that a queue never holds two displayed alerts.
         for displayedPass in [true, false] {
-            for alert in pending where (alert.state == .displayed) == displayedPass {
-                restoreOne(alert)
+            for index in order where (pending[index].state == .displayed) == displayedPass {
+                restoreOne(pending[index])
             }
         }
         return normalizeAll(now: now)

@@ -170,7 +170,9 @@ final class Lanes: Sendable {
                     version = value
                 }
                 let settings = store.settings.withLockedValue { $0 }
-                let cached = queues.withLockedValue { $0[client] }.flatMap { $0.settings == settings ? $0 : nil }
+                // Taken out of the cache, not copied: the board is then changed in place (a copy
+                // shared with the cache would copy every alert of the queue at the first change).
+                let cached = queues.withLockedValue { $0.removeValue(forKey: client) }.flatMap { $0.settings == settings ? $0 : nil }
                 var board: AlertBoard
                 var pending: [AlertID: Alert]
                 var normalized = BoardChange()

@@ -12,14 +12,15 @@ struct SharedStoreTests {
     private func withTwo(_ policy: String = "fifo", _ body: (InProcessAlertd, InProcessAlertd) async throws -> Void) async throws {
         let server = try await TestPostgres.shared()
         let url = try await server.borrowDatabase()
-        let config = Contract.baseConfig + """
-            clients:
-              stacked: {policy: stack}
-            store:
-              backend: postgres
-              postgres: {url: "\(url)", pool_size: 4}
+        let config =
+            Contract.baseConfig + """
+                clients:
+                  stacked: {policy: stack}
+                store:
+                  backend: postgres
+                  postgres: {url: "\(url)", pool_size: 4}
 
-            """
+                """
         let a = try await InProcessAlertd.start(config: config)
         let b = try await InProcessAlertd.start(config: config)
         do {
