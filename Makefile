@@ -14,14 +14,16 @@ deps:
 
 # What the tests use besides the build: python3 (a fake daemon, a TLS client),
 # systemd (systemd-analyze), openssl (certificates), prometheus (promtool),
-# chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux;
+# chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux,
+# postgresql (throwaway clusters for the PostgreSQL store), nginx-light (a load balancer
+# in front of instances);
 # for the package: dpkg-dev and binutils (make deb), lintian, and
 # systemd-container, debootstrap and man-db (the package under a real systemd).
 test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 systemd openssl prometheus \
-		chromium chromium-driver python3-selenium tmux \
+		chromium chromium-driver python3-selenium tmux postgresql nginx-light \
 		dpkg-dev binutils lintian systemd-container debootstrap man-db
 
 run: deps
