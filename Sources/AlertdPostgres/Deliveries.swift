@@ -73,7 +73,7 @@ extension PostgresAlertStore {
 
     /// Writes one batch of attempt records, in order, in one transaction.
     func write(_ batch: [AttemptRecord]) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withTransaction(logger: logger) { [instance, logger] connection in
             for attempt in batch {
                 // One way only, as in the embedded store: an attempt counts while its
                 // delivery is pending; a settled one, or a number recorded, stays.

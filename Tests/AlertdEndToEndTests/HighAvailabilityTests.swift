@@ -367,7 +367,8 @@ struct HighAvailabilityTests {
     @Test("the database stopped for 10 s under load: 503 with Retry-After, /readyz follows, every instance serves within 2 s of its return")
     func databaseOutage() async throws {
         let postgres = try await TestPostgres.start()
-        let cluster = try await Cluster.start(3, on: postgres)
+        // Killed, the server keeps what it acknowledged only with synchronous_commit on.
+        let cluster = try await Cluster.start(3, on: postgres, durable: true)
         defer { cluster.cleanup() }
         // Bounded: a request that gets no answer in 8 s is a hang.
         let http = cluster.clients(timeout: .seconds(8))
@@ -556,8 +557,12 @@ private struct Cluster {
     }
 
     /// `count` instances on a new database of `postgres`.
-    static func start(_ count: Int, on postgres: TestPostgres, config: String = "") async throws -> Cluster {
+    /// `durable`: commits wait for the WAL write (`synchronous_commit = on`, as alertd expects of a
+    /// production database; the throwaway server turns it off), so that a killed server keeps them.
+    static func start(_ count: Int, on postgres: TestPostgres, config: String = "", durable: Bool = false) async throws -> Cluster {
         let url = try await postgres.createDatabase()
+        let name = String(url.split(separator: "/").last ?? "")
+        if durable { try await postgres.execute("ALTER DATABASE \(name) SET synchronous_commit = on") }
         let yaml =
             (config.isEmpty || config.hasSuffix("\n") ? config : config + "\n")
             + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n"
@@ -567,7 +572,7 @@ private struct Cluster {
             for try await instance in group { started.append(instance) }
             return started.sorted { $0.0 < $1.0 }.map(\.1)
         }
-        return Cluster(instances: instances, postgres: postgres, database: String(url.split(separator: "/").last ?? ""))
+        return Cluster(instances: instances, postgres: postgres, database: name)
     }
 
     func clients(timeout: Duration = .seconds(30)) -> [LiveClient] {
