@@ -25,13 +25,83 @@ import Synchronization
 ///   hung stopped those for the whole instance. Here work whose connection has
 ///   closed and that has not ended a moment later throws ``ConnectionLost``
 ///   (the work itself is left to postgres-nio; it holds nothing of ours).
-struct Pool: Sendable {
-    let client: PostgresClient
+/// - **A new pool when the database is back.** While it cannot connect, the
+///   pool tries again after 100 ms × 1.25ⁿ⁻¹ (n attempts failed so far, at most
+///   60 s): after a 10 s outage its next attempt was up to ~2.5 s away, after a
+///   minute up to ~15 s, and every request waited for it. Here, once a request
+///   gave up waiting, a probe connects on its own every 250 ms; when the
+///   database answers and the pool still gives no connection within 250 ms, a
+///   new pool takes the requests, and the old one is shut down once the work it
+///   serves has ended; requests still waiting on the old one move to the new.
+///   (A pool so busy that requests wait ``leaseWait`` for a connection looks the
+///   same from here, and is replaced too: its work finishes, the new pool opens
+///   its own connections.)
+final class Pool: Sendable {
     /// How long an operation waits for a connection.
     let leaseWait: Duration
+    private let configuration: PostgresClient.Configuration
+    /// A connection of the probe's own, made with a short timeout.
+    private let probe: PostgresConnection.Configuration
+    private let logger: Logger
+    private let state: Mutex<State>
+    /// Pools to run: the first, then each that takes over.
+    private let runners: AsyncStream<Runner>
+    private let newRunner: AsyncStream<Runner>.Continuation
 
-    /// Runs the pool until cancelled (or the service group shuts down).
-    func run() async { await client.run() }
+    private struct State {
+        var current: PostgresClient
+        var generation = 0
+        var nextGeneration = 1
+        /// Work running on each generation's pool.
+        var running: [Int: Int] = [:]
+        /// Pools taken over from, still serving work.
+        var superseded: Set<Int> = []
+        /// Ends each pool's run.
+        var ends: [Int: AsyncStream<Void>.Continuation] = [:]
+        /// A request gave up waiting for a connection since the probe last found the pool answering.
+        var stalled = false
+    }
+
+    /// One pool and what ends its run.
+    private struct Runner: Sendable {
+        let client: PostgresClient
+        let generation: Int
+        let ended: AsyncStream<Void>
+    }
+
+    init(configuration: PostgresClient.Configuration, probe: PostgresConnection.Configuration, leaseWait: Duration, logger: Logger) {
+        self.configuration = configuration
+        self.probe = probe
+        self.leaseWait = leaseWait
+        self.logger = logger
+        let first = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        state = Mutex(State(current: first, ends: [0: end]))
+        (runners, newRunner) = AsyncStream<Runner>.makeStream()
+        newRunner.yield(Runner(client: first, generation: 0, ended: ended))
+    }
+
+    /// The pool requests go to now (for the migrations at start).
+    var current: PostgresClient { state.withLock { $0.current } }
+
+    /// Runs the pools and the probe until cancelled (or the service group shuts down).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.watch() }
+            for await runner in runners {
+                group.addTask {
+                    await withDiscardingTaskGroup { pool in
+                        pool.addTask {
+                            self.adopt(runner)
+                            await runner.client.run()
+                        }
+                        for await _ in runner.ended {}
+                        pool.cancelAll()
+                    }
+                }
+            }
+        }
+    }
 
     /// Runs `query` on a connection of the pool and returns all its rows.
     @discardableResult
@@ -52,12 +122,31 @@ struct Pool: Sendable {
         }
     }
 
-    /// `work` on a connection of the pool, waiting at most ``leaseWait`` for one.
+    /// `work` on a connection of the pool, waiting at most `wait` (``leaseWait``) for one.
+    /// Still waiting when a new pool takes over, it waits on that one for the rest.
     private func withConnection<Result: Sendable>(
-        _ work: @escaping @Sendable (PostgresConnection) async throws -> Result
+        wait: Duration? = nil, probing: Bool = false, _ work: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
+        let wait = wait ?? leaseWait
+        let deadline = ContinuousClock.now + wait
+        while true {
+            let (client, generation) = state.withLock { state in
+                state.running[state.generation, default: 0] += 1
+                return (state.current, state.generation)
+            }
+            defer { finished(generation) }
+            if let value = try await lease(client, generation: generation, until: deadline, waited: wait, probing: probing, work) {
+                return value
+            }
+        }
+    }
+
+    /// `work` on a connection of `client`; nil when a new pool took over before one came.
+    private func lease<Result: Sendable>(
+        _ client: PostgresClient, generation: Int, until deadline: ContinuousClock.Instant, waited: Duration, probing: Bool,
+        _ work: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result? {
         let gate = LeaseGate()
-        let wait = leaseWait
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask {
                 try await client.withConnection { connection in
@@ -66,8 +155,11 @@ struct Pool: Sendable {
                     return try await Self.untilClosed(connection) { try await work(connection) }
                 }
             }
+            // The timer: ends at the deadline, or when a new pool has taken over.
             group.addTask {
-                try? await Task.sleep(for: wait)
+                while !Task.isCancelled, ContinuousClock.now < deadline, self.generation == generation {
+                    try? await Task.sleep(for: min(.milliseconds(50), deadline - ContinuousClock.now))
+                }
                 return nil
             }
             var gaveUp = false
@@ -77,18 +169,100 @@ struct Pool: Sendable {
                         group.cancelAll()
                         return value
                     }
-                    // The timer: give up, unless the work has its connection by now. Cancelling
-                    // the lease's task takes its request out of the pool's queue.
+                    // Give up, unless the work has its connection by now. Cancelling the
+                    // lease's task takes its request out of the pool's queue.
                     if gate.expire() {
                         gaveUp = true
                         group.cancelAll()
                     }
                 }
             } catch  where gaveUp {
-                throw NoConnection(waited: wait)
+                if ContinuousClock.now < deadline, self.generation != generation { return nil }
+                if !probing { state.withLock { $0.stalled = true } }
+                throw NoConnection(waited: waited)
             }
             throw CancellationError()
         }
+    }
+
+    private var generation: Int { state.withLock { $0.generation } }
+
+    // MARK: - Taking over from a pool that waits to reconnect
+
+    /// Every 250 ms while requests give up: does the database answer, and the pool?
+    private func watch() async {
+        var probes = 0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            guard state.withLock({ $0.stalled }) else { continue }
+            probes += 1
+            guard await databaseAnswers(probe: probes) else { continue }
+            let poolAnswers =
+                (try? await withConnection(wait: .milliseconds(250), probing: true) { [logger] connection in
+                    for try await _ in try await connection.query("SELECT 1", logger: logger) {}
+                    return true
+                }) ?? false
+            if poolAnswers {
+                state.withLock { $0.stalled = false }
+            } else {
+                replace()
+            }
+        }
+    }
+
+    /// Whether a connection of our own can be made now.
+    private func databaseAnswers(probe id: Int) async -> Bool {
+        do {
+            let connection = try await PostgresConnection.connect(configuration: probe, id: -id, logger: Self.quiet)
+            try? await connection.close()
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private static let quiet = Logger(label: "alertd.postgres-probe", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Starts a new pool; it takes the requests once it runs (``adopt(_:)``).
+    private func replace() {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        let generation = state.withLock { state in
+            defer { state.nextGeneration += 1 }
+            state.ends[state.nextGeneration] = end
+            state.stalled = false
+            return state.nextGeneration
+        }
+        logger.notice("the database answers again, its connection pool still waits to reconnect: a new pool takes over")
+        newRunner.yield(Runner(client: client, generation: generation, ended: ended))
+    }
+
+    /// Sends requests to `runner`'s pool from now on (called right before it runs); the
+    /// pool it takes over from ends once its work has.
+    private func adopt(_ runner: Runner) {
+        let end = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            guard runner.generation > state.generation else { return nil }
+            let old = state.generation
+            state.current = runner.client
+            state.generation = runner.generation
+            state.superseded.insert(old)
+            guard state.running[old] == nil else { return nil }
+            state.superseded.remove(old)
+            return state.ends.removeValue(forKey: old)
+        }
+        end?.finish()
+    }
+
+    /// Work on `generation`'s pool ended.
+    private func finished(_ generation: Int) {
+        let end = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.running[generation, default: 1] -= 1
+            guard state.running[generation] == 0 else { return nil }
+            state.running[generation] = nil
+            guard state.superseded.remove(generation) != nil else { return nil }
+            return state.ends.removeValue(forKey: generation)
+        }
+        end?.finish()
     }
 
     /// How long work may go on after its connection closed before it is given up.

@@ -74,7 +74,9 @@ public final class PostgresAlertStore: AlertStore, Service {
         // A database that cannot be reached answers 503 soon, not after ten seconds: a
         // connection attempt gives up after 3 s, and so does a request waiting for a connection.
         configuration.options.connectTimeout = .seconds(3)
-        client = Pool(client: PostgresClient(configuration: configuration, backgroundLogger: logger), leaseWait: .seconds(3))
+        var probe = try url.connectionConfiguration()
+        probe.options.connectTimeout = .seconds(1)
+        client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
         lanes = Lanes(logger: logger)
         notifications = Notifications(url: url, instance: instance, logger: logger)
         lanes.store = self
@@ -100,7 +102,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     @discardableResult
     public func migrate() async throws -> [Int] {
         while !clientRunning.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
-        let applied = try await Schema.migrate(client.client, logger: logger)
+        let applied = try await Schema.migrate(client.current, logger: logger)
         migrated.store(true, ordering: .releasing)
         try? await readCounts()
         if !applied.isEmpty { logger.info("schema migrated", metadata: ["versions": "\(applied)"]) }
