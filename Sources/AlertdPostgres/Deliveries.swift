@@ -73,7 +73,7 @@ extension PostgresAlertStore {
 
     /// Writes one batch of attempt records, in order, in one transaction.
     func write(_ batch: [AttemptRecord]) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withTransaction(logger: logger) { [instance, logger] connection in
             for attempt in batch {
                 // One way only, as in the embedded store: an attempt counts while its
                 // delivery is pending; a settled one, or a number recorded, stays.
@@ -104,35 +104,39 @@ extension PostgresAlertStore {
     public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
         Task {
             do {
-                // Read whole, one query after the other: a query nested in another's rows
-                // would hold two of the pool's connections, and enough of them at once
-                // would wait for each other forever.
-                var rows: [(id: String, event: String, target: String, webhook: String?, state: String, next: Int64?)] = []
-                for try await row in try await client.query(
-                    """
-                    SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
-                    WHERE alert_id = \(alertID.description) ORDER BY id
-                    """, logger: logger
-                ).decode((String, String, String, String?, String, Int64?).self) {
-                    rows.append(row)
-                }
-                var attempts: [String: [DeliveryAttempt]] = [:]
-                if !rows.isEmpty {
-                    for try await (delivery, at, status, error) in try await client.query(
+                // Both reads on one connection in one snapshot: read one after the other
+                // as separate statements, a batch of attempt records committed between
+                // them showed an attempt next to the state from before it (four attempts
+                // of a delivery, the fourth a 204, and the delivery still pending).
+                let records = try await client.withTransaction(logger: logger) { [logger] connection in
+                    try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+                    var rows: [(id: String, event: String, target: String, webhook: String?, state: String, next: Int64?)] = []
+                    for try await row in try await connection.query(
                         """
-                        SELECT delivery_id, at, status_code, error FROM delivery_attempts
-                        WHERE delivery_id = ANY(\(rows.map(\.id))) ORDER BY delivery_id, number
+                        SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
+                        WHERE alert_id = \(alertID.description) ORDER BY id
                         """, logger: logger
-                    ).decode((String, Int64, Int?, String?).self) {
-                        attempts[delivery, default: []].append(
-                            DeliveryAttempt(at: Timestamp(milliseconds: at), statusCode: status, error: error))
+                    ).decode((String, String, String, String?, String, Int64?).self) {
+                        rows.append(row)
                     }
-                }
-                let records = rows.map { row in
-                    DeliveryRecord(
-                        id: row.id, eventID: row.event, target: row.target, webhookID: row.webhook,
-                        state: DeliveryState(rawValue: row.state) ?? .pending, attempts: attempts[row.id] ?? [],
-                        nextAttemptAt: row.next.map(Timestamp.init(milliseconds:)))
+                    var attempts: [String: [DeliveryAttempt]] = [:]
+                    if !rows.isEmpty {
+                        for try await (delivery, at, status, error) in try await connection.query(
+                            """
+                            SELECT delivery_id, at, status_code, error FROM delivery_attempts
+                            WHERE delivery_id = ANY(\(rows.map(\.id))) ORDER BY delivery_id, number
+                            """, logger: logger
+                        ).decode((String, Int64, Int?, String?).self) {
+                            attempts[delivery, default: []].append(
+                                DeliveryAttempt(at: Timestamp(milliseconds: at), statusCode: status, error: error))
+                        }
+                    }
+                    return rows.map { row in
+                        DeliveryRecord(
+                            id: row.id, eventID: row.event, target: row.target, webhookID: row.webhook,
+                            state: DeliveryState(rawValue: row.state) ?? .pending, attempts: attempts[row.id] ?? [],
+                            nextAttemptAt: row.next.map(Timestamp.init(milliseconds:)))
+                    }
                 }
                 completion(.success(records))
             } catch {

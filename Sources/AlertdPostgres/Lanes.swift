@@ -70,7 +70,7 @@ final class Lanes: Sendable {
     }
 
     /// What an operation did, and how to tell its caller once committed (with the displays it changed).
-    struct Applied {
+    struct Applied: Sendable {
         var change: BoardChange
         var idempotency: IdempotencyRecord?
         var events: [OutboxEvent]
@@ -145,11 +145,13 @@ final class Lanes: Sendable {
 
     private func run(_ batch: [Operation], client: String, store: PostgresAlertStore) async {
         // What each change did (nil: refused, already answered), as the transaction gets to it.
-        var applied: [Applied?] = []
+        let done = NIOLockedValueBox<[Applied?]>([])
         let shown: Alert?
         do {
             let queue: Queue?
-            (shown, queue) = try await store.client.withTransaction(logger: logger) { connection -> (Alert?, Queue?) in
+            (shown, queue) = try await store.client.withTransaction(logger: logger) { [logger, queues] connection -> (Alert?, Queue?) in
+                var applied: [Applied?] = []
+                defer { done.withLockedValue { $0 = applied } }
                 // The client held until commit, in this instance or another; and a queue
                 // order for each change, from the database.
                 var sequences: [Int64] = []
@@ -291,6 +293,7 @@ final class Lanes: Sendable {
         } catch {
             queues.withLockedValue { $0[client] = nil }
             let failure = store.unavailable(error)
+            let applied = done.withLockedValue { $0 }
             for (index, operation) in batch.enumerated() {
                 if index < applied.count {
                     applied[index]?.finish(.failure(failure))
@@ -301,7 +304,7 @@ final class Lanes: Sendable {
             return
         }
         // Each change is told the displays it changed, as they stand at commit (a lane is one client).
-        for case let change? in applied {
+        for case let change? in done.withLockedValue({ $0 }) {
             change.finish(.success(change.change.displayChanged.map { (client: $0, alert: shown) }))
         }
     }

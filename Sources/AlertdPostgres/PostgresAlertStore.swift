@@ -32,7 +32,7 @@ import Synchronization
 /// A `Service`: its `run()` runs the connection pool, the listener and the
 /// counts until graceful shutdown; put it first in the service group.
 public final class PostgresAlertStore: AlertStore, Service {
-    let client: PostgresClient
+    let client: Pool
     let url: PostgresURL
     let clock: any WallClock
     let rules: AlertRules
@@ -71,9 +71,12 @@ public final class PostgresAlertStore: AlertStore, Service {
         self.settings = NIOLockedValueBox(settings)
         var configuration = try url.clientConfiguration()
         configuration.options.maximumConnections = max(1, poolSize)
-        // A database that cannot be reached answers 503 soon, not after ten seconds.
+        // A database that cannot be reached answers 503 soon, not after ten seconds: a
+        // connection attempt gives up after 3 s, and so does a request waiting for a connection.
         configuration.options.connectTimeout = .seconds(3)
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        var probe = try url.connectionConfiguration()
+        probe.options.connectTimeout = .seconds(1)
+        client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
         lanes = Lanes(logger: logger)
         notifications = Notifications(url: url, instance: instance, logger: logger)
         lanes.store = self
@@ -99,7 +102,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     @discardableResult
     public func migrate() async throws -> [Int] {
         while !clientRunning.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
-        let applied = try await Schema.migrate(client, logger: logger)
+        let applied = try await Schema.migrate(client.current, logger: logger)
         migrated.store(true, ordering: .releasing)
         try? await readCounts()
         if !applied.isEmpty { logger.info("schema migrated", metadata: ["versions": "\(applied)"]) }
@@ -438,7 +441,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     ) {
         Task {
             do {
-                let forgotten = try await client.withTransaction(logger: logger) { connection -> [String] in
+                let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
                     // Events, deliveries and attempts go with their alert; an alert with a
                     // delivery still pending stays until it is settled.
                     var purged: [String] = []
@@ -523,7 +526,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     ) {
         Task {
             do {
-                try await client.withTransaction(logger: logger) { connection in
+                try await client.withTransaction(logger: logger) { [instance, logger] connection in
                     try await body(connection)
                     try await Notifications.send(notify, from: instance, on: connection, logger: logger)
                 }
