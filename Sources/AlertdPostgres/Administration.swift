@@ -70,10 +70,23 @@ public enum PostgresAdministration {
         }
     }
 
-    /// Runs `body` with a client to `url` that runs until `body` returns.
+    /// The database could not be reached.
+    public struct Unreachable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs `body` with a client to `url` that runs until `body` returns. One
+    /// connection is made first, so that a database that cannot be reached is
+    /// said at once and in words (the pool would queue the work for a minute).
     private static func withClient<T: Sendable>(
         _ url: PostgresURL, logger: Logger, _ body: @escaping @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
+        do {
+            let probe = try await PostgresConnection.connect(configuration: try url.connectionConfiguration(), id: 0, logger: logger)
+            try? await probe.close()
+        } catch {
+            throw Unreachable(description: "cannot connect to \(url): \(String(reflecting: error))")
+        }
         var configuration = try url.clientConfiguration()
         configuration.options.maximumConnections = 2
         configuration.options.connectTimeout = .seconds(10)

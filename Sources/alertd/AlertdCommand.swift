@@ -33,6 +33,13 @@ struct AlertdCommand: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the SQLite store lives.", valueName: "dir"))
     var stateDir: String?
 
+    /// The file at `path`; without one, the default path if it exists, else the defaults.
+    static func configFile(_ path: String?) throws -> Config {
+        if let path { return try Config.load(path: path) }
+        if FileManager.default.fileExists(atPath: Config.defaultPath) { return try Config.load(path: Config.defaultPath) }
+        return Config()
+    }
+
     func run() async throws {
         let settings: Config
         let (path, listen, stateDir) = (config, self.listen, self.stateDir)
@@ -44,13 +51,7 @@ struct AlertdCommand: AsyncParsableCommand {
                 if let stateDir { settings.stateDir = stateDir }
             }
             do {
-                if let path {
-                    settings = try Config.load(path: path)
-                } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
-                    settings = try Config.load(path: Config.defaultPath)
-                } else {
-                    settings = Config()
-                }
+                settings = try Self.configFile(path)
             } catch let errors as ConfigErrors {
                 // Everything wrong at once: what the start's checks find too.
                 throw errors.withStartCheck(overrides)

@@ -1,7 +1,6 @@
 import AlertdDaemon
 import AlertdPostgres
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 
@@ -21,14 +20,7 @@ struct MigrateCommand: ParsableCommand {
     @ParentCommand var alertd: AlertdCommand
 
     func run() throws {
-        var config: Config
-        if let path = alertd.config {
-            config = try Config.load(path: path)
-        } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
-            config = try Config.load(path: Config.defaultPath)
-        } else {
-            config = Config()
-        }
+        var config = try AlertdCommand.configFile(alertd.config)
         if let stateDir = alertd.stateDir { config.stateDir = stateDir }
         let loaded = config
         print(try blocking { try await StoreMaintenance.migrate(loaded, logger: commandLogger()) })
@@ -78,16 +70,4 @@ private func commandLogger() -> Logger {
     var logger = Logger(label: "alertd") { label in StreamLogHandler.standardError(label: label) }
     logger.logLevel = .warning
     return logger
-}
-
-/// Runs `body` to its end from a synchronous command (the main thread waits; nothing else needs it).
-private func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: Result<T, any Error>?
-    Task.detached {
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    return try result!.get()
 }

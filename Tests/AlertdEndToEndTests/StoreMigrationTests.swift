@@ -27,6 +27,21 @@ struct StoreMigrationTests {
         #expect(again.stdout.contains("schema was already current"), "\(again.stdout)")
     }
 
+    @Test("alertd migrate against a database that cannot be reached says so at once and exits 1")
+    func migrateUnreachable() async throws {
+        let closed = try ReservedPort()
+        defer { closed.release() }
+        let scratch = try ScratchDirectory()
+        let config = scratch.url.appendingPathComponent("alertd.yaml")
+        let url = "postgres://postgres@127.0.0.1:\(closed.port)/alertd?sslmode=disable"
+        try Data("store:\n  backend: postgres\n  postgres:\n    url: \"\(url)\"\n".utf8).write(to: config)
+        let started = ContinuousClock.now
+        let run = try await Program.alertd(["migrate", "--config", config.path])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("cannot connect to \(url)"), "\(run.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(15), "not after postgres-nio's minute of retries")
+    }
+
     @Test("alertd migrate on the embedded store migrates the state directory, and refuses one alertd is running on")
     func migrateEmbedded() async throws {
         let scratch = try ScratchDirectory()
