@@ -109,7 +109,11 @@ struct WatchdogService: Service {
         let (address, probeToken) = (server.boundAddress, server.probeToken)
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                let probeTimeout = max(0.05, interval / 4)
+                let started = ContinuousClock.now
+                // Pings go every half interval; systemd acts only once a whole interval
+                // passed without one, so a probe may take most of a half interval (a
+                // loaded machine answers slowly, and a slow answer is still an answer).
+                let probeTimeout = max(0.05, interval * 0.4)
                 let healthy =
                     (try? await Self.probe(
                         address, scheme: tls ? "https" : "http", client: client, timeout: probeTimeout, token: probeToken
@@ -119,7 +123,8 @@ struct WatchdogService: Service {
                 } else {
                     logger.warning("watchdog probe failed: not pinging systemd", metadata: ["address": "\(address)"])
                 }
-                try? await Task.sleep(for: .milliseconds(Int(interval * 500)))
+                // The next probe half an interval after this one began, however long it took.
+                try? await Task.sleep(until: started + .milliseconds(Int(interval * 500)))
             }
         }
         try? await client.shutdown()
