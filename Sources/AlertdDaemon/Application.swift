@@ -226,13 +226,18 @@ public enum Application {
         ]
         var services = alertd.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
         services.append(.init(service: Gated(alertd.started, ReadDeadlineSweeper(server: server))))
+        // The watchdog probes the bound address, known once the server listens (after
+        // alertd started: gated on `started` it read an empty address and never pinged).
+        let serving = Gate()
         services.append(
-            .init(service: HTTPService(server: server, alertd: alertd, notifier: notifier, listening: listening, logger: logger)))
+            .init(
+                service: HTTPService(
+                    server: server, alertd: alertd, notifier: notifier, serving: serving, listening: listening, logger: logger)))
         if let notifier, let interval = Systemd.watchdogInterval() {
             services.append(
                 .init(
                     service: Gated(
-                        alertd.started,
+                        serving,
                         WatchdogService(notifier: notifier, interval: interval, server: server, tls: tls != nil, logger: logger))))
         }
         let reloader = reload.map { load in Reloader(config: config, listeningHost: host, alertd: alertd, logger: logger, load: load) }

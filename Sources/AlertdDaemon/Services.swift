@@ -64,6 +64,8 @@ struct HTTPService: Service {
     let server: HTTPServer
     let alertd: Alertd
     let notifier: Systemd.Notifier?
+    /// Opened once the server listens: what needs its address (the watchdog) waits for it.
+    let serving: Gate
     /// What the `listening` line says besides the address.
     let listening: Logger.Metadata
     let logger: Logger
@@ -71,6 +73,7 @@ struct HTTPService: Service {
     func run() async throws {
         try await alertd.start()
         try server.start()
+        serving.open()
         var metadata = listening
         metadata["address"] = "\(server.boundAddress)"
         metadata["pending"] = "\(alertd.engine.pendingTotal)"

@@ -116,7 +116,7 @@ struct SystemdProtocolTests {
         while pings < 3, ContinuousClock.now < deadline {
             pings += await notify.receive(until: "WATCHDOG=1", timeout: .seconds(2)).filter { $0.contains("WATCHDOG=1") }.count
         }
-        #expect(pings >= 3)
+        #expect(pings >= 3, "\(daemon.stderrText.suffix(1500))")
         daemon.sendSignal(SIGTERM)
         let stopping = await notify.receive(until: "STOPPING=1", timeout: .seconds(10))
         #expect(stopping.contains { $0.contains("STOPPING=1") }, "\(stopping)")
