@@ -1,6 +1,9 @@
 /// What a route needs to be allowed: checked against the token's roles (§7).
 public enum Permission: Sendable, Hashable {
+    /// No role: at the root nothing is asked; under `/v1`, with tokens, any valid token.
     case open
+    /// Nothing asked even under `/v1` with tokens: a document about the API that holds no data.
+    case anyone
     case read
     case post
     case answer
@@ -9,7 +12,7 @@ public enum Permission: Sendable, Hashable {
     /// The roles that grant it, for error details.
     var roleNeeded: String {
         switch self {
-        case .open: "nothing"
+        case .open, .anyone: "nothing"
         case .read: "any role"
         case .post: "the post or admin role"
         case .answer: "the answer or admin role"
