@@ -139,21 +139,25 @@ struct Router: Sendable {
             }
             return literals
         }
-        let wanted = method == "HEAD" ? "GET" : method
-        var best: (route: Route, literals: Int)?
-        for route in routes where route.method == wanted {
-            if let literals = literals(route), literals > best?.literals ?? -1 { best = (route, literals) }
+        // The path's resource is the most literal pattern it matches, whatever the method:
+        // `…/alerts/current` is never the alert `{id}` "current", so DELETE on it is 405
+        // with `Allow: GET, HEAD`, not a withdrawal of an alert that cannot exist.
+        var most = -1
+        for route in routes {
+            if let literals = literals(route), literals > most { most = literals }
         }
-        if let best {
+        if most < 0 { return .notFound }
+        let wanted = method == "HEAD" ? "GET" : method
+        for route in routes where route.method == wanted && literals(route) == most {
             var captures = Captures()
-            for (index, segment) in best.route.segments.enumerated() {
+            for (index, segment) in route.segments.enumerated() {
                 guard case .capture(let name) = segment else { continue }
                 captures.append(name, String(decoding: UnsafeBufferPointer(rebasing: path[parts[index]]), as: UTF8.self))
             }
-            return .found(best.route, captures)
+            return .found(route, captures)
         }
         var allowed: [String] = []
-        for route in routes where !allowed.contains(route.method) && literals(route) != nil {
+        for route in routes where !allowed.contains(route.method) && literals(route) == most {
             allowed.append(route.method)
         }
         if allowed.isEmpty { return .notFound }
