@@ -1,19 +1,30 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps venv run test test-browser test-openapi bench format
+.PHONY: deps test-deps venv run test test-browser test-openapi test-debian deb deb-deps release-static bench format
+
+# The version, written in one place: Sources/AlertdVersion/Version.swift.
+VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/AlertdVersion/Version.swift)
+# The installable build: release, the Swift runtime linked statically, in a
+# scratch path of its own so it never invalidates the debug build or `make run`'s.
+STATIC := .build-deb
+DEB := dist/alertd_$(VERSION)_amd64.deb
 
 deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libmicrohttpd-dev libsqlite3-dev pkg-config
 
 # What the tests use besides the build: python3 (a fake daemon, a TLS client, the
-# README's Python example), python3-venv (the OpenAPI checks' .venv), systemd
-# (systemd-analyze), openssl (certificates), prometheus (promtool), chromium,
-# chromium-driver and python3-selenium (the dashboard in a browser), tmux.
+# README's Python example), python3-venv (the OpenAPI checks' .venv), systemd (systemd-analyze), openssl (certificates), prometheus (promtool),
+# chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux;
+# for the package: dpkg-dev and binutils (make deb), lintian, and
+# systemd-container, debootstrap and man-db (the package under a real systemd);
+# postgresql (a throwaway cluster per test run) and nginx-light (a load balancer
+# in front of two instances).
 test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 python3-venv systemd openssl prometheus \
-		chromium chromium-driver python3-selenium tmux
+		chromium chromium-driver python3-selenium tmux \
+		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light
 
 # The OpenAPI checks' packages from PyPI (schemathesis, openapi-spec-validator, PyYAML and
 # what they pull in, every version pinned in openapi/requirements.txt), in the git-ignored
@@ -30,16 +41,51 @@ venv: $(VENV)/.installed
 run: deps
 	swift run -c release alertd
 
-# swift test builds alertd; the browser tests then run it (Debian's python3, for python3-selenium).
+# swift test builds alertd; the contract tier runs again on PostgreSQL (a throwaway cluster the
+# tests start); the browser tests then run alertd (Debian's python3, for python3-selenium);
+# then the Debian package is built and tested (Tests/Debian; under a real systemd when root).
 # Each tier is bounded, so a hang fails the run with a message instead of stalling it:
 # the tests started and not finished above the message are the ones to look at.
 test: test-deps venv
 	@timeout --kill-after=30 25m swift test || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
+	@ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m swift test --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the contract tier on PostgreSQL stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
 		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@$(MAKE) --no-print-directory test-openapi
+	@$(MAKE) --no-print-directory $(DEB)
+	@$(MAKE) --no-print-directory test-debian
+
+# The package's tests only, on the .deb as it is (make deb first): its version,
+# files, lintian, libraries; then, as root with systemd-nspawn, under a real systemd.
+test-debian:
+	@ALERTD_DEB=$(DEB) timeout --kill-after=30 15m /usr/bin/python3 -m unittest discover -s Tests/Debian -v \
+		|| { rc=$$?; [ $$rc -lt 124 ] || echo "make test: the Debian tests stopped after 15 minutes (a hang)" >&2; exit $$rc; }
+
+# What make deb needs besides the build's libraries: dpkg-shlibdeps, strip.
+deb-deps:
+	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
+		libmicrohttpd-dev libsqlite3-dev pkg-config dpkg-dev binutils
+
+# dist/alertd_<version>_amd64.deb: install it with `apt install ./dist/alertd_…deb`.
+deb: deb-deps
+	@$(MAKE) --no-print-directory $(DEB)
+
+# alertd and alertctl as installed: the Swift runtime linked in, no RUNPATH, full
+# RELRO with immediate binding (Debian's hardening flags). generate-manual
+# (swift-argument-parser's, already in the package graph) writes the man pages.
+STATIC_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now --scratch-path $(STATIC)
+release-static:
+	swift build $(STATIC_FLAGS) --product alertd
+	swift build $(STATIC_FLAGS) --product alertctl
+	swift build --package-path $(STATIC)/checkouts/swift-argument-parser --scratch-path $(STATIC)/generate-manual \
+		--product generate-manual
+
+$(DEB): release-static
+	packaging/deb/build.sh $(VERSION) $(STATIC)/release $(STATIC)/generate-manual/debug/generate-manual dist
 
 # openapi/alertd.yaml: valid OpenAPI 3.1, served as is, and schemathesis against a live alertd
 # (every phase and check, bounded: see Tests/OpenAPI/test_openapi.py).

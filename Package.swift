@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The store shared by several instances (`store.backend: postgres`).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // Tests only: the property test of the alert resource's codec.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -38,6 +40,8 @@ let package = Package(
         ),
         // JSON types shared by the server and the SDK, the strict JSON parser, webhook signatures.
         .target(name: "AlertdWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The version alertd and alertctl print, and the Debian package's (make deb reads it).
+        .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
         // Between the HTTP API and the store: posting, decisions, reads, deadlines, waiters,
@@ -63,6 +67,19 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The store shared by several instances: the engine's store port over PostgreSQL
+        // (postgres-nio), a transaction per client batch, LISTEN/NOTIFY between instances.
+        .target(
+            name: "AlertdPostgres",
+            dependencies: [
+                "AlertdCore", "AlertdEngine", "AlertdWire",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -102,8 +119,8 @@ let package = Package(
         .target(
             name: "AlertdDaemon",
             dependencies: [
-                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdStore",
-                "AlertdWire",
+                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdPostgres",
+                "AlertdStore", "AlertdVersion", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -159,14 +176,14 @@ let package = Package(
         .executableTarget(
             name: "alertctl",
             dependencies: [
-                "AlertdClient", "AlertdWire",
+                "AlertdClient", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdDaemon", "AlertdAPI",
+                "AlertdDaemon", "AlertdAPI", "AlertdPostgres", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -214,6 +231,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // https receivers, for the callback worker's TLS tests.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // TestPostgres' databases, made and reset without a psql per test.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/AlertdTestSupport"
         ),
@@ -233,6 +252,7 @@ let package = Package(
             name: "AlertdAPIContractTests",
             dependencies: [
                 "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "AlertdPostgres",
                 "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -241,7 +261,9 @@ let package = Package(
         // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(
             name: "AlertdEndToEndTests",
-            dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]
+            dependencies: [
+                "alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport", "AlertdVersion",
+            ]
         ),
     ]
 )

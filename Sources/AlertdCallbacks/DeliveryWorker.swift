@@ -172,6 +172,35 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// the HTTP client's event loops), sleeps until the next one or a new one.
     /// Returns when cancelled or shut down.
     public func run() async {
+        await withDiscardingTaskGroup { group in
+            // An outbox shared by several instances: deliveries nobody holds are taken over.
+            if log.isShared { group.addTask { await self.takeOrphans() } }
+            await schedule()
+            group.cancelAll()
+        }
+    }
+
+    /// How long a claim on a delivery lasts: an attempt, and some.
+    private var lease: Double { settings.timeout + 5 }
+
+    /// Every few seconds, the due deliveries no instance holds (a dead one's).
+    private func takeOrphans() async {
+        while !Task.isCancelled {
+            let now = clock.now()
+            let taken = await withCheckedContinuation { (continuation: CheckedContinuation<[PendingDelivery], Never>) in
+                log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256) { result in
+                    continuation.resume(returning: (try? result.get()) ?? [])
+                }
+            }
+            if !taken.isEmpty {
+                logger.info("taking over deliveries no instance holds", metadata: ["deliveries": "\(taken.count)"])
+                enqueue(taken)
+            }
+            try? await Task.sleep(for: .seconds(5))
+        }
+    }
+
+    private func schedule() async {
         while !Task.isCancelled {
             let now = clock.now()
             let (due, next, stopping) = state.withLockedValue { state in
@@ -232,7 +261,36 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     // MARK: - One attempt
 
+    /// One attempt; in a shared outbox, only once this instance holds the delivery.
     private func attempt(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
+        guard log.isShared else { return send(delivery, on: eventLoop) }
+        let now = clock.now()
+        log.claim(delivery.id, until: now.adding(seconds: lease)) { [self] result in
+            switch result {
+            case .success(let attempts?):
+                // The store's count, or this instance's own when its last attempt's
+                // record has not committed yet.
+                var claimed = delivery
+                claimed.attemptsMade = max(delivery.attemptsMade, attempts)
+                send(claimed, on: eventLoop)
+            case .success(nil):
+                // Another instance holds it, or it is settled: not ours to attempt.
+                state.withLockedValue { $0.queue.finished(delivery) }
+            case .failure:
+                // The outbox cannot be reached: try again in a moment, nothing recorded.
+                var later = delivery
+                later.due = clock.now().adding(seconds: 2)
+                let next = state.withLockedValue { state -> Timestamp? in
+                    state.queue.finished(delivery)
+                    if !state.stopping { state.queue.add(later) }
+                    return state.queue.nextDue
+                }
+                if let next { wake(for: next) }
+            }
+        }
+    }
+
+    private func send(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
         let startedAt = clock.now()
         // The attempt's deadline covers resolving the name and connecting too.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))

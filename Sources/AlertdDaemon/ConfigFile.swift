@@ -1,6 +1,7 @@
 import AlertdAPI
 import AlertdCore
 import AlertdDelivery
+import AlertdPostgres
 import AlertdStore
 import AlertdWire
 import Foundation
@@ -61,7 +62,7 @@ extension Config {
         guard let root = problems.section(node, path: "", source: source) else { return }
         root.only([
             "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
-            "webhooks", "tls", "http",
+            "webhooks", "tls", "http", "store",
         ])
         problems.check {
             if let v = try root.string("listen") {
@@ -76,6 +77,33 @@ extension Config {
                     throw root.error("durability", "must be full or normal, not \(v)")
                 }
                 config.durability = durability
+            }
+        }
+        if let store = problems.check({ try root.section("store") }) ?? nil {
+            store.only(["backend", "postgres"])
+            let backend = (problems.check { try store.string("backend") } ?? nil) ?? "sqlite"
+            let postgres = problems.check { try store.section("postgres") } ?? nil
+            switch backend {
+            case "sqlite":
+                if postgres != nil { problems.add(store.error("postgres", "is read only with store.backend: postgres")) }
+            case "postgres":
+                guard let postgres else {
+                    problems.add(store.error("postgres", "is required with store.backend: postgres (url, pool_size)"))
+                    break
+                }
+                postgres.only(["url", "pool_size"])
+                let pool = (problems.check { try postgres.int("pool_size", min: 1, max: 1000) } ?? nil) ?? 8
+                if let text = problems.check({ try postgres.string("url") }) ?? nil {
+                    do {
+                        config.store = .postgres(url: try PostgresURL(text), poolSize: pool)
+                    } catch {
+                        problems.add(postgres.error("url", "\(error)", separator: ": "))
+                    }
+                } else if !problems.has("store.postgres.url") {
+                    problems.add(postgres.error("url", "is required: postgres://user@host/db?sslmode=… or host=/run/postgresql dbname=…"))
+                }
+            default:
+                problems.add(store.error("backend", "must be sqlite or postgres, not \(backend)"))
             }
         }
         if let limits = problems.check({ try root.section("limits") }) ?? nil {

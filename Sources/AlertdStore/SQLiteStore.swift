@@ -1,4 +1,5 @@
 public import AlertdCore
+public import AlertdEngine
 public import AlertdWire
 import Foundation
 import GRDB
@@ -343,5 +344,36 @@ public final class SQLiteStore: PersistentStore {
             (try? pool.write { db in
                 try db.execute(sql: "INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)", arguments: [now])
             }) != nil
+    }
+}
+
+extension SQLiteStore {
+    /// Every table ``StoreDump`` copies, read in one transaction (a consistent copy).
+    public func dump() throws -> StoreDump {
+        try pool.read { db in
+            var dump = StoreDump()
+            for (table, columns) in StoreDump.columns {
+                var rows: [[StoreDump.Cell]] = []
+                let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY \(columns[0])")
+                while let row = try cursor.next() {
+                    rows.append(
+                        (0..<columns.count).map { index in
+                            switch row[index] as DatabaseValue {
+                            case let value where value.isNull: .null
+                            case let value:
+                                switch value.storage {
+                                case .int64(let number): .integer(number)
+                                case .double(let number): .integer(Int64(number))
+                                case .string(let text): .text(text)
+                                case .blob(let data): .bytes([UInt8](data))
+                                case .null: .null
+                                }
+                            }
+                        })
+                }
+                dump.rows[table] = rows
+            }
+            return dump
+        }
     }
 }
