@@ -32,8 +32,8 @@ enum OpenAPIDocument {
 
     /// `yaml` as compact JSON, mapping keys in the order written. Scalars take
     /// the type YAML's tag resolution gives them (`'200'` stays a string, `200`
-    /// is a number); anchors, aliases and non-scalar keys are refused, as JSON
-    /// has nothing like them.
+    /// is a number); an alias is written out as the node it names (as PyYAML
+    /// reads it); non-scalar keys are refused, as JSON has nothing like them.
     static func json(fromYAML yaml: String) throws(ConversionError) -> [UInt8] {
         let root: Node?
         do {
