@@ -103,12 +103,16 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // The OpenAPI document is YAML; the first request for it converts it to JSON.
+                .product(name: "Yams", package: "Yams"),
             ],
-            // The dashboard, compiled into the binary as byte arrays (`PackageResources`):
-            // nothing needs to sit beside the executable.
+            // The dashboard and the OpenAPI document (`OpenAPI/alertd.yaml`, a symlink to
+            // `openapi/alertd.yaml`), compiled into the binary as byte arrays
+            // (`PackageResources`): nothing needs to sit beside the executable.
             resources: [
                 .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
                 .embedInCode("Dashboard/dashboard.js"), .embedInCode("Dashboard/icon.svg"),
+                .embedInCode("OpenAPI/alertd.yaml"),
             ]
         ),
         // The wiring: config, systemd, signals, metrics setup, reload and the service group.
@@ -207,6 +211,8 @@ let package = Package(
             dependencies: [
                 "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
                 "AlertdClient", "AlertdTestSupport",
+                // The callback event's body, held to the OpenAPI document's webhooks section.
+                "AlertdDelivery",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Random valid alerts for the property that the renderer and the Wire types agree.

@@ -150,8 +150,9 @@ public final class API: HTTPHandler {
             {
                 return refuse(problem)
             }
-        } else if isAPI || metricsGuarded {
-            // With tokens, every /v1 request shows one first: 401 comes before anything else.
+        } else if (isAPI && found?.route.permission != .anyone) || metricsGuarded {
+            // With tokens, every /v1 request shows one first: 401 comes before anything else
+            // (except the OpenAPI document, which asks for nothing).
             switch auth.authenticate(head.header("authorization")) {
             case .success(let found): principal = found
             case .failure(let problem): return refuse(problem)

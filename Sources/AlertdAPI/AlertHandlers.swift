@@ -202,7 +202,8 @@ extension API {
             guard case .string(let text) = title else { throw Problem(.badRequest, "button must be a string") }
             return .title(text)
         case (nil, let index?):
-            guard case .number(let number) = index, let value = number.int else {
+            // A whole number however written (`1`, `1.0`): JSON has no integer type.
+            guard case .number(let number) = index, let value = number.wholeInt else {
                 throw Problem(.badRequest, "button_index must be an integer")
             }
             return .index(value)
