@@ -160,7 +160,8 @@ public struct AlertmanagerAlert: Sendable, Hashable {
 
     /// A fingerprint: 1 to 64 hex digits (Alertmanager writes 16).
     static func isFingerprint(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
+        (1...64).contains(text.utf8.count)
+            && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
     }
 
     static func parse(_ value: JSONValue, path: String, _ errors: inout [FieldError]) -> AlertmanagerAlert? {
@@ -173,7 +174,9 @@ public struct AlertmanagerAlert: Sendable, Hashable {
         switch object["status"] {
         case .string(let text)?:
             status = Status(rawValue: text)
-            if status == nil { errors.append(FieldError(field: "\(path).status", reason: "must be \"firing\" or \"resolved\", not \"\(text)\"")) }
+            if status == nil {
+                errors.append(FieldError(field: "\(path).status", reason: "must be \"firing\" or \"resolved\", not \"\(text)\""))
+            }
         case nil, .null?:
             errors.append(FieldError(field: "\(path).status", reason: "is required: \"firing\" or \"resolved\""))
         case let other?:
@@ -195,7 +198,8 @@ public struct AlertmanagerAlert: Sendable, Hashable {
             if isFingerprint(text) {
                 fingerprint = text.lowercased()
             } else {
-                errors.append(FieldError(field: "\(path).fingerprint", reason: "must be Alertmanager's hex fingerprint, not \"\(text.prefix(80))\""))
+                errors.append(
+                    FieldError(field: "\(path).fingerprint", reason: "must be Alertmanager's hex fingerprint, not \"\(text.prefix(80))\""))
             }
         case nil, .null?:
             errors.append(FieldError(field: "\(path).fingerprint", reason: "is required"))

@@ -70,7 +70,9 @@ public struct AlertmanagerSettings: Sendable, Hashable {
         guard !authority.isEmpty else { return "must name a host: \(text)" }
         if authority.contains("@") { return "must not carry user info; use bearer_token or basic_auth" }
         if text.contains("?") || text.contains("#") { return "must have no query or fragment: \(text)" }
-        if text.unicodeScalars.contains(where: { $0.value <= 32 || $0.value == 127 }) { return "must not contain spaces or control characters" }
+        if text.unicodeScalars.contains(where: { $0.value <= 32 || $0.value == 127 }) {
+            return "must not contain spaces or control characters"
+        }
         return nil
     }
 }

@@ -446,9 +446,10 @@ public final class DeliveryWorker: @unchecked Sendable {
             let answered: EventLoopFuture<HTTPResponseHead>
             switch delivery.kind {
             case .callback:
-                answered = (lease?.client ?? client).execute(
-                    request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
-                ).futureResult
+                answered =
+                    (lease?.client ?? client).execute(
+                        request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
+                    ).futureResult
             case .alertmanagerSilence:
                 answered = (lease?.client ?? client).execute(
                     request: request, delegate: StatusAndBody(limit: 65_536), eventLoop: .delegateAndChannel(on: eventLoop),

@@ -170,7 +170,8 @@ extension RetryPolicy {
         switch decision {
         case .delivered:
             return (
-                AttemptRecord(deliveryID: delivery.id, number: number, attempt: attempt, state: .delivered, nextAttemptAt: nil, result: result),
+                AttemptRecord(
+                    deliveryID: delivery.id, number: number, attempt: attempt, state: .delivered, nextAttemptAt: nil, result: result),
                 nil
             )
         case .stopped, .expired:

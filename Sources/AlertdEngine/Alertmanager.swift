@@ -52,7 +52,8 @@ extension Engine {
         guard let integration = settings.alertmanager else {
             return respond(
                 .failure(
-                    EngineError(.notFound, "the Alertmanager integration is off: configure integrations.alertmanager (docs/alertmanager.md)"))
+                    EngineError(
+                        .notFound, "the Alertmanager integration is off: configure integrations.alertmanager (docs/alertmanager.md)"))
             )
         }
         var drafts: [AlertDraft?] = []
@@ -73,7 +74,9 @@ extension Engine {
             return respond(
                 .failure(
                     EngineError(
-                        .invalidAlert, errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid", fieldErrors: errors)))
+                        .invalidAlert,
+                        "an Alertmanager alert does not fit in an alertd alert: "
+                            + (errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid"), fieldErrors: errors)))
         }
         if let refusal = refusal() { return respond(.failure(refusal)) }
         guard !notification.alerts.isEmpty else { return respond(.success([])) }
@@ -115,7 +118,8 @@ extension Engine {
             [self] (board, keys) throws(EngineError) -> Mutation<AlertmanagerReceipt> in
             let record = try keys.record()
             // The fingerprint's alert, while it is pending (committed or still committing).
-            let pending = record.flatMap { record in board.alert(record.alertID).flatMap { $0.isPending && $0.client == client ? $0 : nil } }
+            let pending = record.flatMap { record in board.alert(record.alertID).flatMap { $0.isPending && $0.client == client ? $0 : nil }
+            }
             switch alert.status {
             case .resolved:
                 guard let pending else { return Mutation(receipt(.notPending, record?.alertID), afterEarlierCommits: true) }

@@ -49,7 +49,8 @@ extension Engine {
             {
                 events.append(
                     OutboxEvent(
-                        id: outbox.eventID(at: now).description, alertID: alert.id, client: alert.client, type: AlertmanagerSilence.eventType,
+                        id: outbox.eventID(at: now).description, alertID: alert.id, client: alert.client,
+                        type: AlertmanagerSilence.eventType,
                         createdAt: now, body: body,
                         deliveries: [OutboxDelivery(id: outbox.deliveryID(at: now), target: target, webhookID: nil, secret: "")]))
             }

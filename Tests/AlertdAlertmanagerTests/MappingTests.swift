@@ -124,8 +124,10 @@ struct MappingTests {
 struct DurationTextTests {
     @Test(
         "durations and plain seconds are read",
-        arguments: [("1h", 3600.0), ("24h", 86_400), ("90m", 5400), ("1h30m", 5400), ("7d", 604_800), ("1w", 604_800), ("45s", 45),
-            ("1500ms", 1.5), ("3600", 3600), ("0.5", 0.5)] as [(String, Double)])
+        arguments: [
+            ("1h", 3600.0), ("24h", 86_400), ("90m", 5400), ("1h30m", 5400), ("7d", 604_800), ("1w", 604_800), ("45s", 45),
+            ("1500ms", 1.5), ("3600", 3600), ("0.5", 0.5),
+        ] as [(String, Double)])
     func valid(text: String, seconds: Double) {
         #expect(DurationText.seconds(text) == seconds)
     }
@@ -147,7 +149,9 @@ struct SettingsTests {
 
     @Test(
         "a URL that cannot be Alertmanager's base URL is refused, saying why",
-        arguments: ["127.0.0.1:9093", "ftp://am", "http://", "http://user:pw@am:9093", "http://am:9093/?x=1", "http://am#top", "http://a m"])
+        arguments: [
+            "127.0.0.1:9093", "ftp://am", "http://", "http://user:pw@am:9093", "http://am:9093/?x=1", "http://am#top", "http://a m",
+        ])
     func badURLs(url: String) {
         #expect(AlertmanagerSettings.urlProblem(url) != nil)
     }

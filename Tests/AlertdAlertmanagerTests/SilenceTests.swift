@@ -12,7 +12,8 @@ private func answered(
     let draft = try AlertmanagerMapping.draft(for: alert, path: "alerts[0]", settings: settings).get()
     let index = button.flatMap { title in draft.buttons.firstIndex { $0.title == title } }
     return Alert(
-        id: AlertID(high: 42, low: 7), client: "ops", title: draft.title, buttons: draft.buttons, metadata: draft.metadata.map(CompactJSON.init),
+        id: AlertID(high: 42, low: 7), client: "ops", title: draft.title, buttons: draft.buttons,
+        metadata: draft.metadata.map(CompactJSON.init),
         state: button == nil ? .withdrawn : .answered, createdAt: Timestamp(milliseconds: 1_799_999_000_000), decidedAt: decidedAt,
         expiresAt: Timestamp(milliseconds: 1_900_000_000_000),
         result: AlertResult(
@@ -49,8 +50,10 @@ struct SilenceTests {
         #expect(silence["createdBy"] == "oncall-alice")
         let comment = try #require(silence["comment"]?.stringValue)
         #expect(comment.contains("alertd") && comment.contains(alert.id.description) && comment.contains("ops"), "\(comment)")
-        #expect(AlertmanagerSilence.endsAt(of: try #require(AlertmanagerSilence.body(for: alert, settings: settings))) == Timestamp(
-            milliseconds: 1_800_003_600_000))
+        #expect(
+            AlertmanagerSilence.endsAt(of: try #require(AlertmanagerSilence.body(for: alert, settings: settings)))
+                == Timestamp(
+                    milliseconds: 1_800_003_600_000))
     }
 
     @Test("matcher_labels narrow the matchers to the labels the alert has; none of them: all labels")
@@ -86,7 +89,9 @@ struct SilenceTests {
 
     @Test("the silence id is read from Alertmanager's answer, and nothing from anything else")
     func silenceID() {
-        #expect(AlertmanagerSilence.silenceID(fromResponse: Array(#"{"silenceID":"7f4a9c2e-1b3d-4e5f-8a9b-0c1d2e3f4a5b"}"#.utf8)) == "7f4a9c2e-1b3d-4e5f-8a9b-0c1d2e3f4a5b")
+        #expect(
+            AlertmanagerSilence.silenceID(fromResponse: Array(#"{"silenceID":"7f4a9c2e-1b3d-4e5f-8a9b-0c1d2e3f4a5b"}"#.utf8))
+                == "7f4a9c2e-1b3d-4e5f-8a9b-0c1d2e3f4a5b")
         #expect(AlertmanagerSilence.silenceID(fromResponse: Array(#"{"silenceID":""}"#.utf8)) == nil)
         #expect(AlertmanagerSilence.silenceID(fromResponse: Array(#"{"id":"x"}"#.utf8)) == nil)
         #expect(AlertmanagerSilence.silenceID(fromResponse: Array("not json".utf8)) == nil)
