@@ -197,7 +197,10 @@ let package = Package(
         .testTarget(name: "AlertdEngineTests", dependencies: ["AlertdEngine", "AlertdCore", "AlertdWire"]),
         .testTarget(
             name: "AlertdDaemonTests",
-            dependencies: ["AlertdDaemon", "AlertdTestSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+            dependencies: [
+                "AlertdDaemon", "AlertdAlertmanager", "AlertdTestSupport", "AlertdWire",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         .testTarget(
             name: "AlertdStoreTests",
             dependencies: ["AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift")]),
