@@ -11,7 +11,7 @@ import Foundation
 import Testing
 
 /// alertd on a reserved port with the integration pointing at an Alertmanager whose
-/// receiver is that alertd (client `ops`), a token each for Alertmanager (post) and an
+/// receiver is that alertd (client `oncall`), a token each for Alertmanager (post) and an
 /// operator (answer).
 private struct Loop {
     let alertd: Daemon
@@ -20,20 +20,38 @@ private struct Loop {
     let operator_: [(String, String)]
     /// `Authorization` of Alertmanager's token (post).
     let poster: [(String, String)]
+    /// Holds the token file Alertmanager reads.
+    let scratch: ScratchDirectory
 
+    /// Alertmanager runs with docs/alertmanager.md's `alertmanager.yml`, changed only where a
+    /// test must: alertd's port, the token file, and timings in seconds instead of minutes.
     static func start() async throws -> Loop {
         #expect(TestAlertmanager.binary != nil, "install Debian's prometheus-alertmanager (make test-deps)")
-        let (amSecret, amEntry) = try await newToken("alertmanager", roles: "post", clients: "ops")
-        let (aliceSecret, aliceEntry) = try await newToken("oncall-alice", roles: "answer", clients: "ops")
+        let (amSecret, amEntry) = try await newToken("alertmanager", roles: "post", clients: "oncall")
+        let (aliceSecret, aliceEntry) = try await newToken("oncall-alice", roles: "answer", clients: "oncall")
         let reserved = try ReservedPort()
         let port = reserved.port
         reserved.release()
-        let alertmanager = try await TestAlertmanager.start(
-            receiver: "http://127.0.0.1:\(port)/v1/integrations/alertmanager/ops", token: amSecret)
+        let scratch = try ScratchDirectory()
+        let tokenFile = scratch.url.appendingPathComponent("alertd.token")
+        try Data((amSecret + "\n").utf8).write(to: tokenFile)
+        var snippet = try documentedAlertmanagerConfig()
+        for (documented, here) in [
+            ("127.0.0.1:8080", "127.0.0.1:\(port)"), ("/etc/alertmanager/alertd.token", tokenFile.path),
+            ("group_wait: 30s", "group_wait: 100ms"),
+            ("group_interval: 5m", "group_interval: 1s"), ("repeat_interval: 4h", "repeat_interval: 2s"),
+        ] {
+            try #require(snippet.contains(documented), "docs/alertmanager.md's alertmanager.yml has no \(documented)")
+            snippet = snippet.replacingOccurrences(of: documented, with: here)
+        }
+        let alertmanager = try await TestAlertmanager.start(config: snippet)
         let config = """
             log:
               level: debug
             durability: full
+            # The most severe alert is the one displayed, whichever arrived first.
+            clients:
+              oncall: { policy: stack }
             auth:
               tokens:
             \(amEntry)\(aliceEntry)callbacks:
@@ -48,7 +66,7 @@ private struct Loop {
             let alertd = try await Daemon.start(.init(config: config, listen: "127.0.0.1:\(port)"))
             return Loop(
                 alertd: alertd, alertmanager: alertmanager, operator_: [("Authorization", "Bearer \(aliceSecret)")],
-                poster: [("Authorization", "Bearer \(amSecret)")])
+                poster: [("Authorization", "Bearer \(amSecret)")], scratch: scratch)
         } catch {
             alertmanager.stop()
             throw error
@@ -58,6 +76,7 @@ private struct Loop {
     func stop() {
         alertd.cleanup()
         alertmanager.stop()
+        withExtendedLifetime(scratch) {}
     }
 
     /// `POST /api/v2/alerts` to Alertmanager: alerts firing until `endsAt` (default: in ten minutes).
@@ -76,12 +95,12 @@ private struct Loop {
         try await alertmanager.post(alerts: String(decoding: body, as: UTF8.self))
     }
 
-    /// Polls `GET /v1/clients/ops/alerts` (every state) until `done` holds.
+    /// Polls `GET /v1/clients/oncall/alerts` (every state) until `done` holds.
     func awaitAlerts(timeout: Duration = .seconds(30), until done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
         let deadline = ContinuousClock.now + timeout
         while true {
             let response = try await alertd.client().get(
-                "/v1/clients/ops/alerts?state=queued,displayed,answered,withdrawn,expired,dismissed", headers: operator_)
+                "/v1/clients/oncall/alerts?state=queued,displayed,answered,withdrawn,expired,dismissed", headers: operator_)
             try #require(response.status == 200, "\(response.status) \(response.text)")
             let alerts = try #require(try response.jsonObject()["alerts"] as? [[String: Any]])
             if done(alerts) { return alerts }
@@ -96,7 +115,7 @@ private struct Loop {
     func awaitDeliveries(of id: String, daemon: Daemon? = nil, until done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
-            let response = try await (daemon ?? alertd).client().get("/v1/clients/ops/alerts/\(id)/deliveries", headers: operator_)
+            let response = try await (daemon ?? alertd).client().get("/v1/clients/oncall/alerts/\(id)/deliveries", headers: operator_)
             try #require(response.status == 200, "\(response.status) \(response.text)")
             let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
             if done(list) { return list }
@@ -104,6 +123,16 @@ private struct Loop {
             try await Task.sleep(for: .milliseconds(50))
         }
     }
+}
+
+/// The `alertmanager.yml` of docs/alertmanager.md (the ```yaml block of its section 2).
+func documentedAlertmanagerConfig() throws -> String {
+    let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let doc = try String(contentsOf: repository.appendingPathComponent("docs/alertmanager.md"), encoding: .utf8)
+    let section = try #require(
+        doc.components(separatedBy: "\n## 2. Alertmanager").dropFirst().first, "no section 2 in docs/alertmanager.md")
+    let block = try #require(section.components(separatedBy: "```yaml\n").dropFirst().first, "no yaml block in section 2")
+    return (block.components(separatedBy: "\n```").first ?? "") + "\n"
 }
 
 private func title(_ alert: [String: Any]) -> String { alert["title"] as? String ?? "?" }
@@ -128,6 +157,17 @@ private func milliseconds(_ text: Any?) -> Int64? {
 
 @Suite("Alertmanager and alertd, both real: alerts become questions, a Silence becomes a silence", .serialized)
 struct AlertmanagerLoopTests {
+    @Test("docs/alertmanager.md's alertmanager.yml passes amtool check-config as pasted")
+    func documentedConfigChecks() async throws {
+        let scratch = try ScratchDirectory()
+        let file = scratch.url.appendingPathComponent("alertmanager.yml")
+        try Data(try documentedAlertmanagerConfig().utf8).write(to: file)
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/amtool"), "install Debian's prometheus-alertmanager")
+        let run = try await Program.run("/usr/bin/amtool", ["check-config", file.path])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("SUCCESS"), "\(run.stdout)")
+    }
+
     @Test(
         "alerts posted to Alertmanager arrive once each with their title, message, priority and metadata; repeats add nothing; Silence 1h silences them; a resolution withdraws"
     )
@@ -154,12 +194,12 @@ struct AlertmanagerLoopTests {
 
         // Alertmanager notifies each group again every repeat_interval (2 s): two more
         // notifications of both groups, and still one alert each.
-        try await loop.alertd.waitForStderr(containing: "path=/v1/integrations/alertmanager/ops ", count: 6, timeout: .seconds(30))
+        try await loop.alertd.waitForStderr(containing: "path=/v1/integrations/alertmanager/oncall ", count: 6, timeout: .seconds(30))
         #expect(try await loop.awaitAlerts { _ in true }.count == 2)
 
         // Silence 1h, chosen by the operator: a silence in Alertmanager on the alert's labels.
         let chosen = try await loop.alertd.client().post(
-            "/v1/clients/ops/alerts/\(id(disk))/choice", json: #"{"button":"Silence 1h"}"#, headers: loop.operator_)
+            "/v1/clients/oncall/alerts/\(id(disk))/choice", json: #"{"button":"Silence 1h"}"#, headers: loop.operator_)
         try #require(chosen.status == 200, "\(chosen.text)")
         let decidedAt = try #require(milliseconds(try chosen.jsonObject()["decided_at"]))
         let silences = try await loop.alertmanager.awaitSilences { !active($0, "DiskFull").isEmpty }
@@ -179,14 +219,14 @@ struct AlertmanagerLoopTests {
 
         // HighLoad resolves in Alertmanager: its alertd alert is withdrawn by the integration.
         try await loop.fire("HighLoad", severity: "warning", endsAt: Date().addingTimeInterval(-1))
-        let resolved = try await loop.alertd.client().get("/v1/clients/ops/alerts/\(id(load))?wait=20", headers: loop.operator_)
+        let resolved = try await loop.alertd.client().get("/v1/clients/oncall/alerts/\(id(load))?wait=20", headers: loop.operator_)
             .jsonObject()
         #expect(resolved["state"] as? String == "withdrawn", "\(resolved)")
         #expect((resolved["result"] as? [String: Any])?["decided_by"] as? String == "alertmanager (resolved)")
 
         // A payload that is not Alertmanager's, over the wire: 400 naming the field, nothing stored.
         let bad = try await loop.alertd.client().post(
-            "/v1/integrations/alertmanager/ops", json: #"{"version":"4","alerts":[{"status":"firing","labels":{"alertname":"X"}}]}"#,
+            "/v1/integrations/alertmanager/oncall", json: #"{"version":"4","alerts":[{"status":"firing","labels":{"alertname":"X"}}]}"#,
             headers: loop.poster)
         #expect(bad.status == 400 && bad.header("Content-Type") == "application/problem+json", "\(bad.text)")
         let problem = try bad.jsonObject()
@@ -210,7 +250,7 @@ struct AlertmanagerLoopTests {
         await loop.alertmanager.kill()
 
         let chosen = try await loop.alertd.client().post(
-            "/v1/clients/ops/alerts/\(id(alert))/choice", json: #"{"button":"Silence 24h"}"#, headers: loop.operator_)
+            "/v1/clients/oncall/alerts/\(id(alert))/choice", json: #"{"button":"Silence 24h"}"#, headers: loop.operator_)
         #expect(chosen.status == 200, "answered once committed, not once Alertmanager answers")
         let failing = try await loop.awaitDeliveries(of: id(alert)) { attempts($0.first ?? [:]).count >= 2 }
         #expect(failing.first?["state"] as? String == "pending")

@@ -46,10 +46,6 @@ public final class TestAlertmanager: Sendable {
     public static func start(
         receiver: String, token: String? = nil, groupBy: [String] = ["alertname"], repeatInterval: String = "2s"
     ) async throws -> TestAlertmanager {
-        guard binary != nil else {
-            throw ProcessError("prometheus-alertmanager is not installed (apt-get install prometheus-alertmanager; make test-deps)")
-        }
-        let directory = try ScratchDirectory(prefix: "alertd-am")
         let auth = token.map { "\n        http_config:\n          authorization:\n            credentials: \"\($0)\"" } ?? ""
         let config = """
             global:
@@ -67,6 +63,15 @@ public final class TestAlertmanager: Sendable {
                     send_resolved: true\(auth)
 
             """
+        return try await start(config: config)
+    }
+
+    /// Starts Alertmanager with `config` as its `alertmanager.yml`; returns once it is ready.
+    public static func start(config: String) async throws -> TestAlertmanager {
+        guard binary != nil else {
+            throw ProcessError("prometheus-alertmanager is not installed (apt-get install prometheus-alertmanager; make test-deps)")
+        }
+        let directory = try ScratchDirectory(prefix: "alertd-am")
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("alertmanager.yml"))
         try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("data"), withIntermediateDirectories: true)
         let reserved = try ReservedPort()
