@@ -165,7 +165,21 @@ struct AlertmanagerConfigTests {
         #expect(found.allSatisfy { !$0.description.contains("\n") })
     }
 
-    @Test("alertd check-config prints each problem of the section and exits 1; the shipped example passes")
+    @Test("config/alertd.yaml's commented integrations section, uncommented, is valid and shows the defaults")
+    func shippedExample() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: repository.appendingPathComponent("config/alertd.yaml"), encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "\n# integrations:\n").dropFirst().first)
+        // Drop one level of comment: "# key" becomes "key", "#   # note" stays a comment.
+        let yaml =
+            "integrations:\n"
+            + section.split(separator: "\n").map { $0.hasPrefix("# ") ? String($0.dropFirst(2)) : String($0) }
+            .joined(separator: "\n")
+        let settings = try #require(try Config.parse(yaml: yaml).alertmanager)
+        #expect(settings == AlertmanagerSettings(url: "http://127.0.0.1:9093"))
+    }
+
+    @Test("alertd check-config prints each problem of the section and exits 1")
     func checkConfig() async throws {
         let directory = try ScratchDirectory()
         let file = directory.url.appendingPathComponent("alertd.yaml")
