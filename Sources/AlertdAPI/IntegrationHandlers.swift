@@ -11,6 +11,8 @@ extension API {
     /// `{"alerts": [{"fingerprint", "status", "outcome", "alert_id"}]}`.
     func receiveAlertmanager(_ call: Call) throws {
         let client = try call.client()
+        // Off: 404 whatever the body, so a receiver pointed at an alertd without the integration learns why.
+        guard engine.receivesAlertmanager else { throw Problem(Engine.alertmanagerOff) }
         _ = try call.query()
         try Self.requireJSON(call.request)
         let notification: AlertmanagerNotification

@@ -26,6 +26,13 @@ extension Engine {
         public var alertID: AlertID?
     }
 
+    /// Whether `integrations.alertmanager` is configured (the receiver is on).
+    public var receivesAlertmanager: Bool { settings.alertmanager != nil }
+
+    /// The refusal of a notification while the integration is off.
+    public static let alertmanagerOff = EngineError(
+        .notFound, "the Alertmanager integration is off: configure integrations.alertmanager (docs/alertmanager.md)")
+
     /// A key record is written again when it is this old and its fingerprint is still
     /// notified, so that the purge of keys (a day old) never takes a live one.
     static let alertmanagerKeyRefreshMilliseconds: Int64 = 3_600_000
@@ -49,13 +56,7 @@ extension Engine {
         _ notification: AlertmanagerNotification, on client: String,
         respond: @escaping @Sendable (Result<[AlertmanagerReceipt], EngineError>) -> Void
     ) {
-        guard let integration = settings.alertmanager else {
-            return respond(
-                .failure(
-                    EngineError(
-                        .notFound, "the Alertmanager integration is off: configure integrations.alertmanager (docs/alertmanager.md)"))
-            )
-        }
+        guard let integration = settings.alertmanager else { return respond(.failure(Self.alertmanagerOff)) }
         var drafts: [AlertDraft?] = []
         var errors: [FieldError] = []
         for (index, alert) in notification.alerts.enumerated() {

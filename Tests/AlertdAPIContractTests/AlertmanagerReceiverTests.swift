@@ -249,6 +249,8 @@ struct AlertmanagerBadInputTests {
             let response = try await http.notify("ops", [Self.valid])
             let problem = Contract.expectProblem(response, status: 404, code: "not-found")
             #expect((problem["detail"] as? String)?.contains("integrations.alertmanager") == true)
+            Contract.expectProblem(try await http.post("/v1/integrations/alertmanager/ops", json: "{}"), status: 404, code: "not-found")
+            #expect(try await http.allAlerts("ops").isEmpty)
         }
     }
 
