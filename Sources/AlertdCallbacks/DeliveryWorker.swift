@@ -38,6 +38,12 @@ import Synchronization
 ///   - an address literal: as it is (it was checked itself).
 ///   When a connection to one address cannot be made, the next checked
 ///   address is tried, within the attempt's deadline.
+/// - A delivery of an integration (``DeliveryKind/alertmanagerSilence``: a silence
+///   for Alertmanager, docs/alertmanager.md) is Alertmanager's API request, not a
+///   signed event: to a target of ``Settings/trustedTargets`` it carries that
+///   target's `Authorization` and skips `callbacks.deny` (the admin's own URL);
+///   its answer's silence id is recorded with the attempt; it is given up once
+///   the silence would have ended, or on a 400 or 422.
 /// - Redirects are not followed: the receiver's answer is the outcome.
 /// - Each attempt is signed at its own time with the event's one `webhook-id`.
 /// - What an attempt records (and the deliveries API shows) says what failed
