@@ -22,14 +22,16 @@ deps:
 # chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux;
 # for the package: dpkg-dev and binutils (make deb), lintian, and
 # systemd-container, debootstrap and man-db (the package under a real systemd);
-# postgresql (a throwaway cluster per test run) and nginx-light (a load balancer
-# in front of two instances).
+# postgresql (a throwaway cluster per test run), nginx-light (a load balancer
+# in front of two instances) and prometheus-alertmanager (the real Alertmanager
+# the integration's tests start, and amtool).
 test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 python3-venv systemd openssl prometheus \
 		chromium chromium-driver python3-selenium tmux \
-		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light
+		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light \
+		prometheus-alertmanager
 
 # The OpenAPI checks' packages from PyPI (schemathesis, openapi-spec-validator, PyYAML and
 # what they pull in, every version pinned in openapi/requirements.txt), in the git-ignored

@@ -44,13 +44,19 @@ let package = Package(
         .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
+        // Prometheus Alertmanager as a poster (docs/alertmanager.md): its webhook payload read
+        // and mapped to alerts, the silences its buttons create, its settings. Pure, no I/O.
+        .target(
+            name: "AlertdAlertmanager",
+            dependencies: ["AlertdCore", "AlertdWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Between the HTTP API and the store: posting, decisions, reads, deadlines, waiters,
         // webhooks, the outbox. Speaks domain values; its one view of persistence is the
         // store port (`AlertStore`) it declares.
         .target(
             name: "AlertdEngine",
             dependencies: [
-                "AlertdCore", "AlertdWire", "AlertdDelivery",
+                "AlertdAlertmanager", "AlertdCore", "AlertdWire", "AlertdDelivery",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -99,7 +105,7 @@ let package = Package(
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
+                "AlertdAlertmanager", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -119,7 +125,8 @@ let package = Package(
         .target(
             name: "AlertdDaemon",
             dependencies: [
-                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdPostgres",
+                "AlertdAlertmanager", "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP",
+                "AlertdPostgres",
                 "AlertdStore", "AlertdVersion", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -147,7 +154,7 @@ let package = Package(
         .target(
             name: "AlertdCallbacks",
             dependencies: [
-                "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdWire",
+                "AlertdAlertmanager", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -190,10 +197,14 @@ let package = Package(
         ),
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
+        .testTarget(name: "AlertdAlertmanagerTests", dependencies: ["AlertdAlertmanager", "AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdEngineTests", dependencies: ["AlertdEngine", "AlertdCore", "AlertdWire"]),
         .testTarget(
             name: "AlertdDaemonTests",
-            dependencies: ["AlertdDaemon", "AlertdTestSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+            dependencies: [
+                "AlertdDaemon", "AlertdAlertmanager", "AlertdTestSupport", "AlertdWire",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         .testTarget(
             name: "AlertdStoreTests",
             dependencies: ["AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift")]),

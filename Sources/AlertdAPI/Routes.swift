@@ -24,5 +24,7 @@ extension API {
         Route("GET", "/v1/clients/{client}/webhooks", .admin, "list_webhooks", API.listWebhooks),
         Route("GET", "/v1/clients/{client}/webhooks/{id}", .admin, "get_webhook", API.getWebhook),
         Route("DELETE", "/v1/clients/{client}/webhooks/{id}", .admin, "delete_webhook", API.deleteWebhook),
+        // Prometheus Alertmanager's webhook receiver: its alerts posted to {client} (docs/alertmanager.md).
+        Route("POST", "/v1/integrations/alertmanager/{client}", .post, "alertmanager", API.receiveAlertmanager),
     ]
 }

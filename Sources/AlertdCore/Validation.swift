@@ -34,6 +34,8 @@ public struct AlertDraft: Sendable, Hashable {
 /// Every violation found in a posted alert (400 `invalid-alert`).
 public struct InvalidAlert: Error, Sendable, Hashable {
     public var errors: [FieldError]
+
+    public init(errors: [FieldError]) { self.errors = errors }
 }
 
 /// The configured bounds validation needs.

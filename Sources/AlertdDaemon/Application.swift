@@ -1,4 +1,5 @@
 public import AlertdAPI
+import AlertdAlertmanager
 public import AlertdCallbacks
 public import AlertdCore
 import AlertdDelivery
@@ -111,16 +112,21 @@ public struct Alertd: Sendable {
             store = shared
         }
         do {
+            var trusted: [String: DeliveryWorker.TrustedTarget] = [:]
+            if let alertmanager = config.alertmanager, let silences = alertmanager.silencesURL {
+                trusted[silences] = DeliveryWorker.TrustedTarget(authorization: alertmanager.authorization)
+            }
             let deliveries = DeliveryWorker(
                 settings: .init(
-                    timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny)),
+                    timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny),
+                    trustedTargets: trusted),
                 log: store, clock: clock, logger: logger, observe: metrics.observeAttempt)
             let engine = Engine(
                 store: store, clock: clock, rules: config.alertRules,
                 settings: .init(
                     maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
-                    signingSecret: config.callbacks.signingSecret),
+                    signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) })

@@ -1,4 +1,5 @@
 public import AlertdAPI
+public import AlertdAlertmanager
 public import AlertdCore
 public import AlertdDelivery
 public import AlertdPostgres
@@ -31,6 +32,9 @@ public struct Config: Sendable {
     public var allowedHosts: [String] = []
     /// `store`: where alertd keeps its queues.
     public var store = Store.sqlite
+    /// `integrations.alertmanager`: Prometheus Alertmanager as a poster, and the
+    /// silences its alerts' buttons create (docs/alertmanager.md). nil: off.
+    public var alertmanager: AlertmanagerSettings?
 
     /// `store.backend`: SQLite in `state_dir` (the default), or a PostgreSQL
     /// database several instances share (§9).

@@ -1,3 +1,4 @@
+public import AlertdAlertmanager
 public import AlertdCore
 public import AlertdWire
 public import Logging
@@ -29,16 +30,19 @@ public final class Engine: Sendable {
         public var retentionSeconds: Double
         /// Signs deliveries to an alert's `callback_url`; without it no alert may have one.
         public var signingSecret: String?
+        /// `integrations.alertmanager`: nil, the receiver is off (docs/alertmanager.md).
+        public var alertmanager: AlertmanagerSettings?
 
         public init(
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
-            signingSecret: String? = nil
+            signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil
         ) {
             self.maxWaitSeconds = maxWaitSeconds
             self.maxWaiters = maxWaiters
             self.maxWaitersPerToken = maxWaitersPerToken
             self.retentionSeconds = retentionSeconds
             self.signingSecret = signingSecret
+            self.alertmanager = alertmanager
         }
     }
 

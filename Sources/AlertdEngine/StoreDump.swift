@@ -30,7 +30,7 @@ public struct StoreDump: Sendable {
         ("idempotency_keys", ["client", "key", "alert_id", "body_sha256", "created_at"]),
         ("webhooks", ["id", "client", "url", "secret", "created_at"]),
         ("events", ["id", "alert_id", "client", "type", "created_at", "body"]),
-        ("deliveries", ["id", "event_id", "alert_id", "target", "webhook_id", "secret", "state", "next_attempt_at"]),
+        ("deliveries", ["id", "event_id", "alert_id", "target", "webhook_id", "secret", "state", "next_attempt_at", "result"]),
         ("delivery_attempts", ["delivery_id", "number", "at", "status_code", "error"]),
     ]
 

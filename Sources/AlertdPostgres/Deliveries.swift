@@ -46,16 +46,16 @@ extension PostgresAlertStore {
                           AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
                         ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                     RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
-                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id)
+                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type
                     """, logger: logger)
-                for try await (id, event, target, secret, body, created, due, attempts) in rows.decode(
-                    (String, String, String, String, ByteBuffer, Int64, Int64?, Int).self)
+                for try await (id, event, target, secret, body, created, due, attempts, type) in rows.decode(
+                    (String, String, String, String, ByteBuffer, Int64, Int64?, Int, String).self)
                 {
                     taken.append(
                         PendingDelivery(
                             id: id, eventID: event, target: target, secret: secret, body: [UInt8](bytea: body),
                             eventCreatedAt: Timestamp(milliseconds: created), attemptsMade: attempts,
-                            due: Timestamp(milliseconds: due ?? created)))
+                            due: Timestamp(milliseconds: due ?? created), kind: DeliveryKind(eventType: type)))
                 }
                 completion(.success(taken))
             } catch {
@@ -91,7 +91,7 @@ extension PostgresAlertStore {
                 try await connection.query(
                     """
                     UPDATE deliveries SET state = \(attempt.state.rawValue), next_attempt_at = \(attempt.nextAttemptAt?.milliseconds),
-                        lease_until = \(lease), leased_by = \(lease == nil ? nil : instance)
+                        lease_until = \(lease), leased_by = \(lease == nil ? nil : instance), result = coalesce(\(attempt.result), result)
                     WHERE id = \(attempt.deliveryID) AND state = 'pending'
                     """, logger: logger)
             }
@@ -110,13 +110,18 @@ extension PostgresAlertStore {
                 // of a delivery, the fourth a 204, and the delivery still pending).
                 let records = try await client.withTransaction(logger: logger) { [logger] connection in
                     try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
-                    var rows: [(id: String, event: String, target: String, webhook: String?, state: String, next: Int64?)] = []
+                    var rows:
+                        [(
+                            id: String, event: String, target: String, webhook: String?, state: String, next: Int64?, type: String?,
+                            result: String?
+                        )] = []
                     for try await row in try await connection.query(
                         """
-                        SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
-                        WHERE alert_id = \(alertID.description) ORDER BY id
+                        SELECT d.id, d.event_id, d.target, d.webhook_id, d.state, d.next_attempt_at, e.type, d.result
+                        FROM deliveries d LEFT JOIN events e ON e.id = d.event_id
+                        WHERE d.alert_id = \(alertID.description) ORDER BY d.id
                         """, logger: logger
-                    ).decode((String, String, String, String?, String, Int64?).self) {
+                    ).decode((String, String, String, String?, String, Int64?, String?, String?).self) {
                         rows.append(row)
                     }
                     var attempts: [String: [DeliveryAttempt]] = [:]
@@ -135,7 +140,7 @@ extension PostgresAlertStore {
                         DeliveryRecord(
                             id: row.id, eventID: row.event, target: row.target, webhookID: row.webhook,
                             state: DeliveryState(rawValue: row.state) ?? .pending, attempts: attempts[row.id] ?? [],
-                            nextAttemptAt: row.next.map(Timestamp.init(milliseconds:)))
+                            nextAttemptAt: row.next.map(Timestamp.init(milliseconds:)), type: row.type, silenceID: row.result)
                     }
                 }
                 completion(.success(records))

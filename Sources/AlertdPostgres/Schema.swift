@@ -119,6 +119,10 @@ enum Schema {
                 "CREATE INDEX alerts_by_version ON alerts (client, version)",
             ]
         ),
+        (
+            3, "what a delivery produced (an Alertmanager silence id)",
+            ["ALTER TABLE deliveries ADD COLUMN result text"]
+        ),
     ]
 
     /// Brings the database up to date; returns the versions it applied.

@@ -9,7 +9,9 @@ import Testing
 @Suite("Two instances on one PostgreSQL database")
 struct SharedStoreTests {
     /// Runs `body` with two in-process instances sharing a new database.
-    private func withTwo(_ policy: String = "fifo", _ body: (InProcessAlertd, InProcessAlertd) async throws -> Void) async throws {
+    private func withTwo(
+        _ policy: String = "fifo", more: String = "", _ body: (InProcessAlertd, InProcessAlertd) async throws -> Void
+    ) async throws {
         let server = try await TestPostgres.shared()
         let url = try await server.borrowDatabase()
         let config =
@@ -20,7 +22,7 @@ struct SharedStoreTests {
                   backend: postgres
                   postgres: {url: "\(url)", pool_size: 4}
 
-                """
+                """ + more
         let a = try await InProcessAlertd.start(config: config)
         let b = try await InProcessAlertd.start(config: config)
         do {
@@ -102,6 +104,25 @@ struct SharedStoreTests {
             #expect(Set(try answers.map { Contract.id(try $0.jsonObject()) }).count == 1)
             #expect(try await a.allAlerts(client).count == 1)
             #expect(try await b.post(client, Contract.alert("deploy"), headers: key).status == 200)
+        }
+    }
+
+    @Test("one Alertmanager notification taken by both instances at once posts one alert; a resolution on either withdraws it")
+    func alertmanagerTwoInstances() async throws {
+        try await withTwo(more: "integrations:\n  alertmanager:\n    url: \"http://127.0.0.1:9\"\n") { a, b in
+            let client = Contract.uniqueClient("shared-am")
+            @Sendable func firing() -> [[String: Any]] { [AM.alert("5555555555555555"), AM.alert("5555555555555556", alertname: "Other")] }
+            async let first = a.receipts(client, firing())
+            async let second = b.receipts(client, firing())
+            let answers = try await [first, second]
+            let outcomes = answers.flatMap { $0.map { $0["outcome"] as? String ?? "?" } }
+            #expect(outcomes.sorted() == ["created", "created", "repeated", "repeated"], "\(answers)")
+            let pending = try await b.pendingIDs(client)
+            #expect(pending.count == 2)
+            #expect(Set(answers.flatMap { $0.compactMap { $0["alert_id"] as? String } }) == Set(pending))
+            let resolved = try await b.receipts(client, [AM.alert("5555555555555555", status: "resolved")])
+            #expect(resolved.first?["outcome"] as? String == "withdrawn")
+            #expect(try await a.pendingIDs(client).count == 1)
         }
     }
 }
