@@ -218,10 +218,9 @@ public struct AlertmanagerAlert: Sendable, Hashable {
         case let other?:
             errors.append(FieldError(field: "\(path).startsAt", reason: "must be a string, not \(other.typeName)"))
         }
+        // Read as a string and otherwise left alone: alertd does not use it (a resolution is
+        // `status`), so an odd value is no reason to lose the notification.
         let endsAt = AlertmanagerNotification.optionalString(object["endsAt"], "\(path).endsAt", &errors)
-        if let endsAt, Timestamp(rfc3339: endsAt) == nil {
-            errors.append(FieldError(field: "\(path).endsAt", reason: "must be an RFC 3339 time, not \"\(endsAt.prefix(80))\""))
-        }
         let generatorURL = AlertmanagerNotification.optionalString(object["generatorURL"], "\(path).generatorURL", &errors)
         guard errors.count == before, let status, let labels else { return nil }
         return AlertmanagerAlert(

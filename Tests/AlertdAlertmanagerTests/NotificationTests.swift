@@ -101,7 +101,7 @@ struct NotificationParsingTests {
             (payload(alerts: [amAlert(["fingerprint": 12])]), ["alerts[0].fingerprint"]),
             (payload(alerts: [amAlert(["startsAt": nil])]), ["alerts[0].startsAt"]),
             (payload(alerts: [amAlert(["startsAt": "yesterday"])]), ["alerts[0].startsAt"]),
-            (payload(alerts: [amAlert(["endsAt": "soon"])]), ["alerts[0].endsAt"]),
+            (payload(alerts: [amAlert(["endsAt": 5])]), ["alerts[0].endsAt"]),
             (payload(alerts: [amAlert(["generatorURL": 1])]), ["alerts[0].generatorURL"]),
             (payload(alerts: [amAlert(), amAlert(["fingerprint": nil, "status": "x"])]), ["alerts[1].status", "alerts[1].fingerprint"]),
         ] as [(JSONValue, [String])])

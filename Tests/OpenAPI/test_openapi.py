@@ -16,7 +16,8 @@ Run by `make test` with the pinned packages of openapi/requirements.txt in .venv
 
 The daemon's config (below) denies every callback target: the generated
 `callback_url`s and webhook URLs name hosts on the internet, and no test may
-send them anything.
+send them anything. The Alertmanager receiver is on (so schemathesis exercises
+it), with silences going to a closed port on 127.0.0.1.
 """
 
 import ctypes
@@ -128,6 +129,10 @@ auth:
 callbacks:
   signing_secret: openapi-tests
   deny: ["*", "0.0.0.0/0", "::/0"]
+integrations:
+  alertmanager:
+    # Nothing listens on the discard port: a chosen silence is retried, never sent anywhere.
+    url: "http://127.0.0.1:9"
 """
         )
 
