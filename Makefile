@@ -1,31 +1,122 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps run test test-browser test-sanitizers fuzz fuzz-ci wirefuzz bench format
+.PHONY: deps test-deps venv run test test-browser test-openapi test-debian test-deb deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
+
+# The version, written in one place: Sources/AlertdVersion/Version.swift.
+VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/AlertdVersion/Version.swift)
+# The installable build: release, the Swift runtime linked statically, in a
+# scratch path of its own so it never invalidates the debug build or `make run`'s.
+STATIC := .build-deb
+DEB := dist/alertd_$(VERSION)_amd64.deb
+# The package make test builds from the debug build (see test-deb), and the one
+# test-debian tests (make deb's unless told otherwise).
+TEST_DEB_DIR := .build/test-deb
+TEST_DEB := $(TEST_DEB_DIR)/alertd_$(VERSION)_amd64.deb
+PACKAGE ?= $(DEB)
 
 deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libmicrohttpd-dev libsqlite3-dev pkg-config
 
-# What the tests use besides the build: python3 (a fake daemon, a TLS client),
-# systemd (systemd-analyze), openssl (certificates), prometheus (promtool),
-# chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux.
+# What the tests use besides the build: python3 (a fake daemon, a TLS client, the
+# README's Python example), python3-venv (the OpenAPI checks' .venv), systemd (systemd-analyze), openssl (certificates), prometheus (promtool),
+# chromium, chromium-driver and python3-selenium (the dashboard in a browser), tmux;
+# for the package: dpkg-dev and binutils (make deb), lintian, and
+# systemd-container, debootstrap and man-db (the package under a real systemd);
+# postgresql (a throwaway cluster per test run), nginx-light (a load balancer
+# in front of two instances) and prometheus-alertmanager (the real Alertmanager
+# the integration's tests start, and amtool).
 test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
-		libmicrohttpd-dev libsqlite3-dev pkg-config python3 systemd openssl prometheus \
-		chromium chromium-driver python3-selenium tmux
+		libmicrohttpd-dev libsqlite3-dev pkg-config python3 python3-venv systemd openssl prometheus \
+		chromium chromium-driver python3-selenium tmux \
+		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light \
+		prometheus-alertmanager
+
+# The OpenAPI checks' packages from PyPI (schemathesis, openapi-spec-validator, PyYAML and
+# what they pull in, every version pinned in openapi/requirements.txt), in the git-ignored
+# .venv/; installed again only when the requirements change.
+VENV := .venv
+$(VENV)/.installed: openapi/requirements.txt
+	rm -rf $(VENV)
+	/usr/bin/python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r openapi/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
 
 run: deps
 	swift run -c release alertd
 
-# swift test builds alertd; the browser tests then run it (Debian's python3, for python3-selenium).
+# swift test builds alertd; the contract tier runs again on PostgreSQL (a throwaway cluster the
+# tests start); the browser tests then run alertd (Debian's python3, for python3-selenium);
+# the OpenAPI document is checked against a live alertd; then the Debian package is built
+# from the debug build (test-deb) and tested (Tests/Debian; under a real systemd when root).
 # Each tier is bounded, so a hang fails the run with a message instead of stalling it:
 # the tests started and not finished above the message are the ones to look at.
-test: test-deps
+test: test-deps venv
 	@timeout --kill-after=30 25m swift test || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
+	@ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m swift test --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the contract tier on PostgreSQL stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
 		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
+	@$(MAKE) --no-print-directory test-openapi
+	@$(MAKE) --no-print-directory test-deb
+	@$(MAKE) --no-print-directory test-debian PACKAGE=$(TEST_DEB)
+
+# The package's tests only, on the .deb as it is (make deb first, or PACKAGE=file): its version,
+# files, lintian, libraries; then, as root with systemd-nspawn, under a real systemd.
+test-debian:
+	@ALERTD_DEB=$(PACKAGE) timeout --kill-after=30 15m /usr/bin/python3 -m unittest discover -s Tests/Debian -v \
+		|| { rc=$$?; [ $$rc -lt 124 ] || echo "make test: the Debian tests stopped after 15 minutes (a hang)" >&2; exit $$rc; }
+
+# What make deb needs besides the build's libraries: dpkg-shlibdeps, strip.
+deb-deps:
+	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
+		libmicrohttpd-dev libsqlite3-dev pkg-config dpkg-dev binutils
+
+# dist/alertd_<version>_amd64.deb: install it with `apt install ./dist/alertd_…deb`.
+deb: deb-deps
+	@$(MAKE) --no-print-directory $(DEB)
+
+# alertd and alertctl as installed: the Swift runtime linked in, no RUNPATH, full
+# RELRO with immediate binding (Debian's hardening flags). generate-manual
+# (swift-argument-parser's, already in the package graph) writes the man pages.
+STATIC_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now --scratch-path $(STATIC)
+release-static:
+	swift build $(STATIC_FLAGS) --product alertd
+	swift build $(STATIC_FLAGS) --product alertctl
+	swift build --package-path $(STATIC)/checkouts/swift-argument-parser --scratch-path $(STATIC)/generate-manual \
+		--product generate-manual
+
+$(DEB): release-static
+	packaging/deb/build.sh $(VERSION) $(STATIC)/release $(STATIC)/generate-manual/debug/generate-manual dist
+
+# The package make test tests: the same files, the binaries from the debug build the
+# Swift tests just used, relinked the way the installed ones are linked (the runtime
+# static, no RUNPATH, BIND_NOW) in seconds, instead of the optimised build (11 minutes
+# on two cores, which would take CI past its half hour). Objects compiled for the shared
+# runtime autolink the shared Foundation, which brings its own dependencies; linked
+# statically, those must be named (the release build names them itself).
+DEBUG_STATIC_FLAGS := --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now \
+	-Xlinker -lCoreFoundation -Xlinker -l_FoundationICU -Xlinker -l_FoundationCShims \
+	-Xlinker -l_FoundationCollections -Xlinker -lBlocksRuntime -Xlinker -ldispatch -Xlinker -lstdc++
+test-deb: deb-deps
+	swift build $(DEBUG_STATIC_FLAGS) --product alertd
+	swift build $(DEBUG_STATIC_FLAGS) --product alertctl
+	swift build --package-path .build/checkouts/swift-argument-parser --scratch-path .build/generate-manual \
+		--product generate-manual
+	packaging/deb/build.sh $(VERSION) .build/debug .build/generate-manual/debug/generate-manual $(TEST_DEB_DIR)
+# openapi/alertd.yaml: valid OpenAPI 3.1, served as is, and schemathesis against a live alertd
+# (every phase and check, bounded: see Tests/OpenAPI/test_openapi.py).
+test-openapi: venv
+	@swift build --product alertd >/dev/null
+	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
+		$(VENV)/bin/python -m unittest discover -s Tests/OpenAPI -v || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the OpenAPI tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 
 # The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
 test-browser:

@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The store shared by several instances (`store.backend: postgres`).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // Tests only: the property test of the alert resource's codec.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -43,15 +45,23 @@ let package = Package(
         ),
         // JSON types shared by the server and the SDK, the strict JSON parser, webhook signatures.
         .target(name: "AlertdWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The version alertd and alertctl print, and the Debian package's (make deb reads it).
+        .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
         .target(name: "AlertdCore", dependencies: ["AlertdWire"]),
+        // Prometheus Alertmanager as a poster (docs/alertmanager.md): its webhook payload read
+        // and mapped to alerts, the silences its buttons create, its settings. Pure, no I/O.
+        .target(
+            name: "AlertdAlertmanager",
+            dependencies: ["AlertdCore", "AlertdWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Between the HTTP API and the store: posting, decisions, reads, deadlines, waiters,
         // webhooks, the outbox. Speaks domain values; its one view of persistence is the
         // store port (`AlertStore`) it declares.
         .target(
             name: "AlertdEngine",
             dependencies: [
-                "AlertdCore", "AlertdWire", "AlertdDelivery",
+                "AlertdAlertmanager", "AlertdCore", "AlertdWire", "AlertdDelivery",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -71,6 +81,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The store shared by several instances: the engine's store port over PostgreSQL
+        // (postgres-nio), a transaction per client batch, LISTEN/NOTIFY between instances.
+        .target(
+            name: "AlertdPostgres",
+            dependencies: [
+                "AlertdCore", "AlertdEngine", "AlertdWire",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The only module that touches libmicrohttpd or raw pointers.
         .target(
             name: "AlertdHTTP",
@@ -87,24 +110,29 @@ let package = Package(
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
+                "AlertdAlertmanager", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // The OpenAPI document is YAML; the first request for it converts it to JSON.
+                .product(name: "Yams", package: "Yams"),
             ],
-            // The dashboard, compiled into the binary as byte arrays (`PackageResources`):
-            // nothing needs to sit beside the executable.
+            // The dashboard and the OpenAPI document (`OpenAPI/alertd.yaml`, a symlink to
+            // `openapi/alertd.yaml`), compiled into the binary as byte arrays
+            // (`PackageResources`): nothing needs to sit beside the executable.
             resources: [
                 .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
                 .embedInCode("Dashboard/dashboard.js"), .embedInCode("Dashboard/icon.svg"),
+                .embedInCode("OpenAPI/alertd.yaml"),
             ]
         ),
         // The wiring: config, systemd, signals, metrics setup, reload and the service group.
         .target(
             name: "AlertdDaemon",
             dependencies: [
-                "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP", "AlertdStore",
-                "AlertdWire",
+                "AlertdAlertmanager", "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP",
+                "AlertdPostgres",
+                "AlertdStore", "AlertdVersion", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -131,7 +159,7 @@ let package = Package(
         .target(
             name: "AlertdCallbacks",
             dependencies: [
-                "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdWire",
+                "AlertdAlertmanager", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -160,24 +188,28 @@ let package = Package(
         .executableTarget(
             name: "alertctl",
             dependencies: [
-                "AlertdClient", "AlertdWire",
+                "AlertdClient", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdDaemon", "AlertdAPI",
+                "AlertdDaemon", "AlertdAPI", "AlertdPostgres", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
+        .testTarget(name: "AlertdAlertmanagerTests", dependencies: ["AlertdAlertmanager", "AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdEngineTests", dependencies: ["AlertdEngine", "AlertdCore", "AlertdWire"]),
         .testTarget(
             name: "AlertdDaemonTests",
-            dependencies: ["AlertdDaemon", "AlertdTestSupport", .product(name: "CoreMetrics", package: "swift-metrics")]),
+            dependencies: [
+                "AlertdDaemon", "AlertdAlertmanager", "AlertdTestSupport", "AlertdWire",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         .testTarget(
             name: "AlertdStoreTests",
             dependencies: ["AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -195,6 +227,8 @@ let package = Package(
             dependencies: [
                 "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
                 "AlertdClient", "AlertdTestSupport",
+                // The callback event's body, held to the OpenAPI document's webhooks section.
+                "AlertdDelivery",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Random valid alerts for the property that the renderer and the Wire types agree.
@@ -213,6 +247,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // https receivers, for the callback worker's TLS tests.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // TestPostgres' databases, made and reset without a psql per test.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/AlertdTestSupport"
         ),
@@ -232,6 +268,7 @@ let package = Package(
             name: "AlertdAPIContractTests",
             dependencies: [
                 "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "AlertdPostgres",
                 "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -240,7 +277,9 @@ let package = Package(
         // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(
             name: "AlertdEndToEndTests",
-            dependencies: ["alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport"]
+            dependencies: [
+                "alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport", "AlertdVersion",
+            ]
         ),
     ]
 )

@@ -150,8 +150,9 @@ public final class API: HTTPHandler {
             {
                 return refuse(problem)
             }
-        } else if isAPI || metricsGuarded {
-            // With tokens, every /v1 request shows one first: 401 comes before anything else.
+        } else if (isAPI && found?.route.permission != .anyone) || metricsGuarded {
+            // With tokens, every /v1 request shows one first: 401 comes before anything else
+            // (except the OpenAPI document, which asks for nothing).
             switch auth.authenticate(head.header("authorization")) {
             case .success(let found): principal = found
             case .failure(let problem): return refuse(problem)
@@ -257,12 +258,13 @@ public final class API: HTTPHandler {
     }
 
     /// An alert resource, with its position while pending.
-    func alert(_ status: Int, _ alert: Alert) -> HTTPResponse {
-        json(status, alert.json(position: engine.position(of: alert)))
+    func alert(_ status: Int, _ alert: PositionedAlert) -> HTTPResponse {
+        json(status, alert.alert.json(position: alert.position))
     }
 
     func render(_ problem: Problem) -> HTTPResponse {
-        problem.response { json, alert in alert.write(position: engine.position(of: alert), into: &json) }
+        // The alert a problem carries is terminal (already-decided): it has no position.
+        problem.response { json, alert in alert.write(position: nil, into: &json) }
     }
 }
 

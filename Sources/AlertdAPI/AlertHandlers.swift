@@ -27,7 +27,7 @@ extension API {
                 switch result {
                 case .success(let posted):
                     var response = alert(posted.created ? 201 : 200, posted.alert)
-                    response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(posted.alert.id)"))
+                    response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(posted.alert.alert.id)"))
                     return response
                 case .failure(let error):
                     return render(Problem(error))
@@ -93,9 +93,15 @@ extension API {
         let client = try call.client()
         _ = try call.query()
         let id = try call.alertID(on: client)
-        let records = try engine.deliveries(of: id, on: client).mapError(Problem.init).get()
         let whole = call.principal.map { $0.roles.contains(.admin) } ?? true
-        call.respond(json(200, Rendering.deliveries(records, wholeTargets: whole)))
+        engine.deliveries(of: id, on: client) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let records): json(200, Rendering.deliveries(records, wholeTargets: whole))
+                case .failure(let error): render(Problem(error))
+                }
+            }
+        }
     }
 
     /// `GET /v1/clients/{client}/alerts?state=…&limit=…&cursor=…`: pending alerts in
@@ -122,20 +128,28 @@ extension API {
             }
             cursor = parsed
         }
-        let page = try engine.alerts(on: client, states: states, limit: limit, after: cursor).mapError(Problem.init).get()
-        var out = JSONWriter(capacity: 256 + page.alerts.count * 512)
-        out.beginObject()
-        out.key("alerts")
-        out.beginArray()
-        for (alert, position) in page.alerts { alert.write(position: position, into: &out) }
-        out.endArray()
-        out.key("next_cursor")
-        out.string(page.next?.text)
-        out.endObject()
-        call.respond(json(200, out.bytes))
+        engine.alerts(on: client, states: states, limit: limit, after: cursor) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let page):
+                    var out = JSONWriter(capacity: 256 + page.alerts.count * 512)
+                    out.beginObject()
+                    out.key("alerts")
+                    out.beginArray()
+                    for item in page.alerts { item.alert.write(position: item.position, into: &out) }
+                    out.endArray()
+                    out.key("next_cursor")
+                    out.string(page.next?.text)
+                    out.endObject()
+                    return json(200, out.bytes)
+                case .failure(let error):
+                    return render(Problem(error))
+                }
+            }
+        }
     }
 
-    func alertResponse(_ result: Result<Alert, EngineError>) -> HTTPResponse {
+    func alertResponse(_ result: Result<PositionedAlert, EngineError>) -> HTTPResponse {
         switch result {
         case .success(let found): alert(200, found)
         case .failure(let error): render(Problem(error))
@@ -188,7 +202,8 @@ extension API {
             guard case .string(let text) = title else { throw Problem(.badRequest, "button must be a string") }
             return .title(text)
         case (nil, let index?):
-            guard case .number(let number) = index, let value = number.int else {
+            // A whole number however written (`1`, `1.0`): JSON has no integer type.
+            guard case .number(let number) = index, let value = number.wholeInt else {
                 throw Problem(.badRequest, "button_index must be an integer")
             }
             return .index(value)

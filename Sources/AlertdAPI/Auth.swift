@@ -16,7 +16,7 @@ public enum Role: String, Sendable, Hashable, CaseIterable {
     /// Whether this role grants what a route needs.
     func grants(_ permission: Permission) -> Bool {
         switch (self, permission) {
-        case (_, .open), (.admin, _): true
+        case (_, .open), (_, .anyone), (.admin, _): true
         case (_, .read): true
         case (.post, .post), (.answer, .answer): true
         default: false

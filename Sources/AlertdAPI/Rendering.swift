@@ -19,6 +19,8 @@ enum Rendering {
             out.string(record.id)
             out.key("event_id")
             out.string(record.eventID)
+            out.key("type")
+            out.string(record.type)
             out.key("target")
             out.string(wholeTargets ? record.target : Redaction.callbackURL(record.target))
             out.key("webhook_id")
@@ -40,6 +42,8 @@ enum Rendering {
             out.endArray()
             out.key("next_attempt_at")
             out.timestamp(record.state == .pending ? record.nextAttemptAt : nil)
+            out.key("silence_id")
+            out.string(record.silenceID)
             out.endObject()
         }
         out.endArray()

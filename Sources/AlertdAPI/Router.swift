@@ -1,6 +1,9 @@
 /// What a route needs to be allowed: checked against the token's roles (§7).
 public enum Permission: Sendable, Hashable {
+    /// No role: at the root nothing is asked; under `/v1`, with tokens, any valid token.
     case open
+    /// Nothing asked even under `/v1` with tokens: a document about the API that holds no data.
+    case anyone
     case read
     case post
     case answer
@@ -9,7 +12,7 @@ public enum Permission: Sendable, Hashable {
     /// The roles that grant it, for error details.
     var roleNeeded: String {
         switch self {
-        case .open: "nothing"
+        case .open, .anyone: "nothing"
         case .read: "any role"
         case .post: "the post or admin role"
         case .answer: "the answer or admin role"
@@ -136,21 +139,25 @@ struct Router: Sendable {
             }
             return literals
         }
-        let wanted = method == "HEAD" ? "GET" : method
-        var best: (route: Route, literals: Int)?
-        for route in routes where route.method == wanted {
-            if let literals = literals(route), literals > best?.literals ?? -1 { best = (route, literals) }
+        // The path's resource is the most literal pattern it matches, whatever the method:
+        // `…/alerts/current` is never the alert `{id}` "current", so DELETE on it is 405
+        // with `Allow: GET, HEAD`, not a withdrawal of an alert that cannot exist.
+        var most = -1
+        for route in routes {
+            if let literals = literals(route), literals > most { most = literals }
         }
-        if let best {
+        if most < 0 { return .notFound }
+        let wanted = method == "HEAD" ? "GET" : method
+        for route in routes where route.method == wanted && literals(route) == most {
             var captures = Captures()
-            for (index, segment) in best.route.segments.enumerated() {
+            for (index, segment) in route.segments.enumerated() {
                 guard case .capture(let name) = segment else { continue }
                 captures.append(name, String(decoding: UnsafeBufferPointer(rebasing: path[parts[index]]), as: UTF8.self))
             }
-            return .found(best.route, captures)
+            return .found(route, captures)
         }
         var allowed: [String] = []
-        for route in routes where !allowed.contains(route.method) && literals(route) != nil {
+        for route in routes where !allowed.contains(route.method) && literals(route) == most {
             allowed.append(route.method)
         }
         if allowed.isEmpty { return .notFound }

@@ -1,5 +1,5 @@
 extension API {
-    /// Every endpoint alertd serves: §4's, plus `whoami` and the dashboard.
+    /// Every endpoint alertd serves: §4's, plus `whoami`, the OpenAPI document and the dashboard.
     /// A new endpoint is one line here and one handler.
     static let routes: [Route] = [
         Route("GET", "/healthz", .open, "healthz", API.healthz),
@@ -8,7 +8,9 @@ extension API {
         // The dashboard loads without a token: it asks for one itself.
         Route("GET", "/", .open, "dashboard", API.dashboardPage),
         Route("GET", "/ui/{asset}", .open, "dashboard_asset", API.dashboardAsset),
-        // Any valid token (with tokens, every /v1 request shows one before routing).
+        // The API's description: no token even with tokens configured (it holds no data).
+        Route("GET", "/v1/openapi.json", .anyone, "openapi", API.openAPIDocument),
+        // Any valid token (with tokens, every other /v1 request shows one before routing).
         Route("GET", "/v1/whoami", .open, "whoami", API.whoAmI),
         Route("GET", "/v1/clients", .read, "list_clients", API.listClients),
         Route("POST", "/v1/clients/{client}/alerts", .post, "post_alert", API.postAlert),
@@ -22,5 +24,7 @@ extension API {
         Route("GET", "/v1/clients/{client}/webhooks", .admin, "list_webhooks", API.listWebhooks),
         Route("GET", "/v1/clients/{client}/webhooks/{id}", .admin, "get_webhook", API.getWebhook),
         Route("DELETE", "/v1/clients/{client}/webhooks/{id}", .admin, "delete_webhook", API.deleteWebhook),
+        // Prometheus Alertmanager's webhook receiver: its alerts posted to {client} (docs/alertmanager.md).
+        Route("POST", "/v1/integrations/alertmanager/{client}", .post, "alertmanager", API.receiveAlertmanager),
     ]
 }

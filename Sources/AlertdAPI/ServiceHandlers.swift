@@ -89,7 +89,17 @@ extension API {
             after = String(text.dropFirst(2))
         }
         let principal = call.principal
-        let (page, more) = engine.clients(after: after, limit: limit) { principal?.mayTouch($0) ?? true }
+        engine.clients(after: after, limit: limit, where: { principal?.mayTouch($0) ?? true }) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let (page, more)): json(200, Self.clientsPage(page, more: more))
+                case .failure(let error): render(Problem(error))
+                }
+            }
+        }
+    }
+
+    static func clientsPage(_ page: [Engine.ClientSummary], more: Bool) -> [UInt8] {
         var out = JSONWriter(capacity: 64 + page.count * 64)
         out.beginObject()
         out.key("clients")
@@ -108,6 +118,6 @@ extension API {
         out.key("next_cursor")
         out.string(more ? page.last.map { "c." + $0.client } : nil)
         out.endObject()
-        call.respond(json(200, out.bytes))
+        return out.bytes
     }
 }

@@ -1,3 +1,4 @@
+import AlertdAlertmanager
 public import AlertdCore
 public import AlertdDelivery
 public import AlertdEngine
@@ -37,6 +38,12 @@ import Synchronization
 ///   - an address literal: as it is (it was checked itself).
 ///   When a connection to one address cannot be made, the next checked
 ///   address is tried, within the attempt's deadline.
+/// - A delivery of an integration (``DeliveryKind/alertmanagerSilence``: a silence
+///   for Alertmanager, docs/alertmanager.md) is Alertmanager's API request, not a
+///   signed event: to a target of ``Settings/trustedTargets`` it carries that
+///   target's `Authorization` and skips `callbacks.deny` (the admin's own URL);
+///   its answer's silence id is recorded with the attempt; it is given up once
+///   the silence would have ended, or on a 400 or 422.
 /// - Redirects are not followed: the receiver's answer is the outcome.
 /// - Each attempt is signed at its own time with the event's one `webhook-id`.
 /// - What an attempt records (and the deliveries API shows) says what failed
@@ -65,11 +72,17 @@ public final class DeliveryWorker: @unchecked Sendable {
         public var tlsConfiguration: TLSConfiguration?
         /// https-to-a-name clients kept (one per name and address; see ``PinnedClients``).
         public var pinnedClients: Int
+        /// Integration targets the config names (Alertmanager's silences URL), by URL:
+        /// trusted as the admin wrote them, so `deny` does not apply to them (the
+        /// usual Alertmanager is on 127.0.0.1), and each with the `Authorization`
+        /// header value sent to it, if any. A delivery of an integration to any other
+        /// URL (the config changed since it was written) is checked and sent without auth.
+        public var trustedTargets: [String: TrustedTarget]
 
         public init(
             timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, maxInFlight: Int = 256,
             shutdownGrace: Double = 5, lookUp: @escaping HostLookup = HostResolver.addresses(of:port:),
-            tlsConfiguration: TLSConfiguration? = nil, pinnedClients: Int = 64
+            tlsConfiguration: TLSConfiguration? = nil, pinnedClients: Int = 64, trustedTargets: [String: TrustedTarget] = [:]
         ) {
             self.timeout = timeout
             self.policy = policy
@@ -80,7 +93,16 @@ public final class DeliveryWorker: @unchecked Sendable {
             self.lookUp = lookUp
             self.tlsConfiguration = tlsConfiguration
             self.pinnedClients = pinnedClients
+            self.trustedTargets = trustedTargets
         }
+    }
+
+    /// A URL of the admin's config that integration deliveries are sent to.
+    public struct TrustedTarget: Sendable, Hashable {
+        /// The `Authorization` header value; nil: none.
+        public var authorization: String?
+
+        public init(authorization: String?) { self.authorization = authorization }
     }
 
     private struct State: Sendable {
@@ -172,6 +194,35 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// the HTTP client's event loops), sleeps until the next one or a new one.
     /// Returns when cancelled or shut down.
     public func run() async {
+        await withDiscardingTaskGroup { group in
+            // An outbox shared by several instances: deliveries nobody holds are taken over.
+            if log.isShared { group.addTask { await self.takeOrphans() } }
+            await schedule()
+            group.cancelAll()
+        }
+    }
+
+    /// How long a claim on a delivery lasts: an attempt, and some.
+    private var lease: Double { settings.timeout + 5 }
+
+    /// Every few seconds, the due deliveries no instance holds (a dead one's).
+    private func takeOrphans() async {
+        while !Task.isCancelled {
+            let now = clock.now()
+            let taken = await withCheckedContinuation { (continuation: CheckedContinuation<[PendingDelivery], Never>) in
+                log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256) { result in
+                    continuation.resume(returning: (try? result.get()) ?? [])
+                }
+            }
+            if !taken.isEmpty {
+                logger.info("taking over deliveries no instance holds", metadata: ["deliveries": "\(taken.count)"])
+                enqueue(taken)
+            }
+            try? await Task.sleep(for: .seconds(5))
+        }
+    }
+
+    private func schedule() async {
         while !Task.isCancelled {
             let now = clock.now()
             let (due, next, stopping) = state.withLockedValue { state in
@@ -232,34 +283,70 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     // MARK: - One attempt
 
+    /// One attempt; in a shared outbox, only once this instance holds the delivery.
     private func attempt(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
+        guard log.isShared else { return send(delivery, on: eventLoop) }
+        let now = clock.now()
+        log.claim(delivery.id, until: now.adding(seconds: lease)) { [self] result in
+            switch result {
+            case .success(let attempts?):
+                // The store's count, or this instance's own when its last attempt's
+                // record has not committed yet.
+                var claimed = delivery
+                claimed.attemptsMade = max(delivery.attemptsMade, attempts)
+                send(claimed, on: eventLoop)
+            case .success(nil):
+                // Another instance holds it, or it is settled: not ours to attempt.
+                state.withLockedValue { $0.queue.finished(delivery) }
+            case .failure:
+                // The outbox cannot be reached: try again in a moment, nothing recorded.
+                var later = delivery
+                later.due = clock.now().adding(seconds: 2)
+                let next = state.withLockedValue { state -> Timestamp? in
+                    state.queue.finished(delivery)
+                    if !state.stopping { state.queue.add(later) }
+                    return state.queue.nextDue
+                }
+                if let next { wake(for: next) }
+            }
+        }
+    }
+
+    private func send(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
         let startedAt = clock.now()
         // The attempt's deadline covers resolving the name and connecting too.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
         let checked = check(delivery.target)
+        let trusted = delivery.kind == .callback ? nil : settings.trustedTargets[delivery.target]
         guard let url = checked.url else {
             return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt, on: nil)
         }
+        if delivery.kind == .alertmanagerSilence, let ends = AlertmanagerSilence.endsAt(of: delivery.body), startedAt >= ends {
+            return settle(delivery, .failed(reason: "not sent: the silence would have ended at \(ends)"), at: startedAt, on: nil)
+        }
         // A denied name (or address literal) is refused before anyone is asked to
         // resolve it. The reason names the URL's own host and the entry: nothing
-        // the URL does not show already.
-        if let refusal = checked.refusal {
+        // the URL does not show already. The config's own integration targets are not checked.
+        if trusted == nil, let refusal = checked.refusal {
             refused(delivery, because: refusal)
             return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt, on: nil)
         }
+        let produced = Produced()
         resolve(url, on: eventLoop, deadline: deadline).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
             // A literal was checked with its address above; a name's addresses are checked now, every time.
-            if url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
+            if trusted == nil, url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
                 // Recorded without the address or the entry it matched: they
                 // would tell whoever reads deliveries what the name resolves to.
                 refused(delivery, because: refusal)
                 return eventLoop.makeSucceededFuture(
                     .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"))
             }
-            return send(delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, on: eventLoop)
+            return send(
+                delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, trusted: trusted, produced: produced,
+                on: eventLoop)
         }.whenComplete { [self] result in
             switch result {
-            case .success(let outcome): settle(delivery, outcome, at: startedAt, on: eventLoop)
+            case .success(let outcome): settle(delivery, outcome, at: startedAt, on: eventLoop, result: produced.value)
             case .failure(let error as HTTPClientError) where error == .deadlineExceeded:
                 settle(delivery, .timedOut, at: startedAt, on: eventLoop)
             case .failure(let error): settle(delivery, failed(delivery, error), at: startedAt, on: eventLoop)
@@ -302,26 +389,36 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// next one (a name with IPv6 and IPv4 addresses and a receiver on one of
     /// them), within the attempt's deadline. Every connection goes to one of
     /// `addresses`, which passed the deny list.
+    ///
+    /// A callback is signed (Standard Webhooks headers) and its answer's body
+    /// dropped; a request of an integration carries the `Authorization` of its
+    /// trusted target, and what its answer produced (a silence id) goes to `produced`.
     private func send(
         _ delivery: PendingDelivery, to url: TargetURL, addresses: ArraySlice<IPAddress>, at startedAt: Timestamp,
-        deadline: NIODeadline, on eventLoop: any EventLoop
+        deadline: NIODeadline, trusted: TrustedTarget?, produced: Produced, on eventLoop: any EventLoop
     ) -> EventLoopFuture<AttemptOutcome> {
-        let key: WebhookKey
-        do {
-            key = try signingKey(delivery.secret)
-        } catch {
-            return eventLoop.makeSucceededFuture(.failed(reason: "bad signing secret: \(error)"))
-        }
-        let timestamp = startedAt.milliseconds / 1000
         var headers = HTTPHeaders()
         headers.reserveCapacity(7)
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "user-agent", value: Self.userAgent)
-        headers.add(name: "webhook-id", value: delivery.eventID)
-        headers.add(name: "webhook-timestamp", value: String(timestamp))
-        headers.add(
-            name: "webhook-signature",
-            value: WebhookSignature.sign(id: delivery.eventID, timestamp: timestamp, body: delivery.body, key: key))
+        switch delivery.kind {
+        case .callback:
+            let key: WebhookKey
+            do {
+                key = try signingKey(delivery.secret)
+            } catch {
+                return eventLoop.makeSucceededFuture(.failed(reason: "bad signing secret: \(error)"))
+            }
+            let timestamp = startedAt.milliseconds / 1000
+            headers.add(name: "webhook-id", value: delivery.eventID)
+            headers.add(name: "webhook-timestamp", value: String(timestamp))
+            headers.add(
+                name: "webhook-signature",
+                value: WebhookSignature.sign(id: delivery.eventID, timestamp: timestamp, body: delivery.body, key: key))
+        case .alertmanagerSilence:
+            headers.add(name: "accept", value: "application/json")
+            if let authorization = trusted?.authorization { headers.add(name: "authorization", value: authorization) }
+        }
         let route = Route(url)
         if route == .rewrite { headers.add(name: "host", value: url.hostHeader) }
         let signed = headers
@@ -352,9 +449,23 @@ public final class DeliveryWorker: @unchecked Sendable {
             } catch {
                 return eventLoop.makeSucceededFuture(failed(delivery, error))
             }
-            return (lease?.client ?? client).execute(
-                request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
-            ).futureResult.always { [pinned] _ in
+            let answered: EventLoopFuture<HTTPResponseHead>
+            switch delivery.kind {
+            case .callback:
+                answered =
+                    (lease?.client ?? client).execute(
+                        request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
+                    ).futureResult
+            case .alertmanagerSilence:
+                answered = (lease?.client ?? client).execute(
+                    request: request, delegate: StatusAndBody(limit: 65_536), eventLoop: .delegateAndChannel(on: eventLoop),
+                    deadline: deadline
+                ).futureResult.map { head, body in
+                    if (200...299).contains(head.status.code) { produced.value = AlertmanagerSilence.silenceID(fromResponse: body) }
+                    return head
+                }
+            }
+            return answered.always { [pinned] _ in
                 if let lease { pinned.giveBack(lease) }
             }.map { head in
                 AttemptOutcome.response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
@@ -434,9 +545,20 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// Records the attempt and schedules the retry, if any. On an event loop
     /// (the attempt's), it goes on at once with what is due, so a busy
     /// receiver's next delivery does not wait for the scheduling thread.
-    private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, on eventLoop: (any EventLoop)?) {
+    ///
+    /// A silence for Alertmanager is given up once it would have ended, and at once
+    /// when Alertmanager refuses it as malformed (400, 422: the same bytes never pass).
+    private func settle(
+        _ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, on eventLoop: (any EventLoop)?,
+        result: String? = nil
+    ) {
         var rng = SystemRandomNumberGenerator()
-        let (record, retry) = settings.policy.settle(delivery, outcome: outcome, at: startedAt, now: clock.now(), using: &rng)
+        let silence = delivery.kind == .alertmanagerSilence
+        let (record, retry) = settings.policy.settle(
+            delivery, outcome: outcome, at: startedAt, now: clock.now(),
+            giveUpAt: silence ? AlertmanagerSilence.endsAt(of: delivery.body) : nil, stoppingStatuses: silence ? [400, 422] : [],
+            result: result, using: &rng)
+        if silence { logSilence(record, delivery) }
         let cutOff = state.withLockedValue { $0.stopping } && record.state != .delivered
         // Recorded before the retry can be taken, so the store sees a
         // delivery's attempts in order. An attempt that failed while alertd
@@ -467,6 +589,64 @@ public final class DeliveryWorker: @unchecked Sendable {
                 "status": "\(record.attempt.statusCode.map(String.init) ?? record.attempt.error ?? "")",
                 "state": "\(record.state.rawValue)",
             ])
+    }
+}
+
+extension DeliveryWorker {
+    /// What the response of an attempt produced (a silence id): set by its response's
+    /// handler, read once the attempt completed.
+    final class Produced: Sendable {
+        private let box = NIOLockedValueBox<String?>(nil)
+
+        var value: String? {
+            get { box.withLockedValue { $0 } }
+            set { box.withLockedValue { $0 = newValue } }
+        }
+    }
+
+    /// A silence created, or given up on: said at info and warning, the rest at debug.
+    private func logSilence(_ record: AttemptRecord, _ delivery: PendingDelivery) {
+        switch record.state {
+        case .delivered:
+            logger.info(
+                "alertmanager silence created",
+                metadata: ["delivery": "\(delivery.id)", "silence": "\(record.result ?? "?")", "attempt": "\(record.number)"])
+        case .failed:
+            logger.warning(
+                "alertmanager silence not created",
+                metadata: [
+                    "delivery": "\(delivery.id)", "attempt": "\(record.number)",
+                    "status": "\(record.attempt.statusCode.map(String.init) ?? record.attempt.error ?? "")",
+                ])
+        case .pending:
+            break
+        }
+    }
+}
+
+/// Keeps the response head and the first `limit` bytes of the body (an integration's answer).
+private final class StatusAndBody: HTTPClientResponseDelegate, @unchecked Sendable {
+    // Touched only on the request's event loop, one callback at a time.
+    private var head: HTTPResponseHead?
+    private var body: [UInt8] = []
+    private let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    func didReceiveHead(task: HTTPClient.Task<(HTTPResponseHead, [UInt8])>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        self.head = head
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<(HTTPResponseHead, [UInt8])>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        let room = limit - body.count
+        if room > 0 { body += buffer.readableBytesView.prefix(room) }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<(HTTPResponseHead, [UInt8])>) throws -> (HTTPResponseHead, [UInt8]) {
+        guard let head else { throw HTTPClientError.remoteConnectionClosed }
+        return (head, body)
     }
 }
 

@@ -20,13 +20,17 @@ public struct Alert: Sendable, Hashable {
     /// For a buttonless alert: how long it stays displayed, in milliseconds.
     public var dismissAfterMilliseconds: Int64?
     public var result: AlertResult?
+    /// Its place among alerts of equal priority in its queue: from a shared
+    /// store's database sequence (never from an instance's clock); 0 in the
+    /// embedded store, where ids give the order.
+    public var sequence: Int64
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
         buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: CompactJSON? = nil,
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
-        result: AlertResult? = nil
+        result: AlertResult? = nil, sequence: Int64 = 0
     ) {
         self.id = id
         self.client = client
@@ -44,6 +48,7 @@ public struct Alert: Sendable, Hashable {
         self.expiresAt = expiresAt
         self.dismissAfterMilliseconds = dismissAfterMilliseconds
         self.result = result
+        self.sequence = sequence
     }
 
     /// When a displayed buttonless alert is dismissed.

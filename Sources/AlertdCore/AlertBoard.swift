@@ -19,6 +19,13 @@ public struct AlertBoard: Sendable {
     private var sortedClients: [String] = []
     /// Pending alerts in every queue.
     public private(set) var pendingTotal = 0
+    /// What a shared store's board, which holds only the clients of one
+    /// transaction, does not: the pending alerts and clients of the others (its
+    /// last count of them), so `limits.max_pending_total` and `max_clients` still bind.
+    public var elsewhere: (pending: Int, clients: Int) = (0, 0)
+    /// The queue order of the next posts, from a shared store's database
+    /// sequence (never from an instance's clock); empty: 0, and ids give the order.
+    public var sequences: [Int64] = []
     /// Per client, the pending alerts readers see: committed versions only.
     private var visiblePending: [String: Int] = [:]
     /// Clients posted to or decided on since the last ``beginIdleSweep()``.
@@ -103,7 +110,7 @@ public struct AlertBoard: Sendable {
     /// 0 when displayed, n when n alerts are ahead; nil when not pending.
     public func position(of alert: Alert) -> Int? {
         guard alert.isPending, let queue = queues[alert.client] else { return nil }
-        return queue.position(of: ClientQueue.Entry(priority: alert.priority, id: alert.id))
+        return queue.position(of: entry(alert))
     }
 
     public func displayed(on client: String) -> Alert? {
@@ -198,12 +205,12 @@ public struct AlertBoard: Sendable {
     public mutating func post(_ draft: AlertDraft, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
         var change = BoardChange()
         let clientSettings = settings[client]
-        guard pendingTotal < settings.maxPendingTotal else {
+        guard pendingTotal + elsewhere.pending < settings.maxPendingTotal else {
             throw BoardError(
                 .queueFull, "alertd holds its maximum of \(settings.maxPendingTotal) pending alerts (limits.max_pending_total)")
         }
         if queues[client] == nil {
-            guard queues.count < settings.maxClients else {
+            guard queues.count + elsewhere.clients < settings.maxClients else {
                 throw BoardError(
                     .queueFull,
                     "alertd holds its maximum of \(settings.maxClients) clients (limits.max_clients); client \(client) is new")
@@ -223,7 +230,8 @@ public struct AlertBoard: Sendable {
             buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL,
             metadata: draft.metadata.map(CompactJSON.init),
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
-            dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) }
+            dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
+            sequence: sequences.isEmpty ? 0 : sequences.removeFirst()
         )
         var before = Before()
         set(alert, &before)
@@ -336,11 +344,21 @@ public struct AlertBoard: Sendable {
             queues[client] = ClientQueue(policy: settings[client].policy)
         }
         sortedClients = queues.keys.sorted()
-        // Displayed ones first, so that a queue never holds two displayed alerts
-        // (two passes: sorting would copy every alert).
+        // In each queue's own order, so that every restored alert goes to the end of
+        // its queue (in any other order each one shifts those behind it: quadratic,
+        // seconds for a queue of ten thousand). Indices are sorted, not alerts.
+        let order = pending.indices.sorted { x, y in
+            let a = pending[x], b = pending[y]
+            if a.client != b.client { return a.client < b.client }
+            if a.priority != b.priority { return a.priority > b.priority }
+            let stack = settings[a.client].policy == .stack
+            if a.sequence != b.sequence { return stack ? a.sequence > b.sequence : a.sequence < b.sequence }
+            return stack ? a.id > b.id : a.id < b.id
+        }
+        // Displayed ones first, so that a queue never holds two displayed alerts.
         for displayedPass in [true, false] {
-            for alert in pending where (alert.state == .displayed) == displayedPass {
-                restoreOne(alert)
+            for index in order where (pending[index].state == .displayed) == displayedPass {
+                restoreOne(pending[index])
             }
         }
         return normalizeAll(now: now)
@@ -525,7 +543,7 @@ public struct AlertBoard: Sendable {
     }
 
     private func entry(_ alert: Alert) -> ClientQueue.Entry {
-        ClientQueue.Entry(priority: alert.priority, id: alert.id)
+        ClientQueue.Entry(priority: alert.priority, sequence: alert.sequence, id: alert.id)
     }
 
     /// Keeps the last version of each alert, in first-seen order.

@@ -10,6 +10,9 @@ public enum QueuePolicy: String, Sendable, Hashable {
 struct ClientQueue: Sendable {
     struct Entry: Hashable, Sendable {
         var priority: Int
+        /// Order among equal priorities: a shared store's database sequence; 0 in
+        /// the embedded store, where ids (counting up in one process) give the order.
+        var sequence: Int64
         var id: AlertID
     }
 
@@ -25,6 +28,7 @@ struct ClientQueue: Sendable {
     /// Whether `a` comes before `b` in this policy's order.
     func precedes(_ a: Entry, _ b: Entry) -> Bool {
         if a.priority != b.priority { return a.priority > b.priority }
+        if a.sequence != b.sequence { return policy == .fifo ? a.sequence < b.sequence : a.sequence > b.sequence }
         return policy == .fifo ? a.id < b.id : a.id > b.id
     }
 

@@ -62,6 +62,23 @@ public struct OutboxDelivery: Sendable, Hashable {
     }
 }
 
+/// What a delivery is, by its event's type: how it is sent and settled.
+public enum DeliveryKind: Sendable, Hashable {
+    /// A terminal event (`alert.<state>`) to a `callback_url` or webhook: signed, checked against `callbacks.deny`.
+    case callback
+    /// A silence for Alertmanager (`alertmanager.silence`, docs/alertmanager.md): its API's
+    /// request, to the configured Alertmanager, with its auth; the silence id recorded.
+    case alertmanagerSilence
+
+    /// The event type of a silence delivery.
+    public static let alertmanagerSilenceType = "alertmanager.silence"
+
+    /// The kind of a delivery of an event of `type`.
+    public init(eventType type: String) {
+        self = type == Self.alertmanagerSilenceType ? .alertmanagerSilence : .callback
+    }
+}
+
 /// A delivery still to be made: what its next attempt sends, where, and when.
 public struct PendingDelivery: Sendable, Hashable {
     /// `dl_…`.
@@ -78,10 +95,12 @@ public struct PendingDelivery: Sendable, Hashable {
     public var attemptsMade: Int
     /// When the next attempt is due.
     public var due: Timestamp
+    /// A callback, or a request to an integration (by its event's type).
+    public var kind: DeliveryKind
 
     public init(
         id: String, eventID: String, target: String, secret: String, body: [UInt8], eventCreatedAt: Timestamp, attemptsMade: Int,
-        due: Timestamp
+        due: Timestamp, kind: DeliveryKind = .callback
     ) {
         self.id = id
         self.eventID = eventID
@@ -91,6 +110,7 @@ public struct PendingDelivery: Sendable, Hashable {
         self.eventCreatedAt = eventCreatedAt
         self.attemptsMade = attemptsMade
         self.due = due
+        self.kind = kind
     }
 }
 
@@ -100,7 +120,7 @@ extension OutboxEvent {
         deliveries.map {
             PendingDelivery(
                 id: $0.id, eventID: id, target: $0.target, secret: $0.secret, body: body, eventCreatedAt: createdAt, attemptsMade: 0,
-                due: createdAt)
+                due: createdAt, kind: DeliveryKind(eventType: type))
         }
     }
 }
@@ -114,12 +134,18 @@ public struct AttemptRecord: Sendable, Hashable {
     public var state: DeliveryState
     /// nil unless `state` is pending.
     public var nextAttemptAt: Timestamp?
+    /// What the delivery produced, kept with it: the id of the silence Alertmanager
+    /// created (``DeliveryKind/alertmanagerSilence``); nil for callbacks.
+    public var result: String?
 
-    public init(deliveryID: String, number: Int, attempt: DeliveryAttempt, state: DeliveryState, nextAttemptAt: Timestamp?) {
+    public init(
+        deliveryID: String, number: Int, attempt: DeliveryAttempt, state: DeliveryState, nextAttemptAt: Timestamp?, result: String? = nil
+    ) {
         self.deliveryID = deliveryID
         self.number = number
         self.attempt = attempt
         self.state = state
         self.nextAttemptAt = nextAttemptAt
+        self.result = result
     }
 }

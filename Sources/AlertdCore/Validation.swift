@@ -34,6 +34,8 @@ public struct AlertDraft: Sendable, Hashable {
 /// Every violation found in a posted alert (400 `invalid-alert`).
 public struct InvalidAlert: Error, Sendable, Hashable {
     public var errors: [FieldError]
+
+    public init(errors: [FieldError]) { self.errors = errors }
 }
 
 /// The configured bounds validation needs.
@@ -169,9 +171,10 @@ extension AlertDraft {
         switch object["priority"] {
         case nil, .null?: break
         case .number(let number)?:
-            if let value = number.int, priorityRange.contains(value) {
+            // A whole number however written (`65`, `65.0`, `6.5e1`): JSON has no integer type.
+            if let value = number.wholeInt, priorityRange.contains(value) {
                 priority = value
-            } else if number.int == nil {
+            } else if !number.isWhole {
                 errors.append(FieldError(field: "priority", reason: "must be an integer"))
             } else {
                 errors.append(FieldError(field: "priority", reason: "must be between -100 and 100"))
@@ -233,14 +236,18 @@ extension AlertDraft {
         return nil
     }
 
+    /// The shortest `expires_in` or `dismiss_after`: one millisecond.
+    public static let minimumSeconds = 0.001
+
     private static func positiveSeconds(_ value: JSONValue?, field: String, errors: inout [FieldError]) -> Double? {
         switch value {
         case nil, .null?:
             return nil
         case .number(let number)?:
             let seconds = number.double
-            guard seconds.isFinite, seconds > 0 else {
-                errors.append(FieldError(field: field, reason: "must be a number of seconds greater than 0"))
+            // Deadlines are kept in milliseconds: less than one would be stored as 0.
+            guard seconds.isFinite, seconds >= minimumSeconds else {
+                errors.append(FieldError(field: field, reason: "must be a number of seconds, at least 0.001"))
                 return nil
             }
             return seconds
@@ -276,12 +283,19 @@ public enum CallbackURL {
         }
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        // Brackets belong around an IPv6 address and nowhere else in the authority (RFC 3986).
+        if authority.dropLast(hostPort.count).contains(where: { $0 == "[" || $0 == "]" }) {
+            return "must not have [ or ] in its user info"
+        }
         var host = Substring(hostPort)
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else { return "has an unterminated IPv6 address" }
             let rest = host[host.index(after: close)...]
             host = host[host.index(after: host.startIndex)..<close]
             if !rest.isEmpty, rest.first != ":" || !isPort(rest.dropFirst()) { return "has an invalid port" }
+            if !isIPv6(host) { return "has \(host) in brackets, which is not an IPv6 address" }
+        } else if host.contains(where: { $0 == "[" || $0 == "]" }) {
+            return "must not have [ or ] in its host except around an IPv6 address"
         } else if let colon = host.lastIndex(of: ":") {
             let port = host[host.index(after: colon)...]
             host = host[..<colon]
@@ -290,6 +304,53 @@ public enum CallbackURL {
         if host.isEmpty { return "must name a host" }
         if host.contains("%") { return "must not percent-encode its host" }
         return nil
+    }
+
+    /// RFC 4291's text form, without a zone: eight groups of 1–4 hex digits, one
+    /// `::` standing for a run of zero groups, the last two groups possibly written
+    /// as a dotted IPv4 address (octets without leading zeros).
+    static func isIPv6(_ text: Substring) -> Bool {
+        var hex = text
+        var groups = 8
+        if let lastColon = text.lastIndex(of: ":"), text[lastColon...].contains(".") {
+            guard isIPv4(text[text.index(after: lastColon)...]) else { return false }
+            hex = text[...lastColon]
+            if !hex.hasSuffix("::") { hex = hex.dropLast() }
+            groups = 6
+        }
+        func count(_ part: Substring) -> Int? {
+            if part.isEmpty { return 0 }
+            let fields = part.split(separator: ":", omittingEmptySubsequences: false)
+            for field in fields {
+                guard (1...4).contains(field.utf8.count), field.utf8.allSatisfy(isHexDigit) else { return nil }
+            }
+            return fields.count
+        }
+        if let gap = hex.indices.first(where: { hex[$0] == ":" && hex[hex.index(after: $0)...].first == ":" }) {
+            let afterGap = hex.index(gap, offsetBy: 2)
+            guard let left = count(hex[..<gap]), let right = count(hex[afterGap...]) else { return false }
+            return left + right < groups
+        }
+        return count(hex) == groups
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
+    }
+
+    /// Four decimal octets 0–255, without leading zeros.
+    private static func isIPv4(_ text: Substring) -> Bool {
+        let octets = text.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4
+            && octets.allSatisfy { octet in
+                let digits = octet.utf8
+                guard (1...3).contains(digits.count), digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return false }
+                guard digits.count == 1 || digits.first != UInt8(ascii: "0") else { return false }
+                return Int(octet).map { $0 <= 255 } ?? false
+            }
     }
 
     private static func isPort(_ text: Substring) -> Bool {

@@ -1,8 +1,8 @@
 import AlertdAPI
 import AlertdCallbacks
-import AlertdCallbacks
 import AlertdCore
 import AlertdEngine
+import AlertdVersion
 import AlertdWire
 import CoreMetrics
 import Foundation
@@ -137,8 +137,16 @@ final class AlertdMetrics: Sendable {
             text += line + "\n"
         }
         while text.hasSuffix("\n\n") { text.removeLast() }
-        return Array((text + ProcessMetrics.exposition()).utf8)
+        return Array((text + Self.buildInfo + ProcessMetrics.exposition()).utf8)
     }
+
+    /// Which alertd answers: one series, always 1, its version a label (to join on, and to see a rollout).
+    static let buildInfo = """
+        # HELP alertd_build_info The version of alertd serving; always 1.
+        # TYPE alertd_build_info gauge
+        alertd_build_info{version="\(AlertdVersion.string)"} 1
+
+        """
 
     static let help: [String: String] = [
         "alertd_http_requests_total": "HTTP requests answered, by route and status.",

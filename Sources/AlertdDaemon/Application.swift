@@ -1,9 +1,11 @@
 public import AlertdAPI
+import AlertdAlertmanager
 public import AlertdCallbacks
 public import AlertdCore
 import AlertdDelivery
 public import AlertdEngine
 import AlertdHTTP
+public import AlertdPostgres
 public import AlertdStore
 import AlertdWire
 import CoreMetrics
@@ -14,64 +16,117 @@ public import Logging
 public import ServiceLifecycle
 import UnixSignals
 
-/// alertd assembled from a config: the store opened and restored, the engine,
-/// the delivery worker and the API — everything but the listening socket —
-/// and the services that run them.
+/// alertd assembled from a config: the store opened, the engine, the delivery
+/// worker and the API — everything but the listening socket — and the
+/// services that run them.
 ///
 /// The daemon (``Application/run(config:logger:reload:)``) and the in-process
-/// tests build alertd through ``build(config:clock:logger:openStore:)`` alike.
+/// tests build alertd through ``open(config:clock:logger:openStore:)`` and
+/// ``start()`` alike.
 public struct Alertd: Sendable {
-    public let store: SQLiteAlertStore
+    /// The store the engine uses: ``sqlite`` or ``postgres``, as the config says.
+    public let store: any AlertStore
+    /// The embedded store (`store.backend: sqlite`, the default).
+    public let sqlite: SQLiteAlertStore?
+    /// The store several instances share (`store.backend: postgres`).
+    public let postgres: PostgresAlertStore?
     public let engine: Engine
     public let api: API
     public let deliveries: DeliveryWorker
     let metrics: AlertdMetrics
-    let lock: StateLock
+    /// The state directory's lock (the embedded store's alone).
+    let lock: StateLock?
+    /// Open once ``start()`` has read back what alertd needs: the loops wait for it.
+    public let started = Gate()
 
     /// The long-running parts, in the order a service group starts them and
-    /// the reverse of the order it stops them: the state lock and the store
-    /// writer stop last, after the delivery worker recorded its last attempts,
-    /// which is after the deadline loop, purge and readiness stopped.
+    /// the reverse of the order it stops them: the store (its writer, or its
+    /// connections) and the state lock stop last, after the delivery worker
+    /// recorded its last attempts, which is after the deadline loop, purge and
+    /// readiness stopped. The loops wait until alertd has started.
     public var services: [any Service] {
-        [
-            StateLockService(lock: lock), store, DeliveryService(worker: deliveries), DeadlineService(engine: engine),
-            PurgeService(engine: engine), ReadinessService(engine: engine),
+        var services: [any Service] = []
+        if let lock { services.append(StateLockService(lock: lock)) }
+        if let sqlite { services.append(sqlite) }
+        if let postgres { services.append(postgres) }
+        return services + [
+            Gated(started, DeliveryService(worker: deliveries)), Gated(started, DeadlineService(engine: engine)),
+            Gated(started, PurgeService(engine: engine)), Gated(started, ReadinessService(engine: engine)),
         ]
     }
 
-    /// Releases the state directory (``services`` do at the end of a run).
-    public func releaseStateDirectory() { lock.release() }
-
+    /// Opens alertd and starts it (``start()``), for an embedded store.
+    ///
     /// - Parameter openStore: the rows under the store (tests wrap SQLite to make commits fail).
     public static func build(
         config: Config, clock: any WallClock, logger: Logger,
         openStore: (Config) throws -> any PersistentStore = { try SQLiteStore(directory: $0.stateDir, durability: $0.durability) }
+    ) async throws -> Alertd {
+        let alertd = try open(config: config, clock: clock, logger: logger, openStore: openStore)
+        do {
+            try await alertd.start()
+        } catch {
+            alertd.releaseStateDirectory()
+            throw error
+        }
+        return alertd
+    }
+
+    /// Builds the store, the engine, the delivery worker and the API. With the
+    /// embedded store it takes the state directory and reads every pending
+    /// alert back: the blocking part of a start, for a thread that may block.
+    public static func open(
+        config: Config, clock: any WallClock, logger: Logger,
+        openStore: (Config) throws -> any PersistentStore = { try SQLiteStore(directory: $0.stateDir, durability: $0.durability) }
     ) throws -> Alertd {
         let started = DispatchTime.now().uptimeNanoseconds
-        let lock = try StateLock(directory: config.stateDir)
+        let metrics = AlertdMetrics()
+        let store: any AlertStore
+        var lock: StateLock?
+        var sqlite: SQLiteAlertStore?
+        var postgres: PostgresAlertStore?
+        switch config.store {
+        case .sqlite:
+            let taken = try StateLock(directory: config.stateDir)
+            lock = taken
+            do {
+                let embedded = try SQLiteAlertStore(
+                    persistent: try openStore(config), settings: config.queueSettings, rules: config.alertRules, clock: clock,
+                    logger: logger, onCommit: { metrics.commitDuration.recordNanoseconds(Int64($0)) })
+                logger.info(
+                    "restored",
+                    metadata: [
+                        "pending": "\(embedded.restoredPending)",
+                        "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
+                    ])
+                sqlite = embedded
+                store = embedded
+            } catch {
+                taken.release()
+                throw error
+            }
+        case .postgres(let url, let poolSize):
+            let shared = try PostgresAlertStore(
+                url: url, poolSize: poolSize, settings: config.queueSettings, rules: config.alertRules, clock: clock, logger: logger)
+            postgres = shared
+            store = shared
+        }
         do {
-            let metrics = AlertdMetrics()
-            let store = try SQLiteAlertStore(
-                persistent: try openStore(config), settings: config.queueSettings, rules: config.alertRules, clock: clock,
-                logger: logger, onCommit: { metrics.commitDuration.recordNanoseconds(Int64($0)) })
-            logger.info(
-                "restored",
-                metadata: [
-                    "pending": "\(store.restoredPending)", "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
-                ])
-            // The worker takes the stored pending deliveries before anything can
-            // decide an alert, so a new event is never both restored and handed over.
+            var trusted: [String: DeliveryWorker.TrustedTarget] = [:]
+            if let alertmanager = config.alertmanager, let silences = alertmanager.silencesURL {
+                trusted[silences] = DeliveryWorker.TrustedTarget(authorization: alertmanager.authorization)
+            }
             let deliveries = DeliveryWorker(
                 settings: .init(
-                    timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny)),
+                    timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny),
+                    trustedTargets: trusted),
                 log: store, clock: clock, logger: logger, observe: metrics.observeAttempt)
-            deliveries.restore(try store.pendingDeliveries())
-            let engine = try Engine(
+            let engine = Engine(
                 store: store, clock: clock, rules: config.alertRules,
                 settings: .init(
                     maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
-                    signingSecret: config.callbacks.signingSecret),
+                    signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) })
@@ -79,12 +134,31 @@ public struct Alertd: Sendable {
                 engine: engine, access: access(config, tls: config.tls != nil),
                 metrics: metrics.api(engine: engine, deliveries: deliveries),
                 metricsNeedToken: config.metricsRequireToken, logger: logger)
-            return Alertd(store: store, engine: engine, api: api, deliveries: deliveries, metrics: metrics, lock: lock)
+            return Alertd(
+                store: store, sqlite: sqlite, postgres: postgres, engine: engine, api: api, deliveries: deliveries, metrics: metrics,
+                lock: lock)
         } catch {
-            lock.release()
+            lock?.release()
             throw error
         }
     }
+
+    /// Reads back what alertd needs before serving — with PostgreSQL, once the
+    /// schema is brought up to date — and opens ``started``: the stored pending
+    /// deliveries (taken by the worker before anything can decide an alert, so a
+    /// new event is never both restored and handed over), the API's webhooks and
+    /// every client's displayed alert.
+    public func start() async throws {
+        if let postgres {
+            try await postgres.migrate()
+        }
+        deliveries.restore(try await store.pendingDeliveries())
+        try await engine.start()
+        started.open()
+    }
+
+    /// Releases the state directory (``services`` do at the end of a run).
+    public func releaseStateDirectory() { lock?.release() }
 
     /// Tokens, rate limits and the anonymous host policy of a config.
     static func access(_ config: Config, tls: Bool, keeping limiter: RateLimiter? = nil) -> API.Access {
@@ -139,7 +213,7 @@ public enum Application {
         logger.info(
             "config", metadata: ["file": "\(config.source ?? "none: built-in defaults (no --config, no \(Config.defaultPath))")"])
         raiseOpenFileLimit(logger: logger)
-        let alertd = try Alertd.build(config: config, clock: SystemClock(), logger: logger)
+        let alertd = try Alertd.open(config: config, clock: SystemClock(), logger: logger)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: listen,
@@ -147,28 +221,30 @@ public enum Application {
                 readTimeoutSeconds: config.limits.readTimeoutSeconds,
                 maxBodyBytes: config.limits.maxBodyBytes, maxConnectionsPerAddress: config.limits.maxConnectionsPerIP, tls: tls),
             handler: alertd.api, logger: logger)
-        try server.start()
-        logger.info(
-            "listening",
-            metadata: [
-                "address": "\(server.boundAddress)", "scheme": "\(tls == nil ? "http" : "https")",
-                "store": "sqlite:\(config.stateDir)", "durability": "\(config.durability.rawValue)",
-                "pending": "\(alertd.store.restoredPending)",
-                "tokens": "\(config.tokens.isEmpty ? "none (anonymous API, Host and Origin checked)" : "\(config.tokens.count)")",
-            ])
         // systemd: ready once listening with the store open; the watchdog pings
         // only while the server answers.
         let notifier = Systemd.Notifier()
-        notifier?.send("READY=1\nSTATUS=serving on \(server.boundAddress)\nMAINPID=\(getpid())")
+        let listening: Logger.Metadata = [
+            "scheme": "\(tls == nil ? "http" : "https")",
+            "store": "\(alertd.sqlite == nil ? config.store.description : "sqlite:\(config.stateDir)")",
+            "durability": "\(alertd.sqlite == nil ? "as the database commits" : config.durability.rawValue)",
+            "tokens": "\(config.tokens.isEmpty ? "none (anonymous API, Host and Origin checked)" : "\(config.tokens.count)")",
+        ]
         var services = alertd.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
-        services.append(.init(service: ReadDeadlineSweeper(server: server)))
-        services.append(.init(service: HTTPService(server: server, engine: alertd.engine, notifier: notifier, logger: logger)))
+        services.append(.init(service: Gated(alertd.started, ReadDeadlineSweeper(server: server))))
+        // The watchdog probes the bound address, known once the server listens (after
+        // alertd started: gated on `started` it read an empty address and never pinged).
+        let serving = Gate()
+        services.append(
+            .init(
+                service: HTTPService(
+                    server: server, alertd: alertd, notifier: notifier, serving: serving, listening: listening, logger: logger)))
         if let notifier, let interval = Systemd.watchdogInterval() {
             services.append(
                 .init(
-                    service: WatchdogService(
-                        notifier: notifier, interval: interval, address: server.boundAddress, tls: tls != nil,
-                        probeToken: server.probeToken, logger: logger)))
+                    service: Gated(
+                        serving,
+                        WatchdogService(notifier: notifier, interval: interval, server: server, tls: tls != nil, logger: logger))))
         }
         let reloader = reload.map { load in Reloader(config: config, listeningHost: host, alertd: alertd, logger: logger, load: load) }
         services.append(

@@ -1,6 +1,8 @@
 public import AlertdAPI
+public import AlertdAlertmanager
 public import AlertdCore
 public import AlertdDelivery
+public import AlertdPostgres
 public import AlertdStore
 import AlertdWire
 import Foundation
@@ -28,6 +30,35 @@ public struct Config: Sendable {
     /// `http.allowed_hosts`: names besides loopback ones and IP addresses that
     /// requests may address alertd by while it has no tokens (see ``HostPolicy``).
     public var allowedHosts: [String] = []
+    /// `store`: where alertd keeps its queues.
+    public var store = Store.sqlite
+    /// `integrations.alertmanager`: Prometheus Alertmanager as a poster, and the
+    /// silences its alerts' buttons create (docs/alertmanager.md). nil: off.
+    public var alertmanager: AlertmanagerSettings?
+
+    /// `store.backend`: SQLite in `state_dir` (the default), or a PostgreSQL
+    /// database several instances share (§9).
+    public enum Store: Sendable, Equatable {
+        case sqlite
+        /// `store.postgres.url` (parsed when the config is read) and `pool_size`.
+        case postgres(url: PostgresURL, poolSize: Int)
+
+        public static func == (a: Store, b: Store) -> Bool {
+            switch (a, b) {
+            case (.sqlite, .sqlite): true
+            case (.postgres(let x, let n), .postgres(let y, let m)): x.description == y.description && x.password == y.password && n == m
+            default: false
+            }
+        }
+
+        /// For logs: never the password.
+        public var description: String {
+            switch self {
+            case .sqlite: "sqlite"
+            case .postgres(let url, _): url.description
+            }
+        }
+    }
 
     public struct TLSFiles: Sendable, Hashable {
         public var certFile: String

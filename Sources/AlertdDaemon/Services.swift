@@ -2,6 +2,8 @@ import AlertdCallbacks
 import AlertdEngine
 import AlertdHTTP
 import Dispatch
+import Glibc
+import NIOConcurrencyHelpers
 import Logging
 import ServiceLifecycle
 
@@ -49,26 +51,39 @@ struct ReadinessService: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await Task.sleep(for: engine.isReady ? .seconds(2) : .milliseconds(500))
-                engine.checkStore()
+                await engine.checkStore()
             }
         }
     }
 }
 
-/// The HTTP server. On shutdown: stop accepting, answer parked waiters, let
-/// requests in flight (commits) finish, then stop libmicrohttpd.
+/// The HTTP server. It starts alertd (``Alertd/start()``), then serves and
+/// tells systemd it is ready. On shutdown: stop accepting, answer parked
+/// waiters, let requests in flight (commits) finish, then stop libmicrohttpd.
 struct HTTPService: Service {
     let server: HTTPServer
-    let engine: Engine
+    let alertd: Alertd
     let notifier: Systemd.Notifier?
+    /// Opened once the server listens: what needs its address (the watchdog) waits for it.
+    let serving: Gate
+    /// What the `listening` line says besides the address.
+    let listening: Logger.Metadata
     let logger: Logger
 
     func run() async throws {
+        try await alertd.start()
+        try server.start()
+        serving.open()
+        var metadata = listening
+        metadata["address"] = "\(server.boundAddress)"
+        metadata["pending"] = "\(alertd.engine.pendingTotal)"
+        logger.info("listening", metadata: metadata)
+        notifier?.send("READY=1\nSTATUS=serving on \(server.boundAddress)\nMAINPID=\(getpid())")
         try? await gracefulShutdown()
         notifier?.send("STOPPING=1\nSTATUS=draining")
         logger.info("shutting down", metadata: ["requests": "\(server.activeRequests)"])
         server.stopAccepting()
-        engine.drain()
+        alertd.engine.drain()
         let deadline = DispatchTime.now().uptimeNanoseconds + 10_000_000_000
         while server.activeRequests > 0, DispatchTime.now().uptimeNanoseconds < deadline {
             try? await Task.sleep(for: .milliseconds(5))
@@ -87,5 +102,65 @@ struct HTTPService: Service {
             logger.warning("closing requests still open", metadata: ["requests": "\(server.activeRequests)"])
         }
         server.stop()
+    }
+}
+
+/// Runs a service once alertd has started; never, if it stops first.
+struct Gated: Service {
+    let gate: Gate
+    let service: any Service
+
+    init(_ gate: Gate, _ service: any Service) {
+        self.gate = gate
+        self.service = service
+    }
+
+    func run() async throws {
+        let opened = await cancelWhenGracefulShutdown { await gate.wait() }
+        guard opened, !Task.isCancelled else { return }
+        try await service.run()
+    }
+}
+
+/// Opens once; whoever waits for it goes on then (or when cancelled).
+public final class Gate: Sendable {
+    private struct State {
+        var open = false
+        var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        var next: UInt64 = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    public init() {}
+
+    public func open() {
+        let waiters = state.withLockedValue { state in
+            state.open = true
+            defer { state.waiters = [:] }
+            return state.waiters.values
+        }
+        for waiter in waiters { waiter.resume(returning: true) }
+    }
+
+    /// True once open; false when the task was cancelled first.
+    public func wait() async -> Bool {
+        let id = state.withLockedValue { state in
+            state.next += 1
+            return state.next
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now = state.withLockedValue { state -> Bool? in
+                    if state.open { return true }
+                    if Task.isCancelled { return false }
+                    state.waiters[id] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
+        }
     }
 }

@@ -95,21 +95,25 @@ enum Systemd {
 struct WatchdogService: Service {
     let notifier: Systemd.Notifier
     let interval: Double
-    /// `host:port` to probe.
-    let address: String
+    /// The server to probe, on its own address. Its ``HTTPServer/probeToken``
+    /// goes with the probe, which is served even when every connection slot is
+    /// taken, so a busy daemon is not restarted.
+    let server: HTTPServer
     /// Whether the server speaks HTTPS: then the probe does too (without checking
     /// the certificate: it talks to itself on its own address).
     let tls: Bool
-    /// The server's ``HTTPServer/probeToken``: the probe is served even when
-    /// every connection slot is taken, so a busy daemon is not restarted.
-    let probeToken: String
     let logger: Logger
 
     func run() async throws {
         let client = Self.client()
+        let (address, probeToken) = (server.boundAddress, server.probeToken)
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                let probeTimeout = max(0.05, interval / 4)
+                let started = ContinuousClock.now
+                // Pings go every half interval; systemd acts only once a whole interval
+                // passed without one, so a probe may take most of a half interval (a
+                // loaded machine answers slowly, and a slow answer is still an answer).
+                let probeTimeout = max(0.05, interval * 0.4)
                 let healthy =
                     (try? await Self.probe(
                         address, scheme: tls ? "https" : "http", client: client, timeout: probeTimeout, token: probeToken
@@ -119,7 +123,8 @@ struct WatchdogService: Service {
                 } else {
                     logger.warning("watchdog probe failed: not pinging systemd", metadata: ["address": "\(address)"])
                 }
-                try? await Task.sleep(for: .milliseconds(Int(interval * 500)))
+                // The next probe half an interval after this one began, however long it took.
+                try? await Task.sleep(until: started + .milliseconds(Int(interval * 500)))
             }
         }
         try? await client.shutdown()

@@ -68,14 +68,18 @@ public struct RetryPolicy: Sendable, Hashable {
     /// receiver asked for longer — a `Retry-After` is a lower bound, never a
     /// way to retry sooner than the backoff. An attempt that would fall after
     /// `eventCreatedAt + maxAge` is moved to that instant, the last attempt.
+    ///
+    /// `giveUpAt`, when sooner than `eventCreatedAt + maxAge`, is the deadline
+    /// instead (a silence for Alertmanager is pointless once it would have ended).
     public func nextAttempt(
         after attempt: Int,
         eventCreatedAt: Timestamp,
         now: Timestamp,
         retryAfter: Double? = nil,
+        giveUpAt: Timestamp? = nil,
         using rng: inout some RandomNumberGenerator
     ) -> Timestamp? {
-        let deadline = eventCreatedAt.adding(seconds: maxAge)
+        let deadline = min(eventCreatedAt.adding(seconds: maxAge), giveUpAt ?? .init(milliseconds: .max))
         guard now < deadline else { return nil }
         var wait = Double.random(in: jitterRange(after: attempt), using: &rng)
         if let retryAfter, retryAfter.isFinite, retryAfter > wait { wait = min(retryAfter, maxAge) }
@@ -84,15 +88,18 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// What to do after an attempt: done, stop, or retry and when.
     ///
-    /// 2xx is delivered; 410 Gone stops deliveries of this event to this
-    /// target; any other status, a timeout and a failure to connect (refused,
-    /// unreachable, refused by the deny list) are retried until ``maxAge``. A
-    /// `Retry-After` (seconds or an HTTP date) is honoured on 429 and 503.
+    /// 2xx is delivered; 410 Gone (and any status of `stoppingStatuses`) stops
+    /// deliveries of this event to this target; any other status, a timeout and
+    /// a failure to connect (refused, unreachable, refused by the deny list) are
+    /// retried until ``maxAge`` (or `giveUpAt`, when sooner). A `Retry-After`
+    /// (seconds or an HTTP date) is honoured on 429 and 503.
     public func decide(
         _ outcome: AttemptOutcome,
         attempt: Int,
         eventCreatedAt: Timestamp,
         now: Timestamp,
+        giveUpAt: Timestamp? = nil,
+        stoppingStatuses: Set<Int> = [],
         using rng: inout some RandomNumberGenerator
     ) -> DeliveryDecision {
         var retryAfter: Double?
@@ -100,11 +107,14 @@ public struct RetryPolicy: Sendable, Hashable {
             switch status {
             case 200...299: return .delivered
             case 410: return .stopped
+            case _ where stoppingStatuses.contains(status): return .stopped
             case 429, 503: retryAfter = header.flatMap { RetryAfter.parse($0, now: now) }
             default: break
             }
         }
-        guard let next = nextAttempt(after: attempt, eventCreatedAt: eventCreatedAt, now: now, retryAfter: retryAfter, using: &rng)
+        guard
+            let next = nextAttempt(
+                after: attempt, eventCreatedAt: eventCreatedAt, now: now, retryAfter: retryAfter, giveUpAt: giveUpAt, using: &rng)
         else { return .expired }
         return .retry(at: next)
     }
@@ -140,9 +150,12 @@ extension RetryPolicy {
     ///
     /// A 2xx leaves it `delivered`; a 410, or a failure past `maxAge`, leaves it
     /// `failed`; anything else keeps it `pending` with the next attempt's time.
+    ///
+    /// `giveUpAt` and `stoppingStatuses` are as for ``decide(_:attempt:eventCreatedAt:now:giveUpAt:stoppingStatuses:using:)``;
+    /// `result` (what a delivered attempt produced: a silence id) goes into the record.
     public func settle(
-        _ delivery: PendingDelivery, outcome: AttemptOutcome, at: Timestamp, now: Timestamp? = nil,
-        using rng: inout some RandomNumberGenerator
+        _ delivery: PendingDelivery, outcome: AttemptOutcome, at: Timestamp, now: Timestamp? = nil, giveUpAt: Timestamp? = nil,
+        stoppingStatuses: Set<Int> = [], result: String? = nil, using rng: inout some RandomNumberGenerator
     ) -> (record: AttemptRecord, retry: PendingDelivery?) {
         let number = delivery.attemptsMade + 1
         let attempt: DeliveryAttempt
@@ -151,10 +164,16 @@ extension RetryPolicy {
         case .timedOut: attempt = DeliveryAttempt(at: at, statusCode: nil, error: "timed out")
         case .failed(let reason): attempt = DeliveryAttempt(at: at, statusCode: nil, error: reason)
         }
-        let decision = decide(outcome, attempt: number, eventCreatedAt: delivery.eventCreatedAt, now: max(now ?? at, at), using: &rng)
+        let decision = decide(
+            outcome, attempt: number, eventCreatedAt: delivery.eventCreatedAt, now: max(now ?? at, at), giveUpAt: giveUpAt,
+            stoppingStatuses: stoppingStatuses, using: &rng)
         switch decision {
         case .delivered:
-            return (AttemptRecord(deliveryID: delivery.id, number: number, attempt: attempt, state: .delivered, nextAttemptAt: nil), nil)
+            return (
+                AttemptRecord(
+                    deliveryID: delivery.id, number: number, attempt: attempt, state: .delivered, nextAttemptAt: nil, result: result),
+                nil
+            )
         case .stopped, .expired:
             return (AttemptRecord(deliveryID: delivery.id, number: number, attempt: attempt, state: .failed, nextAttemptAt: nil), nil)
         case .retry(let next):

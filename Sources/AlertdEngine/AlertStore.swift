@@ -27,67 +27,82 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     // MARK: Changing queues
 
     /// Runs `body` on the board holding `client`'s queue and commits what it
-    /// returns in one transaction. `body` runs at once, on the calling thread,
-    /// with the client held; it must be quick and do no I/O but through `keys`.
+    /// returns in one transaction. `body` must be quick and do no I/O but
+    /// through `keys`, which knows `idempotencyKey` (the store looks it up with
+    /// the queue). An embedded store runs `body` at once, on the calling thread;
+    /// a shared one when it holds the client (so `body` escapes).
     ///
     /// A body that throws, or returns a mutation that changes nothing and does
-    /// not ask to wait for earlier commits, completes at once on the calling
-    /// thread. Otherwise `completion` runs once the transaction committed (or
-    /// failed: `EngineError` `unavailable`, nothing of it visible), on a thread
-    /// of the store's.
+    /// not ask to wait for earlier commits, completes without a commit (at once,
+    /// in an embedded store). Otherwise `completion` runs once the transaction
+    /// committed (or failed: `EngineError` `unavailable`, nothing of it visible),
+    /// on a thread of the store's.
     func transact<Value: Sendable>(
-        client: String, now: Timestamp,
-        _ body: (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        client: String, now: Timestamp, idempotencyKey: String?,
+        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
         completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void)
 
     /// Fires the dismissals and expiries due at `now` (``AlertBoard/fireDeadlines(now:)``)
     /// on every client, each deadline exactly once however many processes share
     /// the store; `events` gives the outbox events of what they decided, written
-    /// in the same transaction. `completion` runs once committed; nothing runs
+    /// in the same transaction. `completion` runs once per commit; nothing runs
     /// when nothing was due.
     func fireDeadlines(
-        now: Timestamp, events: (BoardChange) -> [OutboxEvent],
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
 
-    /// The earliest dismissal or expiry the store holds, if any.
+    /// The earliest dismissal or expiry the store holds, if any (a shared store's
+    /// last reading of it: changes elsewhere arrive as ``StoreChange``s).
     var nextDeadline: Timestamp? { get }
 
     /// Takes new per-client settings (a reload). A queue whose policy changed
     /// is reordered, and a display that changes with it is committed and
     /// reported like any other change.
     func reconfigure(
-        _ settings: QueueSettings, now: Timestamp, events: (BoardChange) -> [OutboxEvent],
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
 
     // MARK: Reading what is committed
+    //
+    // Reads answer through a completion: an embedded store calls it at once, on
+    // the calling thread (so a handler answers inline); a shared one when the
+    // database answered.
 
-    /// An alert as committed, in any state; nil when there is none.
-    func alert(_ id: AlertID) throws(EngineError) -> Alert?
-    /// A client's pending alerts as committed, in display order.
-    func pending(on client: String) -> [Alert]
-    /// 0 for the displayed alert, n when n alerts are ahead; nil when not pending.
-    func position(of alert: Alert) -> Int?
+    /// An alert as committed, in any state, with its position while pending; nil when there is none.
+    func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void)
+    /// A client's pending alerts as committed, in display order (positions 0, 1, …).
+    func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void)
     func policy(of client: String) -> QueuePolicy
-    /// Every client's displayed alert as committed (at start, and after ``checkHealth()`` recovered).
-    func displays() -> [(client: String, alert: Alert?)]
+    /// The displayed alert, as committed, of each of `clients` (nil: of every client).
+    func displays(of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void)
     /// One page of clients by id, after `after`, among those `include` accepts,
     /// with their pending counts; and whether more follow.
-    func clients(after: String?, limit: Int, where include: (String) -> Bool) -> (page: [(client: String, pending: Int)], more: Bool)
+    func clients(
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
+        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void)
     /// Terminal alerts of a client in `states`, newest first, with ids below `before`.
-    func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws(EngineError) -> [Alert]
-    /// Pending alerts on every client.
+    func decided(
+        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
+        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void)
+    /// Pending alerts on every client (a shared store's last count of them).
     var pendingTotal: Int { get }
 
     // MARK: Webhooks and deliveries
 
     /// Every webhook registered through the API.
-    func webhooks() throws(EngineError) -> [Webhook]
+    func webhooks() async throws(EngineError) -> [Webhook]
     func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
     func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
     /// The deliveries of an alert's events, oldest first, with their attempts.
-    func deliveries(of alertID: AlertID) throws(EngineError) -> [DeliveryRecord]
+    func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void)
     /// Every delivery still pending (at start).
-    func pendingDeliveries() throws(EngineError) -> [PendingDelivery]
+    func pendingDeliveries() async throws(EngineError) -> [PendingDelivery]
+
+    // MARK: Changes made by other processes
+
+    /// Tells `handler` of every change another process committed (a store
+    /// shared by several instances); an embedded store never calls it.
+    func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void)
 
     // MARK: Upkeep
 
@@ -101,9 +116,34 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// Probes whether the store takes writes (for readiness). After failed
     /// commits, once one goes through again, the store rebuilds what it holds
     /// and takes changes again: then `.recovered`, and the engine republishes.
-    func checkHealth() -> StoreHealth
+    func checkHealth() async -> StoreHealth
     /// The last ``checkHealth()`` found the store writable and no commit has failed since.
     var isHealthy: Bool { get }
+}
+
+/// An alert as committed, and its place in its queue.
+public struct PositionedAlert: Sendable {
+    public var alert: Alert
+    /// 0 when displayed, n when n alerts are ahead; nil when terminal.
+    public var position: Int?
+
+    public init(_ alert: Alert, position: Int?) {
+        self.alert = alert
+        self.position = alert.isPending ? position : nil
+    }
+}
+
+/// What another process committed, as a shared store learns of it.
+public enum StoreChange: Sendable {
+    /// These clients' queues changed: their displays may have.
+    case clients([String])
+    /// These alerts became terminal.
+    case decided([AlertID])
+    /// The webhooks registered through the API changed.
+    case webhooks
+    /// Changes may have been missed (the store lost its connection for a
+    /// while): everything a waiter waits on must be looked at again.
+    case resync
 }
 
 /// Where the delivery worker records attempts: the outbox part of the store port.
@@ -111,6 +151,36 @@ public protocol DeliveryLog: Sendable {
     /// Records an attempt and where its delivery stands. Not fsynced on its
     /// own: at least once delivery allows a repeat after a power loss.
     func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+
+    /// Whether several processes deliver from this outbox: then each attempt is
+    /// claimed first (``claim(_:until:completion:)``), and deliveries no process
+    /// holds are taken over (``takeOrphans(now:until:limit:completion:)``).
+    var isShared: Bool { get }
+
+    /// Takes a delivery for one attempt, until `until` (a lease that runs out if
+    /// this process dies meanwhile): the attempts it had so far, or nil when
+    /// another process holds it or it is settled.
+    func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void)
+
+    /// Due deliveries that no process holds (their holder died, or nobody took
+    /// them yet), taken by this one until `until`.
+    func takeOrphans(
+        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void)
+}
+
+extension DeliveryLog {
+    /// One process owns the outbox: nothing to claim, no orphans.
+    public var isShared: Bool { false }
+
+    public func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void) {
+        completion(.success(nil))
+    }
+
+    public func takeOrphans(
+        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void
+    ) {
+        completion(.success([]))
+    }
 }
 
 /// What ``AlertStore/checkHealth()`` found.
@@ -124,8 +194,9 @@ public enum StoreHealth: Sendable, Equatable {
 
 /// Idempotency keys as a transaction sees them.
 public protocol IdempotencyKeys {
-    /// The record of `key` on `client`, committed or committing; nil if unknown.
-    func record(client: String, key: String) throws(EngineError) -> IdempotencyRecord?
+    /// The record of the transaction's key on its client, committed or
+    /// committing; nil if unknown.
+    func record() throws(EngineError) -> IdempotencyRecord?
 }
 
 /// What a transaction's body did: its value, the board's change, and the

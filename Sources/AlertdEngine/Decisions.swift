@@ -6,7 +6,7 @@ extension Engine {
     /// same button for an answered alert returns it again (a safe retry).
     public func choose(
         _ selection: ButtonSelection, alert id: AlertID, on client: String, by decider: String?, requestID: String? = nil,
-        respond: @escaping @Sendable (Result<Alert, EngineError>) -> Void
+        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
     ) {
         decide(.choose(selection), id: id, client: client, by: decider, requestID: requestID, respond: respond)
     }
@@ -14,7 +14,7 @@ extension Engine {
     /// Withdraws a pending alert; withdrawing a withdrawn one again returns it.
     public func withdraw(
         _ id: AlertID, on client: String, by decider: String?, requestID: String? = nil,
-        respond: @escaping @Sendable (Result<Alert, EngineError>) -> Void
+        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
     ) {
         decide(.withdraw, id: id, client: client, by: decider, requestID: requestID, respond: respond)
     }
@@ -37,11 +37,11 @@ extension Engine {
 
     private func decide(
         _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?,
-        respond: @escaping @Sendable (Result<Alert, EngineError>) -> Void
+        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
     ) {
         if let refusal = refusal() { return respond(.failure(refusal)) }
         let now = clock.now()
-        store.transact(client: client, now: now) { (board, _) throws(EngineError) -> Mutation<Outcome> in
+        store.transact(client: client, now: now, idempotencyKey: nil) { [self] (board, _) throws(EngineError) -> Mutation<Outcome> in
             switch board.visible(id) {
             case .notYetCommitted:
                 throw EngineError(.notFound, "no alert \(id) on client \(client)")
@@ -74,33 +74,42 @@ extension Engine {
                 switch committed.value {
                 case .decided(let alert):
                     published(committed)
-                    respond(.success(alert))
+                    respond(.success(PositionedAlert(alert, position: nil)))
                 case .repeated(let alert):
-                    respond(
-                        lookup(id, on: client).flatMap { stored in
-                            guard let stored, stored.state == alert.state else { return .failure(notCommitted(id)) }
-                            return .success(stored)
-                        })
+                    lookup(id, on: client) { [self] found in
+                        respond(
+                            found.flatMap { stored in
+                                guard let stored, stored.alert.state == alert.state else { return .failure(notCommitted(id)) }
+                                return .success(stored)
+                            })
+                    }
                 case .alreadyDecided(let detail):
-                    respond(
-                        lookup(id, on: client).flatMap { stored in
-                            guard let stored, stored.state.isTerminal else { return .failure(notCommitted(id)) }
-                            return .failure(EngineError(.alreadyDecided, detail, alert: stored))
-                        })
+                    lookup(id, on: client) { [self] found in
+                        respond(
+                            found.flatMap { stored in
+                                guard let stored, stored.alert.state.isTerminal else { return .failure(notCommitted(id)) }
+                                return .failure(EngineError(.alreadyDecided, detail, alert: stored.alert))
+                            })
+                    }
                 case .stored:
-                    respond(
-                        lookup(id, on: client).flatMap { stored in
-                            guard let stored else { return .failure(EngineError(.notFound, "no alert \(id) on client \(client)")) }
-                            // The repeat rules apply to the stored alert.
-                            do throws(BoardError) {
-                                switch decision {
-                                case .choose(let selection): return .success(try AlertBoard.repeatChoice(selection, on: stored))
-                                case .withdraw: return .success(try AlertBoard.repeatWithdraw(on: stored))
+                    lookup(id, on: client) { found in
+                        respond(
+                            found.flatMap { stored in
+                                guard let stored else { return .failure(EngineError(.notFound, "no alert \(id) on client \(client)")) }
+                                // The repeat rules apply to the stored alert.
+                                do throws(BoardError) {
+                                    switch decision {
+                                    case .choose(let selection):
+                                        return .success(
+                                            PositionedAlert(try AlertBoard.repeatChoice(selection, on: stored.alert), position: nil))
+                                    case .withdraw:
+                                        return .success(PositionedAlert(try AlertBoard.repeatWithdraw(on: stored.alert), position: nil))
+                                    }
+                                } catch {
+                                    return .failure(EngineError(error))
                                 }
-                            } catch {
-                                return .failure(EngineError(error))
-                            }
-                        })
+                            })
+                    }
                 }
             }
         }

@@ -1,3 +1,4 @@
+public import AlertdAlertmanager
 public import AlertdCore
 public import AlertdWire
 public import Logging
@@ -29,16 +30,19 @@ public final class Engine: Sendable {
         public var retentionSeconds: Double
         /// Signs deliveries to an alert's `callback_url`; without it no alert may have one.
         public var signingSecret: String?
+        /// `integrations.alertmanager`: nil, the receiver is off (docs/alertmanager.md).
+        public var alertmanager: AlertmanagerSettings?
 
         public init(
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
-            signingSecret: String? = nil
+            signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil
         ) {
             self.maxWaitSeconds = maxWaitSeconds
             self.maxWaiters = maxWaiters
             self.maxWaitersPerToken = maxWaitersPerToken
             self.retentionSeconds = retentionSeconds
             self.signingSecret = signingSecret
+            self.alertmanager = alertmanager
         }
     }
 
@@ -81,7 +85,7 @@ public final class Engine: Sendable {
     public init(
         store: any AlertStore, clock: any WallClock, rules: AlertRules, settings: Settings, configWebhooks: [Webhook] = [],
         logger: Logger, observer: Observer = Observer(), deliver: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in }
-    ) throws(EngineError) {
+    ) {
         self.store = store
         self.clock = clock
         self.rules = rules
@@ -90,8 +94,17 @@ public final class Engine: Sendable {
         self._settings = NIOLockedValueBox(settings)
         self.timers = Timers(alarm: alarm)
         self.outbox = Outbox(deliver: deliver)
-        self.registry = NIOLockedValueBox(WebhookRegistry(config: configWebhooks, api: try store.webhooks()))
-        publish(store.displays())
+        self.registry = NIOLockedValueBox(WebhookRegistry(config: configWebhooks, api: []))
+    }
+
+    /// Reads what the engine keeps at hand — the API's webhooks, every client's
+    /// displayed alert — and follows changes other processes make. Call once,
+    /// before serving.
+    public func start() async throws(EngineError) {
+        let api = try await store.webhooks()
+        registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+        try await republish(nil)
+        store.observeChanges { [weak self] change in self?.follow(change) }
     }
 
     // MARK: - Lifecycle
@@ -112,15 +125,21 @@ public final class Engine: Sendable {
     /// Probes the store (the readiness service calls this every few seconds).
     /// After failed commits, once the store takes writes again and rebuilt its
     /// state, the API's webhooks and every display are read back and published.
-    public func checkStore() {
-        guard store.checkHealth() == .recovered else { return }
+    public func checkStore() async {
+        guard await store.checkHealth() == .recovered else { return }
+        await reread()
+    }
+
+    /// Reads back the API's webhooks and every display (after a failed commit, or
+    /// notifications missed), and wakes the deadline loop.
+    func reread() async {
         do {
-            let api = try store.webhooks()
+            let api = try await store.webhooks()
             registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+            try await republish(nil)
         } catch {
-            logger.error("the API's webhooks cannot be read back after a failed commit", metadata: ["error": "\(error)"])
+            logger.error("the store cannot be read back", metadata: ["error": "\(error)"])
         }
-        publish(store.displays())
         alarm.ring(ifBefore: 0)
     }
 
@@ -149,7 +168,7 @@ public final class Engine: Sendable {
     /// changed policy reorders its queue and, when that displays another alert,
     /// the change is committed and published like any other.
     public func reconfigure(_ settings: QueueSettings) {
-        store.reconfigure(settings, now: clock.now(), events: { self.events(for: $0) }) { [self] result in
+        store.reconfigure(settings, now: clock.now(), events: { [self] in events(for: $0) }) { [self] result in
             if case .success(let committed) = result { published(committed) }
         }
     }
@@ -176,7 +195,16 @@ public final class Engine: Sendable {
         for waiter in woken { answer(waiter) }
     }
 
-    /// Publishes displays read from the store (start, recovery).
+    /// Reads the displayed alert of `clients` (nil: every client) and publishes them.
+    func republish(_ clients: [String]?) async throws(EngineError) {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<[(client: String, alert: Alert?)], EngineError>, Never>) in
+            store.displays(of: clients) { continuation.resume(returning: $0) }
+        }
+        publish(try result.get())
+    }
+
+    /// Publishes displays read from the store.
     func publish(_ displays: [(client: String, alert: Alert?)]) {
         let encoded = displays.map { (client: $0.client, display: display(of: $0.alert)) }
         let woken = waiters.withLockedValue { waiters in encoded.flatMap { waiters.publish(client: $0.client, $0.display) } }

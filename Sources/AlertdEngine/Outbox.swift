@@ -1,3 +1,4 @@
+import AlertdAlertmanager
 import AlertdCore
 import AlertdDelivery
 import AlertdWire
@@ -32,12 +33,27 @@ extension Engine {
     /// delivery per target — the alert's `callback_url` and its client's
     /// webhooks (§5) — for the store to write in the same transaction as the
     /// terminal state. An alert with no target has no event.
+    ///
+    /// An alert of the Alertmanager integration answered with a silence button
+    /// also gets an `alertmanager.silence` event: one delivery, to Alertmanager's
+    /// silences API, written with the choice (docs/alertmanager.md).
     func events(for change: BoardChange, requestID: String? = nil) -> [OutboxEvent] {
         guard !change.decided.isEmpty else { return [] }
         let now = clock.now()
+        let settings = self.settings
         let signingSecret = settings.signingSecret
         var events: [OutboxEvent] = []
         for alert in change.decided {
+            if let alertmanager = settings.alertmanager, let target = alertmanager.silencesURL,
+                let body = AlertmanagerSilence.body(for: alert, settings: alertmanager)
+            {
+                events.append(
+                    OutboxEvent(
+                        id: outbox.eventID(at: now).description, alertID: alert.id, client: alert.client,
+                        type: AlertmanagerSilence.eventType,
+                        createdAt: now, body: body,
+                        deliveries: [OutboxDelivery(id: outbox.deliveryID(at: now), target: target, webhookID: nil, secret: "")]))
+            }
             var deliveries: [OutboxDelivery] = []
             if let url = alert.callbackURL {
                 if let signingSecret {

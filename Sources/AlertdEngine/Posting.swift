@@ -19,7 +19,7 @@ extension Engine {
     /// A post's outcome: the alert, and whether this post created it (false: an
     /// idempotent replay of an earlier one).
     public struct Posted: Sendable {
-        public var alert: Alert
+        public var alert: PositionedAlert
         public var created: Bool
     }
 
@@ -41,15 +41,16 @@ extension Engine {
         }
         if let refusal = refusal() { return respond(.failure(refusal)) }
         enum Outcome: Sendable {
-            /// The alert as this transaction committed it.
-            case created(Alert)
+            /// The alert as this transaction committed it, and its position.
+            case created(PositionedAlert)
             /// The key's first alert: answered once everything before it, its own post included, is committed.
             case replay(AlertID)
         }
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
-        store.transact(client: client, now: now) { (board, keys) throws(EngineError) -> Mutation<Outcome> in
-            if let idempotency, let record = try keys.record(client: client, key: idempotency.key),
+        store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
+            (board, keys) throws(EngineError) -> Mutation<Outcome> in
+            if let idempotency, let record = try keys.record(),
                 record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
             {
                 guard record.bodyDigest == idempotency.bodyDigest else {
@@ -67,7 +68,7 @@ extension Engine {
             let record = idempotency.map {
                 IdempotencyRecord(client: client, key: $0.key, alertID: alert.id, bodyDigest: $0.bodyDigest, createdAt: now)
             }
-            return Mutation(.created(alert), change: change, idempotency: record)
+            return Mutation(.created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record)
         } completion: { [self] result in
             switch result {
             case .failure(let error):
@@ -79,11 +80,13 @@ extension Engine {
                     observer.created()
                     respond(.success(Posted(alert: alert, created: true)))
                 case .replay(let id):
-                    respond(
-                        lookup(id, on: client).flatMap { found in
-                            found.map { .success(Posted(alert: $0, created: false)) }
-                                ?? .failure(EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)"))
-                        })
+                    lookup(id, on: client) { found in
+                        respond(
+                            found.flatMap { found in
+                                found.map { .success(Posted(alert: $0, created: false)) }
+                                    ?? .failure(EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)"))
+                            })
+                    }
                 }
             }
         }

@@ -10,7 +10,7 @@ extension Engine {
     @discardableResult
     public func fireDeadlines() -> Timestamp? {
         guard refusal() == nil else { return store.nextDeadline }
-        store.fireDeadlines(now: clock.now(), events: { self.events(for: $0) }) { [self] result in
+        store.fireDeadlines(now: clock.now(), events: { [self] in events(for: $0) }) { [self] result in
             switch result {
             case .success(let committed):
                 published(committed)

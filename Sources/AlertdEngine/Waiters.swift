@@ -29,7 +29,7 @@ struct Waiters: Sendable {
         /// The token's name that parked it; nil without tokens.
         var owner: String?
         var timeout: Timers.Token
-        var respond: @Sendable (Result<Alert, EngineError>) -> Void
+        var respond: @Sendable (Result<PositionedAlert, EngineError>) -> Void
     }
 
     /// A waiter to answer; an alert waiter may come with the decided alert.
@@ -48,6 +48,11 @@ struct Waiters: Sendable {
     private var perOwner: [String: Int] = [:]
     /// Once set, nobody parks any more.
     private(set) var draining = false
+
+    /// The clients `current` waiters wait on.
+    var clientsWaitedOn: [String] { Array(currentWaiters.keys) }
+    /// The alerts alert waiters wait for.
+    var alertsWaitedFor: [AlertID] { Array(alertWaiters.keys) }
 
     /// Waiters parked by one token now.
     func count(of owner: String) -> Int { perOwner[owner] ?? 0 }

@@ -49,14 +49,14 @@ extension Engine {
     /// (whichever answers first; the other finds it gone).
     public func awaitAlert(
         _ id: AlertID, on client: String, wait: Int, owner: String? = nil,
-        respond: @escaping @Sendable (Result<Alert, EngineError>) -> Void
+        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
     ) {
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
-        let found: (@Sendable (Alert?) -> Result<Alert, EngineError>) = { alert in
-            alert.map { .success($0) } ?? .failure(EngineError(.notFound, "no alert \(id) on client \(client)"))
+        let found: @Sendable (Result<PositionedAlert?, EngineError>) -> Result<PositionedAlert, EngineError> = { result in
+            result.flatMap { $0.map { .success($0) } ?? .failure(EngineError(.notFound, "no alert \(id) on client \(client)")) }
         }
-        if seconds == 0 { return respond(lookup(id, on: client).flatMap(found)) }
+        if seconds == 0 { return lookup(id, on: client) { respond(found($0)) } }
         enum Outcome {
             case parked(UInt64)
             case now
@@ -77,21 +77,23 @@ extension Engine {
         }
         switch outcome {
         case .now:
-            respond(lookup(id, on: client).flatMap(found))
+            lookup(id, on: client) { respond(found($0)) }
         case .full(let perToken):
             // No slot to wait in: a decided (or unknown) alert is still answered.
-            let current = lookup(id, on: client)
-            if case .success(let alert?) = current, alert.isPending {
-                return respond(.failure(tooManyWaiters(perToken: perToken, owner: owner, settings)))
+            lookup(id, on: client) { [self] current in
+                if case .success(let alert?) = current, alert.alert.isPending {
+                    return respond(.failure(tooManyWaiters(perToken: perToken, owner: owner, settings)))
+                }
+                respond(found(current))
             }
-            respond(current.flatMap(found))
         case .parked(let waiterID):
-            let current = lookup(id, on: client)
-            if case .success(let alert?) = current, alert.isPending { return }  // parked until decided or timed out
-            // Terminal, unknown or unreadable: answered now, unless a publication took the waiter first.
-            guard let waiter = waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) else { return }
-            timers.cancel(waiter.timeout)
-            respond(current.flatMap(found))
+            lookup(id, on: client) { [self] current in
+                if case .success(let alert?) = current, alert.alert.isPending { return }  // parked until decided or timed out
+                // Terminal, unknown or unreadable: answered now, unless a publication took the waiter first.
+                guard let waiter = waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) else { return }
+                timers.cancel(waiter.timeout)
+                respond(found(current))
+            }
         }
     }
 
@@ -104,12 +106,14 @@ extension Engine {
             current.respond(body)
         case .alert(let waiting, let decided):
             timers.cancel(waiting.timeout)
-            if let decided { return waiting.respond(.success(decided)) }
-            waiting.respond(
-                lookup(waiting.alertID, on: waiting.client).flatMap { found in
-                    found.map { .success($0) }
-                        ?? .failure(EngineError(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
-                })
+            if let decided { return waiting.respond(.success(PositionedAlert(decided, position: nil))) }
+            lookup(waiting.alertID, on: waiting.client) { found in
+                waiting.respond(
+                    found.flatMap { found in
+                        found.map { .success($0) }
+                            ?? .failure(EngineError(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
+                    })
+            }
         }
     }
 

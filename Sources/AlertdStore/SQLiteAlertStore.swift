@@ -102,15 +102,18 @@ public final class SQLiteAlertStore: AlertStore, Service {
     // MARK: - Changing queues
 
     public func transact<Value: Sendable>(
-        client: String, now: Timestamp,
-        _ body: (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        client: String, now: Timestamp, idempotencyKey: String?,
+        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
         completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
     ) {
         let immediate: Result<Committed<Value>, EngineError>? = state.withLockedValue { state in
             if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
             do throws(EngineError) {
-                mutation = try body(&state.board, Keys(pending: state.pendingKeys, persistent: persistent, logger: logger))
+                let keys = Keys(
+                    key: idempotencyKey.map { KeyRef(client: client, key: $0) }, pending: state.pendingKeys, persistent: persistent,
+                    logger: logger)
+                mutation = try body(&state.board, keys)
             } catch {
                 return .failure(error)
             }
@@ -143,7 +146,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     }
 
     public func fireDeadlines(
-        now: Timestamp, events: (BoardChange) -> [OutboxEvent],
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         state.withLockedValue { state in
@@ -155,7 +158,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     public var nextDeadline: Timestamp? { state.withLockedValue { $0.board.nextDeadline } }
 
     public func reconfigure(
-        _ settings: QueueSettings, now: Timestamp, events: (BoardChange) -> [OutboxEvent],
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         // Taken even while commits fail: a rebuild after the failure keeps these settings.
@@ -180,16 +183,18 @@ public final class SQLiteAlertStore: AlertStore, Service {
         }
     }
 
-    /// Idempotency keys: those committing first, then SQLite.
+    /// The transaction's idempotency key: committing first, then SQLite.
     private struct Keys: IdempotencyKeys {
+        let key: KeyRef?
         let pending: [KeyRef: IdempotencyRecord]
         let persistent: any PersistentStore
         let logger: Logger
 
-        func record(client: String, key: String) throws(EngineError) -> IdempotencyRecord? {
-            if let record = pending[KeyRef(client: client, key: key)] { return record }
+        func record() throws(EngineError) -> IdempotencyRecord? {
+            guard let key else { return nil }
+            if let record = pending[key] { return record }
             do {
-                return try persistent.idempotency(client: client, key: key)
+                return try persistent.idempotency(client: key.client, key: key.key)
             } catch {
                 logger.error("the store cannot be read", metadata: ["error": "\(error)"])
                 throw EngineError.unreadable
@@ -197,55 +202,73 @@ public final class SQLiteAlertStore: AlertStore, Service {
         }
     }
 
-    // MARK: - Reading
+    // MARK: - Reading (answered at once, on the calling thread)
 
-    public func alert(_ id: AlertID) throws(EngineError) -> Alert? {
-        switch state.withLockedValue({ $0.board.visible(id) }) {
-        case .alert(let alert): return alert
-        case .notYetCommitted: return nil
-        case .unknown: return try read { try persistent.alert(id) }
+    public func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void) {
+        let visible = state.withLockedValue { state -> (AlertBoard.Visibility, Int?) in
+            let visible = state.board.visible(id)
+            guard case .alert(let alert) = visible, alert.isPending else { return (visible, nil) }
+            return (visible, alert.state == .displayed ? 0 : state.board.position(of: alert))
+        }
+        switch visible {
+        case (.alert(let alert), let position): completion(.success(PositionedAlert(alert, position: position)))
+        case (.notYetCommitted, _): completion(.success(nil))
+        case (.unknown, _):
+            completion(
+                Result { () throws(EngineError) in try read { try persistent.alert(id) }.map { PositionedAlert($0, position: nil) } })
         }
     }
 
-    public func pending(on client: String) -> [Alert] {
-        state.withLockedValue { state in
-            state.board.pending(on: client).compactMap { latest in
+    public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {
+        let pending = state.withLockedValue { state in
+            state.board.pending(on: client).compactMap { latest -> Alert? in
                 guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { return nil }
                 return alert
             }
         }
-    }
-
-    public func position(of alert: Alert) -> Int? {
-        state.withLockedValue { $0.board.position(of: alert) }
+        completion(.success(pending.enumerated().map { PositionedAlert($0.element, position: $0.offset) }))
     }
 
     public func policy(of client: String) -> QueuePolicy {
         state.withLockedValue { $0.board.settings[client].policy }
     }
 
-    public func displays() -> [(client: String, alert: Alert?)] {
-        state.withLockedValue { state in state.board.clients.map { (client: $0, alert: state.board.displayed(on: $0)) } }
-    }
-
-    public func clients(after: String?, limit: Int, where include: (String) -> Bool) -> (
-        page: [(client: String, pending: Int)], more: Bool
+    /// Every client's displayed alert at once: memory holds committed state after a
+    /// start or a rebuild (the displays a commit changes come with its completion).
+    public func displays(
+        of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
     ) {
-        state.withLockedValue { state in
-            let (page, more) = state.board.clients(after: after, limit: limit, where: include)
-            return (page.map { (client: $0, pending: state.board.visiblePendingCount(on: $0)) }, more)
+        let displays = state.withLockedValue { state in
+            (clients ?? state.board.clients).map { (client: $0, alert: state.board.displayed(on: $0)) }
         }
+        completion(.success(displays))
     }
 
-    public func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws(EngineError) -> [Alert] {
-        try read { try persistent.decided(on: client, states: states, before: before, limit: limit) }
+    public func clients(
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
+        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void
+    ) {
+        let page = state.withLockedValue { state in
+            let (page, more) = state.board.clients(after: after, limit: limit, where: include)
+            return (page: page.map { (client: $0, pending: state.board.visiblePendingCount(on: $0)) }, more: more)
+        }
+        completion(.success(page))
+    }
+
+    public func decided(
+        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
+        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void
+    ) {
+        completion(
+            Result { () throws(EngineError) in try read { try persistent.decided(on: client, states: states, before: before, limit: limit) }
+            })
     }
 
     public var pendingTotal: Int { state.withLockedValue { $0.board.pendingTotal } }
 
     // MARK: - Webhooks and deliveries
 
-    public func webhooks() throws(EngineError) -> [Webhook] { try read { try persistent.webhooks() } }
+    public func webhooks() async throws(EngineError) -> [Webhook] { try read { try persistent.webhooks() } }
 
     public func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
         write([.webhook(webhook)], completion: completion)
@@ -255,15 +278,18 @@ public final class SQLiteAlertStore: AlertStore, Service {
         write([.deleteWebhook(id: id)], completion: completion)
     }
 
-    public func deliveries(of alertID: AlertID) throws(EngineError) -> [DeliveryRecord] {
-        try read { try persistent.deliveries(of: alertID) }
+    public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
+        completion(Result { () throws(EngineError) in try read { try persistent.deliveries(of: alertID) } })
     }
 
-    public func pendingDeliveries() throws(EngineError) -> [PendingDelivery] { try read { try persistent.pendingDeliveries() } }
+    public func pendingDeliveries() async throws(EngineError) -> [PendingDelivery] { try read { try persistent.pendingDeliveries() } }
 
     public func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
         committer.submit([.attempt(attempt)]) { result in completion(result.mapError { _ in .notCommitted }) }
     }
+
+    /// One process owns the state directory: nothing changes behind its back.
+    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {}
 
     // MARK: - Upkeep
 
@@ -299,7 +325,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     /// The room SQLite must show before changes are taken again after a failed commit.
     static let headroomBytes = 1 << 20
 
-    public func checkHealth() -> StoreHealth {
+    public func checkHealth() async -> StoreHealth {
         // While commits fail, only room for a real batch counts (a full disk may
         // still take one small row), so memory is not rebuilt just to fail again.
         let failing = failure.isSet

@@ -102,6 +102,9 @@ extension SQLiteStore {
         migrator.registerMigration("v5: a row the readiness probe rewrites") { db in
             try db.execute(sql: "CREATE TABLE probe (id INTEGER PRIMARY KEY NOT NULL, at INTEGER NOT NULL, room BLOB)")
         }
+        migrator.registerMigration("v6: what a delivery produced (an Alertmanager silence id)") { db in
+            try db.execute(sql: "ALTER TABLE deliveries ADD COLUMN result TEXT")
+        }
         return migrator
     }
 }

@@ -1,4 +1,5 @@
 public import AlertdCore
+public import AlertdEngine
 public import AlertdWire
 import Foundation
 import GRDB
@@ -191,8 +192,11 @@ public final class SQLiteStore: PersistentStore {
                     record.deliveryID,
                 ])
                 try db.cachedStatement(
-                    sql: "UPDATE deliveries SET state = ?, next_attempt_at = ? WHERE id = ? AND state = 'pending'"
-                ).execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.deliveryID])
+                    sql: """
+                        UPDATE deliveries SET state = ?, next_attempt_at = ?, result = coalesce(?, result)
+                        WHERE id = ? AND state = 'pending'
+                        """
+                ).execute(arguments: [record.state.rawValue, record.nextAttemptAt?.milliseconds, record.result, record.deliveryID])
             case .deleteClients(let clients):
                 for client in clients {
                     try db.cachedStatement(sql: "DELETE FROM clients WHERE id = ?").execute(arguments: [client])
@@ -283,8 +287,9 @@ public final class SQLiteStore: PersistentStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, event_id, target, webhook_id, state, next_attempt_at FROM deliveries
-                    WHERE alert_id = ? ORDER BY id
+                    SELECT d.id, d.event_id, d.target, d.webhook_id, d.state, d.next_attempt_at, e.type, d.result
+                    FROM deliveries d LEFT JOIN events e ON e.id = d.event_id
+                    WHERE d.alert_id = ? ORDER BY d.id
                     """,
                 arguments: [alertID.description])
             return try rows.map { row in
@@ -297,7 +302,7 @@ public final class SQLiteStore: PersistentStore {
                 return DeliveryRecord(
                     id: id, eventID: row[1], target: row[2], webhookID: row[3],
                     state: DeliveryState(rawValue: stateText) ?? .pending, attempts: attempts,
-                    nextAttemptAt: (row[5] as Int64?).map { Timestamp(milliseconds: $0) })
+                    nextAttemptAt: (row[5] as Int64?).map { Timestamp(milliseconds: $0) }, type: row[6], silenceID: row[7])
             }
         }
     }
@@ -308,7 +313,7 @@ public final class SQLiteStore: PersistentStore {
                 db,
                 sql: """
                     SELECT d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
-                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id)
+                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type
                     FROM deliveries d JOIN events e ON e.id = d.event_id
                     WHERE d.state = 'pending'
                     ORDER BY d.next_attempt_at, d.id
@@ -329,7 +334,8 @@ public final class SQLiteStore: PersistentStore {
                 pending.append(
                     PendingDelivery(
                         id: row[0], eventID: eventID, target: row[2], secret: row[3], body: body, eventCreatedAt: created,
-                        attemptsMade: row[7], due: (row[6] as Int64?).map { Timestamp(milliseconds: $0) } ?? created))
+                        attemptsMade: row[7], due: (row[6] as Int64?).map { Timestamp(milliseconds: $0) } ?? created,
+                        kind: DeliveryKind(eventType: row[8])))
             }
             return pending
         }
@@ -343,5 +349,36 @@ public final class SQLiteStore: PersistentStore {
             (try? pool.write { db in
                 try db.execute(sql: "INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)", arguments: [now])
             }) != nil
+    }
+}
+
+extension SQLiteStore {
+    /// Every table ``StoreDump`` copies, read in one transaction (a consistent copy).
+    public func dump() throws -> StoreDump {
+        try pool.read { db in
+            var dump = StoreDump()
+            for (table, columns) in StoreDump.columns {
+                var rows: [[StoreDump.Cell]] = []
+                let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY \(columns[0])")
+                while let row = try cursor.next() {
+                    rows.append(
+                        (0..<columns.count).map { index in
+                            switch row[index] as DatabaseValue {
+                            case let value where value.isNull: .null
+                            case let value:
+                                switch value.storage {
+                                case .int64(let number): .integer(number)
+                                case .double(let number): .integer(Int64(number))
+                                case .string(let text): .text(text)
+                                case .blob(let data): .bytes([UInt8](data))
+                                case .null: .null
+                                }
+                            }
+                        })
+                }
+                dump.rows[table] = rows
+            }
+            return dump
+        }
     }
 }

@@ -201,11 +201,16 @@ public struct DeliveryRecord: Sendable, Hashable, Codable {
     public var attempts: [DeliveryAttempt]
     /// When the next attempt is due; nil once delivered or failed.
     public var nextAttemptAt: Timestamp?
+    /// The event's type: `alert.<state>` for callbacks, `alertmanager.silence` for a
+    /// silence created in Alertmanager. nil from a daemon older than 0.1.0.
+    public var type: String?
+    /// For `alertmanager.silence`: the id Alertmanager gave the silence, once created.
+    public var silenceID: String?
 
     /// A delivery record with every field given.
     public init(
         id: String, eventID: String, target: String, webhookID: String?, state: DeliveryState, attempts: [DeliveryAttempt],
-        nextAttemptAt: Timestamp?
+        nextAttemptAt: Timestamp?, type: String? = nil, silenceID: String? = nil
     ) {
         self.id = id
         self.eventID = eventID
@@ -214,13 +219,16 @@ public struct DeliveryRecord: Sendable, Hashable, Codable {
         self.state = state
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
+        self.type = type
+        self.silenceID = silenceID
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, target, state, attempts
+        case id, target, state, attempts, type
         case eventID = "event_id"
         case webhookID = "webhook_id"
         case nextAttemptAt = "next_attempt_at"
+        case silenceID = "silence_id"
     }
 }
 

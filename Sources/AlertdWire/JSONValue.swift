@@ -224,6 +224,40 @@ public struct JSONNumber: Sendable, Hashable, Codable, CustomStringConvertible {
         return Int(literal)
     }
 
+    /// The value as an `Int` when it is a whole number that fits, however it is
+    /// written: `"5"`, `"5.0"`, `"5e0"` and `"500e-2"` → 5; `"5.5"` and out-of-range
+    /// numbers → `nil`. JSON does not tell integers from other numbers, and JSON
+    /// Schema's `integer` is any whole number, so this is what an API that says
+    /// "integer" accepts.
+    public var wholeInt: Int? {
+        if let int { return int }
+        let value = canonical
+        guard value.hugeLiteral == nil, value.exponent >= value.digits.count else { return nil }
+        guard value.exponent <= 19 else { return nil }
+        var magnitude: UInt64 = 0
+        for index in 0..<value.exponent {
+            let digit = index < value.digits.count ? UInt64(value.digits[index] &- UInt8(ascii: "0")) : 0
+            let (times, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times.addingReportingOverflow(digit)
+            guard !o1, !o2 else { return nil }
+            magnitude = sum
+        }
+        if value.negative {
+            return magnitude <= UInt64(Int.max) + 1 ? Int(truncatingIfNeeded: 0 &- magnitude) : nil
+        }
+        return magnitude <= UInt64(Int.max) ? Int(magnitude) : nil
+    }
+
+    /// Whether the value is a whole number (of any size): `"5"`, `"5.0"`, `"1e400"`, but not `"5.5"`.
+    public var isWhole: Bool {
+        let value = canonical
+        if let huge = value.hugeLiteral {
+            // An exponent beyond Int's range: whole when it is positive.
+            return !huge.contains("e-") && !huge.contains("E-")
+        }
+        return value.exponent >= value.digits.count
+    }
+
     /// The nearest `Double`; infinite when the magnitude is beyond `Double`'s range.
     public var double: Double {
         Double(literal) ?? .nan

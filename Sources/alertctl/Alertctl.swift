@@ -1,4 +1,5 @@
 import AlertdClient
+import AlertdVersion
 import AlertdWire
 import ArgumentParser
 import Foundation
@@ -21,6 +22,7 @@ struct Alertctl: AsyncParsableCommand {
             4 the daemon could not be reached or answered nonsense; 64 bad usage (flags, URL, \
             config file); 130 interrupted.
             """,
+        version: AlertdVersion.string,
         subcommands: [
             Post.self, Current.self, Choose.self, Get.self, List.self, Withdraw.self, Clients.self, Webhooks.self,
             Deliveries.self, Watch.self, WhoAmI.self,

@@ -463,6 +463,7 @@ struct Deliveries: AsyncParsableCommand {
             for delivery in deliveries {
                 var line = "\(delivery.id)  \(delivery.state.rawValue)  \(delivery.target)"
                 if let next = delivery.nextAttemptAt { line += "  next \(next)" }
+                if let silence = delivery.silenceID { line += "  silence \(silence)" }
                 print(Terminal.safe(line))
                 for attempt in delivery.attempts {
                     let what = attempt.statusCode.map { "HTTP \($0)" } ?? attempt.error ?? "-"

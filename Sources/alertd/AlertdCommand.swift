@@ -1,4 +1,5 @@
 import AlertdDaemon
+import AlertdVersion
 import ArgumentParser
 import Foundation
 import Logging
@@ -11,6 +12,8 @@ struct AlertdCommand: AsyncParsableCommand {
             alertd [--config <file>] [--listen <host:port>] [--state-dir <dir>]
             alertd token new <name> --roles <roles> --clients <clients> [--json]
             alertd check-config <file>
+            alertd migrate [--config <file>]
+            alertd migrate-store --from sqlite:<dir> --to <postgres-url>
             """,
         discussion: """
             Without a command alertd serves the API and the dashboard until SIGTERM (there is no \
@@ -18,7 +21,8 @@ struct AlertdCommand: AsyncParsableCommand {
             with no config file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
-        subcommands: [TokenCommand.self, CheckConfigCommand.self])
+        version: AlertdVersion.string,
+        subcommands: [TokenCommand.self, CheckConfigCommand.self, MigrateCommand.self, MigrateStoreCommand.self])
 
     @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))
     var config: String?
@@ -28,6 +32,13 @@ struct AlertdCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the SQLite store lives.", valueName: "dir"))
     var stateDir: String?
+
+    /// The file at `path`; without one, the default path if it exists, else the defaults.
+    static func configFile(_ path: String?) throws -> Config {
+        if let path { return try Config.load(path: path) }
+        if FileManager.default.fileExists(atPath: Config.defaultPath) { return try Config.load(path: Config.defaultPath) }
+        return Config()
+    }
 
     func run() async throws {
         let settings: Config
@@ -40,13 +51,7 @@ struct AlertdCommand: AsyncParsableCommand {
                 if let stateDir { settings.stateDir = stateDir }
             }
             do {
-                if let path {
-                    settings = try Config.load(path: path)
-                } else if FileManager.default.fileExists(atPath: Config.defaultPath) {
-                    settings = try Config.load(path: Config.defaultPath)
-                } else {
-                    settings = Config()
-                }
+                settings = try Self.configFile(path)
             } catch let errors as ConfigErrors {
                 // Everything wrong at once: what the start's checks find too.
                 throw errors.withStartCheck(overrides)

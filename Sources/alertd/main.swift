@@ -22,21 +22,9 @@ do {
 } catch {
     AlertdCommand.exit(withError: error)
 }
-let finished = DispatchSemaphore(value: 0)
-let outcome = Outcome()
-Task.detached {
-    do {
-        try await command.run()
-    } catch {
-        outcome.error = error
-    }
-    finished.signal()
+do {
+    try blocking { try await command.run() }
+} catch {
+    AlertdCommand.exit(withError: error)
 }
-finished.wait()
-if let error = outcome.error { AlertdCommand.exit(withError: error) }
 exit(0)
-
-/// The root task's error, written before `finished` is signalled and read after.
-final class Outcome: @unchecked Sendable {
-    var error: (any Error)?
-}

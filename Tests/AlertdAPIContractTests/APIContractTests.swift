@@ -568,12 +568,15 @@ extension APIContractTests {
             }
         }
 
-        @Test("choosing by index works, and a cancel-style button sets cancelled")
-        func byIndexCancel() async throws {
+        @Test(
+            "choosing by index works (a whole number however written: 1, 1.0, 1e0), and a cancel-style button sets cancelled",
+            arguments: ["1", "1.0", "1e0"])
+        func byIndexCancel(index: String) async throws {
             try await withTestClient { api in
                 let client = Contract.uniqueClient("choose-index")
                 let asked = try await api.create(client, Contract.alert("deploy", buttons: [("Deploy", "default"), ("Cancel", "cancel")]))
-                let response = try await api.choose(client, Contract.id(asked), ["button_index": 1])
+                let response = try await api.post(
+                    "/v1/clients/\(client)/alerts/\(Contract.id(asked))/choice", json: #"{"button_index":\#(index)}"#)
                 #expect(response.status == 200)
                 let result = try #require(try response.jsonObject()["result"] as? [String: Any])
                 #expect(result["button"] as? String == "Cancel")
@@ -1113,7 +1116,9 @@ extension APIContractTests {
                 WrongMethod(method: "DELETE", path: "/v1/clients", allow: ["GET", "HEAD"]),
                 WrongMethod(method: "POST", path: "/healthz", allow: ["GET", "HEAD"]),
                 WrongMethod(method: "PUT", path: "/readyz", allow: ["GET", "HEAD"]),
-                WrongMethod(method: "OPTIONS", path: "/v1/clients/ops/alerts/current", allow: ["GET", "HEAD", "DELETE"]),
+                // `current` is its own resource, never the alert `{id}` "current": no DELETE.
+                WrongMethod(method: "OPTIONS", path: "/v1/clients/ops/alerts/current", allow: ["GET", "HEAD"]),
+                WrongMethod(method: "DELETE", path: "/v1/clients/ops/alerts/current", allow: ["GET", "HEAD"]),
             ])
         func wrongMethod(wrong: WrongMethod) async throws {
             try await withTestClient { api in

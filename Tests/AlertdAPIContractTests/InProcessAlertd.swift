@@ -5,6 +5,7 @@
 import AlertdCallbacks
 import AlertdCore
 import AlertdEngine
+import AlertdPostgres
 import AlertdHTTP
 import AlertdStore
 import AlertdTestSupport
@@ -27,24 +28,40 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
     private let alertd: Alertd
     private let scratch: ScratchDirectory
     private let loops: [Task<Void, Never>]
+    private let storeLoop: Task<Void, Never>?
 
-    private init(config yaml: String) throws {
+    private init(config yaml: String) async throws {
         scratch = try ScratchDirectory()
         var config = try Config.parse(yaml: yaml)
         config.stateDir = scratch.url.path
-        let alertd = try Alertd.build(
-            config: config, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
-        alertd.store.startWriter()
+        let settings = config
+        // Opening blocks (SQLite, the state directory's lock): on a thread of its own, never the pool's.
+        let alertd = try await Self.onOwnThread {
+            try Alertd.open(
+                config: settings, clock: SystemClock(), logger: Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() })
+        }
+        // PostgreSQL's pool, listener and counts run until the task is cancelled.
+        let storeLoop = alertd.postgres.map { postgres in Task { _ = try? await postgres.run() } }
+        do {
+            try await alertd.start()
+        } catch {
+            storeLoop?.cancel()
+            await storeLoop?.value
+            // PostgresNIO's errors describe themselves only when reflected.
+            throw TestFailure("alertd did not start: \(String(reflecting: error))")
+        }
+        alertd.sqlite?.startWriter()
         loops = [
             Task { try? await DeadlineService(engine: alertd.engine).run() },
             Task { await alertd.deliveries.run() },
         ]
+        self.storeLoop = storeLoop
         self.alertd = alertd
     }
 
     /// Builds alertd from `yaml` (its `state_dir` is replaced by a temporary directory).
     static func start(config yaml: String) async throws -> InProcessAlertd {
-        try await onOwnThread { try InProcessAlertd(config: yaml) }
+        try await InProcessAlertd(config: yaml)
     }
 
     /// Answers parked waiters, commits what is queued and stops alertd's loops and threads.
@@ -53,9 +70,11 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
         await onOwnThread {
             self.alertd.engine.drain()
             self.alertd.deliveries.shutdownNow()
-            self.alertd.store.shutdown()
+            self.alertd.sqlite?.shutdown()
             self.alertd.releaseStateDirectory()
         }
+        storeLoop?.cancel()
+        await storeLoop?.value
     }
 
     /// Building and stopping wait on alertd's own threads (the writer, the delivery

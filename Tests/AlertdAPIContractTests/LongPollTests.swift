@@ -63,7 +63,7 @@ struct LongPollTests {
             let elapsed = ContinuousClock.now - started
             #expect(current.status == 200)
             #expect(try current.jsonObject()["id"] as? String == id(alert))
-            #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(5), "took \(elapsed)")
+            #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(60), "took \(elapsed)")
             let empty = try await http.get("/v1/clients/nobody/alerts/current?wait=1")
             #expect(empty.status == 204)
             let one = try await http.get("/v1/clients/ops/alerts/\(id(alert))?wait=1")
@@ -78,7 +78,8 @@ struct LongPollTests {
             let response = try await http.get("/v1/clients/ops/alerts/current?wait=3600")
             let elapsed = ContinuousClock.now - started
             #expect(response.status == 204)
-            #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(10), "took \(elapsed)")
+            // Clamped to a second, not an hour; the upper bound is for a heavily loaded machine.
+            #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(60), "took \(elapsed)")
         }
     }
 

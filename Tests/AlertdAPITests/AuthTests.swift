@@ -38,11 +38,11 @@ struct RoleTests {
     @Test("read reads; post and answer add their own; admin does everything")
     func matrix() {
         let expected: [Role: [Permission]] = [
-            .read: [.open, .read], .post: [.open, .read, .post], .answer: [.open, .read, .answer],
-            .admin: [.open, .read, .post, .answer, .admin],
+            .read: [.open, .anyone, .read], .post: [.open, .anyone, .read, .post], .answer: [.open, .anyone, .read, .answer],
+            .admin: [.open, .anyone, .read, .post, .answer, .admin],
         ]
         for (role, granted) in expected {
-            for permission in [Permission.open, .read, .post, .answer, .admin] {
+            for permission in [Permission.open, .anyone, .read, .post, .answer, .admin] {
                 #expect(role.grants(permission) == granted.contains(permission), "\(role) \(permission)")
             }
         }

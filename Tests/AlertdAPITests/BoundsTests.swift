@@ -14,7 +14,7 @@ struct BoundsTests {
 
     @Test("limits.max_clients: a post to a new client beyond it is 429 queue-full; known clients still take posts")
     func maxClients() async throws {
-        let daemon = try InProcessDaemon(config: "limits: { max_clients: 2 }")
+        let daemon = try await InProcessDaemon(config: "limits: { max_clients: 2 }")
         defer { daemon.cleanUp() }
         _ = try await daemon.post("a", #"{"title":"x"}"#)
         _ = try await daemon.post("b", #"{"title":"x"}"#)
@@ -31,7 +31,7 @@ struct BoundsTests {
 
     @Test("limits.max_pending_total: beyond it any post is 429 queue-full; deciding one makes room")
     func maxPendingTotal() async throws {
-        let daemon = try InProcessDaemon(config: "limits: { max_pending_total: 3 }")
+        let daemon = try await InProcessDaemon(config: "limits: { max_pending_total: 3 }")
         defer { daemon.cleanUp() }
         let first = try await daemon.post("a", #"{"title":"1","buttons":[{"title":"OK"}]}"#)
         _ = try await daemon.post("b", #"{"title":"2","buttons":[{"title":"OK"}]}"#)
@@ -45,7 +45,7 @@ struct BoundsTests {
 
     @Test("a client with nothing pending and nothing retained is forgotten at the purge, also in the store")
     func idleClientsForgotten() async throws {
-        let daemon = try InProcessDaemon(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
+        let daemon = try await InProcessDaemon(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
         let once = try await daemon.post("once", #"{"title":"x","buttons":[{"title":"OK"}]}"#)
         _ = try await daemon.post("busy", #"{"title":"still pending","buttons":[{"title":"OK"}]}"#)
         #expect(try await daemon.send("DELETE", "/v1/clients/once/alerts/\(once["id"] as! String)").status == 200)
@@ -71,7 +71,7 @@ struct BoundsTests {
         let hooks = try await daemon.send("GET", "/v1/clients/once/webhooks").object()["webhooks"] as? [[String: Any]]
         #expect(hooks?.count == 1)
         // Its slot is free again, and the store forgot it too.
-        let restarted = try daemon.restart(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
+        let restarted = try await daemon.restart(config: "limits: { max_clients: 2 }\nalerts: { retention: 60 }")
         defer { restarted.cleanUp() }
         #expect(try await listed(restarted) == ["busy"])
         #expect(try await restarted.send("POST", "/v1/clients/third/alerts", json: #"{"title":"x"}"#).status == 201)
@@ -80,7 +80,7 @@ struct BoundsTests {
 
     @Test("GET /v1/clients pages by id like the alert list: limit, next_cursor, bad values are 400")
     func clientPaging() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         for client in ["e", "a", "d", "b", "c"] { _ = try await daemon.post(client, #"{"title":"x","buttons":[{"title":"OK"}]}"#) }
         var seen: [String] = []
@@ -116,7 +116,7 @@ struct BoundsTests {
             let hex = Token.hex(Array(SHA256.hash(data: Array(secret.utf8))))
             config += "    - { name: \(name), sha256: \"\(hex)\", roles: [read], clients: ['*'] }\n"
         }
-        let daemon = try InProcessDaemon(config: config)
+        let daemon = try await InProcessDaemon(config: config)
         defer { daemon.cleanUp() }
         let bearer = { (name: String) in [("Authorization", "Bearer \(secrets[name]!)")] }
         let parked = (0..<2).map { _ in daemon.start("GET", "/v1/clients/ops/alerts/current?wait=30", headers: bearer("wall-a")) }

@@ -225,7 +225,7 @@ struct RoutingTests {
         struct SecretLeak: Error, CustomStringConvertible {
             var description: String { "cannot open /var/lib/alertd/alertd.sqlite at 10.0.0.5" }
         }
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let failing = Route("GET", "/boom", .open, "boom") { _ in { _ in throw SecretLeak() } }
         let api = API(

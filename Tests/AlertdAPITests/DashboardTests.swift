@@ -84,7 +84,7 @@ struct DashboardServingTests {
 
     @Test("GET / is the page, with a strict Content-Security-Policy, nosniff, no-referrer, no-cache and a strong ETag")
     func page() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let response = try await daemon.send("GET", "/")
         #expect(response.status == 200)
@@ -107,7 +107,7 @@ struct DashboardServingTests {
             ("/ui/icon.svg", "image/svg+xml; charset=utf-8"),
         ])
     func asset(path: String, type: String) async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let response = try await daemon.send("GET", path)
         #expect(response.status == 200)
@@ -121,7 +121,7 @@ struct DashboardServingTests {
 
     @Test("If-None-Match naming the ETag is 304 without a body; another tag gets the file", arguments: ["/", "/ui/dashboard.js"])
     func conditional(path: String) async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let etag = try #require(try await daemon.send("GET", path).header("ETag"))
         for matching in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
@@ -139,7 +139,7 @@ struct DashboardServingTests {
         "unknown files are 404 problem+json; the page has one address",
         arguments: ["/ui/nothing.js", "/ui/index.html", "/ui/", "/ui", "/ui/a/b", "/index.html", "/ui/dashboard.js/"])
     func unknown(path: String) async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let response = try await daemon.send("GET", path)
         #expect(response.status == 404)
@@ -148,7 +148,7 @@ struct DashboardServingTests {
 
     @Test("other methods are 405 with Allow: GET, HEAD")
     func methods() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         for (method, path) in [("POST", "/"), ("DELETE", "/ui/dashboard.js")] {
             let response = try await daemon.send(method, path)
@@ -160,7 +160,7 @@ struct DashboardServingTests {
     @Test("the page and its files need no token, even when the daemon has tokens")
     func openWithTokens() async throws {
         let hex = Token.hex(Array(SHA256.hash(data: Array("s3cret".utf8))))
-        let daemon = try InProcessDaemon(
+        let daemon = try await InProcessDaemon(
             config: """
                 auth:
                   tokens:

@@ -12,7 +12,7 @@ import NIOConcurrencyHelpers
 struct DeadlineTests {
     @Test("a buttonless alert is dismissed dismiss_after seconds after it is displayed, then the next one shows")
     func dismissal() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let notice = try await daemon.post("ops", #"{"title":"Backup done","dismiss_after":2}"#)
         let next = try await daemon.post("ops", #"{"title":"Next","buttons":[{"title":"OK"}]}"#)
@@ -36,7 +36,7 @@ struct DeadlineTests {
 
     @Test("the default dismissal delay comes from alerts.default_dismiss_after")
     func defaultDismissal() async throws {
-        let daemon = try InProcessDaemon(config: "alerts: {default_dismiss_after: 5}")
+        let daemon = try await InProcessDaemon(config: "alerts: {default_dismiss_after: 5}")
         defer { daemon.cleanUp() }
         let notice = try await daemon.post("ops", #"{"title":"FYI"}"#)
         #expect(notice["dismiss_after"] as? Int == 5)
@@ -50,7 +50,7 @@ struct DeadlineTests {
 
     @Test("a queued alert expires at expires_at without ever being displayed")
     func queuedExpiry() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         _ = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         let second = try await daemon.post("ops", #"{"title":"Second","buttons":[{"title":"OK"}],"expires_in":30}"#)
@@ -67,7 +67,7 @@ struct DeadlineTests {
 
     @Test("a parked waiter on an alert is answered when the alert expires")
     func waiterSeesExpiry() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let alert = try await daemon.post("ops", #"{"title":"Approve?","buttons":[{"title":"Yes"}],"expires_in":10}"#)
         let waiter = daemon.start("GET", "/v1/clients/ops/alerts/\(alert["id"] as! String)?wait=60")
@@ -82,12 +82,12 @@ struct DeadlineTests {
 
     @Test("deadlines that passed while the daemon was down fire at once after the restart")
     func deadlinesAcrossRestart() async throws {
-        var daemon = try InProcessDaemon()
+        var daemon = try await InProcessDaemon()
         let notice = try await daemon.post("ops", #"{"title":"Gone soon","dismiss_after":1}"#)
         let approval = try await daemon.post("team", #"{"title":"Approve?","buttons":[{"title":"Yes"}],"expires_in":60}"#)
         daemon.stop()
         daemon.clock.advance(seconds: 3600)
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
         await daemon.fireDeadlines()
         #expect(
@@ -101,7 +101,7 @@ struct DeadlineTests {
 struct QueueTests {
     @Test("a stack client shows the newest alert at once and the covered one again when it is answered")
     func stackPolicy() async throws {
-        let daemon = try InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
         let older = try await daemon.post("ops", #"{"title":"Older","buttons":[{"title":"OK"}]}"#)
         let newer = try await daemon.post("ops", #"{"title":"Newer","buttons":[{"title":"OK"}]}"#)
@@ -116,7 +116,7 @@ struct QueueTests {
 
     @Test("a fifo client keeps the displayed alert when a higher priority arrives, then shows the highest priority")
     func fifoPolicy() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let first = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         _ = try await daemon.post("ops", #"{"title":"Low","buttons":[{"title":"OK"}]}"#)
@@ -132,10 +132,10 @@ struct QueueTests {
 
     @Test("switching a client to stack in the config re-orders its queue on restart")
     func policyChangeOnRestart() async throws {
-        var daemon = try InProcessDaemon()
+        var daemon = try await InProcessDaemon()
         _ = try await daemon.post("ops", #"{"title":"Older","buttons":[{"title":"OK"}]}"#)
         _ = try await daemon.post("ops", #"{"title":"Newer","buttons":[{"title":"OK"}]}"#)
-        daemon = try daemon.restart(config: "clients:\n  ops: { policy: stack }\n")
+        daemon = try await daemon.restart(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
         #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").object()["title"] as? String == "Newer")
     }
@@ -145,7 +145,7 @@ struct QueueTests {
 struct WaiterTests {
     @Test("a current waiter parks while the displayed id equals after, and wakes with the next alert")
     func currentWakes() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let first = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         let second = try await daemon.post("ops", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)
@@ -162,7 +162,7 @@ struct WaiterTests {
 
     @Test("a current waiter without after parks only while nothing is displayed")
     func currentWithoutAfter() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let waiter = daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60")
         await daemon.barrier()
@@ -175,7 +175,7 @@ struct WaiterTests {
 
     @Test("draining answers every parked waiter with the state it waited on")
     func drainAnswers() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let posted = try await daemon.post("ops", #"{"title":"Hello","buttons":[{"title":"OK"}]}"#)
         let onCurrent = daemon.start("GET", "/v1/clients/ops/alerts/current?wait=60&after=\(posted["id"] as! String)")
@@ -194,7 +194,7 @@ struct WaiterTests {
 struct RetentionTests {
     @Test("decided alerts are deleted once alerts.retention has passed, pending ones never")
     func purge() async throws {
-        let daemon = try InProcessDaemon(config: "alerts: { retention: 3600 }")
+        let daemon = try await InProcessDaemon(config: "alerts: { retention: 3600 }")
         defer { daemon.cleanUp() }
         let decided = try await daemon.post("ops", #"{"title":"Old","buttons":[{"title":"OK"}]}"#)
         let pending = try await daemon.post("ops", #"{"title":"Still waiting","buttons":[{"title":"OK"}]}"#)
@@ -219,7 +219,7 @@ struct RetentionTests {
 struct IdempotencyWindowTests {
     @Test("an Idempotency-Key replays for 24 hours, then the same key creates a new alert")
     func twentyFourHours() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let body = #"{"title":"Deploy?","buttons":[{"title":"Deploy"}],"expires_in":604800}"#
         let key = [("Idempotency-Key", "deploy-7")]

@@ -88,7 +88,7 @@ struct HostPolicyTests {
 struct RebindingAPITests {
     @Test("A rebound Host cannot read, post, answer or register a webhook; nothing is changed")
     func reboundHost() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let alert = try await daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"Deploy"}]}"#)
         let id = try #require(alert["id"] as? String)
@@ -114,7 +114,7 @@ struct RebindingAPITests {
 
     @Test("A foreign Origin cannot post or answer; alertd's own origin can")
     func foreignOrigin() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let foreign = [("Host", "127.0.0.1:8080"), ("Origin", "https://evil.example")]
         let refused = try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"x"}"#, headers: foreign)
@@ -127,7 +127,7 @@ struct RebindingAPITests {
 
     @Test("http.allowed_hosts admits a name; a config without tokens is the only one checked")
     func allowedHostsAndTokens() async throws {
-        let named = try InProcessDaemon(config: "http:\n  allowed_hosts: [alerts.internal]\n")
+        let named = try await InProcessDaemon(config: "http:\n  allowed_hosts: [alerts.internal]\n")
         defer { named.cleanUp() }
         #expect(try await named.send("GET", "/v1/clients", headers: [("Host", "alerts.internal:8080")]).status == 200)
         #expect(try await named.send("GET", "/v1/clients", headers: [("Host", "other.internal:8080")]).status == 403)
@@ -145,7 +145,7 @@ struct TokenHostTests {
     func tokensDecide() async throws {
         let secret = "s3cret-reader"
         let hex = Token.hex(Array(Crypto.SHA256.hash(data: Array(secret.utf8))))
-        let daemon = try InProcessDaemon(
+        let daemon = try await InProcessDaemon(
             config: "auth:\n  tokens:\n    - { name: reader, sha256: \"\(hex)\", roles: [read], clients: ['*'] }\n")
         defer { daemon.cleanUp() }
         let elsewhere = [("Host", "alerts.example.com"), ("Origin", "https://dashboards.example.com")]

@@ -26,19 +26,29 @@ final class InProcessDaemon: @unchecked Sendable {
 
     init(
         config yaml: String = "", stateDir: String? = nil, clock: ManualClock = ManualClock(),
-        wrapStore: (any PersistentStore) -> any PersistentStore = { $0 }
-    ) throws {
+        wrapStore: @escaping @Sendable (any PersistentStore) -> any PersistentStore = { $0 }
+    ) async throws {
         self.clock = clock
         self.ownsDir = stateDir == nil
         self.stateDir = stateDir ?? NSTemporaryDirectory() + "alertd-api-\(UUID().uuidString)"
         var config = try Config.parse(yaml: yaml)
         config.stateDir = self.stateDir
         self.config = config
-        let alertd = try Alertd.build(config: config, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
-            wrapStore(try SQLiteStore(directory: $0.stateDir, durability: $0.durability))
+        let settings = config
+        // Opening blocks (SQLite, the state directory's lock): on a thread of its own, never the pool's.
+        let alertd = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Alertd, any Error>) in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        try Alertd.open(config: settings, clock: clock, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
+                            wrapStore(try SQLiteStore(directory: $0.stateDir, durability: $0.durability))
+                        }
+                    })
+            }.start()
         }
+        try await alertd.start()
         self.alertd = alertd
-        alertd.store.startWriter()
+        alertd.sqlite!.startWriter()
         loops = [
             Task { try? await DeadlineService(engine: alertd.engine).run() },
             Task { await alertd.deliveries.run() },
@@ -51,14 +61,14 @@ final class InProcessDaemon: @unchecked Sendable {
         for loop in loops { loop.cancel() }
         alertd.engine.drain()
         alertd.deliveries.shutdownNow()
-        alertd.store.shutdown()
+        alertd.sqlite!.shutdown()
         alertd.releaseStateDirectory()
     }
 
     /// A new instance on the same state dir: a restart.
-    func restart(config yaml: String = "") throws -> InProcessDaemon {
+    func restart(config yaml: String = "") async throws -> InProcessDaemon {
         stop()
-        return try InProcessDaemon(config: yaml, stateDir: stateDir, clock: clock)
+        return try await InProcessDaemon(config: yaml, stateDir: stateDir, clock: clock)
     }
 
     func cleanUp() {
@@ -113,7 +123,7 @@ final class InProcessDaemon: @unchecked Sendable {
     /// Returns once everything submitted so far is committed and published.
     func barrier() async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            alertd.store.transact(client: "barrier", now: clock.now()) { _, _ in
+            alertd.store.transact(client: "barrier", now: clock.now(), idempotencyKey: nil) { _, _ in
                 Mutation((), afterEarlierCommits: true)
             } completion: {
                 _ in

@@ -47,7 +47,7 @@ struct OutboxTests {
 
     @Test("a decided alert gets one event, with one pending delivery per target sharing its id")
     func oneEventPerDecision() async throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let registered = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://127.0.0.1:9001/api-hook"}"#)
             .object()
@@ -97,7 +97,7 @@ struct OutboxTests {
 
     @Test("each terminal state makes an event of its own type", arguments: ["answered", "withdrawn", "dismissed", "expired"])
     func eventTypes(state: String) async throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let body =
             state == "dismissed"
@@ -118,7 +118,7 @@ struct OutboxTests {
 
     @Test("an alert with no callback_url on a client with no webhooks makes no event")
     func noTargets() async throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let id = try await daemon.post("team", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
         _ = try await daemon.send("POST", "/v1/clients/team/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
@@ -127,7 +127,7 @@ struct OutboxTests {
 
     @Test("without callbacks.signing_secret an alert cannot have a callback_url")
     func signingSecretRequired() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let response = try await daemon.send(
             "POST", "/v1/clients/ops/alerts", json: #"{"title":"Q","callback_url":"http://127.0.0.1:9/x"}"#)
@@ -139,7 +139,7 @@ struct OutboxTests {
     @Test("the event is committed with the terminal state or not at all")
     func atomic() async throws {
         let holder = Mutex<FailingStore?>(nil)
-        var daemon = try InProcessDaemon(config: Self.config) { inner in
+        var daemon = try await InProcessDaemon(config: Self.config) { inner in
             let store = FailingStore(inner)
             holder.withLock { $0 = store }
             return store
@@ -148,7 +148,7 @@ struct OutboxTests {
         let id = try await daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
         store.failing.store(true, ordering: .relaxed)
         #expect(try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#).status == 503)
-        daemon = try daemon.restart(config: Self.config)
+        daemon = try await daemon.restart(config: Self.config)
         defer { daemon.cleanUp() }
         #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)").object()["state"] as? String == "displayed")
         #expect(try OutboxRow.all(in: daemon.stateDir, alert: id).isEmpty)
@@ -158,7 +158,7 @@ struct OutboxTests {
 
     @Test("purging an alert waits for its pending deliveries, then purges its events and deliveries")
     func purge() async throws {
-        let daemon = try InProcessDaemon(config: Self.config + "\nalerts: { retention: 60 }")
+        let daemon = try await InProcessDaemon(config: Self.config + "\nalerts: { retention: 60 }")
         defer { daemon.cleanUp() }
         let id = try await daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
         _ = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
@@ -172,7 +172,7 @@ struct OutboxTests {
         let deliveryID = try #require(
             try await queue0.read { try String.fetchOne($0, sql: "SELECT id FROM deliveries WHERE alert_id = ?", arguments: [id]) })
         let attempt = DeliveryAttempt(at: daemon.clock.now(), statusCode: 204, error: nil)
-        daemon.alertd.store.record(
+        daemon.alertd.sqlite!.record(
             AttemptRecord(deliveryID: deliveryID, number: 99, attempt: attempt, state: .delivered, nextAttemptAt: nil)
         ) { _ in }
         await daemon.alertd.engine.purge()

@@ -50,7 +50,7 @@ struct DeliveryTargetTests {
 
     /// The targets of the deliveries of a decided alert, as `secret`'s token sees them (nil: no token).
     func targets(config: String, as secret: String?) async throws -> [String] {
-        let daemon = try InProcessDaemon(config: config)
+        let daemon = try await InProcessDaemon(config: config)
         defer { daemon.cleanUp() }
         let auth = [("Authorization", "Bearer root-secret")]
         let headers = secret.map { [("Authorization", "Bearer \($0)")] } ?? []

@@ -54,7 +54,7 @@ struct ReviewVisibilityTests {
     /// opposite order of the board and the store kept several displayed alerts.
     @Test("concurrent posts to a stack client leave exactly one displayed alert in the store")
     func concurrentStackPostsKeepStoreOrder() async throws {
-        let daemon = try InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
         let threads = 16
         let postsPerThread = 150
@@ -93,7 +93,7 @@ struct ReviewVisibilityTests {
     /// "the alert of this Idempotency-Key is gone (purged)".
     @Test("concurrent posts with one Idempotency-Key all answer the same alert, never 404")
     func concurrentIdempotentPosts() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let rounds = 1000
         let racers = 8
@@ -133,7 +133,7 @@ struct ReviewVisibilityTests {
     /// could lose"). The repeated-same-button half was fixed in 2da5e63.
     @Test("a choice whose commit fails is never reported to anyone as made")
     func uncommittedDecisionIsNotRevealed() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let alert = try await daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
         let id = alert["id"] as! String
@@ -169,7 +169,7 @@ struct ReviewVisibilityTests {
     /// displayed to dashboards at once and survives a restart.
     @Test("an alert whose post failed with 503 never becomes visible or durable")
     func batchesAfterAFailedCommitAreNotCommitted() async throws {
-        var daemon = try InProcessDaemon()
+        var daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
@@ -186,7 +186,7 @@ struct ReviewVisibilityTests {
         let shown = current.status == 200 ? try current.object()["title"] as? String : nil
         #expect(shown != "B", "B's post failed with 503, yet dashboards display B")
 
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         let titles =
             (try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]])?
             .compactMap { $0["title"] as? String } ?? []
@@ -199,7 +199,7 @@ struct ReviewVisibilityTests {
     /// alert reads `"state":"displayed","position":1`.
     @Test("a displayed alert reads position 0 while a covering post is still committing")
     func positionComesFromCommittedState() async throws {
-        let daemon = try InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
         let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
@@ -226,7 +226,7 @@ struct ReviewPositionTests {
     /// "position":null`. Readers see positions no committed state ever had.
     @Test("a queued alert's position counts only alerts readers can see")
     func queuedPositionFromCommittedState() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         _ = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
         let b = try await daemon.post("ops", #"{"title":"B","buttons":[{"title":"OK"}]}"#)

@@ -48,7 +48,7 @@ struct StoreFailureTests {
     @Test("a failed commit answers 503 with Retry-After and hides the change; once commits work, changes resume without a restart")
     func failedCommit() async throws {
         let holder = Mutex<FailingStore?>(nil)
-        let daemon = try InProcessDaemon { inner in
+        let daemon = try await InProcessDaemon { inner in
             let store = FailingStore(inner)
             holder.withLock { $0 = store }
             return store
@@ -76,7 +76,7 @@ struct StoreFailureTests {
         #expect(list.map { $0["title"] as? String } == ["Committed"])
 
         // The readiness probe finds the store writable again: changes are taken, no restart.
-        daemon.alertd.engine.checkStore()
+        await daemon.alertd.engine.checkStore()
         #expect(try await daemon.send("GET", "/readyz").status == 200)
         #expect(
             try await daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#).status == 200
@@ -89,7 +89,7 @@ struct StoreFailureTests {
         let holder = Mutex<SQLiteStore?>(nil)
         let dir = NSTemporaryDirectory() + "alertd-full-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let daemon = try InProcessDaemon(stateDir: dir) { inner in
+        let daemon = try await InProcessDaemon(stateDir: dir) { inner in
             holder.withLock { $0 = inner as? SQLiteStore }
             return inner
         }
@@ -119,17 +119,17 @@ struct StoreFailureTests {
         #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").status == 200)
         #expect(try await daemon.send("GET", "/readyz").status == 503)
         // Still full: the probe finds no room and changes stay refused.
-        daemon.alertd.engine.checkStore()
+        await daemon.alertd.engine.checkStore()
         #expect(try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"Still full"}"#).status == 503)
 
         // Room again: the next probe resumes writes by itself.
         try store.limitPages(nil)
-        daemon.alertd.engine.checkStore()
+        await daemon.alertd.engine.checkStore()
         #expect(try await daemon.send("GET", "/readyz").status == 200)
         let after = try await daemon.post("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)
 
         // Across a restart: every acknowledged alert is there, the refused ones are not.
-        let restarted = try daemon.restart()
+        let restarted = try await daemon.restart()
         defer { restarted.cleanUp() }
         let titles = try await restarted.send("GET", "/v1/clients/ops/alerts?limit=1000").object()["alerts"] as! [[String: Any]]
         let ids = Set(titles.map { $0["id"] as! String })
@@ -151,7 +151,7 @@ struct StateFilePermissionTests {
             try #require(stat(path, &info) == 0, "stat \(path)")
             return Int(info.st_mode & 0o777)
         }
-        let daemon = try InProcessDaemon(stateDir: dir)
+        let daemon = try await InProcessDaemon(stateDir: dir)
         _ = try await daemon.post("ops", #"{"title":"secret-bearing"}"#)
         #expect(try mode(dir) == 0o700)
         for file in ["alertd.sqlite", "alertd.sqlite-wal", "alertd.sqlite-shm", "alertd.lock"] {
@@ -159,7 +159,7 @@ struct StateFilePermissionTests {
         }
         daemon.stop()
         chmod(dir + "/alertd.sqlite", 0o644)
-        let again = try InProcessDaemon(stateDir: dir)
+        let again = try await InProcessDaemon(stateDir: dir)
         defer { again.stop() }
         #expect(try mode(dir + "/alertd.sqlite") == 0o600)
     }

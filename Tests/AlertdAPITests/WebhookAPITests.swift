@@ -16,7 +16,7 @@ struct WebhookAPITests {
 
     @Test("registering without a secret generates a whsec_ secret of 32 random bytes, shown once")
     func generatedSecret() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let created = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example/alerts"}"#)
         #expect(created.status == 201)
@@ -39,7 +39,7 @@ struct WebhookAPITests {
 
     @Test("a URL the client has already is 409 webhook-exists naming the webhook; another client may have it")
     func duplicateURL() async throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let url = #"{"url":"https://hooks.example/alerts"}"#
         let first = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: url)
@@ -62,7 +62,7 @@ struct WebhookAPITests {
 
     @Test("two registrations of one URL at once: one is 201, the other 409")
     func concurrentDuplicates() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         for round in 0..<20 {
             let body = #"{"url":"https://hooks.example/r\#(round)"}"#
@@ -77,12 +77,12 @@ struct WebhookAPITests {
 
     @Test("a given secret is kept, and webhooks survive a restart")
     func givenSecretAndRestart() async throws {
-        var daemon = try InProcessDaemon()
+        var daemon = try await InProcessDaemon()
         let created = try await daemon.send(
             "POST", "/v1/clients/ops/webhooks", json: #"{"url":"http://[::1]:9000/h","secret":"my secret"}"#)
         #expect(try created.object()["secret"] as? String == "my secret")
         let id = try created.object()["id"] as! String
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
         let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(list.map { $0["id"] as? String } == [id])
@@ -92,21 +92,21 @@ struct WebhookAPITests {
 
     @Test("deleting removes it for good; an unknown id is 404")
     func delete() async throws {
-        var daemon = try InProcessDaemon()
+        var daemon = try await InProcessDaemon()
         let id =
             try await daemon.send("POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://a.example/h"}"#).object()["id"] as! String
         #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 204)
         #expect(try await daemon.send("GET", "/v1/clients/ops/webhooks/\(id)").status == 404)
         #expect(try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)").status == 404)
         #expect(try await daemon.send("DELETE", "/v1/clients/other/webhooks/\(id)").status == 404)
-        daemon = try daemon.restart()
+        daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
         #expect((try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [Any]).isEmpty)
     }
 
     @Test("webhooks from the config are listed with source config and cannot be deleted through the API")
     func configWebhooks() async throws {
-        var daemon = try InProcessDaemon(config: Self.config)
+        var daemon = try await InProcessDaemon(config: Self.config)
         let list = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(list.count == 1)
         let id = try #require(list.first?["id"] as? String)
@@ -115,7 +115,7 @@ struct WebhookAPITests {
         let refused = try await daemon.send("DELETE", "/v1/clients/ops/webhooks/\(id)")
         #expect(refused.status == 403)
         #expect(try refused.object()["code"] as? String == "forbidden")
-        daemon = try daemon.restart(config: Self.config)
+        daemon = try await daemon.restart(config: Self.config)
         defer { daemon.cleanUp() }
         let again = try await daemon.send("GET", "/v1/clients/ops/webhooks").object()["webhooks"] as! [[String: Any]]
         #expect(again.first?["id"] as? String == id, "config webhook ids are stable across restarts")
@@ -136,7 +136,7 @@ struct WebhookAPITests {
             (#"{"url":"#, "not valid JSON"),
         ])
     func invalid(body: String, reason: String) async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let response = try await daemon.send("POST", "/v1/clients/ops/webhooks", json: body)
         #expect(response.status == 400)

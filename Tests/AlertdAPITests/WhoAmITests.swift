@@ -21,7 +21,7 @@ struct WhoAmITests {
 
     @Test("without tokens everyone may do everything: no name, every role, every client, auth false")
     func open() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         let response = try await daemon.send("GET", "/v1/whoami")
         #expect(response.status == 200)
@@ -37,7 +37,7 @@ struct WhoAmITests {
             ("root-secret", #"{"name":"root","roles":["post","admin"],"clients":["*"],"auth":true}"#),
         ])
     func token(secret: String, expected: String) async throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let response = try await daemon.send("GET", "/v1/whoami", headers: [("Authorization", "Bearer \(secret)")])
         #expect(response.status == 200)
@@ -46,7 +46,7 @@ struct WhoAmITests {
 
     @Test("with tokens, a missing or wrong token is 401 like every /v1 request", arguments: [nil, "Bearer nope", "Basic x"] as [String?])
     func refused(header: String?) async throws {
-        let daemon = try InProcessDaemon(config: Self.config)
+        let daemon = try await InProcessDaemon(config: Self.config)
         defer { daemon.cleanUp() }
         let response = try await daemon.send("GET", "/v1/whoami", headers: header.map { [("Authorization", $0)] } ?? [])
         #expect(response.status == 401)
@@ -56,7 +56,7 @@ struct WhoAmITests {
 
     @Test("it takes no query and no other method")
     func strict() async throws {
-        let daemon = try InProcessDaemon()
+        let daemon = try await InProcessDaemon()
         defer { daemon.cleanUp() }
         #expect(try await daemon.send("GET", "/v1/whoami?x=1").status == 400)
         let post = try await daemon.send("POST", "/v1/whoami", json: "{}")

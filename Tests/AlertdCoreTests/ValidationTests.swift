@@ -120,8 +120,9 @@ struct FieldErrorTests {
             (alert(#""metadata":[1]"#), "metadata"),
             (alert(#""metadata":"a=b""#), "metadata"),
             (alert(#""priority":"5""#), "priority"),
-            (alert(#""priority":5.0"#), "priority"),
-            (alert(#""priority":1e1"#), "priority"),
+            (alert(#""priority":5.5"#), "priority"),
+            (alert(#""priority":1.5e0"#), "priority"),
+            (alert(#""priority":1e2000"#), "priority"),
             (alert(#""priority":101"#), "priority"),
             (alert(#""priority":-101"#), "priority"),
             (alert(#""priority":true"#), "priority"),
@@ -257,10 +258,33 @@ struct NumberRuleTests {
         #expect(try draft(alert(#""expires_in":604800"#)).expiresIn == 604_800)
     }
 
-    @Test("expires_in and dismiss_after must be greater than zero", arguments: ["0", "-0", "0.0", "-1", "-0.001"])
+    @Test(
+        "expires_in and dismiss_after must be at least a millisecond (deadlines are kept in milliseconds)",
+        arguments: ["0", "-0", "0.0", "-1", "-0.001", "0.0009", "1e-9"])
     func nonPositiveSeconds(literal: String) throws {
         #expect(try fields(alert(#""expires_in":\#(literal)"#)) == ["expires_in"])
         #expect(try fields(alert(#""dismiss_after":\#(literal)"#)) == ["dismiss_after"])
+    }
+}
+
+@Suite("priority is a whole number however JSON writes it (JSON Schema's integer)")
+struct WholeNumberPriorityTests {
+    @Test(
+        "5.0, 1e1, 500e-2 and -1.0e2 are the integers they write",
+        arguments: [("5.0", 5), ("1e1", 10), ("500e-2", 5), ("-1.0e2", -100), ("100", 100), ("0.0", 0), ("-0", 0)])
+    func accepted(literal: String, value: Int) throws {
+        #expect(try draft(alert(#""priority":\#(literal)"#)).priority == value)
+    }
+
+    @Test("a whole number out of range says so, not \"must be an integer\"", arguments: ["101.0", "1e3", "-2e2"])
+    func outOfRange(literal: String) throws {
+        let error = try #require(try violations(alert(#""priority":\#(literal)"#)).first)
+        #expect(error.field == "priority" && error.reason == "must be between -100 and 100")
+    }
+
+    @Test("expires_in of exactly one millisecond is kept")
+    func oneMillisecond() throws {
+        #expect(try draft(alert(#""expires_in":0.001"#)).expiresIn == AlertDraft.minimumSeconds)
     }
 }
 
@@ -308,6 +332,8 @@ struct CallbackURLRuleTests {
             "http://user:secret@example.com/hook", "http://[::1]/hook", "http://[::1]:9000/hook",
             "https://[2001:db8::1]:8443/", "http://127.0.0.1:65535/",
             "http://localhost:1", "https://hooks.example.com/a%20b",
+            "http://[::]/", "http://[::ffff:127.0.0.1]:80/", "http://[fe80::1:2:3:4:5]/", "http://[1:2:3:4:5:6:7:8]/",
+            "http://[1:2:3:4:5:6:1.2.3.4]/", "http://u:p@[2001:db8::1]/",
         ])
     func accepted(url: String) throws {
         #expect(try draft(alert(#""callback_url":"\#(url)""#)).callbackURL == url)
@@ -321,6 +347,10 @@ struct CallbackURLRuleTests {
             "http://example.com:0/", "http://example.com:65536/", "http://example.com:80a/", "http://example.com:/",
             "http://exa mple.com/", "http://example.com/a b", " http://example.com/", "http://example.com/\\u00e9",
             "http://[::1/", "http://[::1]:x/",
+            // Brackets hold an IPv6 address and nothing else, and only in the host (RFC 3986).
+            "http://[example.com]/", "http://[1.2.3.4]/", "http://[::1::2]/", "http://[1:2:3:4:5:6:7:8:9]/",
+            "http://[12345::1]/", "http://[::g]/", "http://[::1.2.3.04]/", "http://[::1.2.3.256]/",
+            "http://[::1%25eth0]/", "http://a[b]@example.com/", "http://exam[ple.com/", "http://example.com]/",
         ])
     func rejected(url: String) throws {
         #expect(try fields(alert(#""callback_url":"\#(url)""#)) == ["callback_url"])

@@ -1,3 +1,4 @@
+import AlertdCore
 import AlertdDelivery
 import AlertdTestSupport
 import AlertdWire
@@ -220,5 +221,59 @@ struct RetryDecisionTests {
             return
         }
         #expect(at.seconds(since: now) <= 1)
+    }
+}
+
+@Suite("A silence for Alertmanager is retried until it would have ended, and stopped when refused as malformed")
+struct IntegrationRetryTests {
+    let policy = RetryPolicy(initial: 1, maxInterval: 300, maxAge: 86_400)
+    let delivery = PendingDelivery(
+        id: "dl_1", eventID: "msg_1", target: "http://127.0.0.1:9093/api/v2/silences", secret: "", body: [], eventCreatedAt: eventTime,
+        attemptsMade: 0, due: eventTime, kind: .alertmanagerSilence)
+
+    @Test("giveUpAt sooner than max_age is the last attempt's time, and past it the delivery fails")
+    func giveUpAt() {
+        var rng = SeededGenerator(seed: 7)
+        let ends = eventTime.adding(seconds: 3600)
+        let late = eventTime.adding(seconds: 3599.5)
+        #expect(policy.nextAttempt(after: 12, eventCreatedAt: eventTime, now: late, giveUpAt: ends, using: &rng) == ends)
+        #expect(policy.nextAttempt(after: 12, eventCreatedAt: eventTime, now: ends, giveUpAt: ends, using: &rng) == nil)
+        let (record, retry) = policy.settle(
+            delivery, outcome: .failed(reason: "connection refused"), at: ends, giveUpAt: ends, using: &rng)
+        #expect(record.state == .failed && retry == nil)
+        // A later giveUpAt changes nothing: max_age stays the bound.
+        #expect(
+            policy.nextAttempt(
+                after: 1, eventCreatedAt: eventTime, now: eventTime.adding(seconds: 86_399.9), giveUpAt: eventTime.adding(seconds: 1e7),
+                using: &rng)
+                == eventTime.adding(seconds: 86_400))
+    }
+
+    @Test("a status in stoppingStatuses fails at once; others are retried as before", arguments: [400, 422])
+    func stopping(status: Int) {
+        var rng = SeededGenerator(seed: 7)
+        #expect(
+            policy.decide(
+                .response(status: status), attempt: 1, eventCreatedAt: eventTime, now: eventTime, stoppingStatuses: [400, 422], using: &rng)
+                == .stopped)
+        if case .retry = policy.decide(.response(status: status), attempt: 1, eventCreatedAt: eventTime, now: eventTime, using: &rng) {
+        } else {
+            Issue.record("a callback's \(status) must be retried")
+        }
+        if case .retry = policy.decide(
+            .response(status: 500), attempt: 1, eventCreatedAt: eventTime, now: eventTime, stoppingStatuses: [400, 422], using: &rng)
+        {
+        } else {
+            Issue.record("a 500 must be retried")
+        }
+    }
+
+    @Test("what a delivered attempt produced is kept in its record; a failed attempt keeps nothing")
+    func result() {
+        var rng = SeededGenerator(seed: 7)
+        let delivered = policy.settle(delivery, outcome: .response(status: 200), at: eventTime, result: "silence-1", using: &rng)
+        #expect(delivered.record.state == .delivered && delivered.record.result == "silence-1")
+        let failed = policy.settle(delivery, outcome: .response(status: 503), at: eventTime, result: "silence-1", using: &rng)
+        #expect(failed.record.state == .pending && failed.record.result == nil)
     }
 }

@@ -10,13 +10,16 @@ struct ReadmeSnippetTests {
         .deletingLastPathComponent()
 
     /// The bodies of the ```sh blocks between `heading` and the next heading of its level.
-    static func shellBlocks(under heading: String) throws -> [String] {
+    static func shellBlocks(under heading: String) throws -> [String] { try blocks("sh", under: heading) }
+
+    /// The bodies of the ```language blocks between `heading` and the next heading of its level.
+    static func blocks(_ language: String, under heading: String) throws -> [String] {
         let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
         let level = heading.prefix { $0 == "#" } + " "
         let start = try #require(readme.range(of: "\n" + heading + "\n"), "no \(heading) in README.md")
         var section = readme[start.upperBound...]
         if let end = section.range(of: "\n" + level) { section = section[..<end.lowerBound] }
-        return section.components(separatedBy: "```sh\n").dropFirst().map { $0.components(separatedBy: "\n```").first ?? "" }
+        return section.components(separatedBy: "```\(language)\n").dropFirst().map { $0.components(separatedBy: "\n```").first ?? "" }
     }
 
     @Test(
@@ -40,6 +43,30 @@ struct ReadmeSnippetTests {
         #expect(bodies.count(where: { $0.contains(#""state":"answered""#) }) == 2, "\(run.stdout)")
         let alert = try await daemon.client().get("/v1/clients/ops/alerts?state=answered").jsonObject()
         #expect((alert["alerts"] as? [[String: Any]])?.first?["result"] as? [String: Any] != nil)
+    }
+
+    @Test(
+        "the Python example posts, chooses and long-polls the answer, with the standard library only, with and without a token",
+        arguments: [false, true])
+    func pythonExample(withToken: Bool) async throws {
+        let script = try #require(try Self.blocks("python", under: "## Calling alertd from other languages").first)
+        let secret = "alertd_python-example-secret"
+        let digest = await Program.sha256Hex(secret)
+        let config =
+            withToken
+            ? "auth:\n  tokens:\n    - { name: deployer, sha256: \"\(digest)\", roles: [post, answer], clients: [ops] }\n" : nil
+        let daemon = try await Daemon.start(.init(config: config))
+        defer { daemon.cleanup() }
+        var environment = ["ALERTD_URL": daemon.baseURL]
+        if withToken { environment["ALERTD_TOKEN"] = secret }
+        // Debian's python3: the example needs nothing the standard library does not have.
+        let run = try await Program.run("/usr/bin/python3", ["-I", "-c", script], environment: environment, timeout: .seconds(60))
+        #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
+        #expect(run.stdout == "answered Deploy\n")
+        let headers = withToken ? [("Authorization", "Bearer \(secret)")] : []
+        let page = try await daemon.client().get("/v1/clients/ops/alerts?state=answered", headers: headers).jsonObject()
+        let answered = try #require((page["alerts"] as? [[String: Any]])?.first)
+        #expect((answered["result"] as? [String: Any])?["decided_by"] as? String == (withToken ? "deployer" : nil))
     }
 
     @Test("the openssl verification computes the signature for a whsec_ secret and for a plain one", arguments: [true, false])

@@ -307,11 +307,17 @@ public struct ProcessError: Error, CustomStringConvertible {
 public final class ScratchDirectory: Sendable {
     public let url: URL
 
-    public init() throws {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array("\(base)/alertd-test.XXXXXX".utf8CString)
+    /// `<prefix>.XXXXXX` in `base`, or else in `$TMPDIR` or `/tmp`.
+    public init(in base: String? = nil, prefix: String = "alertd-test") throws {
+        let base = base ?? Self.base
+        var template = Array("\(base)/\(prefix).XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ProcessError("mkdtemp in \(base): \(String(cString: strerror(errno)))") }
         url = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+    }
+
+    /// `$TMPDIR`, or `/tmp`.
+    public static var base: String {
+        ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 
     deinit {

@@ -409,25 +409,6 @@ public struct Program: Sendable {
 /// linking, opening the store); a test run that started sixty at once left 2 cores so
 /// loaded that a long-poll of 1 s took 5 and a watchdog probe failed. Running daemons are
 /// not counted: they wait on sockets.
-private actor StartGate {
-    static let shared = StartGate(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
-
-    private let width: Int
-    private var starting = 0
-    private var queue: [CheckedContinuation<Void, Never>] = []
-
-    init(width: Int) { self.width = width }
-
-    func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        if starting < width {
-            starting += 1
-        } else {
-            // `release` hands its place straight to the first in line: `starting` stays.
-            await withCheckedContinuation { queue.append($0) }
-        }
-        defer {
-            if queue.isEmpty { starting -= 1 } else { queue.removeFirst().resume() }
-        }
-        return try await body()
-    }
+private enum StartGate {
+    static let shared = Gate(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
 }

@@ -433,6 +433,30 @@ struct JSONNumberTests {
     }
 
     @Test(
+        "wholeInt is any whole number that fits, however it is written",
+        arguments: [
+            ("5", 5), ("5.0", 5), ("5e0", 5), ("500e-2", 5), ("0.5e1", 5), ("1E2", 100), ("-1.0e2", -100), ("0.000", 0),
+            ("-0.0e5", 0), ("5.5", nil), ("1e-1", nil), ("0.001", nil), ("1.5e0", nil),
+            ("9223372036854775807.0", Int.max), ("-9223372036854775808e0", Int.min),
+            ("9223372036854775808.0", nil), ("-9.223372036854775809e18", nil), ("1e19", nil), ("1e2000", nil),
+            ("123.456e789", nil),
+        ] as [(String, Int?)])
+    func wholeInt(literal: String, expected: Int?) throws {
+        let number = try #require(JSONNumber(literal: literal))
+        #expect(number.wholeInt == expected)
+    }
+
+    @Test(
+        "isWhole holds for whole numbers of any size and no others",
+        arguments: [
+            ("5", true), ("5.0", true), ("1e400", true), ("1e2000", true), ("123.456e789", true), ("12.5e1", true),
+            ("5.5", false), ("1e-400", false), ("1.5", false), ("0.0001", false),
+        ] as [(String, Bool)])
+    func isWhole(literal: String, expected: Bool) throws {
+        #expect(try #require(JSONNumber(literal: literal)).isWhole == expected)
+    }
+
+    @Test(
         "init(literal:) accepts only the RFC grammar",
         arguments: ["0", "-0", "1", "-1.50e3", "1E+2", "1e-2", "0.000", "10", "123.456e789"])
     func validLiterals(literal: String) {

@@ -31,6 +31,12 @@ Modes
            at most --settle-timeout s); read VmRSS again; report
            (after - before) / N in KiB per waiter; then close the waiters and
            read VmRSS once more (informative: memory given back).
+  park     park N waiters and hold them for --duration seconds (the other
+           instance's share of the waiters in bench/postgres.sh).
+
+With --choose-port, latency sends its choices to another port: with several
+instances on PostgreSQL, the choice is made on one instance and the waiter
+parked on another is woken through the database's NOTIFY.
 
 Output: human-readable lines on stderr, one `RESULT {json}` line on stdout,
 and the same JSON in --json PATH. Exit status 0 even when the run is not
@@ -284,7 +290,8 @@ def mode_latency(args, loop, ctl, result):
         ctl.json("DELETE", f"/v1/clients/{lat}/alerts/{obj.get('id')}")
 
     waiter = AsyncConn(args.host, args.port, loop.ep)
-    chooser = AsyncConn(args.host, args.port, loop.ep)
+    # Another instance's port makes the choice travel between instances (several on PostgreSQL).
+    chooser = AsyncConn(args.host, args.choose_port or args.port, loop.ep)
     loop.add(waiter)
     loop.add(chooser)
     hostport = f"{args.host}:{args.port}"
@@ -325,7 +332,8 @@ def mode_latency(args, loop, ctl, result):
         if not parked:
             not_parked += 1
         t0 = time.perf_counter_ns()
-        chooser.send(build_request("POST", f"/v1/clients/{lat}/alerts/{aid}/choice", hostport, choice_body))
+        chooser.send(build_request("POST", f"/v1/clients/{lat}/alerts/{aid}/choice",
+                                   f"{args.host}:{args.choose_port or args.port}", choice_body))
         deadline = time.monotonic() + args.round_timeout
         while (not waiter.done or not chooser.done) and time.monotonic() < deadline:
             if waiter.closed and not waiter.done:
@@ -432,13 +440,26 @@ def mode_rss(args, loop, ctl, result):
     result["valid"] = bool(parked >= 0.99 * args.waiters and ok1)
 
 
+def mode_park(args, loop, ctl, result):
+    """Parks the background waiters and holds them for --duration seconds (or until killed)."""
+    pool = park_background(args, loop, ctl)
+    log(f"waiters: {pool.parked} parked; holding them for {args.duration:.0f} s")
+    end = time.monotonic() + args.duration
+    while time.monotonic() < end:
+        loop.service(min(1.0, end - time.monotonic()))
+    result.update({"parked": pool.parked, "early": pool.early, "rearmed": pool.rearmed, "closed_by_server": pool.closed})
+    result["valid"] = pool.parked >= 0.99 * args.waiters
+    pool.close_all()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["latency", "rss"])
+    ap.add_argument("mode", choices=["latency", "rss", "park"])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--pid", type=int, help="daemon PID (required for rss; latency reports RSS with it)")
     ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--choose-port", type=int, help="latency: send the choices to this port (another instance)")
     ap.add_argument("--waiters", type=int, default=10000, help="background waiters (default 10000)")
     ap.add_argument("--bg-client", default="bg")
     ap.add_argument("--lat-client", default="lat")
@@ -479,6 +500,8 @@ def main():
     t = time.monotonic()
     if args.mode == "latency":
         mode_latency(args, loop, ctl, result)
+    elif args.mode == "park":
+        mode_park(args, loop, ctl, result)
     else:
         mode_rss(args, loop, ctl, result)
     result["seconds"] = round(time.monotonic() - t, 2)

@@ -1,0 +1,104 @@
+public import AlertdCore
+import AlertdWire
+import Crypto
+
+/// How an Alertmanager alert becomes an alertd alert, and how its repeats are
+/// recognised.
+///
+/// - title: `annotations.summary`, else `labels.alertname`, else
+///   `Alertmanager alert <fingerprint>`; cut to 256 characters (with `…`).
+/// - message: `annotations.description`, cut to 4096 characters.
+/// - priority: ``AlertmanagerSettings/severityPriority`` of the `severity` label.
+/// - buttons and expiry: the integration's.
+/// - metadata: `{"alertmanager": {"fingerprint", "status", "labels", "starts_at", "generator_url"}}`;
+///   `generator_url` is left out when the whole would pass alertd's 4096 bytes.
+///
+/// One pending alertd alert per fingerprint and client: the integration posts
+/// under the idempotency key ``key`` (per fingerprint), whose record says which
+/// alert it made and for which firing (``firingDigest``: the fingerprint and
+/// `startsAt`). See `Engine.receive(_:on:respond:)` for the rules.
+public enum AlertmanagerMapping {
+    /// What the metadata of every alert the integration posted holds its data under.
+    public static let metadataKey = "alertmanager"
+
+    /// `decided_by` of an alert withdrawn because Alertmanager resolved it. Not a
+    /// possible token name (those have no spaces), so never mistaken for a person.
+    public static let resolvedBy = "alertmanager (resolved)"
+
+    /// The idempotency key of a fingerprint on its client.
+    public static func key(fingerprint: String) -> String { "alertmanager:" + fingerprint }
+
+    /// What the key's record holds for one firing: the same fingerprint and
+    /// `startsAt` are one firing, repeated; a new `startsAt` is a new firing.
+    public static func firingDigest(_ alert: AlertmanagerAlert) -> [UInt8] {
+        Array(SHA256.hash(data: Array("alertmanager firing\n\(alert.fingerprint)\n\(alert.startsAt)".utf8)))
+    }
+
+    /// The alertd alert for a firing alert; fails (naming the alert's labels)
+    /// only when its labels alone pass the metadata limit.
+    public static func draft(
+        for alert: AlertmanagerAlert, path: String, settings: AlertmanagerSettings
+    ) -> Result<AlertDraft, InvalidAlert> {
+        let title =
+            nonEmpty(alert.annotations["summary"]) ?? nonEmpty(alert.label("alertname")) ?? "Alertmanager alert \(alert.fingerprint)"
+        let message = nonEmpty(alert.annotations["description"]).map { cut($0, to: AlertDraft.messageLimit) }
+        let priority = alert.label("severity").flatMap { settings.severityPriority[$0] } ?? settings.defaultPriority
+        var metadata = self.metadata(alert, generatorURL: true)
+        var size = JSONValue.object(metadata).compactBytes().count
+        if size > AlertDraft.metadataLimit, alert.generatorURL != nil {
+            metadata = self.metadata(alert, generatorURL: false)
+            size = JSONValue.object(metadata).compactBytes().count
+        }
+        guard size <= AlertDraft.metadataLimit else {
+            return .failure(
+                InvalidAlert(errors: [
+                    FieldError(
+                        field: "\(path).labels",
+                        reason: "take \(size) bytes as alertd metadata, over the \(AlertDraft.metadataLimit) bytes an alert may carry")
+                ]))
+        }
+        return .success(
+            AlertDraft(
+                title: cut(title, to: AlertDraft.titleLimit), message: message, buttons: settings.buttons.map(\.button),
+                priority: min(max(priority, AlertDraft.priorityRange.lowerBound), AlertDraft.priorityRange.upperBound),
+                expiresIn: settings.expiresIn, metadata: metadata))
+    }
+
+    static func metadata(_ alert: AlertmanagerAlert, generatorURL: Bool) -> JSONObject {
+        var labels = JSONObject()
+        for label in alert.labels { labels[label.name] = .string(label.value) }
+        var inner: JSONObject = [
+            "fingerprint": .string(alert.fingerprint), "status": .string(alert.status.rawValue), "labels": .object(labels),
+            "starts_at": .string(alert.startsAt),
+        ]
+        if generatorURL, let url = alert.generatorURL { inner["generator_url"] = .string(url) }
+        return [metadataKey: .object(inner)]
+    }
+
+    /// The labels of an alert the integration posted, from its metadata, in order; nil for any other alert.
+    public static func labels(of alert: Alert) -> [AlertmanagerAlert.Label]? {
+        guard case .object(let inner)? = alert.metadata?.object?[metadataKey], case .object(let labels)? = inner["labels"] else {
+            return nil
+        }
+        var found: [AlertmanagerAlert.Label] = []
+        for (name, value) in labels {
+            guard case .string(let text) = value else { return nil }
+            found.append(.init(name, text))
+        }
+        return found.isEmpty ? nil : found
+    }
+
+    static func nonEmpty(_ text: String?) -> String? {
+        guard let text, text.contains(where: { !$0.isWhitespace }) else { return nil }
+        return text
+    }
+
+    /// `text` with at most `limit` code points, the last one `…` when cut.
+    static func cut(_ text: String, to limit: Int) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > limit else { return text }
+        var kept = String.UnicodeScalarView(scalars.prefix(limit - 1))
+        kept.append("…")
+        return String(kept)
+    }
+}

@@ -1,0 +1,172 @@
+public import AlertdAlertmanager
+public import AlertdCore
+import AlertdWire
+import NIOConcurrencyHelpers
+
+extension Engine {
+    /// What a notification did to one of its alerts.
+    public enum AlertmanagerOutcome: String, Sendable, Hashable {
+        /// A new firing: an alert was posted.
+        case created
+        /// A firing that has its alert already — pending, or decided (acknowledged,
+        /// ignored, silenced, expired): nothing new.
+        case repeated
+        /// Resolved: its pending alert was withdrawn.
+        case withdrawn
+        /// Resolved, and nothing of it was pending.
+        case notPending = "not_pending"
+    }
+
+    /// One alert of a notification, and what became of it.
+    public struct AlertmanagerReceipt: Sendable, Hashable {
+        public var fingerprint: String
+        public var status: AlertmanagerAlert.Status
+        public var outcome: AlertmanagerOutcome
+        /// The alertd alert of the fingerprint, if it has one.
+        public var alertID: AlertID?
+    }
+
+    /// Whether `integrations.alertmanager` is configured (the receiver is on).
+    public var receivesAlertmanager: Bool { settings.alertmanager != nil }
+
+    /// The refusal of a notification while the integration is off.
+    public static let alertmanagerOff = EngineError(
+        .notFound, "the Alertmanager integration is off: configure integrations.alertmanager (docs/alertmanager.md)")
+
+    /// A key record is written again when it is this old and its fingerprint is still
+    /// notified, so that the purge of keys (a day old) never takes a live one.
+    static let alertmanagerKeyRefreshMilliseconds: Int64 = 3_600_000
+
+    /// Takes an Alertmanager notification for `client` (docs/alertmanager.md):
+    ///
+    /// - a firing alert is posted, once per firing: its fingerprint's idempotency
+    ///   key (``AlertmanagerMapping/key(fingerprint:)``) records the alert made and
+    ///   the firing (`startsAt`). While that alert is pending, or within the key's
+    ///   day after it was decided for the same firing, repeats create nothing; a
+    ///   new firing (another `startsAt`) whose alert is no longer pending gets a new one.
+    /// - a resolved alert withdraws the fingerprint's pending alert, `decided_by`
+    ///   ``AlertmanagerMapping/resolvedBy``.
+    ///
+    /// Each alert is one transaction of the client's queue, the key looked up in it,
+    /// so two instances on one database, or a notification retried while the first
+    /// still commits, never post one firing twice. Answers once every alert's
+    /// change is committed; an alert that cannot be mapped refuses the whole
+    /// notification before anything is written (`invalidAlert`, naming its field).
+    public func receive(
+        _ notification: AlertmanagerNotification, on client: String,
+        respond: @escaping @Sendable (Result<[AlertmanagerReceipt], EngineError>) -> Void
+    ) {
+        guard let integration = settings.alertmanager else { return respond(.failure(Self.alertmanagerOff)) }
+        var drafts: [AlertDraft?] = []
+        var errors: [FieldError] = []
+        for (index, alert) in notification.alerts.enumerated() {
+            guard alert.status == .firing else {
+                drafts.append(nil)
+                continue
+            }
+            switch AlertmanagerMapping.draft(for: alert, path: "alerts[\(index)]", settings: integration) {
+            case .success(let draft): drafts.append(draft)
+            case .failure(let invalid):
+                errors += invalid.errors
+                drafts.append(nil)
+            }
+        }
+        guard errors.isEmpty else {
+            return respond(
+                .failure(
+                    EngineError(
+                        .invalidAlert,
+                        "an Alertmanager alert does not fit in an alertd alert: "
+                            + (errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid"), fieldErrors: errors)))
+        }
+        if let refusal = refusal() { return respond(.failure(refusal)) }
+        guard !notification.alerts.isEmpty else { return respond(.success([])) }
+
+        let results = NIOLockedValueBox<[Result<AlertmanagerReceipt, EngineError>?]>(Array(repeating: nil, count: drafts.count))
+        @Sendable func finish(_ index: Int, _ result: Result<AlertmanagerReceipt, EngineError>) {
+            let all = results.withLockedValue { results -> [Result<AlertmanagerReceipt, EngineError>]? in
+                results[index] = result
+                let done = results.compactMap { $0 }
+                return done.count == results.count ? done : nil
+            }
+            guard let all else { return }
+            var receipts: [AlertmanagerReceipt] = []
+            for result in all {
+                switch result {
+                case .success(let receipt): receipts.append(receipt)
+                case .failure(let error): return respond(.failure(error))
+                }
+            }
+            respond(.success(receipts))
+        }
+        for (index, alert) in notification.alerts.enumerated() {
+            take(alert, draft: drafts[index], on: client) { finish(index, $0) }
+        }
+    }
+
+    /// One alert of a notification: one transaction of its client's queue.
+    private func take(
+        _ alert: AlertmanagerAlert, draft: AlertDraft?, on client: String,
+        completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
+    ) {
+        let now = clock.now()
+        let key = AlertmanagerMapping.key(fingerprint: alert.fingerprint)
+        let digest = AlertmanagerMapping.firingDigest(alert)
+        @Sendable func receipt(_ outcome: AlertmanagerOutcome, _ id: AlertID?) -> AlertmanagerReceipt {
+            AlertmanagerReceipt(fingerprint: alert.fingerprint, status: alert.status, outcome: outcome, alertID: id)
+        }
+        store.transact(client: client, now: now, idempotencyKey: key) {
+            [self] (board, keys) throws(EngineError) -> Mutation<AlertmanagerReceipt> in
+            let record = try keys.record()
+            // The fingerprint's alert, while it is pending (committed or still committing).
+            let pending = record.flatMap { record in board.alert(record.alertID).flatMap { $0.isPending && $0.client == client ? $0 : nil }
+            }
+            switch alert.status {
+            case .resolved:
+                guard let pending else { return Mutation(receipt(.notPending, record?.alertID), afterEarlierCommits: true) }
+                let change: BoardChange
+                do throws(BoardError) {
+                    (_, change) = try board.withdraw(pending.id, on: client, by: AlertmanagerMapping.resolvedBy, now: now)
+                } catch {
+                    throw EngineError(error)
+                }
+                return Mutation(receipt(.withdrawn, pending.id), change: change, events: events(for: change))
+            case .firing:
+                if let record, pending != nil || (record.bodyDigest == digest && Self.isLive(record, now: now)) {
+                    // A repeat. The record follows the latest firing of a pending alert (an answer
+                    // then covers it) and is written again before the purge of keys could take it.
+                    let stale = now.milliseconds - record.createdAt.milliseconds > Self.alertmanagerKeyRefreshMilliseconds
+                    let moved = pending != nil && record.bodyDigest != digest
+                    var written: IdempotencyRecord?
+                    if stale || moved {
+                        written = record
+                        written?.createdAt = now
+                        if moved { written?.bodyDigest = digest }
+                    }
+                    return Mutation(receipt(.repeated, record.alertID), idempotency: written, afterEarlierCommits: true)
+                }
+                guard let draft else { throw EngineError(.invalidAlert, "alert \(alert.fingerprint) could not be mapped") }
+                let posted: Alert
+                let change: BoardChange
+                do throws(BoardError) {
+                    (posted, change) = try board.post(draft, to: client, now: now)
+                } catch {
+                    throw EngineError(error)
+                }
+                let written = IdempotencyRecord(client: client, key: key, alertID: posted.id, bodyDigest: digest, createdAt: now)
+                return Mutation(receipt(.created, posted.id), change: change, idempotency: written)
+            }
+        } completion: { [self] result in
+            if case .success(let committed) = result {
+                published(committed)
+                if committed.value.outcome == .created { observer.created() }
+            }
+            completion(result.map(\.value))
+        }
+    }
+
+    /// Whether a key record still binds its client (a day, as every idempotency key).
+    private static func isLive(_ record: IdempotencyRecord, now: Timestamp) -> Bool {
+        record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
+    }
+}

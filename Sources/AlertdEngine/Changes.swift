@@ -1,0 +1,40 @@
+import AlertdCore
+import AlertdWire
+import NIOConcurrencyHelpers
+
+extension Engine {
+    /// Follows a change another process committed (a store shared by several
+    /// instances): its displays are published, its decisions answer the
+    /// waiters parked here, its webhooks are taken.
+    func follow(_ change: StoreChange) {
+        switch change {
+        case .clients(let clients):
+            store.displays(of: clients) { [self] result in
+                if case .success(let displays) = result { publish(displays) }
+            }
+            deadlineAdded()
+        case .decided(let ids):
+            for id in ids { wakeAlertWaiters(id) }
+        case .webhooks:
+            Task { await reread() }
+        case .resync:
+            // Missed notifications: every client something waits on, every alert
+            // something waits for, and the webhooks are looked at again.
+            let (clients, alerts) = waiters.withLockedValue { ($0.clientsWaitedOn, $0.alertsWaitedFor) }
+            store.displays(of: clients) { [self] result in
+                if case .success(let displays) = result { publish(displays) }
+            }
+            for id in alerts { wakeAlertWaiters(id) }
+            Task { await reread() }
+        }
+    }
+
+    /// Answers the waiters of an alert if it is terminal now.
+    private func wakeAlertWaiters(_ id: AlertID) {
+        store.alert(id) { [self] result in
+            guard case .success(let found?) = result, found.alert.state.isTerminal else { return }
+            let woken = waiters.withLockedValue { $0.takeAlertWaiters(id) }
+            for waiter in woken { answer(.alert(waiter, found.alert)) }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// Everything a store holds, table by table, for `alertd migrate-store`: the
+/// embedded store writes one (``rows``), the shared store reads one in. Both
+/// stores keep the same tables under the same names; the columns listed here
+/// are the ones they share.
+public struct StoreDump: Sendable {
+    /// One cell of a row.
+    public enum Cell: Sendable, Equatable {
+        case null
+        case integer(Int64)
+        case text(String)
+        case bytes([UInt8])
+    }
+
+    /// A table's rows, their cells in ``StoreDump/columns``' order.
+    public var rows: [String: [[Cell]]]
+
+    public init(rows: [String: [[Cell]]] = [:]) { self.rows = rows }
+
+    /// The tables copied, in an order that keeps every reference valid, and
+    /// their shared columns (the first is the key rows are read in order of).
+    public static let columns: [(table: String, columns: [String])] = [
+        ("clients", ["id", "created_at"]),
+        (
+            "alerts",
+            [
+                "id", "client", "state", "priority", "title", "message", "style", "buttons", "callback_url", "metadata", "created_at",
+                "displayed_at", "decided_at", "expires_at", "dismiss_after_ms", "button_index", "decided_by",
+            ]
+        ),
+        ("idempotency_keys", ["client", "key", "alert_id", "body_sha256", "created_at"]),
+        ("webhooks", ["id", "client", "url", "secret", "created_at"]),
+        ("events", ["id", "alert_id", "client", "type", "created_at", "body"]),
+        ("deliveries", ["id", "event_id", "alert_id", "target", "webhook_id", "secret", "state", "next_attempt_at", "result"]),
+        ("delivery_attempts", ["delivery_id", "number", "at", "status_code", "error"]),
+    ]
+
+    /// "12 alerts, 3 webhooks, …": what a dump holds, for the operator.
+    public var summary: String {
+        Self.columns.map { "\(rows[$0.table]?.count ?? 0) \($0.table.split(separator: "_").joined(separator: " "))" }.joined(
+            separator: ", ")
+    }
+}

@@ -1,0 +1,107 @@
+public import AlertdEngine
+public import Logging
+import PostgresNIO
+
+/// What `alertd migrate` and `alertd migrate-store` do to a database, without serving.
+public enum PostgresAdministration {
+    /// Applies the schema's migrations (under their advisory lock); the versions applied.
+    public static func migrate(_ url: PostgresURL, logger: Logger) async throws -> [Int] {
+        try await withClient(url, logger: logger) { client in try await Schema.migrate(client, logger: logger) }
+    }
+
+    /// A database that already holds alertd's data: `migrate-store` writes into none.
+    public struct NotEmpty: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Migrates the database, then copies `dump` into it in one transaction:
+    /// all or nothing. Refuses (``NotEmpty``) a database that holds any client,
+    /// alert, key, webhook or event. Alerts get their queue order in the order
+    /// of their ids (the order the embedded store keeps them in); deliveries
+    /// still pending are held by no instance, so the first instance to look
+    /// takes them over and attempts them.
+    public static func load(_ dump: StoreDump, into url: PostgresURL, logger: Logger) async throws {
+        try await withClient(url, logger: logger) { client in
+            try await Schema.migrate(client, logger: logger)
+            try await client.withTransaction(logger: logger) { connection in
+                // Checked in the transaction that writes, under a lock two copies would share.
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Schema.migrationLock))", logger: logger)
+                for table in ["clients", "alerts", "idempotency_keys", "webhooks", "events", "deliveries"] {
+                    for try await _ in try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger)
+                    {
+                        throw NotEmpty(
+                            description:
+                                "the database already holds alertd's data (its \(table) table is not empty); copy into an empty one")
+                    }
+                }
+                for (table, columns) in StoreDump.columns {
+                    var names = columns
+                    if table == "alerts" { names += ["seq", "dismiss_at"] }
+                    var placeholders = (1...columns.count).map { "$\($0)" }
+                    if table == "alerts" { placeholders += ["nextval('alert_order')", "$\(columns.count + 1)"] }
+                    let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+                    for row in dump.rows[table] ?? [] {
+                        var binds = PostgresBindings(capacity: row.count + 1)
+                        for cell in row { bind(cell, to: &binds) }
+                        if table == "alerts" { binds.append(dismissAt(row, columns: columns)) }
+                        try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                    }
+                }
+            }
+        }
+    }
+
+    /// When a displayed alert is dismissed: its display time plus its `dismiss_after`.
+    private static func dismissAt(_ row: [StoreDump.Cell], columns: [String]) -> Int64? {
+        guard let state = columns.firstIndex(of: "state"), let displayed = columns.firstIndex(of: "displayed_at"),
+            let after = columns.firstIndex(of: "dismiss_after_ms"), row[state] == .text("displayed"),
+            case .integer(let at) = row[displayed], case .integer(let milliseconds) = row[after]
+        else { return nil }
+        return at + milliseconds
+    }
+
+    private static func bind(_ cell: StoreDump.Cell, to binds: inout PostgresBindings) {
+        switch cell {
+        case .null: binds.appendNull()
+        case .integer(let value): binds.append(value)
+        case .text(let value): binds.append(value)
+        case .bytes(let value): binds.append(value.bytea)
+        }
+    }
+
+    /// The database could not be reached.
+    public struct Unreachable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs `body` with a client to `url` that runs until `body` returns. One
+    /// connection is made first, so that a database that cannot be reached is
+    /// said at once and in words (the pool would queue the work for a minute).
+    private static func withClient<T: Sendable>(
+        _ url: PostgresURL, logger: Logger, _ body: @escaping @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        do {
+            let probe = try await PostgresConnection.connect(configuration: try url.connectionConfiguration(), id: 0, logger: logger)
+            try? await probe.close()
+        } catch {
+            throw Unreachable(description: "cannot connect to \(url): \(String(reflecting: error))")
+        }
+        var configuration = try url.clientConfiguration()
+        configuration.options.maximumConnections = 2
+        configuration.options.connectTimeout = .seconds(10)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            group.addTask { try await body(client) }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            throw CancellationError()
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import AlertdTestSupport
+import Foundation
+import Testing
+
+/// Two alertd instances built in this process on one PostgreSQL database: each
+/// keeps a copy of the queues it committed, and must see what the other
+/// changed (SPEC §9). The end-to-end tier does the same with processes, a
+/// balancer and failures; here the queue rules themselves, fast.
+@Suite("Two instances on one PostgreSQL database")
+struct SharedStoreTests {
+    /// Runs `body` with two in-process instances sharing a new database.
+    private func withTwo(
+        _ policy: String = "fifo", more: String = "", _ body: (InProcessAlertd, InProcessAlertd) async throws -> Void
+    ) async throws {
+        let server = try await TestPostgres.shared()
+        let url = try await server.borrowDatabase()
+        let config =
+            Contract.baseConfig + """
+                clients:
+                  stacked: {policy: stack}
+                store:
+                  backend: postgres
+                  postgres: {url: "\(url)", pool_size: 4}
+
+                """ + more
+        let a = try await InProcessAlertd.start(config: config)
+        let b = try await InProcessAlertd.start(config: config)
+        do {
+            try await body(a, b)
+        } catch {
+            await a.shutdown()
+            await b.shutdown()
+            await server.giveBack(url)
+            throw error
+        }
+        await a.shutdown()
+        await b.shutdown()
+        await server.giveBack(url)
+    }
+
+    @Test("posts alternating between instances form one fifo queue; choices on either display the next on both")
+    func fifoAcrossInstances() async throws {
+        try await withTwo { a, b in
+            let client = Contract.uniqueClient("shared-fifo")
+            var ids: [String] = []
+            for index in 0..<6 {
+                let instance: any TestClient = index.isMultiple(of: 2) ? a : b
+                ids.append(Contract.id(try await instance.create(client, Contract.alert("q\(index)"))))
+            }
+            #expect(try await a.pendingIDs(client) == ids)
+            #expect(try await b.pendingIDs(client) == ids)
+            #expect(try await b.alert(client, ids[3])["position"] as? Int == 3)
+
+            // Each instance chooses in turn. The one that chose shows the next alert at once; the
+            // other learns of it through NOTIFY: its long-poll `after` the chosen one returns with it.
+            for (index, id) in ids.enumerated() {
+                let (chooser, other): (any TestClient, any TestClient) = index.isMultiple(of: 2) ? (b, a) : (a, b)
+                #expect(try await chooser.choose(client, id, ["button": "Yes"]).status == 200, "choice \(index)")
+                let next = index + 1 < ids.count ? ids[index + 1] : nil
+                for (instance, query) in [(chooser, ""), (other, "?wait=10&after=\(id)")] {
+                    let current = try await instance.get("/v1/clients/\(client)/alerts/current\(query)")
+                    if let next {
+                        #expect(current.status == 200, "after choice \(index)\(query)")
+                        #expect(Contract.id(try current.jsonObject()) == next, "after choice \(index)\(query)")
+                    } else {
+                        #expect(current.status == 204, "after the last choice\(query)")
+                    }
+                }
+            }
+            #expect(try await a.allAlerts(client).allSatisfy { $0["state"] as? String == "answered" })
+        }
+    }
+
+    @Test("a stack client shows the newest of the highest priority, whichever instance posted or withdrew")
+    func stackAcrossInstances() async throws {
+        try await withTwo { a, b in
+            let low = Contract.id(try await a.create("stacked", Contract.alert("low")))
+            let high = Contract.id(try await b.create("stacked", Contract.alert("high", priority: 5)))
+            let newer = Contract.id(try await a.create("stacked", Contract.alert("newer")))
+            #expect(try await a.pendingIDs("stacked") == [high, newer, low])
+            #expect(try await b.withdraw("stacked", high).status == 200)
+            // a's copy of the queue was made before b's withdrawal: its next change must start from b's.
+            let newest = Contract.id(try await a.create("stacked", Contract.alert("newest")))
+            #expect(try await b.pendingIDs("stacked") == [newest, newer, low])
+            #expect(try await a.pendingIDs("stacked") == [newest, newer, low])
+            #expect(try await b.choose("stacked", newest, ["button": "No"]).status == 200)
+            #expect(try await a.choose("stacked", newer, ["button": "No"]).status == 200)
+            // b learns of a's choice through NOTIFY: its long-poll after `newer` returns `low`.
+            let current = try await b.get("/v1/clients/stacked/alerts/current?wait=10&after=\(newer)")
+            #expect(current.status == 200)
+            #expect(Contract.id(try current.jsonObject()) == low)
+        }
+    }
+
+    @Test("an Idempotency-Key posted to both instances creates one alert; the repeat on either answers it")
+    func oneKeyTwoInstances() async throws {
+        try await withTwo { a, b in
+            let client = Contract.uniqueClient("shared-key")
+            let key = [("Idempotency-Key", "deploy-7")]
+            async let first = a.post(client, Contract.alert("deploy"), headers: key)
+            async let second = b.post(client, Contract.alert("deploy"), headers: key)
+            let answers = try await [first, second]
+            #expect(answers.map(\.status).sorted() == [200, 201])
+            #expect(Set(try answers.map { Contract.id(try $0.jsonObject()) }).count == 1)
+            #expect(try await a.allAlerts(client).count == 1)
+            #expect(try await b.post(client, Contract.alert("deploy"), headers: key).status == 200)
+        }
+    }
+
+    @Test("one Alertmanager notification taken by both instances at once posts one alert; a resolution on either withdraws it")
+    func alertmanagerTwoInstances() async throws {
+        try await withTwo(more: "integrations:\n  alertmanager:\n    url: \"http://127.0.0.1:9\"\n") { a, b in
+            let client = Contract.uniqueClient("shared-am")
+            @Sendable func firing() -> [[String: Any]] { [AM.alert("5555555555555555"), AM.alert("5555555555555556", alertname: "Other")] }
+            async let first = a.receipts(client, firing())
+            async let second = b.receipts(client, firing())
+            let answers = try await [first, second]
+            let outcomes = answers.flatMap { $0.map { $0["outcome"] as? String ?? "?" } }
+            #expect(outcomes.sorted() == ["created", "created", "repeated", "repeated"], "\(answers)")
+            let pending = try await b.pendingIDs(client)
+            #expect(pending.count == 2)
+            #expect(Set(answers.flatMap { $0.compactMap { $0["alert_id"] as? String } }) == Set(pending))
+            let resolved = try await b.receipts(client, [AM.alert("5555555555555555", status: "resolved")])
+            #expect(resolved.first?["outcome"] as? String == "withdrawn")
+            #expect(try await a.pendingIDs(client).count == 1)
+        }
+    }
+}

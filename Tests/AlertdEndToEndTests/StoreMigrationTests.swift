@@ -1,0 +1,128 @@
+import AlertdTestSupport
+import Foundation
+import Testing
+
+/// `alertd migrate` and `alertd migrate-store` against the real binary and a
+/// throwaway PostgreSQL server (issue 15 item 7).
+@Suite("Store migrations: alertd migrate, alertd migrate-store")
+struct StoreMigrationTests {
+    @Test("alertd migrate applies the schema once and exits; again it says the schema is current")
+    func migrate() async throws {
+        let server = try await TestPostgres.shared()
+        let url = try await server.createDatabase()
+        let scratch = try ScratchDirectory()
+        let config = scratch.url.appendingPathComponent("alertd.yaml")
+        try Data("store:\n  backend: postgres\n  postgres:\n    url: \(url)\n".utf8).write(to: config)
+
+        let first = try await Program.alertd(["migrate", "--config", config.path])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("applied migrations 1, 2"), "\(first.stdout)")
+        let tables = try await server.psql(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('alerts', 'clients', 'deliveries')",
+            database: String(url.split(separator: "/").last!))
+        #expect(tables.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+
+        let again = try await Program.alertd(["migrate", "--config", config.path])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("schema was already current"), "\(again.stdout)")
+    }
+
+    @Test("alertd migrate against a database that cannot be reached says so at once and exits 1")
+    func migrateUnreachable() async throws {
+        let closed = try ReservedPort()
+        defer { closed.release() }
+        let scratch = try ScratchDirectory()
+        let config = scratch.url.appendingPathComponent("alertd.yaml")
+        let url = "postgres://postgres@127.0.0.1:\(closed.port)/alertd?sslmode=disable"
+        try Data("store:\n  backend: postgres\n  postgres:\n    url: \"\(url)\"\n".utf8).write(to: config)
+        let started = ContinuousClock.now
+        let run = try await Program.alertd(["migrate", "--config", config.path])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("cannot connect to \(url)"), "\(run.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(15), "not after postgres-nio's minute of retries")
+    }
+
+    @Test("alertd migrate on the embedded store migrates the state directory, and refuses one alertd is running on")
+    func migrateEmbedded() async throws {
+        let scratch = try ScratchDirectory()
+        let state = scratch.url.appendingPathComponent("state").path
+        let config = scratch.url.appendingPathComponent("alertd.yaml")
+        try Data("state_dir: \(state)\n".utf8).write(to: config)
+        let run = try await Program.alertd(["migrate", "--config", config.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("alertd.sqlite: schema is current"), "\(run.stdout)")
+        #expect(FileManager.default.fileExists(atPath: state + "/alertd.sqlite"))
+
+        let daemon = try await Daemon.start(.init(config: "log:\n  level: info\n", stateDir: URL(fileURLWithPath: state)))
+        defer { daemon.cleanup() }
+        let refused = try await Program.alertd(["migrate", "--config", config.path])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("in use by another alertd"), "\(refused.stderr)")
+    }
+
+    @Test("migrate-store copies alerts, keys, webhooks and pending deliveries into PostgreSQL; a second copy is refused")
+    func copy() async throws {
+        let server = try await TestPostgres.shared()
+        let url = try await server.createDatabase()
+        // The callback target is down while alertd runs on SQLite: its delivery stays pending.
+        let down = try ReservedPort()
+        let callback = "http://127.0.0.1:\(down.port)/hook"
+        let base = callbackConfig(retryInitial: 0.2, retryMax: 0.5) + "log:\n  level: info\n"
+
+        let embedded = try await Daemon.start(.init(config: base))
+        let api = embedded.client()
+        let first = try await api.postAlert("ops", #"{"title":"first","buttons":[{"title":"OK"}]}"#)
+        let second = try await api.postAlert(
+            "ops", #"{"title":"second","buttons":[{"title":"OK"}]}"#, headers: [("Idempotency-Key", "deploy-42")])
+        let answered = try await api.postAlert("web", #"{"title":"answered","buttons":[{"title":"Yes"}],"callback_url":"\#(callback)"}"#)
+        #expect(try await api.choose("web", id(answered), #"{"button":"Yes"}"#).status == 200)
+        let webhook = try await api.post("/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example.com/ops"}"#)
+        #expect(webhook.status == 201)
+        // At least one refused attempt recorded: the delivery is pending with history.
+        _ = try await deliveries(api, "web", id(answered)) { attempts($0.first ?? [:]).count >= 1 }
+        let before = try await api.get("/v1/clients/ops/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
+        #expect(try await embedded.terminate() == 0)
+
+        let copied = try await Program.alertd(["migrate-store", "--from", "sqlite:\(embedded.stateDir.path)", "--to", url])
+        #expect(copied.status == 0, "\(copied.stderr)")
+        #expect(
+            copied.stdout.contains("copied 2 clients, 3 alerts, 1 idempotency keys, 1 webhooks, 1 events, 1 deliveries"), "\(copied.stdout)"
+        )
+
+        let refused = try await Program.alertd(["migrate-store", "--from", "sqlite:\(embedded.stateDir.path)", "--to", url])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("already holds alertd's data"), "\(refused.stderr)")
+
+        // On PostgreSQL: the same queue in the same order, the key, the webhook; the delivery resumes.
+        let receiver = try await {
+            down.release()
+            return try await WebhookReceiver.listening(port: down.port)
+        }()
+        defer { receiver.close() }
+        let shared = try await Daemon.start(
+            .init(config: base + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n"))
+        defer { shared.cleanup() }
+        let moved = shared.client()
+        let after = try await moved.get("/v1/clients/ops/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
+        #expect(after.map(id) == before.map(id))
+        #expect(after.map { $0["state"] as? String } == before.map { $0["state"] as? String })
+        #expect(after.map { $0["position"] as? Int } == before.map { $0["position"] as? Int })
+        let current = try await moved.get("/v1/clients/ops/alerts/current")
+        #expect(current.status == 200)
+        #expect(id(try current.jsonObject()) == id(first))
+
+        let replay = try await moved.post(
+            "/v1/clients/ops/alerts", json: #"{"title":"second","buttons":[{"title":"OK"}]}"#, headers: [("Idempotency-Key", "deploy-42")])
+        #expect(replay.status == 200, "the key came along: \(replay.text)")
+        #expect(id(try replay.jsonObject()) == id(second))
+
+        let hooks = try await moved.get("/v1/clients/ops/webhooks").jsonObject()["webhooks"] as? [[String: Any]] ?? []
+        #expect(hooks.map { $0["url"] as? String } == ["https://hooks.example.com/ops"])
+
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 30)
+        let event = try verifiedAlert(requests[0])
+        #expect(id(event) == id(answered))
+        let settled = try await deliveries(moved, "web", id(answered)) { $0.first?["state"] as? String == "delivered" }
+        #expect(attempts(settled[0]).count >= 2, "the attempts made on SQLite were copied, then one more: \(settled)")
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// A throwaway PostgreSQL server: a new cluster in a scratch directory, the
+/// postmaster a child of the test process (killed by the kernel if the test
+/// process dies), listening on 127.0.0.1 and a socket in that directory.
+///
+/// ```swift
+/// let server = try await TestPostgres.shared()
+/// let url = try await server.createDatabase()   // postgres://postgres@127.0.0.1:PORT/t_…
+/// ```
+///
+/// As root (CI, containers) it runs as the `postgres` user, since `initdb`
+/// refuses root; otherwise as the caller. Needs the Debian `postgresql`
+/// package (its binaries under /usr/lib/postgresql/N/bin).
+/// The shared server's directory, removed at exit.
+private let sharedDirectory = Mutex<String?>(nil)
+
+public final class TestPostgres: Sendable {
+    public let port: Int
+    let directory: ScratchDirectory
+    let bin: String
+    private let postmaster = Mutex<ChildProcess?>(nil)
+
+    /// The one server of this test process, started at first use: databases
+    /// are cheap, clusters are not (~1 s of initdb on an idle machine).
+    public static func shared() async throws -> TestPostgres {
+        try await SharedServer.instance.value.get()
+    }
+
+    private enum SharedServer {
+        static let instance = Task { () -> Result<TestPostgres, any Error> in
+            do {
+                let server = try await TestPostgres.start()
+                // A static lives until exit and is never deinitialised: its directory goes at exit.
+                sharedDirectory.withLock { $0 = server.directory.url.path }
+                atexit {
+                    if let path = sharedDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+                }
+                return .success(server)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// A new cluster of its own, started (for tests that stop the database).
+    public static func start() async throws -> TestPostgres {
+        let bin = try binDirectory()
+        // In memory where there is a tmpfs: a database per test is written, not kept
+        // (on this project's 2-core test machines a disk made the tier five times slower).
+        let base = Self.memoryDirectory ?? ScratchDirectory.base
+        sweep(base)
+        let directory = try ScratchDirectory(in: base, prefix: Self.prefix)
+        // The postgres user must reach the scratch directory and own its data.
+        chmod(directory.url.path, 0o755)
+        let data = directory.url.appendingPathComponent("data").path
+        let sockets = directory.url.appendingPathComponent("run").path
+        for owned in [data, sockets] {
+            try FileManager.default.createDirectory(atPath: owned, withIntermediateDirectories: false)
+            try Self.owned(owned)
+        }
+        let initdb = try await Program.run(
+            asDatabaseUser("\(bin)/initdb"),
+            asDatabaseUserArguments("\(bin)/initdb") + [
+                "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C",
+            ], timeout: .seconds(120))
+        guard initdb.status == 0 else { throw ProcessError("initdb failed", exitStatus: initdb.status, stderr: initdb.stderr) }
+        let port = try freePort()
+        let server = TestPostgres(port: port, directory: directory, bin: bin)
+        try await server.startPostmaster()
+        return server
+    }
+
+    static let prefix = "alertd-pg"
+
+    /// Removes the clusters of test processes that were killed (their scratch
+    /// directories outlive them): those whose postmaster is gone. A cluster of
+    /// a test process still running is left alone.
+    private static func sweep(_ base: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        for name in names where name.hasPrefix(prefix + ".") {
+            let directory = "\(base)/\(name)"
+            let pidFile = "\(directory)/data/postmaster.pid"
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), Glibc.kill(pid, 0) == 0 || errno == EPERM
+            {
+                continue
+            }
+            // No postmaster.pid: a cluster being made now, or one that never started; old ones go.
+            if (try? String(contentsOfFile: pidFile, encoding: .utf8)) == nil,
+                let made = (try? FileManager.default.attributesOfItem(atPath: directory))?[.modificationDate] as? Date,
+                made.timeIntervalSinceNow > -600
+            {
+                continue
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// `/dev/shm` when it is a writable directory (a tmpfs on Linux), else nil.
+    static var memoryDirectory: String? {
+        access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : nil
+    }
+
+    private init(port: Int, directory: ScratchDirectory, bin: String) {
+        self.port = port
+        self.directory = directory
+        self.bin = bin
+    }
+
+    /// Where its Unix socket is (psql connects there).
+    var socketDirectory: String { directory.url.appendingPathComponent("run").path }
+
+    /// `postgres://postgres@127.0.0.1:PORT/NAME`.
+    public func url(database: String) -> String { "postgres://postgres@127.0.0.1:\(port)/\(database)" }
+
+    /// Creates an empty database with a unique name; its URL.
+    public func createDatabase() async throws -> String {
+        let name = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        try await execute("CREATE DATABASE \(name)")
+        return url(database: name)
+    }
+
+    /// An empty database to use until ``giveBack(_:)``: one given back earlier
+    /// (emptied), else a new one. For the many short tests that each want one.
+    public func borrowDatabase() async throws -> String {
+        if let url = free.withLock({ $0.popLast() }) { return url }
+        return try await createDatabase()
+    }
+
+    /// Empties a borrowed database (its public schema made again) for the next
+    /// borrower; call when nothing uses it any more. One that cannot be emptied is dropped.
+    public func giveBack(_ url: String) async {
+        guard let name = url.split(separator: "/").last.map(String.init) else { return }
+        do {
+            try await execute("DROP SCHEMA public CASCADE", "CREATE SCHEMA public", database: name)
+            free.withLock { $0.append(url) }
+        } catch {
+            try? await execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+    }
+
+    /// Runs statements one after the other on `database`, over a connection of its own.
+    public func execute(_ statements: String..., database: String = "postgres") async throws {
+        let configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: port, username: "postgres", password: nil, database: database, tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            configuration: configuration, id: Self.connections.add(1, ordering: .relaxed).newValue, logger: Self.quiet)
+        do {
+            for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.quiet) }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+
+    private let free = Mutex<[String]>([])
+    private static let connections = Atomic<Int>(0)
+    private static let quiet = Logger(label: "alertd.test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Runs SQL through psql on `database`; its output (unaligned, tuples only).
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") async throws -> String {
+        let result = try await Program.run(
+            "\(bin)/psql",
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory, "-p", "\(port)", "-U", "postgres", "-d", database,
+                "-c", sql,
+            ],
+            timeout: .seconds(60))
+        guard result.status == 0 else { throw ProcessError("psql failed: \(sql)", exitStatus: result.status, stderr: result.stderr) }
+        return result.stdout
+    }
+
+    /// Stops the server at once (SIGKILL: connections drop, as when its machine dies).
+    public func kill() async {
+        let running = postmaster.withLock { process in
+            defer { process = nil }
+            return process
+        }
+        await running?.killAndReap()
+    }
+
+    /// Starts the server again on the same port and data (after ``kill()``).
+    public func restart() async throws {
+        try await startPostmaster()
+    }
+
+    private func startPostmaster() async throws {
+        let data = directory.url.appendingPathComponent("data").path
+        let program = "\(bin)/postgres"
+        let process = try await ChildProcess.spawn(
+            asDatabaseUser(program),
+            arguments: asDatabaseUserArguments(program, dieWithParent: true) + [
+                "-D", data, "-p", "\(port)", "-k", socketDirectory, "-c", "listen_addresses=127.0.0.1",
+                "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=1000",
+                // Its shared memory segments in its directory (removed with it), its WAL small.
+                "-c", "dynamic_shared_memory_type=mmap", "-c", "wal_level=minimal", "-c", "max_wal_senders=0",
+                "-c", "max_wal_size=64MB",
+            ],
+            environment: ["LANG=C", "PATH=/usr/bin:/bin"], dieWithParent: geteuid() != 0)
+        let ready = await process.stderr.wait(timeout: .seconds(120)) { bytes, ended in
+            let text = String(decoding: bytes, as: UTF8.self)
+            if text.contains("ready to accept connections") { return true }
+            return ended ? false : nil
+        }
+        guard ready == true else {
+            await process.killAndReap()
+            throw ProcessError("postgres did not start", exitStatus: process.exitStatus, stderr: process.stderr.text)
+        }
+        postmaster.withLock { $0 = process }
+    }
+
+    /// As root, programs run through `setpriv` as `postgres` (which also sets
+    /// the parent-death signal after the change of user, where it survives).
+    private static func asDatabaseUser(_ program: String) -> String {
+        geteuid() == 0 ? "/usr/bin/setpriv" : program
+    }
+
+    private func asDatabaseUser(_ program: String) -> String { Self.asDatabaseUser(program) }
+
+    private static func asDatabaseUserArguments(_ program: String, dieWithParent: Bool = false) -> [String] {
+        guard geteuid() == 0 else { return [] }
+        return ["--reuid=postgres", "--regid=postgres", "--init-groups"] + (dieWithParent ? ["--pdeathsig", "KILL"] : []) + [
+            "--", program,
+        ]
+    }
+
+    private func asDatabaseUserArguments(_ program: String, dieWithParent: Bool = false) -> [String] {
+        Self.asDatabaseUserArguments(program, dieWithParent: dieWithParent)
+    }
+
+    private static func owned(_ path: String) throws {
+        guard geteuid() == 0 else { return }
+        guard let user = getpwnam("postgres") else {
+            throw ProcessError("no postgres user: install the postgresql package (apt-get install postgresql)")
+        }
+        guard chown(path, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else {
+            throw ProcessError("chown \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The newest /usr/lib/postgresql/N/bin.
+    private static func binDirectory() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        guard let newest = versions.last else {
+            throw ProcessError("PostgreSQL is not installed (no \(root)/N/bin): apt-get install postgresql")
+        }
+        return "\(root)/\(newest)/bin"
+    }
+
+    /// A port nothing listens on now (bound, read, released).
+    private static func freePort() throws -> Int {
+        let reserved = try ReservedPort()
+        defer { reserved.release() }
+        return reserved.port
+    }
+}

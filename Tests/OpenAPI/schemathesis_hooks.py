@@ -1,0 +1,41 @@
+"""schemathesis hooks for the OpenAPI test (loaded through SCHEMATHESIS_HOOKS).
+
+NewAlert has three rules JSON Schema cannot say, written in its description
+instead: button titles are unique within the alert, at most one button has
+style "cancel", and metadata is at most 4096 bytes as compact JSON. A
+generated body that breaks one of them is dropped: alertd is right to refuse
+it (400 invalid-alert), and every other body is still generated and checked.
+"""
+
+import json
+
+import schemathesis
+
+
+def breaks_unschematic_rule(body):
+    if not isinstance(body, dict):
+        return False
+    buttons = body.get("buttons")
+    if isinstance(buttons, list):
+        titles = [b.get("title") for b in buttons if isinstance(b, dict) and isinstance(b.get("title"), str)]
+        if len(titles) != len(set(titles)):
+            return True
+        if sum(1 for b in buttons if isinstance(b, dict) and b.get("style") == "cancel") > 1:
+            return True
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        try:
+            size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        except (TypeError, ValueError):
+            return False
+        if size > 4096:
+            return True
+    return False
+
+
+@schemathesis.hook
+def filter_body(context, body):
+    operation = context.operation
+    if operation is None or operation.definition.raw.get("operationId") != "post_alert":
+        return True
+    return not breaks_unschematic_rule(body)

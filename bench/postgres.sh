@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# bench/postgres.sh: two alertd instances on one local PostgreSQL (issue 15's targets),
+# with one alertd on SQLite (durability: full) measured in the same run for reference.
+#
+#   bench/postgres.sh                 build alertd (release) and run everything
+#   ALERTD=path bench/postgres.sh     use that binary
+#
+# Environment (defaults in brackets):
+#   DURATION [10] seconds per wrk run    WARMUP [2] seconds of warm-up
+#   CONNS [32] wrk connections per instance            WRK_THREADS [1] per instance
+#   WAITERS [10000] parked waiters, half on each instance   ROUNDS [2000] latency rounds
+#   POOL [8] store.postgres.pool_size    BASE_PORT [19080]
+#   PG_SYNC [on] PostgreSQL's synchronous_commit (off only to see what the commit's flush costs)
+#
+# Phases:
+#   one     POSTs to one client, through both instances at once (wrk on each)
+#   spread  POSTs spread over 100 clients, through both instances
+#   latency WAITERS parked (half on each); a waiter parked on instance A, the choice
+#           made on instance B: choice sent -> waiter answered
+#   sqlite  the `one` phase against a single alertd on SQLite (reference)
+#
+# PostgreSQL is a cluster of its own under bench/out (on disk: fsync and
+# synchronous_commit = on, the server's defaults), started and stopped here.
+# Raw output in bench/out/pg-<timestamp>/, the summary on stdout and in summary.txt.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+CONNS=${CONNS:-32}
+WRK_THREADS=${WRK_THREADS:-1}
+WAITERS=${WAITERS:-10000}
+ROUNDS=${ROUNDS:-2000}
+POOL=${POOL:-8}
+BASE_PORT=${BASE_PORT:-19080}
+PG_PORT=$((BASE_PORT + 10))
+PORT_A=$((BASE_PORT + 1))
+PORT_B=$((BASE_PORT + 2))
+PORT_S=$((BASE_PORT + 3))
+
+OUT="$HERE/out/pg-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$OUT"
+say() { echo "[postgres.sh] $*" >&2; }
+
+for tool in wrk python3; do command -v "$tool" >/dev/null || { say "needs $tool"; exit 2; }; done
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -n "$PGBIN" ] || { say "needs PostgreSQL (apt-get install postgresql)"; exit 2; }
+
+if [ -z "${ALERTD:-}" ]; then
+    say "building alertd (release)"
+    (cd "$ROOT" && swift build -c release --product alertd >&2)
+    ALERTD="$ROOT/.build/release/alertd"
+fi
+
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# ---- PostgreSQL -------------------------------------------------------------------------
+AS_PG=()
+if [ "$(id -u)" -eq 0 ]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --); fi
+PGDATA="$OUT/pgdata"
+mkdir -p "$PGDATA" "$OUT/pgrun"
+[ "$(id -u)" -ne 0 ] || chown postgres:postgres "$PGDATA" "$OUT/pgrun"
+chmod 755 "$OUT"
+"${AS_PG[@]}" "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$OUT/initdb.log" 2>&1
+"${AS_PG[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PG_PORT" -k "$OUT/pgrun" -c listen_addresses=127.0.0.1 \
+    -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit="${PG_SYNC:-on}" -c fsync=on \
+    >"$OUT/postgres.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do
+    "$PGBIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT" -U postgres -q && break
+    sleep 0.1
+done
+"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE alertd" postgres
+URL="postgres://postgres@127.0.0.1:$PG_PORT/alertd?sslmode=disable"
+
+# ---- alertd -----------------------------------------------------------------------------
+config() { # $1 name, $2 store section
+    cat >"$OUT/$1.yaml" <<EOF
+log: {level: warning}
+state_dir: $OUT/state-$1
+limits:
+  max_pending_per_client: 10000000
+  max_pending_total: 100000000
+  max_clients: 100000
+  max_waiters: 200000
+  max_waiters_per_token: 200000
+  max_connections: 60000
+  max_connections_per_ip: 60000
+$2
+EOF
+}
+start() { # $1 name, $2 port
+    "$ALERTD" --config "$OUT/$1.yaml" --listen "127.0.0.1:$2" 2>"$OUT/$1.log" &
+    PIDS+=($!)
+    eval "PID_$1=$!"
+    for _ in $(seq 1 300); do
+        curl -fsS "http://127.0.0.1:$2/readyz" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    say "alertd $1 did not become ready"; cat "$OUT/$1.log" >&2; exit 1
+}
+stop() { # $1 name
+    local pid; pid=$(eval echo "\$PID_$1")
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+PGSTORE="store: {backend: postgres, postgres: {url: \"$URL\", pool_size: $POOL}}"
+config a "$PGSTORE"
+config b "$PGSTORE"
+config s "durability: full"
+
+# wrk on both instances at once; prints "rps p99" summed / worst.
+both() { # $1 phase, $2.. wrk script arguments
+    local phase=$1; shift
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_A" -- "$@" >/dev/null 2>&1 &
+    local warm=$!
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_B" -- "$@" >/dev/null 2>&1
+    wait "$warm" || true
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_A" -- "$@" \
+        >"$OUT/$phase-a.txt" 2>&1 &
+    local first=$!
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_B" -- "$@" \
+        >"$OUT/$phase-b.txt" 2>&1
+    wait "$first"
+}
+
+field() { sed -n "s/.*RESULT.* $2=\([0-9.]*\).*/\1/p" "$1"; }
+rps() { sed -n 's/.*RESULT rps=\([0-9.]*\).*/\1/p' "$1"; }
+
+start a "$PORT_A"
+start b "$PORT_B"
+say "one client: $CONNS connections on each instance, ${DURATION}s"
+both one 1 one
+say "100 clients: $CONNS connections on each instance, ${DURATION}s"
+both spread 100 spread
+
+say "latency: $WAITERS waiters (half on each), a waiter on A, the choice on B"
+python3 "$HERE/tools/waiters.py" park --port "$PORT_B" --waiters $((WAITERS / 2)) --duration 55 --wait 60 \
+    --bg-client bgb >/dev/null 2>"$OUT/park-b.log" &
+PARK=$!
+PIDS+=("$PARK")
+sleep 5
+python3 "$HERE/tools/waiters.py" latency --port "$PORT_A" --choose-port "$PORT_B" --waiters $((WAITERS / 2)) \
+    --rounds "$ROUNDS" --duration 40 --wait 60 --json "$OUT/latency.json" >/dev/null 2>"$OUT/latency.log" || true
+kill "$PARK" 2>/dev/null || true
+stop a
+stop b
+
+start s "$PORT_S"
+say "reference: one alertd on SQLite, one client, $CONNS connections, ${DURATION}s"
+wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_S" -- 1 ref >/dev/null 2>&1
+wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_S" -- 1 ref \
+    >"$OUT/sqlite.txt" 2>&1
+stop s
+
+python3 - "$OUT" >"$OUT/summary.txt" <<'EOF'
+import json, re, sys
+out = sys.argv[1]
+def result(name):
+    text = open(f"{out}/{name}.txt").read()
+    m = re.search(r"RESULT (.*)", text)
+    return dict(kv.split("=") for kv in m.group(1).split()) if m else {}
+def pair(phase):
+    a, b = result(f"{phase}-a"), result(f"{phase}-b")
+    rps = float(a.get("rps", 0)) + float(b.get("rps", 0))
+    p99 = max(float(a.get("p99_ms", 0)), float(b.get("p99_ms", 0)))
+    bad = int(a.get("non2xx", 0)) + int(b.get("non2xx", 0))
+    return rps, p99, bad
+lines = []
+for phase, label, target in (("one", "posts/s to one client, 2 instances", 2000), ("spread", "posts/s over 100 clients, 2 instances", 5000)):
+    rps, p99, bad = pair(phase)
+    ok = rps >= target and p99 < 20 and bad == 0
+    lines.append(f"{label:<42} {rps:>9.0f}  (target >= {target})   POST p99 {p99:.2f} ms (target < 20)   non-2xx {bad}   {'MET' if ok else 'NOT MET'}")
+try:
+    lat = json.load(open(f"{out}/latency.json"))
+    w = lat.get("waiter_latency", {})
+    p99 = w.get("p99_ms", float("nan"))
+    lines.append(f"{'choice on B -> waiter on A, p99':<42} {p99:>9.2f} ms (target < 10)   p50 {w.get('p50_ms', float('nan')):.2f} ms   "
+                 f"rounds {lat.get('valid_rounds')}   waiters parked on A {lat.get('bg_parked_after')}   "
+                 f"{'MET' if lat.get('valid') and p99 < 10 else 'NOT MET' if lat.get('valid') else 'INVALID'}")
+except (OSError, ValueError):
+    lines.append("choice on B -> waiter on A: no result (see latency.log)")
+s = result("sqlite")
+lines.append(f"{'reference: SQLite, one client, 1 instance':<42} {float(s.get('rps', 0)):>9.0f}  POST p99 {float(s.get('p99_ms', 0)):.2f} ms")
+print("\n".join(lines))
+EOF
+cat "$OUT/summary.txt"
+ln -sfn "$(basename "$OUT")" "$HERE/out/pg-latest"
