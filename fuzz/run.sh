@@ -26,8 +26,13 @@ declare -A MAXLEN=([FuzzJSON]=4096 [FuzzAlertValidation]=8192 [FuzzRouter]=1024 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 COMMON=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=.work/artifacts/)
 
+# `--sanitize=fuzzer --sanitize=address` reaches swiftc as two flags, and swiftc
+# (6.3) keeps only the last: Swift code got AddressSanitizer and no coverage, and
+# libFuzzer saw only the C code's edges ("no interesting inputs"). The combined
+# flag, passed after SwiftPM's, gives Swift both; clang takes SwiftPM's two as meant.
 build() {
-    swift build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -enable-testing --scratch-path "$SCRATCH"
+    swift build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing \
+        --scratch-path "$SCRATCH"
 }
 
 regress() {

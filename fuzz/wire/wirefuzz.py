@@ -77,7 +77,7 @@ class Daemon:
         self.binary, self.state, self.port, self.log_dir, self.env = binary, state, port, log_dir, env
         self.proc = None
         self.starts = 0
-        self.config = os.path.join(state, "..", "alertd.yaml")
+        self.config = os.path.join(os.path.dirname(state), "alertd.yaml")
         with open(self.config, "w") as f:
             f.write(
                 'listen: "127.0.0.1:%d"\nstate_dir: "%s"\ndurability: full\n'
