@@ -13,6 +13,7 @@ let package = Package(
         // For the fuzz harnesses in fuzz/ (their own package, so that `swift build` here
         // never builds them): the modules that parse untrusted bytes. Not a stable API.
         .library(name: "AlertdCore", targets: ["AlertdCore"]),
+        .library(name: "AlertdAlertmanager", targets: ["AlertdAlertmanager"]),
         .library(name: "AlertdAPI", targets: ["AlertdAPI"]),
         .library(name: "AlertdDaemon", targets: ["AlertdDaemon"]),
     ],

@@ -25,6 +25,13 @@ let package = Package(
             ]),
         // AlertdDaemon's config loader: YAML text.
         .executableTarget(name: "FuzzConfig", dependencies: [.product(name: "AlertdDaemon", package: "alertd")]),
+        // AlertdAlertmanager's reading of Alertmanager's webhook payload and its mapping to alerts.
+        .executableTarget(
+            name: "FuzzAlertmanager",
+            dependencies: [
+                .product(name: "AlertdAlertmanager", package: "alertd"), .product(name: "AlertdCore", package: "alertd"),
+                .product(name: "AlertdWire", package: "alertd"),
+            ]),
         // AlertdClient's WebhookVerifier: headers, body and secret.
         .executableTarget(
             name: "FuzzWebhookVerifier",

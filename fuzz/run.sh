@@ -14,13 +14,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-HARNESSES=(FuzzJSON FuzzAlertValidation FuzzRouter FuzzConfig FuzzWebhookVerifier)
+HARNESSES=(FuzzJSON FuzzAlertValidation FuzzAlertmanager FuzzRouter FuzzConfig FuzzWebhookVerifier)
 SCRATCH=${FUZZ_SCRATCH:-.build}
 BIN="$SCRATCH/$(uname -m)-unknown-linux-gnu/release"
 
-declare -A DICT=([FuzzJSON]=json [FuzzAlertValidation]=json [FuzzRouter]=router [FuzzConfig]=config [FuzzWebhookVerifier]=webhook)
+declare -A DICT=([FuzzJSON]=json [FuzzAlertValidation]=json [FuzzAlertmanager]=alertmanager [FuzzRouter]=router [FuzzConfig]=config [FuzzWebhookVerifier]=webhook)
 # Inputs as large as a seed needs: a config file (the example is ~9.5 KiB), a JSON body.
-declare -A MAXLEN=([FuzzJSON]=4096 [FuzzAlertValidation]=8192 [FuzzRouter]=1024 [FuzzConfig]=12288 [FuzzWebhookVerifier]=2048)
+declare -A MAXLEN=([FuzzJSON]=4096 [FuzzAlertValidation]=8192 [FuzzAlertmanager]=8192 [FuzzRouter]=1024 [FuzzConfig]=12288 [FuzzWebhookVerifier]=2048)
 
 # LeakSanitizer on; an input that takes over 10 s, or a process over 2 GiB, fails the run.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
