@@ -52,5 +52,7 @@ private func check(_ draft: AlertDraft, _ rules: AlertRules) {
     if let expiresIn = draft.expiresIn { precondition(expiresIn > 0 && expiresIn <= rules.maxExpiresIn, "expires_in range") }
     if let dismissAfter = draft.dismissAfter { precondition(dismissAfter > 0 && draft.buttons.isEmpty, "dismiss_after") }
     if let metadata = draft.metadata { precondition(JSONValue.object(metadata).compactBytes().count <= 4096, "metadata size") }
-    if let url = draft.callbackURL?.lowercased() { precondition(url.hasPrefix("http://") || url.hasPrefix("https://"), "callback_url scheme") }
+    if let url = draft.callbackURL?.lowercased() {
+        precondition(url.hasPrefix("http://") || url.hasPrefix("https://"), "callback_url scheme")
+    }
 }
