@@ -37,7 +37,7 @@ public func fuzzAlertmanager(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
             var board = AlertBoard(rules: AlertRules())
             let posted: Alert
             do {
-                (posted, _) = try board.post(draft, to: "fuzz", now: now)
+                posted = try board.post(draft, to: "fuzz", now: now).0
             } catch {
                 fatalError("a mapped alert was refused by an empty board: \(error)")
             }
