@@ -57,7 +57,9 @@ run() {
     if "$BIN/$name" "${COMMON[@]}" -dict="dict/${DICT[$name]}.dict" -max_len="${MAXLEN[$name]}" "$@" \
         ".work/$name" "corpus/$name" >".work/logs/$name.log" 2>&1; then
         local line
-        line=$(grep -E '^#[0-9]+ +DONE' ".work/logs/$name.log" | tail -1)
+        # libFuzzer separates the count from DONE with a tab; without a match, the
+        # failing grep would end the script here (set -e, pipefail) with status 1.
+        line=$(grep -E '^#[0-9]+[[:space:]]+DONE' ".work/logs/$name.log" | tail -1) || true
         echo "$name: ${line:-no DONE line} ($((SECONDS - start)) s)"
     else
         tail -60 ".work/logs/$name.log"
