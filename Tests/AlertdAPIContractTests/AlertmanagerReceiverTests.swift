@@ -444,22 +444,3 @@ extension TestClient {
         try await post("/v1/clients/\(client)/alerts/\(id)/choice", json: jsonBody(choice), headers: headers)
     }
 }
-
-/// Polls the deliveries API (with `headers`) until `done` holds.
-func deliveries(
-    _ http: any TestClient, _ client: String, _ alertID: String, headers: [(String, String)], timeout: Duration = .seconds(30),
-    until done: ([[String: Any]]) -> Bool
-) async throws -> [[String: Any]] {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries", headers: headers)
-        try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
-        let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
-        if done(list) { return list }
-        guard ContinuousClock.now < deadline else {
-            Issue.record("deliveries never reached the expected state: \(list)")
-            return list
-        }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}
