@@ -1,3 +1,4 @@
+import AlertdAlertmanager
 import AlertdCore
 import AlertdEngine
 import AlertdHTTP
@@ -173,6 +174,11 @@ extension API {
         guard let key = values.first?.value else { return nil }
         guard values.count == 1 else { throw Problem(.badRequest, "Idempotency-Key must be sent once") }
         guard (1...255).contains(key.count) else { throw Problem(.badRequest, "Idempotency-Key must be 1 to 255 characters") }
+        guard !key.hasPrefix(AlertmanagerMapping.keyPrefix) else {
+            throw Problem(
+                .badRequest,
+                "Idempotency-Key must not begin with \"\(AlertmanagerMapping.keyPrefix)\": those are the Alertmanager integration's")
+        }
         return key
     }
 

@@ -26,7 +26,11 @@ public enum AlertmanagerMapping {
     public static let resolvedBy = "alertmanager (resolved)"
 
     /// The idempotency key of a fingerprint on its client.
-    public static func key(fingerprint: String) -> String { "alertmanager:" + fingerprint }
+    public static func key(fingerprint: String) -> String { keyPrefix + fingerprint }
+
+    /// The prefix of the integration's idempotency keys, which other posts may not use:
+    /// a key taken first by a plain post would hide the fingerprint's alerts.
+    public static let keyPrefix = "alertmanager:"
 
     /// What the key's record holds for one firing: the same fingerprint and
     /// `startsAt` are one firing, repeated; a new `startsAt` is a new firing.

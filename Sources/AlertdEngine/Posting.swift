@@ -1,3 +1,4 @@
+import AlertdAlertmanager
 public import AlertdCore
 import AlertdWire
 
@@ -37,6 +38,20 @@ extension Engine {
                         .invalidAlert, "1 field is invalid",
                         fieldErrors: [
                             FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
+                        ])))
+        }
+        if draft.metadata?[AlertmanagerMapping.metadataKey] != nil {
+            // Only the receiver writes it: a button of an alert that carries it can create a
+            // silence in Alertmanager (on its labels), so a plain post must not be able to.
+            return respond(
+                .failure(
+                    EngineError(
+                        .invalidAlert, "1 field is invalid",
+                        fieldErrors: [
+                            FieldError(
+                                field: "metadata.\(AlertmanagerMapping.metadataKey)",
+                                reason:
+                                    "is reserved for alerts of the Alertmanager integration (POST /v1/integrations/alertmanager/{client})")
                         ])))
         }
         if let refusal = refusal() { return respond(.failure(refusal)) }

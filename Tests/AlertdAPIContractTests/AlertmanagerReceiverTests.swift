@@ -243,6 +243,32 @@ struct AlertmanagerBadInputTests {
         }
     }
 
+    @Test(
+        "a plain post cannot pass for the integration's: metadata.alertmanager is 400 invalid-alert, an alertmanager: key 400 bad-request"
+    )
+    func forgedPlainPost() async throws {
+        try await withTestClient(config: AM.config()) { http in
+            let client = Contract.uniqueClient("am-forged")
+            // Chosen, such an alert's "Silence 24h" would silence whatever labels the poster wrote.
+            let forged =
+                #"{"title":"Restart?","buttons":[{"title":"Silence 24h"}],"metadata":{"alertmanager":{"labels":{"severity":"critical"}}}}"#
+            let refused = Contract.expectProblem(
+                try await http.post("/v1/clients/\(client)/alerts", json: forged), status: 400, code: "invalid-alert")
+            #expect(Contract.errorFields(refused) == ["metadata.alertmanager"])
+            // A key taken first by a plain post would make the fingerprint's firing a "repeat".
+            let keyed = try await http.post(
+                "/v1/clients/\(client)/alerts", json: #"{"title":"x"}"#, headers: [("Idempotency-Key", "alertmanager:cccccccccccccccc")])
+            Contract.expectProblem(keyed, status: 400, code: "bad-request")
+            #expect(try await http.allAlerts(client).isEmpty)
+            // The receiver's own alert is unaffected, and other metadata still posts.
+            #expect(outcomes(try await http.receipts(client, [AM.alert("cccccccccccccccc")])) == ["created"])
+            let plain = try await http.post(
+                "/v1/clients/\(client)/alerts", json: #"{"title":"x","metadata":{"alertmanagers":1}}"#,
+                headers: [("Idempotency-Key", "alertmanager-cccc")])
+            #expect(plain.status == 201)
+        }
+    }
+
     @Test("without integrations.alertmanager the receiver is 404, saying what to configure")
     func off() async throws {
         try await withTestClient { http in
@@ -416,24 +442,5 @@ struct AlertmanagerSilenceTests {
 extension TestClient {
     func choose(_ client: String, _ id: String, _ choice: [String: Any], headers: [(String, String)]) async throws -> TestResponse {
         try await post("/v1/clients/\(client)/alerts/\(id)/choice", json: jsonBody(choice), headers: headers)
-    }
-}
-
-/// Polls the deliveries API (with `headers`) until `done` holds.
-func deliveries(
-    _ http: any TestClient, _ client: String, _ alertID: String, headers: [(String, String)], timeout: Duration = .seconds(30),
-    until done: ([[String: Any]]) -> Bool
-) async throws -> [[String: Any]] {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries", headers: headers)
-        try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
-        let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
-        if done(list) { return list }
-        guard ContinuousClock.now < deadline else {
-            Issue.record("deliveries never reached the expected state: \(list)")
-            return list
-        }
-        try await Task.sleep(for: .milliseconds(20))
     }
 }

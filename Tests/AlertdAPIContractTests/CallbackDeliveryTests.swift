@@ -40,14 +40,15 @@ func config(
 
 let oneButton = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
 
-/// Polls the deliveries API until `done` holds (attempts are recorded just after the receiver answers).
+/// Polls the deliveries API (with `headers`: a token) until `done` holds (attempts are
+/// recorded just after the receiver answers).
 func deliveries(
-    _ http: any TestClient, _ client: String, _ alertID: String, timeout: Duration = .seconds(20),
-    until done: ([[String: Any]]) -> Bool
+    _ http: any TestClient, _ client: String, _ alertID: String, headers: [(String, String)] = [],
+    timeout: Duration = .seconds(30), until done: ([[String: Any]]) -> Bool
 ) async throws -> [[String: Any]] {
     let deadline = ContinuousClock.now + timeout
     while true {
-        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries")
+        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries", headers: headers)
         try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
         let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
         if done(list) { return list }
