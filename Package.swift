@@ -10,12 +10,6 @@ let package = Package(
         .executable(name: "alertctl", targets: ["alertctl"]),
         .library(name: "AlertdClient", targets: ["AlertdClient"]),
         .library(name: "AlertdClientTesting", targets: ["AlertdClientTesting"]),
-        // For the fuzz harnesses in fuzz/ (their own package, so that `swift build` here
-        // never builds them): the modules that parse untrusted bytes. Not a stable API.
-        .library(name: "AlertdCore", targets: ["AlertdCore"]),
-        .library(name: "AlertdAlertmanager", targets: ["AlertdAlertmanager"]),
-        .library(name: "AlertdAPI", targets: ["AlertdAPI"]),
-        .library(name: "AlertdDaemon", targets: ["AlertdDaemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -296,4 +290,46 @@ for target in package.targets where target.type != .system && target.path?.hasPr
             .enableUpcomingFeature("MemberImportVisibility"),
             .enableUpcomingFeature("InternalImportsByDefault"),
         ]
+}
+
+// The libFuzzer harnesses of fuzz/ (fuzz/README.md) join the package only when
+// ALERTD_FUZZ is set, so no ordinary build sees them:
+// - `ci` (`make fuzz-ci`, in CI): on top of the ordinary debug build, alertd's own
+//   modules are rebuilt with libFuzzer's coverage and AddressSanitizer and the
+//   harnesses linked with libFuzzer; the dependencies are not rebuilt. SwiftPM names
+//   a debug executable's entry point itself, which displaces libFuzzer's `main`, so
+//   each harness's main.swift hands over to libFuzzer (CLibFuzzer).
+// - `full` (`make fuzz`, fuzz/run.sh): the command line instruments every module,
+//   dependencies included (release, `-sanitize=fuzzer,address`); libFuzzer's own
+//   `main` runs, and main.swift is left out.
+if let fuzz = Context.environment["ALERTD_FUZZ"] {
+    let ci = fuzz == "ci"
+    let harnesses: [(name: String, dependencies: [Target.Dependency])] = [
+        // AlertdWire's strict JSON parser: any bytes.
+        ("FuzzJSON", ["AlertdWire"]),
+        // JSON, then AlertdCore's AlertDraft.validate, as POST /v1/clients/{client}/alerts does.
+        ("FuzzAlertValidation", ["AlertdCore", "AlertdWire"]),
+        // AlertdAlertmanager's reading of Alertmanager's webhook payload and its mapping to alerts.
+        ("FuzzAlertmanager", ["AlertdAlertmanager", "AlertdCore", "AlertdWire"]),
+        // AlertdAPI's route table, query checks and Host policy (internal: `@testable import`).
+        ("FuzzRouter", ["AlertdAPI", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire"]),
+        // AlertdDaemon's config loader: YAML text.
+        ("FuzzConfig", ["AlertdDaemon"]),
+        // AlertdClient's WebhookVerifier: secret, headers and body.
+        ("FuzzWebhookVerifier", ["AlertdClient", "AlertdWire"]),
+    ]
+    if ci {
+        for target in package.targets where target.type == .regular && target.name.hasPrefix("Alertd") {
+            target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer,address"])]
+        }
+        package.targets.append(.target(name: "CLibFuzzer", path: "fuzz/Sources/CLibFuzzer"))
+    }
+    for harness in harnesses {
+        package.targets.append(
+            .executableTarget(
+                name: harness.name, dependencies: harness.dependencies + (ci ? ["CLibFuzzer"] : []),
+                path: "fuzz/Sources/\(harness.name)", exclude: ci ? [] : ["main.swift"],
+                swiftSettings: ci ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : [],
+                linkerSettings: ci ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []))
+    }
 }

@@ -1,3 +1,4 @@
+import AlertdCore
 import AlertdWire
 import Crypto
 import Foundation
@@ -78,7 +79,7 @@ public struct Token: Sendable, Hashable {
 
     /// A new random secret (`alertd_` + 43 base64url characters: 256 bits) and its digest.
     public static func generateSecret() -> (secret: String, digest: [UInt8]) {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SystemRandom()  // not SystemRandomNumberGenerator: see SystemRandom
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let encoded = Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")

@@ -552,7 +552,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         _ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, on eventLoop: (any EventLoop)?,
         result: String? = nil
     ) {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SystemRandom()  // not SystemRandomNumberGenerator: see SystemRandom
         let silence = delivery.kind == .alertmanagerSilence
         let (record, retry) = settings.policy.settle(
             delivery, outcome: outcome, at: startedAt, now: clock.now(),
