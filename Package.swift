@@ -293,17 +293,15 @@ for target in package.targets where target.type != .system && target.path?.hasPr
 }
 
 // The libFuzzer harnesses of fuzz/ (fuzz/README.md) join the package only when
-// ALERTD_FUZZ is set, so no ordinary build sees them:
-// - `ci` (`make fuzz-ci`, in CI): on top of the ordinary debug build, alertd's own
-//   modules are rebuilt with libFuzzer's coverage and AddressSanitizer and the
-//   harnesses linked with libFuzzer; the dependencies are not rebuilt. SwiftPM names
-//   a debug executable's entry point itself, which displaces libFuzzer's `main`, so
-//   each harness's main.swift hands over to libFuzzer (CLibFuzzer).
-// - `full` (`make fuzz`, fuzz/run.sh): the command line instruments every module,
-//   dependencies included (release, `-sanitize=fuzzer,address`); libFuzzer's own
-//   `main` runs, and main.swift is left out.
-if let fuzz = Context.environment["ALERTD_FUZZ"] {
-    let ci = fuzz == "ci"
+// ALERTD_FUZZ is set (`make fuzz`, `make fuzz-ci`), so no ordinary build sees them.
+// On top of the ordinary debug build, alertd's own modules are rebuilt with
+// libFuzzer's coverage and AddressSanitizer (LeakSanitizer included) and the
+// harnesses linked with libFuzzer; the dependencies are not rebuilt (nor
+// instrumented: libyaml and BoringSSL are fuzzed by their own projects). SwiftPM
+// names a debug executable's entry point itself, which displaces libFuzzer's `main`,
+// so each harness's main.swift hands over to libFuzzer (CLibFuzzer). lld links them
+// (gold warns about every symbol of the AddressSanitizer runtime).
+if Context.environment["ALERTD_FUZZ"] != nil {
     let harnesses: [(name: String, dependencies: [Target.Dependency])] = [
         // AlertdWire's strict JSON parser: any bytes.
         ("FuzzJSON", ["AlertdWire"]),
@@ -318,18 +316,15 @@ if let fuzz = Context.environment["ALERTD_FUZZ"] {
         // AlertdClient's WebhookVerifier: secret, headers and body.
         ("FuzzWebhookVerifier", ["AlertdClient", "AlertdWire"]),
     ]
-    if ci {
-        for target in package.targets where target.type == .regular && target.name.hasPrefix("Alertd") {
-            target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer,address"])]
-        }
-        package.targets.append(.target(name: "CLibFuzzer", path: "fuzz/Sources/CLibFuzzer"))
+    let sanitizers = ["-sanitize=fuzzer,address"]
+    for target in package.targets where target.type == .regular && target.name.hasPrefix("Alertd") {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(sanitizers)]
     }
+    package.targets.append(.target(name: "CLibFuzzer", path: "fuzz/Sources/CLibFuzzer"))
     for harness in harnesses {
         package.targets.append(
             .executableTarget(
-                name: harness.name, dependencies: harness.dependencies + (ci ? ["CLibFuzzer"] : []),
-                path: "fuzz/Sources/\(harness.name)", exclude: ci ? [] : ["main.swift"],
-                swiftSettings: ci ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : [],
-                linkerSettings: ci ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []))
+                name: harness.name, dependencies: harness.dependencies + ["CLibFuzzer"], path: "fuzz/Sources/\(harness.name)",
+                swiftSettings: [.unsafeFlags(sanitizers)], linkerSettings: [.unsafeFlags(sanitizers + ["-use-ld=lld"])]))
     }
 }

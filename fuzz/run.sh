@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer harnesses of fuzz/Sources (see fuzz/README.md).
 #
-#   fuzz/run.sh build                 build every harness (release, fuzzer + address sanitizers)
-#   fuzz/run.sh regress               run each harness once over its seeds and fuzz/regressions/NAME/
+#   fuzz/run.sh build                 build every harness (Package.swift, ALERTD_FUZZ: alertd's
+#                                     modules with libFuzzer coverage and AddressSanitizer)
+#   fuzz/run.sh regress               run each harness once over its corpus and fuzz/regressions/NAME/
 #   fuzz/run.sh run NAME [LIBFUZZER-OPTIONS...]   fuzz one harness, e.g. -max_total_time=60 or -runs=10000000
 #   fuzz/run.sh all [LIBFUZZER-OPTIONS...]        build, regress, then fuzz every harness in turn
+#   fuzz/run.sh ci                    build, regress, then fuzz every harness for FUZZ_CI_SECONDS
+#                                     (60), as many at once as there are cores (CI runs this)
 #
-# New inputs go to fuzz/.work/NAME (not committed); the committed seeds in
-# fuzz/corpus/NAME are read, never written. A crash, leak or timeout leaves its
+# New inputs go to fuzz/.work/NAME (not committed); the committed corpus in
+# fuzz/corpus/NAME is read, never written. A crash, leak or timeout leaves its
 # input in fuzz/.work/artifacts/ and fails the run: add it to fuzz/regressions/NAME/
 # with the fix. The last line of each run, "#N DONE cov: ... corp: ...", and the
 # final stats go to fuzz/.work/logs/NAME.log.
@@ -15,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 HARNESSES=(FuzzJSON FuzzAlertValidation FuzzAlertmanager FuzzRouter FuzzConfig FuzzWebhookVerifier)
-SCRATCH=${FUZZ_SCRATCH:-.build}
-BIN="$SCRATCH/$(uname -m)-unknown-linux-gnu/release"
+export ALERTD_FUZZ=1
+BIN=$(cd .. && swift build --show-bin-path)
 
 declare -A DICT=([FuzzJSON]=json [FuzzAlertValidation]=json [FuzzAlertmanager]=alertmanager [FuzzRouter]=router [FuzzConfig]=config [FuzzWebhookVerifier]=webhook)
 # Inputs as large as a seed needs: a config file (the example is ~9.5 KiB), a JSON body.
@@ -26,13 +29,10 @@ declare -A MAXLEN=([FuzzJSON]=4096 [FuzzAlertValidation]=8192 [FuzzAlertmanager]
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 COMMON=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=.work/artifacts/)
 
-# `--sanitize=fuzzer --sanitize=address` reaches swiftc as two flags, and swiftc
-# (6.3) keeps only the last: Swift code got AddressSanitizer and no coverage, and
-# libFuzzer saw only the C code's edges ("no interesting inputs"). The combined
-# flag, passed after SwiftPM's, gives Swift both; clang takes SwiftPM's two as meant.
+# The package's own debug build with the harnesses added: alertd's modules are
+# rebuilt instrumented, the dependencies are reused (Package.swift says why).
 build() {
-    swift build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing \
-        --scratch-path "$SCRATCH"
+    for name in "${HARNESSES[@]}"; do (cd .. && swift build --product "$name"); done
 }
 
 regress() {
@@ -68,6 +68,29 @@ run() {
     fi
 }
 
+# Every harness for FUZZ_CI_SECONDS, as many at once as there are cores; any
+# finding fails it, after every harness has run.
+ci() {
+    local seconds=${FUZZ_CI_SECONDS:-60} jobs
+    jobs=$(nproc)
+    local pids=() names=() failed=()
+    for name in "${HARNESSES[@]}"; do
+        run "$name" -max_total_time="$seconds" &
+        pids+=($!)
+        names+=("$name")
+        if [ ${#pids[@]} -ge "$jobs" ]; then
+            wait "${pids[0]}" || failed+=("${names[0]}")
+            pids=("${pids[@]:1}")
+            names=("${names[@]:1}")
+        fi
+    done
+    for i in "${!pids[@]}"; do wait "${pids[$i]}" || failed+=("${names[$i]}"); done
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "fuzz: findings in ${failed[*]}" >&2
+        return 1
+    fi
+}
+
 mkdir -p .work/logs .work/artifacts
 command=${1:-all}
 shift || true
@@ -80,8 +103,13 @@ all)
     regress
     for name in "${HARNESSES[@]}"; do run "$name" "$@"; done
     ;;
+ci)
+    build
+    regress
+    ci
+    ;;
 *)
-    echo "usage: fuzz/run.sh build | regress | run NAME [options] | all [options]" >&2
+    echo "usage: fuzz/run.sh build | regress | run NAME [options] | all [options] | ci" >&2
     exit 64
     ;;
 esac

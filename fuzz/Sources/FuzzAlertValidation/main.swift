@@ -1,5 +1,5 @@
-// The entry point of the debug build `make fuzz-ci` makes (Package.swift, ALERTD_FUZZ=ci):
-// libFuzzer takes over. The release build of fuzz/run.sh leaves this file out.
+// SwiftPM gives a debug executable an entry point of its own, in place of
+// libFuzzer's `main`; this one hands the process over to libFuzzer.
 import CLibFuzzer
 
 alertd_fuzz_main(CommandLine.argc, CommandLine.unsafeArgv)

@@ -6,8 +6,8 @@
 // (missing lines are absent values). It runs the route table's matcher, the
 // checks each handler makes of its captures and query (client id, alert id,
 // wait, limit, after, state, cursor) and the anonymous Host/Origin policy.
-// AlertdAPI keeps these internal; `@testable import` reaches them (the fuzz
-// package is built with -enable-testing).
+// AlertdAPI keeps these internal; `@testable import` reaches them (the harnesses
+// are debug builds, which SwiftPM makes testable).
 import AlertdCore
 import AlertdEngine
 import AlertdHTTP

@@ -1,4 +1,4 @@
-// libFuzzer's driver, for the harnesses' debug builds (ALERTD_FUZZ=ci in Package.swift).
+// libFuzzer's driver, for the harnesses' entry points (Package.swift, ALERTD_FUZZ).
 #ifndef ALERTD_CLIBFUZZER_H
 #define ALERTD_CLIBFUZZER_H
 
