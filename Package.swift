@@ -178,13 +178,16 @@ let package = Package(
             ]
         ),
         // The SDK's test double: records presented alerts, answers as a test says.
-        .target(name: "AlertdClientTesting", dependencies: ["AlertdClient", "AlertdWire"]),
+        .target(
+            name: "AlertdClientTesting",
+            dependencies: ["AlertdClient", "AlertdWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // The command-line client, built on the SDK.
         .executableTarget(
             name: "alertctl",
             dependencies: [
                 "AlertdClient", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -207,10 +210,17 @@ let package = Package(
             ]),
         .testTarget(
             name: "AlertdStoreTests",
-            dependencies: ["AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
-        .testTarget(name: "AlertdClientTests", dependencies: ["AlertdClient", "AlertdClientTesting", "AlertdWire"]),
+        .testTarget(
+            name: "AlertdClientTests",
+            dependencies: [
+                "AlertdClient", "AlertdClientTesting", "AlertdWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
         // The example of examples/swift: a program that asks before deploying, tested with the double.
         .target(name: "DeployApproval", dependencies: ["AlertdClient"], path: "examples/swift/DeployApproval"),
         .executableTarget(
@@ -221,7 +231,7 @@ let package = Package(
             name: "AlertdAPITests",
             dependencies: [
                 "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
-                "AlertdClient", "AlertdTestSupport",
+                "AlertdClient", "AlertdTestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The callback event's body, held to the OpenAPI document's webhooks section.
                 "AlertdDelivery",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -236,6 +246,7 @@ let package = Package(
         .target(
             name: "AlertdTestSupport",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -251,7 +262,7 @@ let package = Package(
             name: "AlertdCallbacksTests",
             dependencies: [
                 "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdStore", "AlertdWire", "AlertdTestSupport",
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The HTTP API's contract (§2–§4): one test body runs in process, through the
@@ -274,6 +285,7 @@ let package = Package(
             name: "AlertdEndToEndTests",
             dependencies: [
                 "alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport", "AlertdVersion",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ]

@@ -11,7 +11,6 @@ import NIOHTTP1
 import NIOPosix
 public import NIOSSL
 import NIOConcurrencyHelpers
-import Synchronization
 
 // Over 400 lines on purpose: one attempt's path (check, resolve, pin, sign, send,
 // settle) is one sequence; its error words live in AttemptErrors.swift.
@@ -120,9 +119,9 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// https to a name, one client per (name, checked address).
     private let pinned: PinnedClients
     private let resolver: CachingResolver
-    private let keys = Mutex<[String: WebhookKey]>([:])
+    private let keys = NIOLockedValueBox<[String: WebhookKey]>([:])
     /// Targets parsed and checked by name; see `check(_:)`.
-    private let targets = Mutex<[String: CheckedTarget]>([:])
+    private let targets = NIOLockedValueBox<[String: CheckedTarget]>([:])
     private let log: any DeliveryLog
     private let clock: any WallClock
     private let settings: Settings
@@ -508,10 +507,10 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// literal) once: the same few targets are attempted over and over. What a name
     /// resolves to is checked at every attempt, after resolution.
     private func check(_ target: String) -> CheckedTarget {
-        if let hit = targets.withLock({ $0[target] }) { return hit }
+        if let hit = targets.withLockedValue({ $0[target] }) { return hit }
         let url = TargetURL(target)
         let checked = CheckedTarget(url: url, refusal: url.flatMap { settings.deny.refuses(host: $0.host, addresses: []) })
-        targets.withLock { targets in
+        targets.withLockedValue { targets in
             if targets.count >= 4096 { targets.removeAll(keepingCapacity: true) }
             targets[target] = checked
         }
@@ -525,9 +524,9 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     /// The key of a secret, decoded once: a handful of secrets sign every attempt.
     private func signingKey(_ secret: String) throws -> WebhookKey {
-        if let key = keys.withLock({ $0[secret] }) { return key }
+        if let key = keys.withLockedValue({ $0[secret] }) { return key }
         let key = try WebhookKey(secret: secret)
-        keys.withLock { keys in
+        keys.withLockedValue { keys in
             if keys.count >= 1024 { keys.removeAll(keepingCapacity: true) }
             keys[secret] = key
         }

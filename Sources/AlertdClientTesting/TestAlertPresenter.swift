@@ -1,6 +1,6 @@
 public import AlertdClient
 public import AlertdWire
-import Synchronization
+import NIOConcurrencyHelpers
 public import Testing
 
 /// An alert as it was presented to a ``TestAlertPresenter``.
@@ -76,7 +76,7 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         var presented: [PresentedAlert] = []
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     private let handler: (@Sendable (PresentedAlert) throws -> Answer)?
     /// Where the double was made: failures of presentations no expectation covers point here.
     private let createdAt: SourceLocation
@@ -104,17 +104,17 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
     public func expect(
         title: String, on client: String? = nil, answer: Answer, sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        state.withLock {
+        state.withLockedValue {
             $0.expectations.append(Expectation(title: title, client: client, answer: answer, location: sourceLocation))
         }
     }
 
     /// Every alert presented so far, in order.
-    public var presented: [PresentedAlert] { state.withLock { $0.presented } }
+    public var presented: [PresentedAlert] { state.withLockedValue { $0.presented } }
 
     /// Fails the test for every expected presentation that never came.
     public func verifyAllExpectationsMet() {
-        let left = state.withLock { $0.expectations }
+        let left = state.withLockedValue { $0.expectations }
         for expectation in left {
             Self.fail("expected an alert \"\(expectation.title)\" to be presented, but it was not", at: expectation.location)
         }
@@ -123,7 +123,7 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
     /// Records the presentation and answers it as the test said.
     public func present(_ alert: NewAlert, on client: String) async throws -> AlertOutcome {
         let presented = PresentedAlert(client: client, alert: alert)
-        let next: Expectation? = state.withLock {
+        let next: Expectation? = state.withLockedValue {
             $0.presented.append(presented)
             return $0.expectations.isEmpty ? nil : $0.expectations.removeFirst()
         }

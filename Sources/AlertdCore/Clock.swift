@@ -22,20 +22,30 @@ public struct SystemClock: WallClock {
 }
 
 /// A clock that moves only when told to.
+///
+/// An atomic, not a lock: Synchronization's `Mutex` hands a contended lock over in
+/// the kernel (a priority-inheritance futex), which ThreadSanitizer cannot see, and
+/// this module depends on nothing that has a lock it can.
 public final class ManualClock: WallClock {
-    private let current: Mutex<Timestamp>
+    private let current: Atomic<Int64>
 
     public init(_ start: Timestamp = Timestamp(milliseconds: 1_795_000_000_000)) {
-        current = Mutex(start)
+        current = Atomic(start.milliseconds)
     }
 
-    public func now() -> Timestamp { current.withLock { $0 } }
+    public func now() -> Timestamp { Timestamp(milliseconds: current.load(ordering: .sequentiallyConsistent)) }
 
     public func advance(seconds: Double) {
-        current.withLock { $0 = $0.adding(seconds: seconds) }
+        var old = current.load(ordering: .sequentiallyConsistent)
+        while true {
+            let new = Timestamp(milliseconds: old).adding(seconds: seconds).milliseconds
+            let (exchanged, found) = current.compareExchange(expected: old, desired: new, ordering: .sequentiallyConsistent)
+            if exchanged { return }
+            old = found
+        }
     }
 
     public func set(_ time: Timestamp) {
-        current.withLock { $0 = time }
+        current.store(time.milliseconds, ordering: .sequentiallyConsistent)
     }
 }

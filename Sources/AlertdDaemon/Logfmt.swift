@@ -2,6 +2,7 @@ import AlertdCore
 import AlertdWire
 import Foundation
 public import Logging
+import NIOConcurrencyHelpers
 public import Synchronization
 
 /// One logfmt line per event on stderr:
@@ -70,10 +71,10 @@ public struct LogfmtHandler: LogHandler {
 
 /// Whole-line writes to stderr, so concurrent lines never interleave.
 enum StandardError {
-    private static let lock = Mutex(())
+    private static let lock = NIOLock()
 
     static func write(_ text: String) {
-        lock.withLock { _ in
+        lock.withLock {
             var bytes = Array(text.utf8)
             var offset = 0
             while offset < bytes.count {

@@ -1,6 +1,7 @@
 import AlertdAPI
 import AlertdEngine
 import Logging
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// SIGHUP: re-reads the config file and applies what may change while alertd
@@ -10,13 +11,13 @@ import Synchronization
 /// the running one stays. Keys that only take effect at start are named in the log.
 final class Reloader: Sendable {
     private let load: @Sendable () throws -> Config
-    private let current: Mutex<Config>
+    private let current: NIOLockedValueBox<Config>
     private let alertd: Alertd
     private let listeningHost: String
     private let logger: Logger
 
     init(config: Config, listeningHost: String, alertd: Alertd, logger: Logger, load: @escaping @Sendable () throws -> Config) {
-        self.current = Mutex(config)
+        self.current = NIOLockedValueBox(config)
         self.listeningHost = listeningHost
         self.alertd = alertd
         self.logger = logger
@@ -34,7 +35,7 @@ final class Reloader: Sendable {
             logger.error("config reload refused; the running config stays", metadata: ["error": "\(error)"])
             return
         }
-        let old = current.withLock { $0 }
+        let old = current.withLockedValue { $0 }
         let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
         alertd.api.updateAccess { access in
             // TLS is as alertd started: a change takes effect at the next start.
@@ -47,7 +48,7 @@ final class Reloader: Sendable {
             maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds)
         if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
         LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
-        current.withLock { $0 = new }
+        current.withLockedValue { $0 = new }
 
         var atStart: [String] = []
         if new.listen != old.listen { atStart.append("listen") }

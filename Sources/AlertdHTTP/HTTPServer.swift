@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 public import Logging
 import struct NIOConcurrencyHelpers.NIOLockedValueBox
+import NIOConcurrencyHelpers
 import Synchronization
 
 // Over 400 lines on purpose: every libmicrohttpd callback, the raw pointers they
@@ -91,8 +92,8 @@ public final class HTTPServer: Sendable {
     let handler: any HTTPHandler
     let logger: Logger
 
-    private let daemons = Mutex<[DaemonHandle]>([])
-    private let _boundAddress = Mutex<String>("")
+    private let daemons = NIOLockedValueBox<[DaemonHandle]>([])
+    private let _boundAddress = NIOLockedValueBox<String>("")
     private let active = Atomic<Int>(0)
     /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
     /// that those over the bound get a 503 instead of waiting unaccepted.
@@ -136,7 +137,7 @@ public final class HTTPServer: Sendable {
     private nonisolated(unsafe) let tlsStrings: (UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>)?
 
     /// `host:port` the server listens on, once started.
-    public var boundAddress: String { _boundAddress.withLock { $0 } }
+    public var boundAddress: String { _boundAddress.withLockedValue { $0 } }
     /// Requests between their first byte and their completion, parked ones included.
     public var activeRequests: Int { active.load(ordering: .relaxed) }
     /// Requests whose connection is suspended (parked waiters, pending commits).
@@ -168,13 +169,13 @@ public final class HTTPServer: Sendable {
                 for _ in 0..<threads {
                     let fd = try Self.bindListener(host: host, port: boundPort, reusePort: true)
                     if boundPort == 0 { boundPort = Self.port(of: fd) }
-                    if started.isEmpty { _boundAddress.withLock { $0 = Self.localAddress(of: fd) } }
+                    if started.isEmpty { _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) } }
                     started.append(
                         try startDaemon(
                             on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom))
                 }
             case .socket(let fd):
-                _boundAddress.withLock { $0 = Self.localAddress(of: fd) }
+                _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) }
                 started.append(
                     try startDaemon(
                         on: fd, poolSize: threads, connectionLimit: configuration.maxConnections + Self.connectionHeadroom * threads))
@@ -187,7 +188,7 @@ public final class HTTPServer: Sendable {
             }
             throw error
         }
-        daemons.withLock { $0 = started }
+        daemons.withLockedValue { $0 = started }
         logger.debug("http server started", metadata: ["address": "\(boundAddress)", "threads": "\(threads)"])
     }
 
@@ -241,7 +242,7 @@ public final class HTTPServer: Sendable {
     /// every answer carries `Connection: close`.
     public func stopAccepting() {
         draining.store(true, ordering: .relaxed)
-        daemons.withLock { handles in
+        daemons.withLockedValue { handles in
             for handle in handles {
                 let fd = MHD_quiesce_daemon(handle.pointer)
                 if fd >= 0 { close(fd) }
@@ -265,7 +266,7 @@ public final class HTTPServer: Sendable {
             logger.error("not stopping libmicrohttpd: requests are still suspended", metadata: ["requests": "\(suspendedRequests)"])
             return false
         }
-        let handles = daemons.withLock { handles -> [DaemonHandle] in
+        let handles = daemons.withLockedValue { handles -> [DaemonHandle] in
             defer { handles = [] }
             return handles
         }

@@ -2,7 +2,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
-import Synchronization
 
 /// The store's connections: postgres-nio's `PostgresClient`, made safe for a
 /// database that goes away.
@@ -43,7 +42,7 @@ final class Pool: Sendable {
     /// A connection of the probe's own, made with a short timeout.
     private let probe: PostgresConnection.Configuration
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
     /// Pools to run: the first, then each that takes over.
     private let runners: AsyncStream<Runner>
     private let newRunner: AsyncStream<Runner>.Continuation
@@ -76,13 +75,13 @@ final class Pool: Sendable {
         self.logger = logger
         let first = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let (ended, end) = AsyncStream<Void>.makeStream()
-        state = Mutex(State(current: first, ends: [0: end]))
+        state = NIOLockedValueBox(State(current: first, ends: [0: end]))
         (runners, newRunner) = AsyncStream<Runner>.makeStream()
         newRunner.yield(Runner(client: first, generation: 0, ended: ended))
     }
 
     /// The pool requests go to now (for the migrations at start).
-    var current: PostgresClient { state.withLock { $0.current } }
+    var current: PostgresClient { state.withLockedValue { $0.current } }
 
     /// Runs the pools and the probe until cancelled (or the service group shuts down).
     func run() async {
@@ -130,7 +129,7 @@ final class Pool: Sendable {
         let wait = wait ?? leaseWait
         let deadline = ContinuousClock.now + wait
         while true {
-            let (client, generation) = state.withLock { state in
+            let (client, generation) = state.withLockedValue { state in
                 state.running[state.generation, default: 0] += 1
                 return (state.current, state.generation)
             }
@@ -178,14 +177,14 @@ final class Pool: Sendable {
                 }
             } catch  where gaveUp {
                 if ContinuousClock.now < deadline, self.generation != generation { return nil }
-                if !probing { state.withLock { $0.stalled = true } }
+                if !probing { state.withLockedValue { $0.stalled = true } }
                 throw NoConnection(waited: waited)
             }
             throw CancellationError()
         }
     }
 
-    private var generation: Int { state.withLock { $0.generation } }
+    private var generation: Int { state.withLockedValue { $0.generation } }
 
     // MARK: - Taking over from a pool that waits to reconnect
 
@@ -194,7 +193,7 @@ final class Pool: Sendable {
         var probes = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(250))
-            guard state.withLock({ $0.stalled }) else { continue }
+            guard state.withLockedValue({ $0.stalled }) else { continue }
             probes += 1
             guard await databaseAnswers(probe: probes) else { continue }
             let poolAnswers =
@@ -203,7 +202,7 @@ final class Pool: Sendable {
                     return true
                 }) ?? false
             if poolAnswers {
-                state.withLock { $0.stalled = false }
+                state.withLockedValue { $0.stalled = false }
             } else {
                 replace()
             }
@@ -227,7 +226,7 @@ final class Pool: Sendable {
     private func replace() {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let (ended, end) = AsyncStream<Void>.makeStream()
-        let generation = state.withLock { state in
+        let generation = state.withLockedValue { state in
             defer { state.nextGeneration += 1 }
             state.ends[state.nextGeneration] = end
             state.stalled = false
@@ -240,7 +239,7 @@ final class Pool: Sendable {
     /// Sends requests to `runner`'s pool from now on (called right before it runs); the
     /// pool it takes over from ends once its work has.
     private func adopt(_ runner: Runner) {
-        let end = state.withLock { state -> AsyncStream<Void>.Continuation? in
+        let end = state.withLockedValue { state -> AsyncStream<Void>.Continuation? in
             guard runner.generation > state.generation else { return nil }
             let old = state.generation
             state.current = runner.client
@@ -255,7 +254,7 @@ final class Pool: Sendable {
 
     /// Work on `generation`'s pool ended.
     private func finished(_ generation: Int) {
-        let end = state.withLock { state -> AsyncStream<Void>.Continuation? in
+        let end = state.withLockedValue { state -> AsyncStream<Void>.Continuation? in
             state.running[generation, default: 1] -= 1
             guard state.running[generation] == 0 else { return nil }
             state.running[generation] = nil
@@ -330,11 +329,11 @@ struct ConnectionLost: Error, CustomStringConvertible {
 /// exactly one of the two happens.
 final class LeaseGate: Sendable {
     private enum State { case waiting, leased, expired }
-    private let state = Mutex(State.waiting)
+    private let state = NIOLockedValueBox(State.waiting)
 
     /// The operation has its connection; false when the wait was given up first.
     func leased() -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             if state == .waiting { state = .leased }
             return state == .leased
         }
@@ -342,7 +341,7 @@ final class LeaseGate: Sendable {
 
     /// Gives up the wait; false when the operation had its connection first.
     func expire() -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             if state == .waiting { state = .expired }
             return state == .expired
         }
@@ -356,10 +355,10 @@ private final class Outcome<Value: Sendable>: Sendable {
         var result: Result<Value, any Error>?
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     func wait(_ continuation: CheckedContinuation<Value, any Error>) {
-        let early = state.withLock { state in
+        let early = state.withLockedValue { state in
             if state.result == nil { state.continuation = continuation }
             return state.result
         }
@@ -367,7 +366,7 @@ private final class Outcome<Value: Sendable>: Sendable {
     }
 
     func resume(_ result: Result<Value, any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+        let continuation = state.withLockedValue { state -> CheckedContinuation<Value, any Error>? in
             guard state.result == nil else { return nil }
             state.result = result
             defer { state.continuation = nil }

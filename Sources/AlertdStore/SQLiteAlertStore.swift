@@ -397,8 +397,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
 /// Set while commits fail (a full disk, an I/O error): changes are refused
 /// until a commit succeeds again and memory has been rebuilt from SQLite.
 private final class FailureFlag: Sendable {
-    private let reason = Mutex<String?>(nil)
-    func set(_ text: String) { reason.withLock { $0 = $0 ?? text } }
-    func clear() { reason.withLock { $0 = nil } }
-    var isSet: Bool { reason.withLock { $0 != nil } }
+    private let reason = NIOLockedValueBox<String?>(nil)
+    func set(_ text: String) { reason.withLockedValue { $0 = $0 ?? text } }
+    func clear() { reason.withLockedValue { $0 = nil } }
+    var isSet: Bool { reason.withLockedValue { $0 != nil } }
 }

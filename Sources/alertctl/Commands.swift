@@ -2,7 +2,7 @@ import AlertdClient
 import AlertdWire
 import ArgumentParser
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 struct Post: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -506,11 +506,11 @@ struct WhoAmI: AsyncParsableCommand {
 
 /// Set once by a presentation's progress, read after it ended (Ctrl-C).
 final class PostedAlert: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = NIOLockedValueBox<String?>(nil)
 
     var id: String? {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
+        get { value.withLockedValue { $0 } }
+        set { value.withLockedValue { $0 = newValue } }
     }
 }
 

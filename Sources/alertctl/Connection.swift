@@ -2,7 +2,7 @@ import AlertdClient
 import AlertdWire
 import ArgumentParser
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// `--url`, `--token`, `--cacert`, `--insecure`, `--json`: on every command, before its name or after.
 struct Connection: ParsableArguments {
@@ -110,15 +110,15 @@ struct Connection: ParsableArguments {
 
 /// The 2xx answers a command received, in order (``AlertdClient/answerObserver``).
 final class Answers: Sendable {
-    private let list = Mutex<[RawAnswer]>([])
+    private let list = NIOLockedValueBox<[RawAnswer]>([])
 
     func keep(_ answer: RawAnswer) {
         guard (200..<300).contains(answer.status) else { return }
-        list.withLock { $0.append(answer) }
+        list.withLockedValue { $0.append(answer) }
     }
 
-    var all: [RawAnswer] { list.withLock { $0 } }
-    var last: RawAnswer? { list.withLock { $0.last } }
+    var all: [RawAnswer] { list.withLockedValue { $0 } }
+    var last: RawAnswer? { list.withLockedValue { $0.last } }
 }
 
 /// Where alertctl finds its daemon, token and trust: a flag, else the environment, else the config file.

@@ -6,6 +6,7 @@ import AlertdStore
 import AlertdWire
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import Synchronization
 
 @testable import AlertdAPI
@@ -103,15 +104,15 @@ final class InProcessDaemon: @unchecked Sendable {
     /// test's own `Thread`s (many clients at once), never in an async test.
     func sendBlocking(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = []) -> HTTPResponse? {
         let answered = DispatchSemaphore(value: 0)
-        let answer = Mutex<HTTPResponse?>(nil)
+        let answer = NIOLockedValueBox<HTTPResponse?>(nil)
         let request = start(method, target, json: json, headers: headers)
         Task {
             let response = try? await request.value()
-            answer.withLock { $0 = response }
+            answer.withLockedValue { $0 = response }
             answered.signal()
         }
         answered.wait()
-        return answer.withLock { $0 }
+        return answer.withLockedValue { $0 }
     }
 
     /// Fires the deadlines due at the manual clock's time and waits for their commit.
@@ -152,10 +153,10 @@ final class PendingAnswer: Sendable {
         var waiter: CheckedContinuation<HTTPResponse?, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     func fulfil(_ response: HTTPResponse) {
-        let waiter = state.withLock { state -> CheckedContinuation<HTTPResponse?, Never>? in
+        let waiter = state.withLockedValue { state -> CheckedContinuation<HTTPResponse?, Never>? in
             state.answer = response
             defer { state.waiter = nil }
             return state.waiter
@@ -163,7 +164,7 @@ final class PendingAnswer: Sendable {
         waiter?.resume(returning: response)
     }
 
-    var isAnswered: Bool { state.withLock { $0.answer != nil } }
+    var isAnswered: Bool { state.withLockedValue { $0.answer != nil } }
 
     struct TimedOut: Error {}
 
@@ -186,7 +187,7 @@ final class PendingAnswer: Sendable {
     private func arrival() async -> HTTPResponse? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse?, Never>) in
-                let now = state.withLock { state -> HTTPResponse?? in
+                let now = state.withLockedValue { state -> HTTPResponse?? in
                     if let answer = state.answer { return .some(answer) }
                     if Task.isCancelled { return .some(nil) }
                     state.waiter = continuation
@@ -195,7 +196,7 @@ final class PendingAnswer: Sendable {
                 if let now { continuation.resume(returning: now) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<HTTPResponse?, Never>? in
+            let waiter = state.withLockedValue { state -> CheckedContinuation<HTTPResponse?, Never>? in
                 defer { state.waiter = nil }
                 return state.waiter
             }

@@ -4,6 +4,7 @@ import AlertdCore
 import AlertdWire
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -138,13 +139,13 @@ struct OutboxTests {
 
     @Test("the event is committed with the terminal state or not at all")
     func atomic() async throws {
-        let holder = Mutex<FailingStore?>(nil)
+        let holder = NIOLockedValueBox<FailingStore?>(nil)
         var daemon = try await InProcessDaemon(config: Self.config) { inner in
             let store = FailingStore(inner)
-            holder.withLock { $0 = store }
+            holder.withLockedValue { $0 = store }
             return store
         }
-        let store = try #require(holder.withLock { $0 })
+        let store = try #require(holder.withLockedValue { $0 })
         let id = try await daemon.post("ops", #"{"title":"Q","buttons":[{"title":"OK"}]}"#)["id"] as! String
         store.failing.store(true, ordering: .relaxed)
         #expect(try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#).status == 503)

@@ -1,6 +1,7 @@
 import AlertdEngine
 import AlertdCore
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -97,9 +98,9 @@ struct ReviewVisibilityTests {
         defer { daemon.cleanUp() }
         let rounds = 1000
         let racers = 8
-        let bad = Mutex<[String]>([])
+        let bad = NIOLockedValueBox<[String]>([])
         for round in 0..<rounds {
-            let ids = Mutex<Set<String>>([])
+            let ids = NIOLockedValueBox<Set<String>>([])
             let group = DispatchGroup()
             for _ in 0..<racers {
                 group.enter()
@@ -110,17 +111,17 @@ struct ReviewVisibilityTests {
                     if let response, response.status == 201 || response.status == 200,
                         let id = try? response.object()["id"] as? String
                     {
-                        ids.withLock { _ = $0.insert(id) }
+                        ids.withLockedValue { _ = $0.insert(id) }
                     } else {
-                        bad.withLock { $0.append("\(response?.status ?? -1) \(response?.text ?? "")") }
+                        bad.withLockedValue { $0.append("\(response?.status ?? -1) \(response?.text ?? "")") }
                     }
                     group.leave()
                 }.start()
             }
             await group.finished()
-            #expect(ids.withLock { $0.count } <= 1)
+            #expect(ids.withLockedValue { $0.count } <= 1)
         }
-        let failures = bad.withLock { $0 }
+        let failures = bad.withLockedValue { $0 }
         #expect(failures.isEmpty, "\(failures.count) replays failed, first: \(failures.first ?? "")")
     }
 

@@ -4,6 +4,7 @@ import AlertdHTTP
 import AlertdWire
 import AlertdStore
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -47,14 +48,14 @@ final class FailingStore: PersistentStore, Sendable {
 struct StoreFailureTests {
     @Test("a failed commit answers 503 with Retry-After and hides the change; once commits work, changes resume without a restart")
     func failedCommit() async throws {
-        let holder = Mutex<FailingStore?>(nil)
+        let holder = NIOLockedValueBox<FailingStore?>(nil)
         let daemon = try await InProcessDaemon { inner in
             let store = FailingStore(inner)
-            holder.withLock { $0 = store }
+            holder.withLockedValue { $0 = store }
             return store
         }
         defer { daemon.cleanUp() }
-        let store = try #require(holder.withLock { $0 })
+        let store = try #require(holder.withLockedValue { $0 })
         let kept = try await daemon.post("ops", #"{"title":"Committed","buttons":[{"title":"OK"}]}"#)
 
         store.failing.store(true, ordering: .relaxed)
@@ -86,14 +87,14 @@ struct StoreFailureTests {
 
     @Test("a store that really fills (max_page_count): the batch fails whole, reads go on, writes resume once it has room")
     func fullStore() async throws {
-        let holder = Mutex<SQLiteStore?>(nil)
+        let holder = NIOLockedValueBox<SQLiteStore?>(nil)
         let dir = NSTemporaryDirectory() + "alertd-full-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let daemon = try await InProcessDaemon(stateDir: dir) { inner in
-            holder.withLock { $0 = inner as? SQLiteStore }
+            holder.withLockedValue { $0 = inner as? SQLiteStore }
             return inner
         }
-        let store = try #require(holder.withLock { $0 })
+        let store = try #require(holder.withLockedValue { $0 })
         let first = try await daemon.post("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)
         try store.limitPages(try store.pageCount())
 

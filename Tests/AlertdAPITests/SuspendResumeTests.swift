@@ -2,6 +2,7 @@ import AlertdEngine
 import Foundation
 import Glibc
 import Logging
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -31,16 +32,16 @@ struct SuspendResumeTests {
         answering.start()
         entered.wait()
         // The resume is under way: a check now must wait for it, never see an empty list.
-        let closed = Mutex<(Bool, Bool)?>(nil)
+        let closed = NIOLockedValueBox<(Bool, Bool)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
             let result = registry.isEmpty
-            closed.withLock { $0 = (result, resumeReturned.load(ordering: .sequentiallyConsistent)) }
+            closed.withLockedValue { $0 = (result, resumeReturned.load(ordering: .sequentiallyConsistent)) }
             done.signal()
         }.start()
         gate.signal()
         done.wait()
-        let (result, afterResume) = try #require(closed.withLock { $0 })
+        let (result, afterResume) = try #require(closed.withLockedValue { $0 })
         #expect(result)
         #expect(afterResume, "the list was empty only once the resume had returned")
         #expect(responder.takeResumedResponse()?.status == 200)
@@ -48,10 +49,10 @@ struct SuspendResumeTests {
 
     /// Parks every request; the test answers them.
     final class ParkingHandler: HTTPHandler, @unchecked Sendable {
-        let parked = Mutex<[Responder]>([])
+        let parked = NIOLockedValueBox<[Responder]>([])
         final class Admitted: Sendable {}
         func admit(_ head: HTTPRequestHead) -> HTTPAdmission { .proceed(Admitted()) }
-        func handle(_ request: HTTPRequest, responder: Responder) { parked.withLock { $0.append(responder) } }
+        func handle(_ request: HTTPRequest, responder: Responder) { parked.withLockedValue { $0.append(responder) } }
         func reject(_ rejection: HTTPRejection) -> HTTPResponse { HTTPResponse(status: 503) }
     }
 
@@ -71,7 +72,7 @@ struct SuspendResumeTests {
 
         // Answer from another thread while the server stops.
         let answering = Thread {
-            for responder in handler.parked.withLock({ $0 }) {
+            for responder in handler.parked.withLockedValue({ $0 }) {
                 responder.respond(HTTPResponse(status: 200, body: Array("answered".utf8)))
             }
         }

@@ -9,7 +9,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOSSL
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import AlertdCallbacks
@@ -21,7 +21,7 @@ private final class Harness: Sendable {
     let store: SQLiteStore
     let alertStore: SQLiteAlertStore
     let worker: DeliveryWorker
-    private let loop = Mutex<Task<Void, Never>?>(nil)
+    private let loop = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
     init(
         timeout: Double = 5, deny: [String] = DenyList.defaultEntries, tls: TLSConfiguration? = nil, lookUp: @escaping HostLookup
@@ -66,11 +66,11 @@ private final class Harness: Sendable {
 
     /// Runs the worker's scheduling loop, as its service does.
     func start() {
-        loop.withLock { $0 = Task { [worker] in await worker.run() } }
+        loop.withLockedValue { $0 = Task { [worker] in await worker.run() } }
     }
 
     func stop() {
-        loop.withLock { $0?.cancel() }
+        loop.withLockedValue { $0?.cancel() }
         worker.shutdownNow()
         alertStore.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
@@ -83,9 +83,9 @@ struct DeliveryWorkerTests {
     func fallsBackToTheNextAddress() async throws {
         let receiver = try WebhookReceiver.start()
         defer { receiver.stop() }
-        let resolved = Mutex<[String]>([])
+        let resolved = NIOLockedValueBox<[String]>([])
         let harness = try Harness { host, _ in
-            resolved.withLock { $0.append(host) }
+            resolved.withLockedValue { $0.append(host) }
             // 127.0.0.2 is loopback too, but the receiver listens on 127.0.0.1 only: refused.
             return [IPAddress("127.0.0.2")!, IPAddress("127.0.0.1")!]
         }
@@ -97,7 +97,7 @@ struct DeliveryWorkerTests {
         #expect(requests[0].header("webhook-id") == "msg_1")
         let record = try await harness.attempts(of: alertID, count: 1)
         #expect(record.state == .delivered && record.attempts.map(\.statusCode) == [204])
-        #expect(resolved.withLock { $0 } == ["receiver.test"])
+        #expect(resolved.withLockedValue { $0 } == ["receiver.test"])
     }
 
     @Test("a name resolving to a denied address is refused without a connection; the reason recorded does not say the address")

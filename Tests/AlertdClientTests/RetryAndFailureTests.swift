@@ -1,6 +1,6 @@
 import AlertdWire
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import AlertdClient
@@ -11,12 +11,12 @@ struct RetryAndFailureTests {
 
     @Test("without a bound every failure is retried and reported, with the pause it was given")
     func unbounded() throws {
-        let notices = Mutex<[RetryNotice]>([])
+        let notices = NIOLockedValueBox<[RetryNotice]>([])
         var run = RetryRun(bound: nil)
         for _ in 0..<3 {
-            #expect(try run.next(after: Self.refused, 0.5, { if case .retrying(let n) = $0 { notices.withLock { $0.append(n) } } }) == 0.5)
+            #expect(try run.next(after: Self.refused, 0.5, { if case .retrying(let n) = $0 { notices.withLockedValue { $0.append(n) } } }) == 0.5)
         }
-        let seen = notices.withLock { $0 }
+        let seen = notices.withLockedValue { $0 }
         #expect(seen.count == 3 && seen.allSatisfy { $0.giveUpIn == nil && $0.delay == 0.5 && $0.error.neverSent })
         #expect(run.failures == 3)
     }

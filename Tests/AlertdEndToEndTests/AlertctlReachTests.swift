@@ -2,7 +2,7 @@ import AlertdClient
 import AlertdTestSupport
 import AlertdWire
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// An `alertctl.yaml` in a directory of its own, passed to alertctl as `XDG_CONFIG_HOME`.
@@ -212,10 +212,10 @@ struct PresentRetryTests {
         var alerts = try AlertdClient(url: daemon.baseURL)
         alerts.retryFor = 1
         alerts.maxRetryDelay = 0.2
-        let steps = Mutex<[PresentProgress]>([])
+        let steps = NIOLockedValueBox<[PresentProgress]>([])
         let task = Task {
             try await alerts.presentUntilTerminal(NewAlert(title: "Still there?", buttons: [.default("Yes")]), on: "ops") { step in
-                steps.withLock { $0.append(step) }
+                steps.withLockedValue { $0.append(step) }
             }
         }
         let id = try await SDKTests.awaitDisplayed(daemon, "ops")
@@ -227,7 +227,7 @@ struct PresentRetryTests {
             let error = error as? AlertdError
             return error?.alertID == id && error?.kind == .connection && error?.isTransient == true
         }
-        let seen = steps.withLock { $0 }
+        let seen = steps.withLockedValue { $0 }
         guard case .posted(let posted)? = seen.first else {
             Issue.record("the first step is not .posted: \(seen)")
             return

@@ -3,6 +3,7 @@ import AlertdStore
 import AlertdWire
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -12,7 +13,7 @@ final class GatedStore: PersistentStore, @unchecked Sendable {
     let inner: SQLiteStore
     let entered = DispatchSemaphore(value: 0)
     let gate = DispatchSemaphore(value: 0)
-    let commits = Mutex<[Int]>([])
+    let commits = NIOLockedValueBox<[Int]>([])
     let failing = Atomic<Bool>(false)
     private let first = Atomic<Bool>(true)
 
@@ -24,7 +25,7 @@ final class GatedStore: PersistentStore, @unchecked Sendable {
             gate.wait()
         }
         if failing.load(ordering: .relaxed) { throw Failure() }
-        commits.withLock { $0.append(writes.count) }
+        commits.withLockedValue { $0.append(writes.count) }
         try inner.commit(writes)
     }
 
@@ -54,23 +55,23 @@ struct GroupCommitterTests {
         let committer = GroupCommitter(store: store, logger: Logger(label: "test"))
         committer.start()
         var ids = AlertIDGenerator()
-        let order = Mutex<[Int]>([])
+        let order = NIOLockedValueBox<[Int]>([])
         let done = DispatchSemaphore(value: 0)
         committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { _ in
-            order.withLock { $0.append(-1) }
+            order.withLockedValue { $0.append(-1) }
             done.signal()
         }
         store.entered.wait()  // the writer is inside its first commit now
         for index in 0..<200 {
             committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { result in
-                if case .success = result { order.withLock { $0.append(index) } }
+                if case .success = result { order.withLockedValue { $0.append(index) } }
                 done.signal()
             }
         }
         store.gate.signal()
         for _ in 0...200 { done.wait() }
-        #expect(order.withLock { $0 } == [-1] + Array(0..<200))
-        #expect(store.commits.withLock { $0 } == [1, 200], "the 200 queued writes share one transaction")
+        #expect(order.withLockedValue { $0 } == [-1] + Array(0..<200))
+        #expect(store.commits.withLockedValue { $0 } == [1, 200], "the 200 queued writes share one transaction")
         #expect(try store.load().pending.count == 201)
         committer.shutdown()
     }
@@ -83,17 +84,17 @@ struct GroupCommitterTests {
         committer.start()
         var ids = AlertIDGenerator()
         let id = ids.next(at: Timestamp(milliseconds: 1))
-        let seen = Mutex<Alert?>(nil)
+        let seen = NIOLockedValueBox<Alert?>(nil)
         let done = DispatchSemaphore(value: 0)
         committer.submit([.alert(makeAlert(id))]) { _ in }
         store.entered.wait()
         committer.submit([]) { _ in
-            seen.withLock { $0 = try? store.alert(id) }
+            seen.withLockedValue { $0 = try? store.alert(id) }
             done.signal()
         }
         store.gate.signal()
         done.wait()
-        #expect(seen.withLock { $0 }?.id == id)
+        #expect(seen.withLockedValue { $0 }?.id == id)
         committer.shutdown()
     }
 
@@ -101,24 +102,24 @@ struct GroupCommitterTests {
     func failure() throws {
         let dir = TempDir()
         let store = GatedStore(try SQLiteStore(directory: dir.path, durability: .normal))
-        let reported = Mutex<Int>(0)
-        let committer = GroupCommitter(store: store, logger: Logger(label: "test")) { _ in reported.withLock { $0 += 1 } }
+        let reported = NIOLockedValueBox<Int>(0)
+        let committer = GroupCommitter(store: store, logger: Logger(label: "test")) { _ in reported.withLockedValue { $0 += 1 } }
         committer.start()
         store.failing.store(true, ordering: .relaxed)
         var ids = AlertIDGenerator()
-        let results = Mutex<[Bool]>([])
+        let results = NIOLockedValueBox<[Bool]>([])
         let done = DispatchSemaphore(value: 0)
         for _ in 0..<3 {
             committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { result in
-                results.withLock { if case .success = result { $0.append(true) } else { $0.append(false) } }
+                results.withLockedValue { if case .success = result { $0.append(true) } else { $0.append(false) } }
                 done.signal()
             }
         }
         store.entered.wait()
         store.gate.signal()
         for _ in 0..<3 { done.wait() }
-        #expect(results.withLock { $0 } == [false, false, false])
-        #expect(reported.withLock { $0 } >= 1)
+        #expect(results.withLockedValue { $0 } == [false, false, false])
+        #expect(reported.withLockedValue { $0 } >= 1)
         #expect(try store.load().pending.isEmpty)
         committer.shutdown()
     }
@@ -131,15 +132,15 @@ struct GroupCommitterTests {
         committer.start()
         var ids = AlertIDGenerator()
         func submit() -> Bool {
-            let outcome = Mutex<Bool?>(nil)
+            let outcome = NIOLockedValueBox<Bool?>(nil)
             let done = DispatchSemaphore(value: 0)
             committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { result in
-                outcome.withLock { if case .success = result { $0 = true } else { $0 = false } }
+                outcome.withLockedValue { if case .success = result { $0 = true } else { $0 = false } }
                 done.signal()
             }
             store.gate.signal()
             done.wait()
-            return outcome.withLock { $0! }
+            return outcome.withLockedValue { $0! }
         }
         store.failing.store(true, ordering: .relaxed)
         #expect(!submit())
@@ -179,12 +180,12 @@ struct GroupCommitterTests {
         let committer = GroupCommitter(store: store, logger: Logger(label: "test"))
         committer.start()
         var ids = AlertIDGenerator()
-        let completed = Mutex(0)
+        let completed = NIOLockedValueBox(0)
         for _ in 0..<50 {
-            committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { _ in completed.withLock { $0 += 1 } }
+            committer.submit([.alert(makeAlert(ids.next(at: Timestamp(milliseconds: 1))))]) { _ in completed.withLockedValue { $0 += 1 } }
         }
         committer.shutdown()
-        #expect(completed.withLock { $0 } == 50)
+        #expect(completed.withLockedValue { $0 } == 50)
         #expect(try store.load().pending.count == 50)
     }
 }

@@ -11,7 +11,7 @@
 
 public import Foundation
 import Glibc
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One spawned process: its pid, exit status and drained stdout and stderr.
 public final class ChildProcess: Sendable {
@@ -27,7 +27,7 @@ public final class ChildProcess: Sendable {
     /// and the reap happens under it, so a signal never reaches a recycled pid.
     private let phase = Observed(Phase.spawning)
     /// Objects kept alive until the process has been reaped (a temporary directory).
-    private let keptUntilExit = Mutex<[any AnyObject & Sendable]>([])
+    private let keptUntilExit = NIOLockedValueBox<[any AnyObject & Sendable]>([])
 
     public let stdout = ChildOutput()
     public let stderr = ChildOutput()
@@ -138,8 +138,8 @@ public final class ChildProcess: Sendable {
     /// launcher thread): how a temporary directory outlives the daemon that uses it.
     public func keepUntilExit(_ object: any AnyObject & Sendable) {
         if exitStatus != nil { return }
-        keptUntilExit.withLock { $0.append(object) }
-        if exitStatus != nil { keptUntilExit.withLock { $0 = [] } }
+        keptUntilExit.withLockedValue { $0.append(object) }
+        if exitStatus != nil { keptUntilExit.withLockedValue { $0 = [] } }
     }
 
     /// Runs on the launcher thread, which ends only after the child has been reaped.
@@ -195,7 +195,7 @@ public final class ChildProcess: Sendable {
             let signal = status & 0x7f
             phase = .exited(reaped < 0 ? -1 : signal == 0 ? (status >> 8) & 0xff : 128 + signal)
         }
-        keptUntilExit.withLock { $0 = [] }
+        keptUntilExit.withLockedValue { $0 = [] }
     }
 
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32

@@ -4,7 +4,7 @@
 
 public import Foundation
 import Glibc
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A running `alertd` on 127.0.0.1 with its own config file and state directory.
 ///
@@ -68,7 +68,7 @@ public final class Daemon: Sendable {
     private let process: ChildProcess
     /// This daemon's claim on the temporary directory; `cleanup()` hands it to the process,
     /// which lets it go once reaped.
-    private let scratch: Mutex<ScratchDirectory?>
+    private let scratch: NIOLockedValueBox<ScratchDirectory?>
 
     /// `http://127.0.0.1:PORT` (the loopback address also reaches a daemon bound to 0.0.0.0).
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -86,7 +86,7 @@ public final class Daemon: Sendable {
         self.port = port
         self.pid = process.pid
         self.process = process
-        self.scratch = Mutex(scratch)
+        self.scratch = NIOLockedValueBox(scratch)
     }
 
     deinit {
@@ -186,7 +186,7 @@ public final class Daemon: Sendable {
     /// (the port may differ). A daemon still running is stopped first with `terminate()`.
     public func restart() async throws -> Daemon {
         if isRunning { try await terminate() }
-        guard let scratch = scratch.withLock({ $0 }) else {
+        guard let scratch = scratch.withLockedValue({ $0 }) else {
             throw ProcessError("restart() after cleanup(): the config file is gone")
         }
         return try await Self.launch(options, stateDir: stateDir, configFile: configFile, scratch: scratch)
@@ -196,7 +196,7 @@ public final class Daemon: Sendable {
     /// directory, which goes once the process has been reaped. Never waits.
     public func cleanup() {
         process.send(SIGKILL)
-        if let scratch = scratch.withLock({ $0.take() }) { process.keepUntilExit(scratch) }
+        if let scratch = scratch.withLockedValue({ $0.take() }) { process.keepUntilExit(scratch) }
     }
 
     // MARK: Starting

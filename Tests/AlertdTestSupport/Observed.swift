@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A value that changes over time, and tasks that wait for it to satisfy a condition.
 ///
@@ -24,18 +24,18 @@ public final class Observed<Value: Sendable>: Sendable {
         var nextWaiter: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
 
     public init(_ value: Value) {
-        state = Mutex(State(value: value))
+        state = NIOLockedValueBox(State(value: value))
     }
 
-    public var value: Value { state.withLock { $0.value } }
+    public var value: Value { state.withLockedValue { $0.value } }
 
     /// Changes the value and resumes every waiter whose condition now holds.
     @discardableResult
     public func update<R>(_ change: (inout Value) -> R) -> R {
-        state.withLock { state in
+        state.withLockedValue { state in
             let result = change(&state.value)
             let value = state.value
             state.waiters = state.waiters.filter { !$0.value.attempt(value) }
@@ -60,13 +60,13 @@ public final class Observed<Value: Sendable>: Sendable {
     }
 
     private func waitIndefinitely<T: Sendable>(_ check: @escaping @Sendable (Value) -> T?) async throws -> T {
-        let id = state.withLock { state in
+        let id = state.withLockedValue { state in
             state.nextWaiter += 1
             return state.nextWaiter
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                state.withLock { state in
+                state.withLockedValue { state in
                     // Under the lock that `onCancel` takes too: a cancellation either came
                     // before (seen here) or finds the waiter registered.
                     if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
@@ -81,7 +81,7 @@ public final class Observed<Value: Sendable>: Sendable {
                 }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.cancel()
+            state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.cancel()
         }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Debian's Prometheus Alertmanager (`prometheus-alertmanager`, 0.25), started for a test
 /// on 127.0.0.1 with one receiver: alertd's `POST /v1/integrations/alertmanager/{client}`.
@@ -19,7 +19,7 @@ import Synchronization
 public final class TestAlertmanager: Sendable {
     /// The port it listens on (127.0.0.1); the same across ``restart()``.
     public let port: Int
-    private let process: Mutex<ChildProcess?>
+    private let process: NIOLockedValueBox<ChildProcess?>
     private let directory: ScratchDirectory
 
     /// Debian's binary, nil when the package is not installed.
@@ -31,11 +31,11 @@ public final class TestAlertmanager: Sendable {
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// Everything it logged so far (the current process's).
-    public var log: String { process.withLock { $0 }?.stderr.text ?? "" }
+    public var log: String { process.withLockedValue { $0 }?.stderr.text ?? "" }
 
     private init(port: Int, process: ChildProcess, directory: ScratchDirectory) {
         self.port = port
-        self.process = Mutex(process)
+        self.process = NIOLockedValueBox(process)
         self.directory = directory
     }
 
@@ -134,19 +134,19 @@ public final class TestAlertmanager: Sendable {
 
     /// SIGKILLs it and waits until it was reaped: its port refuses connections until ``restart()``.
     public func kill() async {
-        await process.withLock { $0 }?.killAndReap()
+        await process.withLockedValue { $0 }?.killAndReap()
     }
 
     /// Starts it again on the same port, with the same config and storage (its silences kept).
     public func restart() async throws {
         await kill()
         let process = try await Self.launch(port: port, directory: directory)
-        self.process.withLock { $0 = process }
+        self.process.withLockedValue { $0 = process }
     }
 
     /// SIGKILLs it without waiting; the scratch directory goes once it has been reaped.
     public func stop() {
-        guard let process = process.withLock({ $0 }) else { return }
+        guard let process = process.withLockedValue({ $0 }) else { return }
         process.send(SIGKILL)
         process.keepUntilExit(directory)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// A throwaway PostgreSQL server: a new cluster in a scratch directory, the
@@ -16,13 +17,13 @@ import Synchronization
 /// refuses root; otherwise as the caller. Needs the Debian `postgresql`
 /// package (its binaries under /usr/lib/postgresql/N/bin).
 /// The shared server's directory, removed at exit.
-private let sharedDirectory = Mutex<String?>(nil)
+private let sharedDirectory = NIOLockedValueBox<String?>(nil)
 
 public final class TestPostgres: Sendable {
     public let port: Int
     let directory: ScratchDirectory
     let bin: String
-    private let postmaster = Mutex<ChildProcess?>(nil)
+    private let postmaster = NIOLockedValueBox<ChildProcess?>(nil)
 
     /// The one server of this test process, started at first use: databases
     /// are cheap, clusters are not (~1 s of initdb on an idle machine).
@@ -35,9 +36,9 @@ public final class TestPostgres: Sendable {
             do {
                 let server = try await TestPostgres.start()
                 // A static lives until exit and is never deinitialised: its directory goes at exit.
-                sharedDirectory.withLock { $0 = server.directory.url.path }
+                sharedDirectory.withLockedValue { $0 = server.directory.url.path }
                 atexit {
-                    if let path = sharedDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+                    if let path = sharedDirectory.withLockedValue({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
                 }
                 return .success(server)
             } catch {
@@ -127,7 +128,7 @@ public final class TestPostgres: Sendable {
     /// An empty database to use until ``giveBack(_:)``: one given back earlier
     /// (emptied), else a new one. For the many short tests that each want one.
     public func borrowDatabase() async throws -> String {
-        if let url = free.withLock({ $0.popLast() }) { return url }
+        if let url = free.withLockedValue({ $0.popLast() }) { return url }
         return try await createDatabase()
     }
 
@@ -137,7 +138,7 @@ public final class TestPostgres: Sendable {
         guard let name = url.split(separator: "/").last.map(String.init) else { return }
         do {
             try await execute("DROP SCHEMA public CASCADE", "CREATE SCHEMA public", database: name)
-            free.withLock { $0.append(url) }
+            free.withLockedValue { $0.append(url) }
         } catch {
             try? await execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         }
@@ -158,7 +159,7 @@ public final class TestPostgres: Sendable {
         try await connection.close()
     }
 
-    private let free = Mutex<[String]>([])
+    private let free = NIOLockedValueBox<[String]>([])
     private static let connections = Atomic<Int>(0)
     private static let quiet = Logger(label: "alertd.test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
@@ -178,7 +179,7 @@ public final class TestPostgres: Sendable {
 
     /// Stops the server at once (SIGKILL: connections drop, as when its machine dies).
     public func kill() async {
-        let running = postmaster.withLock { process in
+        let running = postmaster.withLockedValue { process in
             defer { process = nil }
             return process
         }
@@ -212,7 +213,7 @@ public final class TestPostgres: Sendable {
             await process.killAndReap()
             throw ProcessError("postgres did not start", exitStatus: process.exitStatus, stderr: process.stderr.text)
         }
-        postmaster.withLock { $0 = process }
+        postmaster.withLockedValue { $0 = process }
     }
 
     /// As root, programs run through `setpriv` as `postgres` (which also sets

@@ -15,7 +15,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 public import NIOSSL
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A scripted webhook endpoint for end-to-end tests.
 ///
@@ -102,7 +102,7 @@ public final class WebhookReceiver: Sendable {
         var nextWaiter: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     /// The address listened on.
     public let host: String
     /// Set for an https receiver.
@@ -120,7 +120,7 @@ public final class WebhookReceiver: Sendable {
 
     deinit {
         // Only reached once nothing holds the receiver; close without waiting.
-        state.withLock { state in
+        state.withLockedValue { state in
             state.listener?.close(promise: nil)
             state.connections.values.forEach { $0.close(promise: nil) }
         }
@@ -165,19 +165,19 @@ public final class WebhookReceiver: Sendable {
     }
 
     /// The port listened on; stays the same across `stop()` and `restart()`.
-    public var port: Int { state.withLock { $0.port } }
+    public var port: Int { state.withLockedValue { $0.port } }
 
     /// `http://127.0.0.1:PORT/hook` (`https://…` over TLS). Any path is accepted; this is the one to configure.
     public var url: String { "\(tls == nil ? "http" : "https")://\(host):\(port)/hook" }
 
     /// Whether the receiver is listening.
-    public var isRunning: Bool { state.withLock { $0.listener != nil } }
+    public var isRunning: Bool { state.withLockedValue { $0.listener != nil } }
 
     /// Closes the listener and every open connection (a `.hang` or `.delay` request ends
     /// unanswered) and returns once all are closed, so the port can be bound again.
     /// Recorded requests, the script and pending waiters stay. Idempotent.
     public func stop() {
-        let (listener, connections) = state.withLock { state in
+        let (listener, connections) = state.withLockedValue { state in
             defer {
                 state.listener = nil
                 state.connections = [:]
@@ -207,7 +207,7 @@ public final class WebhookReceiver: Sendable {
 
     /// `stop()` without waiting for the sockets to close: for the end of an async test.
     public func close() {
-        let (listener, connections) = state.withLock { state in
+        let (listener, connections) = state.withLockedValue { state in
             defer {
                 state.listener = nil
                 state.connections = [:]
@@ -229,24 +229,24 @@ public final class WebhookReceiver: Sendable {
 
     /// Sets the standing behaviour, used whenever the script is empty (initially `.status(204)`).
     public func behave(_ behaviour: Behaviour) {
-        state.withLock { $0.behaviour = behaviour }
+        state.withLockedValue { $0.behaviour = behaviour }
     }
 
     /// Replaces the script: one behaviour per request, in order, before the standing one again.
     public func script(_ behaviours: [Behaviour]) {
-        state.withLock { $0.script = behaviours }
+        state.withLockedValue { $0.script = behaviours }
     }
 
     // MARK: Records
 
     /// Every request recorded so far, in arrival order.
-    public var requests: [Received] { state.withLock { $0.requests } }
+    public var requests: [Received] { state.withLockedValue { $0.requests } }
 
     /// TCP connections accepted so far, over all listening periods.
-    public var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
+    public var connectionsAccepted: Int { state.withLockedValue { $0.connectionsAccepted } }
 
     /// `waitForRequests` calls currently suspended (for the receiver's own tests).
-    public var pendingWaiters: Int { state.withLock { $0.waiters.count } }
+    public var pendingWaiters: Int { state.withLockedValue { $0.waiters.count } }
 
     /// Returns the requests recorded so far as soon as there are at least `count` of them.
     ///
@@ -254,13 +254,13 @@ public final class WebhookReceiver: Sendable {
     /// `WebhookReceiverError` (`.timedOut`, carrying what did arrive) after `timeout` seconds,
     /// and `CancellationError` when the task is cancelled.
     public func waitForRequests(count: Int, timeout: Double) async throws -> [Received] {
-        let id = state.withLock { state in
+        let id = state.withLockedValue { state in
             state.nextWaiter += 1
             return state.nextWaiter
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Received], any Error>) in
-                let ready: [Received]? = state.withLock { state in
+                let ready: [Received]? = state.withLockedValue { state in
                     if state.requests.count >= count { return state.requests }
                     state.waiters[id] = Waiter(count: count, continuation: continuation)
                     return nil
@@ -269,7 +269,7 @@ public final class WebhookReceiver: Sendable {
                 let timer = Self.group.any().scheduleTask(in: .nanoseconds(Int64(max(timeout, 0) * 1e9))) {
                     self.expire(id, count: count, timeout: timeout)
                 }
-                let kept = state.withLock { state in
+                let kept = state.withLockedValue { state in
                     state.waiters[id]?.timeout = timer
                     return state.waiters[id] != nil
                 }
@@ -313,7 +313,7 @@ public final class WebhookReceiver: Sendable {
     }
 
     private func adoptListener(_ listener: any Channel, port: Int) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.listener = listener
             state.port = listener.localAddress?.port ?? port
         }
@@ -339,7 +339,7 @@ public final class WebhookReceiver: Sendable {
     /// Registers a new connection; nil when the receiver has stopped meanwhile.
     private func adopt(_ channel: any Channel) -> Int? {
         let key = ObjectIdentifier(channel)
-        let connection: Int? = state.withLock { state in
+        let connection: Int? = state.withLockedValue { state in
             guard state.listener != nil else { return nil }
             state.connections[key] = channel
             state.connectionsAccepted += 1
@@ -347,14 +347,14 @@ public final class WebhookReceiver: Sendable {
         }
         guard connection != nil else { return nil }
         channel.closeFuture.whenComplete { [weak self] _ in
-            self?.state.withLock { _ = $0.connections.removeValue(forKey: key) }
+            self?.state.withLockedValue { _ = $0.connections.removeValue(forKey: key) }
         }
         return connection
     }
 
     /// Records `request`, wakes whoever waits for it and returns how to answer it.
     fileprivate func record(_ request: Received) -> Behaviour {
-        let (behaviour, satisfied) = state.withLock { state in
+        let (behaviour, satisfied) = state.withLockedValue { state in
             state.requests.append(request)
             let behaviour = state.script.isEmpty ? state.behaviour : state.script.removeFirst()
             let ids = state.waiters.filter { $0.value.count <= state.requests.count }.keys
@@ -372,7 +372,7 @@ public final class WebhookReceiver: Sendable {
     }
 
     private func expire(_ id: UInt64, count: Int, timeout: Double) {
-        let expired = state.withLock { state in
+        let expired = state.withLockedValue { state in
             state.waiters.removeValue(forKey: id).map { ($0, state.requests) }
         }
         guard let (waiter, received) = expired else { return }
@@ -380,7 +380,7 @@ public final class WebhookReceiver: Sendable {
     }
 
     private func cancelWaiter(_ id: UInt64) {
-        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        guard let waiter = state.withLockedValue({ $0.waiters.removeValue(forKey: id) }) else { return }
         waiter.timeout?.cancel()
         waiter.continuation.resume(throwing: CancellationError())
     }
