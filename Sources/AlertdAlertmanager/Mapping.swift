@@ -92,9 +92,12 @@ public enum AlertmanagerMapping {
         return found.isEmpty ? nil : found
     }
 
+    /// `text` if it has more than white space, with any U+0000 (which alertd refuses in
+    /// a posted alert's text) made U+FFFD: a notification is not lost for it.
     static func nonEmpty(_ text: String?) -> String? {
         guard let text, text.contains(where: { !$0.isWhitespace }) else { return nil }
-        return text
+        guard text.unicodeScalars.contains("\u{0}") else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
     }
 
     /// `text` with at most `limit` code points, the last one `…` when cut.

@@ -79,7 +79,7 @@ extension AlertDraft {
         case nil, .null?:
             errors.append(FieldError(field: "title", reason: "is required"))
         case .string(let text)?:
-            if let problem = lengthProblem(text, min: 1, max: titleLimit) {
+            if let problem = textProblem(text, min: 1, max: titleLimit) {
                 errors.append(FieldError(field: "title", reason: problem))
             }
             title = text
@@ -91,7 +91,7 @@ extension AlertDraft {
         switch object["message"] {
         case nil, .null?: break
         case .string(let text)?:
-            if let problem = lengthProblem(text, min: 0, max: messageLimit) {
+            if let problem = textProblem(text, min: 0, max: messageLimit) {
                 errors.append(FieldError(field: "message", reason: problem))
             }
             message = text
@@ -135,7 +135,7 @@ extension AlertDraft {
                 case nil, .null?:
                     errors.append(FieldError(field: "\(path).title", reason: "is required"))
                 case .string(let text)?:
-                    if let problem = lengthProblem(text, min: 1, max: buttonTitleLimit) {
+                    if let problem = textProblem(text, min: 1, max: buttonTitleLimit) {
                         errors.append(FieldError(field: "\(path).title", reason: problem))
                     } else if !seen.insert(text).inserted {
                         errors.append(FieldError(field: "\(path).title", reason: "duplicates another button's title"))
@@ -229,7 +229,14 @@ extension AlertDraft {
         )
     }
 
-    private static func lengthProblem(_ text: String, min: Int, max: Int) -> String? {
+    /// What is wrong with a text field: its length in code points, or a U+0000 in it.
+    ///
+    /// U+0000 is refused on every store: PostgreSQL's `text` cannot hold it, a
+    /// dashboard or a log written in C would cut the text there, and no question
+    /// a person reads needs it. An API that answered it one way on SQLite and
+    /// another on PostgreSQL would surprise whoever moves between them.
+    private static func textProblem(_ text: String, min: Int, max: Int) -> String? {
+        if text.unicodeScalars.contains("\u{0}") { return "must not contain U+0000" }
         let count = text.unicodeScalars.count
         if count < min { return min == 1 ? "must not be empty" : "must be at least \(min) characters" }
         if count > max { return "must be at most \(max) characters, got \(count)" }

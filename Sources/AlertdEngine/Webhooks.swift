@@ -70,6 +70,10 @@ extension Engine {
             return respond(.failure(EngineError(.invalidWebhook, "url \(problem)")))
         }
         if let secret {
+            // As in an alert's text (AlertDraft.validate): PostgreSQL's text cannot hold it.
+            if secret.unicodeScalars.contains("\u{0}") {
+                return respond(.failure(EngineError(.invalidWebhook, "secret must not contain U+0000")))
+            }
             do {
                 _ = try WebhookKey(secret: secret)
             } catch {

@@ -75,6 +75,32 @@ struct BadInputTests {
     }
 
     @Test(
+        "U+0000 in an alert's text is 400 invalid-alert naming the field, the same on SQLite and PostgreSQL (whose text cannot hold it)",
+        arguments: [
+            (#"{"title":"a\u0000b"}"#, "title"), (#"{"title":"x","message":"\u0000"}"#, "message"),
+            (#"{"title":"x","buttons":[{"title":"Yes\u0000"}]}"#, "buttons[0].title"),
+        ])
+    func nulInText(json: String, field: String) async throws {
+        try await BadInputFixture.expectHarmless { http, _ in
+            let response = try await http.post("/v1/clients/fixture/alerts", json: json)
+            let problem = Contract.expectProblem(response, status: 400, code: "invalid-alert")
+            #expect(Contract.errorFields(problem) == [field])
+        }
+    }
+
+    @Test("a webhook secret with U+0000 is 400 bad-request, and no webhook is registered")
+    func nulInWebhookSecret() async throws {
+        try await BadInputFixture.expectHarmless { http, _ in
+            let response = try await http.post(
+                "/v1/clients/fixture/webhooks", json: #"{"url":"https://hooks.example/a","secret":"raw\u0000secret"}"#)
+            Contract.expectProblem(response, status: 400, code: "bad-request")
+            let list = try await http.get("/v1/clients/fixture/webhooks")
+            #expect(list.status == 200)
+            #expect(!list.text.contains("hooks.example"), "\(list.text)")
+        }
+    }
+
+    @Test(
         "a choice with an unknown or misspelt member is 400 bad-request",
         arguments: [#"{"button":"Yes","comment":"sure"}"#, #"{"buttonIndex":0}"#, #"{"Button":"Yes"}"#, #"{"button_title":"Yes"}"#])
     func choiceUnknownField(json: String) async throws {

@@ -45,6 +45,18 @@ struct MappingTests {
         #expect(try draft(amAlert(["annotations": [:]])).message == nil)
     }
 
+    @Test("U+0000 in a summary, description or alertname becomes U+FFFD: the notification is not lost for it")
+    func nulReplaced() throws {
+        let result = try draft(amAlert(["annotations": ["summary": "disk\u{0}full", "description": "\u{0}"]]))
+        #expect(result.title == "disk\u{FFFD}full")
+        #expect(result.message == "\u{FFFD}")
+        let named = try draft(amAlert(["annotations": nil, "labels": ["alertname": "Disk\u{0}Full"]]))
+        #expect(named.title == "Disk\u{FFFD}Full")
+        let posted = AlertDraft.validate(
+            .object(["title": .string(result.title), "message": .string(result.message ?? "")]), rules: AlertRules())
+        #expect((try? posted.get()) != nil, "\(posted)")
+    }
+
     @Test("a title or message over alertd's limits is cut, ending in …")
     func longTexts() throws {
         let long = String(repeating: "é", count: 300)

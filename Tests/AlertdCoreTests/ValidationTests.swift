@@ -207,6 +207,21 @@ struct LengthTests {
         #expect(try draft(alert(#""buttons":[{"title":"\#(title)"}]"#)).buttons == [Button(title: title)])
         #expect(try fields(alert(#""buttons":[{"title":"OK"},{"title":"\#(title)\#(unit)"}]"#)) == ["buttons[1].title"])
     }
+    @Test(
+        "U+0000 in a title, message or button title is refused on every store (PostgreSQL's text cannot hold it)",
+        arguments: [
+            (#"{"title":"a\u0000b"}"#, "title"), (#"{"title":"\u0000"}"#, "title"),
+            (#"{"title":"x","message":"line\u0000"}"#, "message"),
+            (#"{"title":"x","buttons":[{"title":"OK"},{"title":"\u0000Yes"}]}"#, "buttons[1].title"),
+        ])
+    func nulRefused(body: String, field: String) throws {
+        let errors = try violations(body)
+        #expect(errors.map(\.field) == [field])
+        #expect(errors.first?.reason == "must not contain U+0000")
+        // Other control characters stay text like any other.
+        let other = body.replacing("\\u0000", with: "\\u0001")
+        #expect(try fields(other) == [], "\(other)")
+    }
 }
 
 @Suite("Button rules")
