@@ -94,6 +94,7 @@ public final class HTTPServer: Sendable {
 
     private let daemons = NIOLockedValueBox<[DaemonHandle]>([])
     private let _boundAddress = NIOLockedValueBox<String>("")
+    private let logThrottle = NIOLockedValueBox(LogThrottle())
     private let active = Atomic<Int>(0)
     /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
     /// that those over the bound get a 503 instead of waiting unaccepted.
@@ -424,8 +425,16 @@ public final class HTTPServer: Sendable {
         active.subtract(1, ordering: .relaxed)
     }
 
+    /// libmicrohttpd's messages (mostly requests it refused as malformed), at most 20
+    /// a minute; the next one after a full minute says how many were left out.
     fileprivate func log(_ message: String) {
-        logger.warning("libmicrohttpd", metadata: ["detail": "\(message)"])
+        switch logThrottle.withLockedValue({ $0.admit(at: .now) }) {
+        case .drop: return
+        case .write(let dropped) where dropped > 0:
+            logger.warning("libmicrohttpd", metadata: ["detail": "\(message)", "dropped_before": "\(dropped)"])
+        case .write:
+            logger.warning("libmicrohttpd", metadata: ["detail": "\(message)"])
+        }
     }
 
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool = false) -> MHD_Result {
