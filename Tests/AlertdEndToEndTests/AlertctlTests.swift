@@ -173,7 +173,7 @@ struct AlertctlTests {
             "--destructive", "Nuke", "--button", "Later", "--cancel", "Stop", "--priority", "7", "--style", "action_sheet",
             "--metadata", #"{"build": 9}"#, "--idempotency-key", "k1")
         #expect(plain.status == 0 && plain.stdout == id + "\n", "the same key returns the first alert's id: \(plain)")
-        let second = try await ctl.run("post", "ops", "--title", "Second")
+        let second = try await ctl.run("post", "ops", "--title", "Second", "--dismiss-after", "600")
         let secondID = second.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let current = try await ctl.run("current", "ops")

@@ -64,9 +64,12 @@ struct StoreMigrationTests {
     func copy() async throws {
         let server = try await TestPostgres.shared()
         let url = try await server.createDatabase()
-        // The callback target is down while alertd runs on SQLite: its delivery stays pending.
-        let down = try ReservedPort()
-        let callback = "http://127.0.0.1:\(down.port)/hook"
+        // The callback target answers 503 while alertd runs on SQLite: its delivery stays
+        // pending. (It listens throughout: a port let go and bound again can be taken between.)
+        let receiver = try await WebhookReceiver.listening()
+        defer { receiver.close() }
+        receiver.behave(.status(503))
+        let callback = receiver.url
         let base = callbackConfig(retryInitial: 0.2, retryMax: 0.5) + "log:\n  level: info\n"
 
         let embedded = try await Daemon.start(.init(config: base))
@@ -94,11 +97,8 @@ struct StoreMigrationTests {
         #expect(refused.stderr.contains("already holds alertd's data"), "\(refused.stderr)")
 
         // On PostgreSQL: the same queue in the same order, the key, the webhook; the delivery resumes.
-        let receiver = try await {
-            down.release()
-            return try await WebhookReceiver.listening(port: down.port)
-        }()
-        defer { receiver.close() }
+        let refusedAttempts = receiver.requests.count
+        receiver.behave(.status(204))
         let shared = try await Daemon.start(
             .init(config: base + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n"))
         defer { shared.cleanup() }
@@ -119,10 +119,14 @@ struct StoreMigrationTests {
         let hooks = try await moved.get("/v1/clients/ops/webhooks").jsonObject()["webhooks"] as? [[String: Any]] ?? []
         #expect(hooks.map { $0["url"] as? String } == ["https://hooks.example.com/ops"])
 
-        let requests = try await receiver.waitForRequests(count: 1, timeout: 30)
-        let event = try verifiedAlert(requests[0])
+        let settled = try await deliveries(moved, "web", id(answered), timeout: .seconds(30)) {
+            $0.first?["state"] as? String == "delivered"
+        }
+        // Delivered means a 204, which the receiver gives only from now on; what it answered is its last request.
+        let requests = receiver.requests
+        #expect(requests.count > refusedAttempts)
+        let event = try verifiedAlert(try #require(requests.last))
         #expect(id(event) == id(answered))
-        let settled = try await deliveries(moved, "web", id(answered)) { $0.first?["state"] as? String == "delivered" }
         #expect(attempts(settled[0]).count >= 2, "the attempts made on SQLite were copied, then one more: \(settled)")
     }
 }
