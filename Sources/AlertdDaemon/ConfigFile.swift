@@ -576,8 +576,12 @@ private struct Section {
     /// The allowed key a misspelt one most likely means: at most a third of its
     /// letters (and at least one) edited away.
     static func closest(to key: String, in allowed: Set<String>) -> String? {
-        let limit = max(1, key.count / 3)
-        let scored = allowed.map { ($0, editDistance(key.lowercased(), $0)) }.filter { $0.1 <= limit }
+        let key = key.lowercased()
+        let length = key.count
+        let limit = max(1, length / 3)
+        // The distance is at least the difference in length: a key far longer or
+        // shorter than every allowed one (a value pasted as a key) costs no table.
+        let scored = allowed.filter { abs($0.count - length) <= limit }.map { ($0, editDistance(key, $0)) }.filter { $0.1 <= limit }
         return scored.min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }?.0
     }
 

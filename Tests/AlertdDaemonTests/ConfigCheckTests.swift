@@ -32,10 +32,20 @@ struct ConfigProblemTests {
             ("limits: { max_wiat_seconds: 5 }", "unknown key limits.max_wiat_seconds (did you mean max_wait_seconds?)"),
             ("log: { levle: info }", "unknown key log.levle (did you mean level?)"),
             ("colour: red", "unknown key colour"),
+            ("durabilityy: full", "unknown key durabilityy (did you mean durability?)"),
+            ("Durabilty: full", "unknown key Durabilty (did you mean durability?)"),
         ])
     func suggestion(yaml: String, line: String) throws {
         let errors = try #require(throwing(yaml))
         #expect(errors.errors.map(\.description) == ["config: " + line])
+    }
+
+    @Test("a key far longer than any allowed one gets no suggestion")
+    func longKey() throws {
+        let key = "durability" + String(repeating: "y", count: 20_000)
+        let errors = try #require(throwing("\(key): full"))
+        #expect(errors.errors.count == 1)
+        #expect(!errors.errors[0].description.contains("did you mean"))
     }
 
     @Test("a YAML syntax error is one line with its line and column")
