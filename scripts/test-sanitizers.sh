@@ -26,6 +26,8 @@ for sanitizer in "${sanitizers[@]}"; do
     export TSAN_OPTIONS="log_path=$reports/report:halt_on_error=0:second_deadlock_stack=1"
     export ASAN_OPTIONS="log_path=$reports/report:detect_leaks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="log_path=$reports/report"
+    # Leaks that are not alertd's, each with its reason: scripts/lsan.supp.
+    export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
     start=$SECONDS
     echo "== swift test --sanitize=$sanitizer (reports: $reports)"
     rc=0
