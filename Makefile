@@ -152,4 +152,4 @@ bench:
 	bench/run.sh
 
 format:
-	swift format --in-place --recursive Sources Tests Package.swift examples
+	swift format --in-place --recursive Sources Tests Package.swift examples fuzz/Sources

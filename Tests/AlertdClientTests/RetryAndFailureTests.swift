@@ -14,7 +14,9 @@ struct RetryAndFailureTests {
         let notices = NIOLockedValueBox<[RetryNotice]>([])
         var run = RetryRun(bound: nil)
         for _ in 0..<3 {
-            #expect(try run.next(after: Self.refused, 0.5, { if case .retrying(let n) = $0 { notices.withLockedValue { $0.append(n) } } }) == 0.5)
+            #expect(
+                try run.next(after: Self.refused, 0.5, { if case .retrying(let n) = $0 { notices.withLockedValue { $0.append(n) } } })
+                    == 0.5)
         }
         let seen = notices.withLockedValue { $0 }
         #expect(seen.count == 3 && seen.allSatisfy { $0.giveUpIn == nil && $0.delay == 0.5 && $0.error.neverSent })
