@@ -147,7 +147,8 @@ struct RandomAlert: Sendable, CustomStringConvertible {
         var titles: Set<String> = []
         while buttons.count < buttonCount {
             // Unique as validation sees it: String equality, canonical equivalence included.
-            let title = Text.random(scalars: rng.chance(0.2) ? 64 : Int.random(in: 1...64, using: &rng), using: &rng)
+            let title = Text.random(
+                scalars: rng.chance(0.2) ? 64 : Int.random(in: 1...64, using: &rng), nul: false, using: &rng)
             guard titles.insert(title).inserted else { continue }
             var style = ButtonStyle.allCases.randomElement(using: &rng)!
             if style == .cancel, buttons.contains(where: { $0.style == .cancel }) { style = .default }
@@ -199,15 +200,15 @@ struct RandomAlert: Sendable, CustomStringConvertible {
         let message: String? =
             switch Int.random(in: 0..<10, using: &rng) {
             case 0, 1: nil
-            case 2: Text.random(scalars: [0, 4096].randomElement(using: &rng)!, using: &rng)
-            case 3: Text.random(scalars: Int.random(in: 0...4096, using: &rng), using: &rng)
-            default: Text.random(scalars: Int.random(in: 0...200, using: &rng), using: &rng)
+            case 2: Text.random(scalars: [0, 4096].randomElement(using: &rng)!, nul: false, using: &rng)
+            case 3: Text.random(scalars: Int.random(in: 0...4096, using: &rng), nul: false, using: &rng)
+            default: Text.random(scalars: Int.random(in: 0...200, using: &rng), nul: false, using: &rng)
             }
         alert = Alert(
             // The id carries the creation time in its top 48 bits, as the board's ids do.
             id: AlertID(high: UInt64(created.milliseconds) << 16 | UInt64.random(in: 0...0xFFFF, using: &rng), low: rng.next()),
             client: Self.client(using: &rng),
-            title: Text.random(scalars: titleLength, using: &rng),
+            title: Text.random(scalars: titleLength, nul: false, using: &rng),
             message: message,
             style: AlertStyle.allCases.randomElement(using: &rng)!,
             buttons: buttons,
@@ -310,6 +311,9 @@ struct RandomAlert: Sendable, CustomStringConvertible {
 /// Random text of an exact number of Unicode scalars, mixing what tends to break JSON
 /// writers: quotes, backslashes, control characters, `</script>`, line and paragraph
 /// separators, combining marks, emoji sequences, astral and private-use scalars.
+/// An alert's own text (title, message, button titles) never holds U+0000 (§2 as
+/// alertd reads it: PostgreSQL cannot store it), so `nul: false` leaves it out;
+/// other strings (`decided_by`, metadata) keep it, for the writers' escaping.
 enum Text {
     static let fragments: [String] = [
         "</script>", "<script>alert(1)</script>", "<!--", "]]>", "\"", "\\", "\\u0000", "\\\"", "\"}", "]}", "\r\n",
@@ -317,7 +321,7 @@ enum Text {
         "\u{FFFD}", "\u{FFFE}", "\u{FFFF}", "\u{1D11E}", "日本語", "Ωmega", "&amp;", "'", "/", "\t",
     ]
 
-    static func random(scalars count: Int, using rng: inout SplitMix64) -> String {
+    static func random(scalars count: Int, nul: Bool = true, using rng: inout SplitMix64) -> String {
         var scalars: [Unicode.Scalar] = []
         scalars.reserveCapacity(count + 16)
         while scalars.count < count {
@@ -334,7 +338,7 @@ enum Text {
             }
         }
         var text = String.UnicodeScalarView()
-        text.append(contentsOf: scalars.prefix(count))
+        text.append(contentsOf: scalars.prefix(count).map { nul || $0 != "\u{0}" ? $0 : "\u{1}" })
         return String(text)
     }
 
