@@ -5,11 +5,24 @@ instead: button titles are unique within the alert, at most one button has
 style "cancel", and metadata is at most 4096 bytes as compact JSON. A
 generated body that breaks one of them is dropped: alertd is right to refuse
 it (400 invalid-alert), and every other body is still generated and checked.
+
+Queries over MAX_QUERY_BYTES are not sent (below: libmicrohttpd 0.9.75 cannot
+answer a request that fills its connection pool).
 """
 
 import json
+from urllib.parse import urlencode
 
 import schemathesis
+
+# Query strings longer than this are not generated. Coverage-phase negative cases
+# repeat parameters with large JSON-like values (a 5.6 KB query was seen); with the
+# other headers such a request can fill libmicrohttpd 0.9.75's 8 KiB connection pool
+# to where no answer fits, and it closes the connection unanswered — the known
+# limitation README's "Known limitations" describes and
+# Tests/AlertdEndToEndTests/ReviewE2ETests.swift (largeHeaderBlockStillGetsAnAnswer)
+# measures. alertd's own queries are a few dozen bytes.
+MAX_QUERY_BYTES = 2048
 
 
 def breaks_unschematic_rule(body):
@@ -39,3 +52,13 @@ def filter_body(context, body):
     if operation is None or operation.definition.raw.get("operationId") != "post_alert":
         return True
     return not breaks_unschematic_rule(body)
+
+
+@schemathesis.hook
+def filter_query(context, query):
+    if not query:
+        return True
+    try:
+        return len(urlencode(query, doseq=True)) <= MAX_QUERY_BYTES
+    except (TypeError, ValueError):
+        return True
