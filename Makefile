@@ -136,7 +136,7 @@ fuzz: deps
 	fuzz/run.sh all $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 
 # What CI runs after `make test`: the wire fuzzer for 60 s against the debug alertd, then
-# every harness for 60 s (two at a time on two cores), starting from the committed corpus.
+# every harness for 60 s (all at once), starting from the committed corpus.
 fuzz-ci: deps
 	swift build --product alertd
 	/usr/bin/python3 fuzz/wire/wirefuzz.py --binary "$$(swift build --show-bin-path)/alertd" --seconds 60

@@ -330,7 +330,11 @@ if Context.environment["ALERTD_FUZZ"] != nil {
     ]
     let sanitizers = ["-sanitize=fuzzer,address"]
     for target in package.targets where target.type == .regular && target.name.hasPrefix("Alertd") {
-        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(sanitizers)]
+        // A release build (`FUZZ_BUILD=release fuzz/run.sh`) stays testable for FuzzRouter.
+        target.swiftSettings =
+            (target.swiftSettings ?? []) + [
+                .unsafeFlags(sanitizers), .unsafeFlags(["-enable-testing"], .when(configuration: .release)),
+            ]
     }
     package.targets.append(.target(name: "CLibFuzzer", path: "fuzz/Sources/CLibFuzzer"))
     for harness in harnesses {
