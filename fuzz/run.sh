@@ -12,8 +12,8 @@
 # New inputs go to fuzz/.work/NAME (not committed); the committed corpus in
 # fuzz/corpus/NAME is read, never written. A crash, leak or timeout leaves its
 # input in fuzz/.work/artifacts/ and fails the run: add it to fuzz/regressions/NAME/
-# with the fix. The last line of each run, "#N DONE cov: ... corp: ...", and the
-# final stats go to fuzz/.work/logs/NAME.log.
+# with the fix. The last line of each run, "#N DONE cov: ... corp: ..." (with -fork=N,
+# the last "#N: cov: ..." line), and the final stats go to fuzz/.work/logs/NAME.log.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -68,10 +68,11 @@ run() {
     if "$BIN/$name" "${COMMON[@]}" -dict="dict/${DICT[$name]}.dict" -max_len="${MAXLEN[$name]}" "$@" \
         ".work/$name" "corpus/$name" >".work/logs/$name.log" 2>&1; then
         local line
-        # libFuzzer separates the count from DONE with a tab; without a match, the
+        # The last "#N" line: DONE (libFuzzer separates the count from it with a tab),
+        # or with -fork=N, which prints no DONE, the last stats line. Without a match the
         # failing grep would end the script here (set -e, pipefail) with status 1.
-        line=$(grep -E '^#[0-9]+[[:space:]]+DONE' ".work/logs/$name.log" | tail -1) || true
-        echo "$name: ${line:-no DONE line} ($((SECONDS - start)) s)"
+        line=$(grep -E '^#[0-9]+([[:space:]]+DONE|:)' ".work/logs/$name.log" | tail -1) || true
+        echo "$name: ${line:-no stats line} ($((SECONDS - start)) s)"
     else
         tail -60 ".work/logs/$name.log"
         echo "fuzz: $name found a crash, leak or timeout (log: fuzz/.work/logs/$name.log, input: fuzz/.work/artifacts/)" >&2
