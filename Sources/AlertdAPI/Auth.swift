@@ -13,13 +13,16 @@ public enum Role: String, Sendable, Hashable, CaseIterable {
     case answer
     /// Everything, webhooks included.
     case admin
+    /// `read`, plus Alertmanager's receiver (`POST /v1/integrations/alertmanager/{client}`):
+    /// its alerts carry the labels a silence button acts on, so `post` alone may not send them.
+    case alertmanager
 
     /// Whether this role grants what a route needs.
     func grants(_ permission: Permission) -> Bool {
         switch (self, permission) {
         case (_, .open), (_, .anyone), (.admin, _): true
         case (_, .read): true
-        case (.post, .post), (.answer, .answer): true
+        case (.post, .post), (.answer, .answer), (.alertmanager, .alertmanager): true
         default: false
         }
     }

@@ -8,6 +8,8 @@ public enum Permission: Sendable, Hashable {
     case post
     case answer
     case admin
+    /// Alertmanager's receiver: the `alertmanager` role (or `admin`).
+    case alertmanager
 
     /// The roles that grant it, for error details.
     var roleNeeded: String {
@@ -17,6 +19,7 @@ public enum Permission: Sendable, Hashable {
         case .post: "the post or admin role"
         case .answer: "the answer or admin role"
         case .admin: "the admin role"
+        case .alertmanager: "the alertmanager or admin role"
         }
     }
 }

@@ -25,6 +25,6 @@ extension API {
         Route("GET", "/v1/clients/{client}/webhooks/{id}", .admin, "get_webhook", API.getWebhook),
         Route("DELETE", "/v1/clients/{client}/webhooks/{id}", .admin, "delete_webhook", API.deleteWebhook),
         // Prometheus Alertmanager's webhook receiver: its alerts posted to {client} (docs/alertmanager.md).
-        Route("POST", "/v1/integrations/alertmanager/{client}", .post, "alertmanager", API.receiveAlertmanager),
+        Route("POST", "/v1/integrations/alertmanager/{client}", .alertmanager, "alertmanager", API.receiveAlertmanager),
     ]
 }

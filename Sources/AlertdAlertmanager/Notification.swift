@@ -121,7 +121,8 @@ public struct AlertmanagerAlert: Sendable, Hashable {
     public var startsAt: String
     public var endsAt: String?
     public var generatorURL: String?
-    /// Alertmanager's id of the alert's label set: 16 hex digits.
+    /// Alertmanager's id of the alert's label set: 16 hex digits, ``fingerprint(of:)`` of ``labels``
+    /// (a notification whose fingerprint is not is refused).
     public var fingerprint: String
 
     public struct Label: Sendable, Hashable {
@@ -158,9 +159,34 @@ public struct AlertmanagerAlert: Sendable, Hashable {
 
     private static func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
 
-    /// A fingerprint: 1 to 64 hex digits (Alertmanager writes 16).
+    /// Alertmanager's fingerprint of a label set, as its webhook writes it: 16
+    /// lowercase hex digits of the 64-bit FNV-1a hash of the labels sorted by
+    /// name, each name and each value followed by the byte 0xFF (which no UTF-8
+    /// text holds). Prometheus's `model.LabelSet.Fingerprint`.
+    ///
+    /// ```swift
+    /// AlertmanagerAlert.fingerprint(of: [.init("alertname", "DiskFull")])  // the 16 digits Alertmanager sends
+    /// ```
+    public static func fingerprint(of labels: [Label]) -> String {
+        var hash: UInt64 = 14_695_981_039_346_656_037
+        @inline(__always) func add(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash &*= 1_099_511_628_211
+        }
+        // Label names are ASCII ([a-zA-Z_][a-zA-Z0-9_]*), so byte order is Swift's order.
+        for label in labels.sorted(by: { $0.name < $1.name }) {
+            for byte in label.name.utf8 { add(byte) }
+            add(0xFF)
+            for byte in label.value.utf8 { add(byte) }
+            add(0xFF)
+        }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// A fingerprint as Alertmanager writes one: 16 hex digits.
     static func isFingerprint(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count)
+        text.utf8.count == 16
             && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
     }
 
@@ -222,6 +248,18 @@ public struct AlertmanagerAlert: Sendable, Hashable {
         // `status`), so an odd value is no reason to lose the notification.
         let endsAt = AlertmanagerNotification.optionalString(object["endsAt"], "\(path).endsAt", &errors)
         let generatorURL = AlertmanagerNotification.optionalString(object["generatorURL"], "\(path).generatorURL", &errors)
+        // The fingerprint is Alertmanager's hash of the labels, not a name the sender picks: a
+        // notification cannot take a real alert's fingerprint (and so its one pending alert)
+        // for labels of its own.
+        if let labels, !fingerprint.isEmpty, errors.count == before {
+            let expected = Self.fingerprint(of: labels.map { Label($0.name, $0.value) })
+            if fingerprint != expected {
+                errors.append(
+                    FieldError(
+                        field: "\(path).fingerprint",
+                        reason: "is not Alertmanager's fingerprint of this alert's labels (they hash to \(expected))"))
+            }
+        }
         guard errors.count == before, let status, let labels else { return nil }
         return AlertmanagerAlert(
             status: status, labels: labels.map { Label($0.name, $0.value) },

@@ -18,8 +18,9 @@ public struct AlertmanagerSettings: Sendable, Hashable {
     public var authorization: String?
     /// The buttons of every alert the integration posts, in order.
     public var buttons: [AlertmanagerButton]
-    /// The labels a silence matches on; nil: every label of the alert. An alert
-    /// that has none of them is silenced on all of its labels (a silence needs a matcher).
+    /// The labels a silence matches on, besides `alertname`, which it always
+    /// matches; nil: every label of the alert. An alert that lacks any of them
+    /// (or `alertname`) gets no silence buttons: a silence is never wider than this.
     public var matcherLabels: [String]?
     /// Priority by the value of the alert's `severity` label.
     public var severityPriority: [String: Int]
@@ -47,6 +48,9 @@ public struct AlertmanagerSettings: Sendable, Hashable {
 
     /// Where silences are created: Alertmanager's API v2.
     public var silencesURL: String? { url.map { $0 + "/api/v2/silences" } }
+
+    /// Whether a button creates silences: one has `silence`, and there is an Alertmanager to send them to.
+    public var silences: Bool { url != nil && buttons.contains { $0.silenceSeconds != nil } }
 
     /// The button titled `title`, if the integration has one.
     public func button(titled title: String) -> AlertmanagerButton? { buttons.first { $0.title == title } }

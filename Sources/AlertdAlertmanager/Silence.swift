@@ -22,24 +22,42 @@ public enum AlertmanagerSilence {
     public static let anonymousCreator = "alertd"
 
     /// The silence choosing `alert`'s button creates, or nil: the alert was not
-    /// posted by the integration, it is not answered, or its button makes no silence.
+    /// posted by the integration, it is not answered, its button makes no silence,
+    /// or its labels do not allow one (``matchers(_:only:)``).
+    ///
+    /// The matchers are those the alert showed when it was posted
+    /// (`metadata.alertmanager.silence_matchers`, written only by the receiver), so a
+    /// config reloaded in between never widens what the operator agreed to.
     public static func body(for alert: Alert, settings: AlertmanagerSettings) -> [UInt8]? {
         guard alert.state == .answered, let result = alert.result, let title = result.button,
             let seconds = settings.button(titled: title)?.silenceSeconds, let labels = AlertmanagerMapping.labels(of: alert)
         else { return nil }
+        let scope = matchers(labels, only: AlertmanagerMapping.silenceMatcherNames(of: alert) ?? settings.matcherLabels)
+        guard scope.missing.isEmpty else { return nil }
         let decidedAt = alert.decidedAt ?? alert.createdAt
         return body(
-            matchers: matchers(labels, only: settings.matcherLabels), startsAt: decidedAt, endsAt: decidedAt.adding(seconds: seconds),
+            matchers: scope.matchers, startsAt: decidedAt, endsAt: decidedAt.adding(seconds: seconds),
             createdBy: result.decidedBy ?? anonymousCreator,
             comment: "Silenced from alertd: alert \(alert.id) on client \(alert.client), button \"\(title)\"")
     }
 
-    /// The matchers: the labels named in `only` that the alert has, or all of them
-    /// (when `only` is nil, or the alert has none of them: a silence needs a matcher).
-    public static func matchers(_ labels: [AlertmanagerAlert.Label], only names: [String]?) -> [AlertmanagerAlert.Label] {
-        guard let names else { return labels }
-        let chosen = labels.filter { names.contains($0.name) }
-        return chosen.isEmpty ? labels : chosen
+    /// The label a silence always matches on: a silence without it would cover
+    /// every alert that shares the other labels (`severity="critical"`).
+    public static let requiredLabel = "alertname"
+
+    /// What a silence of an alert with `labels` matches on: ``requiredLabel`` and
+    /// the labels named in `names`, or, when `names` is nil, every label of the
+    /// alert. `missing` names the labels the silence needs and the alert lacks;
+    /// when it is not empty there is no silence — never a wider one.
+    public static func matchers(
+        _ labels: [AlertmanagerAlert.Label], only names: [String]?
+    ) -> (matchers: [AlertmanagerAlert.Label], missing: [String]) {
+        var required = [requiredLabel]
+        for name in names ?? [] where !required.contains(name) { required.append(name) }
+        let missing = required.filter { name in !labels.contains { $0.name == name } }
+        guard missing.isEmpty else { return ([], missing) }
+        guard let names else { return (labels, []) }
+        return (labels.filter { $0.name == requiredLabel || names.contains($0.name) }, [])
     }
 
     static func body(

@@ -118,7 +118,7 @@ public struct Alertd: Sendable {
             }
             let deliveries = DeliveryWorker(
                 settings: .init(
-                    timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try DenyList(config.callbacks.deny),
+                    timeout: config.callbacks.timeout, policy: config.callbacks.retryPolicy, deny: try config.callbacks.denyList(),
                     trustedTargets: trusted),
                 log: store, clock: clock, logger: logger, observe: metrics.observeAttempt)
             let engine = Engine(

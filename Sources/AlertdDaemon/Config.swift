@@ -120,6 +120,11 @@ public struct Config: Sendable {
         public var retryInitialSeconds: Double = 1
         public var retryMaxIntervalSeconds: Double = 300
         public var deny = DenyList.defaultEntries
+        /// Exceptions to `deny`: address blocks and host globs a callback may reach all the same.
+        public var allow: [String] = []
+
+        /// The deny list these settings describe (checked when the config was read).
+        public func denyList() throws(DenyListError) -> DenyList { try DenyList(deny, allow: allow) }
 
         /// The retry schedule these settings describe.
         public var retryPolicy: RetryPolicy {

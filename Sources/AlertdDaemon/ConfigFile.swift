@@ -206,7 +206,7 @@ extension Config {
             }
         }
         if let callbacks = problems.check({ try root.section("callbacks") }) ?? nil {
-            callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny"])
+            callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow"])
             problems.check {
                 if let secret = try callbacks.string("signing_secret") {
                     do {
@@ -231,6 +231,16 @@ extension Config {
                         throw callbacks.error("deny", "\(error)", separator: ": ")
                     }
                     config.callbacks.deny = v
+                }
+            }
+            problems.check {
+                if let v = try callbacks.strings("allow") {
+                    do {
+                        _ = try DenyList([], allow: v)
+                    } catch {
+                        throw callbacks.error("allow", "\(error)", separator: ": ")
+                    }
+                    config.callbacks.allow = v
                 }
             }
             if config.callbacks.retryMaxIntervalSeconds < config.callbacks.retryInitialSeconds {
@@ -411,12 +421,12 @@ extension Config {
             throw entry.error("sha256", "is the same secret as another token's")
         }
         guard let roleNames = try entry.strings("roles"), !roleNames.isEmpty else {
-            throw entry.error("roles", "must list at least one of read, post, answer, admin")
+            throw entry.error("roles", "must list at least one of read, post, answer, admin, alertmanager")
         }
         var roles: Set<Role> = []
         for roleName in roleNames {
             guard let role = Role(rawValue: roleName) else {
-                throw entry.error("roles", "\(roleName) is not one of read, post, answer, admin", separator: ": ")
+                throw entry.error("roles", "\(roleName) is not one of read, post, answer, admin, alertmanager", separator: ": ")
             }
             roles.insert(role)
         }

@@ -62,6 +62,7 @@ final class Reloader: Sendable {
         let (a, b) = (new.callbacks, old.callbacks)
         if a.signingSecret != b.signingSecret || a.timeout != b.timeout || a.maxAge != b.maxAge
             || a.retryInitialSeconds != b.retryInitialSeconds || a.retryMaxIntervalSeconds != b.retryMaxIntervalSeconds || a.deny != b.deny
+            || a.allow != b.allow
         {
             atStart.append("callbacks")
         }

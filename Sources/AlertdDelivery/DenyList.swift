@@ -15,23 +15,37 @@
 /// then connect to one of those same addresses, so that a name re-resolving
 /// elsewhere between the check and the connection cannot get past it.
 ///
+/// `callbacks.allow` names the exceptions, in the same two forms: an address
+/// block lets the addresses in it through, a host glob lets that name through
+/// whatever it resolves to (the admin vouches for the name, as for a receiver
+/// on the same host or network).
+///
 /// ```swift
-/// let deny = try DenyList(["169.254.0.0/16", "fe80::/10", "*.internal"])
+/// let deny = try DenyList(["169.254.0.0/16", "127.0.0.0/8", "*.internal"], allow: ["127.0.0.1"])
 /// deny.refuses(host: "example.com", addresses: [IPAddress("169.254.169.254")!])
 /// // "169.254.169.254 is in callbacks.deny entry 169.254.0.0/16"
-/// deny.refuses(host: "localhost", addresses: [IPAddress("127.0.0.1")!])  // nil
+/// deny.refuses(host: "localhost", addresses: [IPAddress("127.0.0.1")!])  // nil: allowed
+/// deny.refuses(host: "localhost", addresses: [IPAddress("127.0.0.2")!])  // "127.0.0.2 is in …"
 /// ```
 public struct DenyList: Sendable {
-    /// The default: link-local addresses, where cloud metadata endpoints live
-    /// (169.254.169.254 on AWS, GCP, Azure and others). AWS's IPv6 endpoint
-    /// `fd00:ec2::254` is not link-local: list it where that matters.
-    public static let defaultEntries = ["169.254.0.0/16", "fe80::/10"]
+    /// The default (SPEC §5): what a stranger's URL must never reach from
+    /// alertd's host — "this network" (0.0.0.0/8, `::`), loopback (a
+    /// co-located Prometheus, database or admin API), link-local (cloud
+    /// metadata, 169.254.169.254), the private ranges (RFC 1918, IPv6 ULA, where
+    /// AWS's `fd00:ec2::254` also lives) and shared address space (100.64.0.0/10,
+    /// carrier and cloud NAT). IPv4-mapped IPv6 forms are covered by the IPv4 blocks.
+    public static let defaultEntries = [
+        "0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::/128",
+        "::1/128", "fe80::/10", "fc00::/7",
+    ]
 
-    /// The list made of ``defaultEntries``.
+    /// The list made of ``defaultEntries``, with no exceptions.
     public static let standard = DenyList(validated: defaultEntries)
 
-    /// The entries as written in the config.
+    /// The deny entries as written in the config.
     public let entries: [String]
+    /// The exceptions (`callbacks.allow`) as written in the config.
+    public let allowed: [String]
 
     private struct NetworkRule: Sendable {
         let entry: String
@@ -45,17 +59,30 @@ public struct DenyList: Sendable {
 
     private var networks: [NetworkRule] = []
     private var hosts: [HostRule] = []
+    private var allowedNetworks: [IPNetwork] = []
+    private var allowedHosts: [HostPattern] = []
 
-    /// Parses `entries`.
+    /// Parses `entries` and the exceptions `allow`.
     ///
     /// - Throws: ``DenyListError`` naming the first entry that is neither an
-    ///   address block nor a host glob.
-    public init(_ entries: [String]) throws(DenyListError) {
+    ///   address block nor a host glob, and its list.
+    public init(_ entries: [String], allow: [String] = []) throws(DenyListError) {
         self.entries = entries
+        self.allowed = allow
         for entry in entries {
             switch try Self.parse(entry) {
             case .network(let network): networks.append(NetworkRule(entry: entry, network: network))
             case .host(let pattern): hosts.append(HostRule(entry: entry, pattern: pattern))
+            }
+        }
+        for entry in allow {
+            do throws(DenyListError) {
+                switch try Self.parse(entry) {
+                case .network(let network): allowedNetworks.append(network)
+                case .host(let pattern): allowedHosts.append(pattern)
+                }
+            } catch {
+                throw error.in(.allow)
             }
         }
     }
@@ -80,8 +107,10 @@ public struct DenyList: Sendable {
         if name.hasSuffix(".") { name = name.dropLast() }
         let lowercased = name.lowercased()
 
-        if !hosts.isEmpty {
+        if !hosts.isEmpty || !allowedHosts.isEmpty {
             let labels = lowercased.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            // A name the admin allowed goes through, whatever it resolves to.
+            if allowedHosts.contains(where: { $0.matches(labels) }) { return nil }
             for rule in hosts where rule.pattern.matches(labels) {
                 return "host \(lowercased) matches callbacks.deny entry \(rule.entry)"
             }
@@ -93,7 +122,7 @@ public struct DenyList: Sendable {
         for address in candidates where address == Self.unspecifiedV4 || address == Self.unspecifiedV6 {
             candidates += [IPAddress(ipv4: 0x7F00_0001), IPAddress(ipv6High: 0, low: 1)]
         }
-        for address in candidates {
+        for address in candidates where !allowedNetworks.contains(where: { $0.contains(address) }) {
             for rule in networks where rule.network.contains(address) {
                 return "\(address) is in callbacks.deny entry \(rule.entry)"
             }
@@ -178,19 +207,32 @@ struct HostPattern: Sendable, Hashable {
     }
 }
 
-/// A `callbacks.deny` entry that is neither an address block nor a host glob.
+/// A `callbacks.deny` or `callbacks.allow` entry that is neither an address block nor a host glob.
 public struct DenyListError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         case empty, invalidAddress, invalidPrefixLength, invalidHostPattern
     }
 
+    /// The list an entry belongs to.
+    public enum List: String, Sendable, Hashable {
+        case deny, allow
+    }
+
     private let code: Code
     /// The entry as written.
     public let entry: String
+    /// The list it was found in.
+    public private(set) var list = List.deny
 
     private init(_ code: Code, _ entry: String) {
         self.code = code
         self.entry = entry
+    }
+
+    func `in`(_ list: List) -> DenyListError {
+        var error = self
+        error.list = list
+        return error
     }
 
     /// The entry is an empty string.
@@ -211,6 +253,6 @@ public struct DenyListError: Error, Sendable, Hashable, CustomStringConvertible 
             case .invalidHostPattern:
                 "is not a host glob (labels of letters, digits, - and _, separated by dots; * alone stands for one or more labels)"
             }
-        return "callbacks.deny entry \"\(entry)\" \(why)"
+        return "callbacks.\(list.rawValue) entry \"\(entry)\" \(why)"
     }
 }

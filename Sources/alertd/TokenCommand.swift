@@ -35,7 +35,7 @@ struct TokenCommand: ParsableCommand {
                 throw ValidationError("the name must be 1 to 64 visible ASCII characters")
             }
             for role in Self.list(roles) where Role(rawValue: role) == nil {
-                throw ValidationError("\(role) is not a role: read, post, answer, admin")
+                throw ValidationError("\(role) is not a role: read, post, answer, admin, alertmanager")
             }
             if Self.list(roles).isEmpty { throw ValidationError("--roles needs at least one role") }
             for client in Self.list(clients) where ClientPattern(client) == nil {

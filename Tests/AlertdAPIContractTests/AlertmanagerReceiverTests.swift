@@ -14,14 +14,25 @@ import Testing
 enum AM {
     static let startsAt = "2026-11-21T19:01:00.123456789Z"
 
-    /// One alert of a payload.
+    /// One alert of a payload, its labels `alertname`, `instance`, `job` (`job`, which tells
+    /// the tests' alerts apart) and `severity`, and their fingerprint as Alertmanager computes it.
     static func alert(
-        _ fingerprint: String, status: String = "firing", alertname: String = "DiskFull", severity: String? = "critical",
+        _ job: String, status: String = "firing", alertname: String? = "DiskFull", severity: String? = "critical",
         instance: String = "db1:9100", summary: String? = "Disk full on db1", description: String? = "/var is 99% full",
         startsAt: String = AM.startsAt
     ) -> [String: Any] {
-        var labels = ["alertname": alertname, "instance": instance]
+        var labels = ["instance": instance, "job": job]
+        if let alertname { labels["alertname"] = alertname }
         if let severity { labels["severity"] = severity }
+        return alert(labels: labels, status: status, summary: summary, description: description, startsAt: startsAt)
+    }
+
+    /// One alert of a payload with exactly `labels`.
+    static func alert(
+        labels: [String: String], status: String = "firing", summary: String? = "Disk full on db1",
+        description: String? = "/var is 99% full", startsAt: String = AM.startsAt
+    ) -> [String: Any] {
+        let fingerprint = TestAlertmanager.fingerprint(labels)
         var annotations: [String: String] = [:]
         if let summary { annotations["summary"] = summary }
         if let description { annotations["description"] = description }
@@ -85,24 +96,32 @@ struct AlertmanagerReceiverTests {
             let load = AM.alert("aaaaaaaaaaaaaaa2", alertname: "HighLoad", severity: "warning", summary: nil, description: nil)
             let first = try await http.receipts(client, [disk, load])
             #expect(outcomes(first) == ["created", "created"])
-            #expect(first.map { $0["fingerprint"] as? String } == ["aaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaa2"])
+            #expect(first.map { $0["fingerprint"] as? String } == [disk["fingerprint"] as? String, load["fingerprint"] as? String])
 
             let pending = try await http.list(client).alerts
             // Priority orders the queue: the critical alert (50) before the warning (0).
             #expect(pending.map(Contract.id) == ids(first))
             let shown = try #require(pending.first)
             #expect(shown["title"] as? String == "Disk full on db1")
-            #expect(shown["message"] as? String == "/var is 99% full")
+            // What a silence would match is the message's last paragraph: every label, by default.
+            #expect(
+                shown["message"] as? String
+                    == "/var is 99% full\n\nA silence matches: alertname=\"DiskFull\", instance=\"db1:9100\", job=\"aaaaaaaaaaaaaaa1\", "
+                    + "severity=\"critical\"")
             #expect(shown["priority"] as? Int == 50)
             #expect(Contract.buttons(shown) == ["Acknowledge/default", "Silence 1h/default", "Silence 24h/default", "Ignore/cancel"])
             let metadata = try #require((shown["metadata"] as? [String: Any])?["alertmanager"] as? [String: Any])
-            #expect(metadata["fingerprint"] as? String == "aaaaaaaaaaaaaaa1")
+            #expect(metadata["fingerprint"] as? String == disk["fingerprint"] as? String)
+            #expect(metadata["silence_matchers"] as? [String] == ["alertname", "instance", "job", "severity"])
             #expect(metadata["starts_at"] as? String == AM.startsAt)
             #expect(metadata["generator_url"] as? String == "http://prometheus:9090/graph?g0.expr=disk")
-            #expect(metadata["labels"] as? [String: String] == ["alertname": "DiskFull", "instance": "db1:9100", "severity": "critical"])
+            #expect(
+                metadata["labels"] as? [String: String]
+                    == ["alertname": "DiskFull", "instance": "db1:9100", "job": "aaaaaaaaaaaaaaa1", "severity": "critical"])
             let second = try #require(pending.last)
             #expect(second["title"] as? String == "HighLoad", "no summary: the alertname")
-            #expect(second["message"] is NSNull && second["priority"] as? Int == 0)
+            #expect((second["message"] as? String)?.hasPrefix("A silence matches: alertname=\"HighLoad\"") == true, "no description")
+            #expect(second["priority"] as? Int == 0)
 
             // Alertmanager notifies again (repeat_interval), its text changed: nothing new.
             var repeated = disk
@@ -203,11 +222,17 @@ struct AlertmanagerBadInputTests {
             (jsonBody(AM.payload([valid]).merging(["version": "3"]) { $1 }), ["version"]),
             (jsonBody(AM.payload([valid]).filter { $0.key != "version" }), ["version"]),
             (jsonBody(AM.payload([valid, valid.filter { $0.key != "fingerprint" }])), ["alerts[1].fingerprint"]),
+            // The fingerprint is Alertmanager's hash of the labels: not any hex, not another alert's.
+            (jsonBody(AM.payload([valid.merging(["fingerprint": "0"]) { $1 }])), ["alerts[0].fingerprint"]),
+            (
+                jsonBody(AM.payload([valid, AM.alert("other").merging(["fingerprint": valid["fingerprint"]!]) { $1 }])),
+                ["alerts[1].fingerprint"]
+            ),
             (jsonBody(AM.payload([valid, valid.merging(["status": "pending"]) { $1 }])), ["alerts[1].status"]),
             (jsonBody(AM.payload([valid.merging(["labels": ["alertname": 5]]) { $1 }])), ["alerts[0].labels.alertname"]),
             (jsonBody(AM.payload([valid.merging(["startsAt": "yesterday"]) { $1 }])), ["alerts[0].startsAt"]),
             (
-                jsonBody(AM.payload([valid.merging(["labels": ["alertname": String(repeating: "x", count: 4200)]]) { $1 }])),
+                jsonBody(AM.payload([AM.alert(labels: ["alertname": String(repeating: "x", count: 4200)])])),
                 ["alerts[0].labels"]
             ),
             (#"{"title":"Disk full","buttons":[{"title":"OK"}]}"#, ["version", "alerts"]),
@@ -280,21 +305,76 @@ struct AlertmanagerBadInputTests {
         }
     }
 
-    @Test("the receiver needs a token with post on the client: 401 without one, 403 for a reader or another client")
+    @Test(
+        "the receiver needs the alertmanager role on the client: 401 without a token, 403 for post alone, a reader or another client"
+    )
     func auth() async throws {
-        let (tokens, secrets) = try await AuthTests.config()
+        var (tokens, secrets) = try await AuthTests.config()
+        let (receiver, entry) = try await newToken("prometheus-am", roles: "alertmanager", clients: "ops")
+        tokens += entry
+        secrets["prometheus-am"] = receiver
         try await withTestClient(config: AM.config(more: tokens)) { http in
             let as_: (String) -> [(String, String)] = { AuthTests.bearer(secrets[$0]) }
             Contract.expectProblem(try await http.notify("ops", [Self.valid]), status: 401, code: "unauthorized")
             Contract.expectProblem(try await http.notify("ops", [Self.valid], headers: as_("reader")), status: 403, code: "forbidden")
-            Contract.expectProblem(try await http.notify("db", [Self.valid], headers: as_("deployer")), status: 403, code: "forbidden")
+            // A service's post token cannot send the alerts a silence button acts on.
+            let postOnly = Contract.expectProblem(
+                try await http.notify("ops", [Self.valid], headers: as_("deployer")), status: 403, code: "forbidden")
+            #expect((postOnly["detail"] as? String)?.contains("alertmanager") == true, "\(postOnly)")
+            Contract.expectProblem(try await http.notify("db", [Self.valid], headers: as_("prometheus-am")), status: 403, code: "forbidden")
             let everything = "/v1/clients/%@/alerts?state=\(Contract.allStates)"
             for client in ["ops", "db"] {
                 let listed = try await http.get(String(format: everything, client), headers: as_("reader"))
                 let alerts = try listed.jsonObject()["alerts"] as? [Any]
                 #expect(listed.status == 200 && alerts?.isEmpty == true, "\(listed.text)")
             }
-            #expect(outcomes(try await http.receipts("ops", [Self.valid], headers: as_("deployer"))) == ["created"])
+            #expect(outcomes(try await http.receipts("ops", [Self.valid], headers: as_("prometheus-am"))) == ["created"])
+            // The role is the receiver's alone: it posts nothing else.
+            Contract.expectProblem(
+                try await http.post("/v1/clients/ops/alerts", json: #"{"title":"x"}"#, headers: as_("prometheus-am")), status: 403,
+                code: "forbidden")
+            #expect(outcomes(try await http.receipts("ops", [AM.alert("by-admin")], headers: as_("root"))) == ["created"])
+        }
+    }
+
+    @Test(
+        "an alert without alertname (the review's forged severity=critical) gets no silence button, and the message says why"
+    )
+    func noSilenceWithoutAlertname() async throws {
+        try await withTestClient(config: AM.config()) { http in
+            let client = Contract.uniqueClient("am-forged")
+            let forged = AM.alert(labels: ["severity": "critical"], summary: nil, description: nil)
+            let id = try #require(ids(try await http.receipts(client, [forged])).first)
+            let alert = try await http.alert(client, id)
+            #expect(Contract.buttons(alert) == ["Acknowledge/default", "Ignore/cancel"])
+            #expect(
+                (alert["message"] as? String)?.hasPrefix("No silence from alertd: the alert has no label alertname") == true, "\(alert)")
+            let metadata = try #require((alert["metadata"] as? [String: Any])?["alertmanager"] as? [String: Any])
+            #expect(metadata["silence_matchers"] == nil)
+            Contract.expectProblem(
+                try await http.choose(client, id, ["button": "Silence 24h"], headers: []), status: 422, code: "unknown-button")
+            #expect(try await http.choose(client, id, ["button": "Acknowledge"], headers: []).status == 200)
+            let deliveries = try await http.get("/v1/clients/\(client)/alerts/\(id)/deliveries").jsonObject()["deliveries"] as? [Any]
+            #expect(deliveries?.isEmpty == true, "no silence is sent")
+        }
+    }
+
+    @Test("with matcher_labels a silence matches alertname and those labels; an alert lacking one gets no silence button")
+    func matcherLabels() async throws {
+        try await withTestClient(config: AM.config(integration: "    matcher_labels: [instance]\n")) { http in
+            let client = Contract.uniqueClient("am-matchers")
+            let full = AM.alert("with-instance")
+            let partial = AM.alert(labels: ["alertname": "NoInstance", "severity": "critical"], description: nil)
+            let receipts = try await http.receipts(client, [full, partial])
+            let silenced = try await http.alert(client, ids(receipts)[0])
+            #expect(Contract.buttons(silenced) == ["Acknowledge/default", "Silence 1h/default", "Silence 24h/default", "Ignore/cancel"])
+            #expect(
+                (silenced["message"] as? String)?.hasSuffix("\n\nA silence matches: alertname=\"DiskFull\", instance=\"db1:9100\"") == true)
+            let metadata = try #require((silenced["metadata"] as? [String: Any])?["alertmanager"] as? [String: Any])
+            #expect(metadata["silence_matchers"] as? [String] == ["alertname", "instance"])
+            let refused = try await http.alert(client, ids(receipts)[1])
+            #expect(Contract.buttons(refused) == ["Acknowledge/default", "Ignore/cancel"])
+            #expect((refused["message"] as? String)?.hasPrefix("No silence from alertd: the alert has no label instance") == true)
         }
     }
 }
@@ -320,12 +400,12 @@ struct AlertmanagerSilenceTests {
     /// A config with a token `oncall-alice` that answers and one that posts, the integration pointing at `url`.
     static func config(url: String, more: String = "", integration: String = "") async throws -> (String, [String: String]) {
         let (answer, answerEntry) = try await newToken("oncall-alice", roles: "answer", clients: "*")
-        let (post, postEntry) = try await newToken("alertmanager", roles: "post", clients: "*")
+        let (post, postEntry) = try await newToken("alertmanager", roles: "alertmanager", clients: "*")
         let tokens = "auth:\n  tokens:\n" + answerEntry + postEntry
         let fast = "callbacks:\n  signing_secret: e2e-signing-secret\n  retry_initial_seconds: 0.2\n  retry_max_interval_seconds: 0.5\n"
         let config = AM.config(url: url, integration: integration, more: tokens + more)
             .replacingOccurrences(of: "callbacks:\n  signing_secret: e2e-signing-secret\n", with: fast)
-        return (config, ["answer": answer, "post": post])
+        return (config, ["answer": answer, "alertmanager": post])
     }
 
     @Test(
@@ -340,7 +420,7 @@ struct AlertmanagerSilenceTests {
             let id = try #require(
                 ids(
                     try await http.receipts(
-                        client, [AM.alert("1111111111111111", alertname: "SilenceMe")], headers: AuthTests.bearer(secrets["post"]))
+                        client, [AM.alert("1111111111111111", alertname: "SilenceMe")], headers: AuthTests.bearer(secrets["alertmanager"]))
                 )
                 .first)
             let chosen = try await http.choose(client, id, ["button": "Silence 1h"], headers: AuthTests.bearer(secrets["answer"]))
@@ -352,7 +432,11 @@ struct AlertmanagerSilenceTests {
             let matchers = (silence["matchers"] as? [[String: Any]] ?? []).map {
                 "\($0["name"] as? String ?? "?")=\($0["value"] as? String ?? "?") regex:\($0["isRegex"] as? Bool ?? true)"
             }
-            #expect(Set(matchers) == ["alertname=SilenceMe regex:false", "instance=db1:9100 regex:false", "severity=critical regex:false"])
+            #expect(
+                Set(matchers) == [
+                    "alertname=SilenceMe regex:false", "instance=db1:9100 regex:false", "job=1111111111111111 regex:false",
+                    "severity=critical regex:false",
+                ])
             #expect(silence["createdBy"] as? String == "oncall-alice")
             #expect((silence["comment"] as? String)?.contains(id) == true, "\(silence)")
             // Alertmanager writes a silence's times with milliseconds, as alertd does.
@@ -383,7 +467,7 @@ struct AlertmanagerSilenceTests {
             let id = try #require(
                 ids(
                     try await http.receipts(
-                        client, [AM.alert("2222222222222222", alertname: "WhileDown")], headers: AuthTests.bearer(secrets["post"]))
+                        client, [AM.alert("2222222222222222", alertname: "WhileDown")], headers: AuthTests.bearer(secrets["alertmanager"]))
                 )
                 .first)
             await am.kill()
@@ -407,7 +491,7 @@ struct AlertmanagerSilenceTests {
         }
     }
 
-    @Test("the configured Alertmanager on loopback is called though callbacks.deny covers loopback, which still stops webhooks")
+    @Test("the configured Alertmanager on loopback is called though the default callbacks.deny covers loopback, which still stops webhooks")
     func trustedDespiteDenyList() async throws {
         let am = try await startAlertmanager()
         defer { am.stop() }
@@ -415,13 +499,11 @@ struct AlertmanagerSilenceTests {
         defer { hook.close() }
         let more = "webhooks:\n  - {client: \"am-deny\", url: \"\(hook.url)\", secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}\n"
         let (config, secrets) = try await Self.config(url: am.baseURL, more: more)
-        let denying = config.replacingOccurrences(
-            of: "  retry_max_interval_seconds: 0.5\n", with: "  retry_max_interval_seconds: 0.5\n  deny: [\"127.0.0.0/8\"]\n")
-        try await withTestClient(config: denying) { http in
+        try await withTestClient(config: config) { http in
             let id = try #require(
                 ids(
                     try await http.receipts(
-                        "am-deny", [AM.alert("3333333333333333", alertname: "Denied")], headers: AuthTests.bearer(secrets["post"]))
+                        "am-deny", [AM.alert("3333333333333333", alertname: "Denied")], headers: AuthTests.bearer(secrets["alertmanager"]))
                 )
                 .first)
             #expect(

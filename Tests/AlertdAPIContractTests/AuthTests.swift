@@ -98,11 +98,14 @@ struct AuthTests {
         ("GET", "/v1/clients/{c}/webhooks", nil, "admin"),
         ("GET", "/v1/clients/{c}/webhooks/wh_x", nil, "admin"),
         ("DELETE", "/v1/clients/{c}/webhooks/wh_x", nil, "admin"),
+        // Without integrations.alertmanager the receiver answers 404 once the token may use it.
+        ("POST", "/v1/integrations/alertmanager/{c}", #"{"version": "4", "alerts": []}"#, "alertmanager"),
     ]
 
-    /// What each role grants (§7): read reads; post and answer add their own; admin everything.
+    /// What each role grants (§7): read reads; post, answer and alertmanager add their own; admin everything.
     static let grants: [String: Set<String>] = [
-        "read": ["read"], "post": ["read", "post"], "answer": ["read", "answer"], "admin": ["read", "post", "answer", "admin"],
+        "read": ["read"], "post": ["read", "post"], "answer": ["read", "answer"], "alertmanager": ["read", "alertmanager"],
+        "admin": ["read", "post", "answer", "admin", "alertmanager"],
     ]
 
     @Test("the auth matrix: every role × every /v1 route × a client in its glob and one outside it")

@@ -13,10 +13,11 @@ import Testing
 /// The secret every test webhook and `callback_url` is signed with.
 private let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-/// A config with fast retries, the signing secret and the given webhooks.
+/// A config with fast retries, the signing secret and the given webhooks; the tests' receivers
+/// listen on loopback, which the default deny list refuses, so `allow` names it unless told otherwise.
 func config(
     webhooks: [(client: String, url: String)] = [], timeout: Double = 5, retryInitial: Double = 0.2, retryMax: Double = 0.8,
-    maxAge: Double = 600, deny: [String]? = nil
+    maxAge: Double = 600, deny: [String]? = nil, allow: [String] = ["127.0.0.0/8", "::1"]
 ) -> String {
     // durability normal: these tests are about delivery, not fsync (kill -9 with deliveries
     // pending is an end-to-end test); a full fsync per commit slowed them on a busy disk.
@@ -31,6 +32,7 @@ func config(
 
         """
     if let deny { text += "  deny: [\(deny.map { "\"\($0)\"" }.joined(separator: ", "))]\n" }
+    if !allow.isEmpty { text += "  allow: [\(allow.map { "\"\($0)\"" }.joined(separator: ", "))]\n" }
     if !webhooks.isEmpty {
         text += "webhooks:\n"
         for hook in webhooks { text += "  - {client: \(hook.client), url: \"\(hook.url)\", secret: \"\(secret)\"}\n" }
@@ -321,6 +323,48 @@ struct CallbackDeliveryTests {
             #expect(error.contains("169.254.169.254") && error.contains("callbacks.deny"), "\(error)")
             let named = try await deliveries(http, "denied", id(other)) { !attempts($0.first ?? [:]).isEmpty }
             #expect((attempts(named[0]).first?["error"] as? String)?.contains("*.internal") == true, "\(named)")
+        }
+    }
+    @Test(
+        "by default a callback_url on alertd's own host or a private network is refused and recorded, never called; callbacks.allow lets a named one through"
+    )
+    func defaultDenyList() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        // The review's target: a co-located service's admin endpoint, reached from alertd's host.
+        let targets = [
+            "http://127.0.0.1:\(hook.port)/-/quit", "http://[::1]:\(hook.port)/v6", "http://10.1.2.3:9/private",
+            "http://192.168.1.1:9/router", "http://100.64.0.1:9/cgnat", "http://[fd00:ec2::254]/metadata",
+            "http://0.0.0.0:\(hook.port)/any",
+        ]
+        try await withTestClient(config: config(allow: [])) { http in
+            var ids: [String] = []
+            for target in targets {
+                let body = #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"\#(target)"}"#
+                let alert = try await http.postAlert("deny-\(ids.count)", body)
+                #expect(try await http.choose("deny-\(ids.count)", id(alert), #"{"button":"Yes"}"#).status == 200)
+                ids.append(id(alert))
+            }
+            for (index, target) in targets.enumerated() {
+                let list = try await deliveries(http, "deny-\(index)", ids[index]) { !attempts($0.first ?? [:]).isEmpty }
+                let error = attempts(list.first ?? [:]).first?["error"] as? String ?? ""
+                #expect(error.hasPrefix("refused: ") && error.contains("callbacks.deny"), "\(target): \(error)")
+            }
+            #expect(hook.requests.isEmpty, "nothing reached the receiver on loopback")
+        }
+        // The admin names the receiver on this host: it is called, and loopback's other addresses are not.
+        try await withTestClient(config: config(allow: ["127.0.0.1"])) { http in
+            let allowed = try await http.postAlert(
+                "allowed", #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"http://127.0.0.1:\#(hook.port)/hook"}"#)
+            let other = try await http.postAlert(
+                "allowed", #"{"title":"Again?","buttons":[{"title":"Yes"}],"callback_url":"http://127.0.0.2:\#(hook.port)/hook"}"#)
+            #expect(try await http.choose("allowed", id(allowed), #"{"button":"Yes"}"#).status == 200)
+            let received = try await hook.waitForRequests(count: 1, timeout: 20)
+            #expect(received.map(\.path) == ["/hook"])
+            #expect(try await http.choose("allowed", id(other), #"{"button":"Yes"}"#).status == 200)
+            let list = try await deliveries(http, "allowed", id(other)) { !attempts($0.first ?? [:]).isEmpty }
+            let error = attempts(list.first ?? [:]).first?["error"] as? String ?? ""
+            #expect(error.contains("127.0.0.2 is in callbacks.deny entry 127.0.0.0/8"), "\(error)")
         }
     }
 }

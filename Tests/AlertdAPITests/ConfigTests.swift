@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdDelivery
 import AlertdEngine
 import AlertdHTTP
 import AlertdStore
@@ -36,7 +37,8 @@ struct ConfigTests {
         #expect(config.limits.maxConnections == 30_000)
         #expect(config.alertRules == AlertRules(defaultExpiresIn: 86_400, maxExpiresIn: 604_800, defaultDismissAfter: 2))
         #expect(config.retentionSeconds == 604_800)
-        #expect(config.callbacks.deny == ["169.254.0.0/16", "fe80::/10"])
+        #expect(config.callbacks.deny == DenyList.defaultEntries && DenyList.defaultEntries.contains("127.0.0.0/8"))
+        #expect(config.callbacks.allow.isEmpty)
     }
 
     @Test("every key this version supports is read")
@@ -59,7 +61,7 @@ struct ConfigTests {
                   ops: { policy: stack, max_pending: 100 }
                   kiosk: { policy: fifo }
                 auth: { allow_anonymous: true }
-                callbacks: { signing_secret: s, timeout: 5, max_age: 60, retry_initial_seconds: 2, retry_max_interval_seconds: 30, deny: ["10.0.0.0/8"] }
+                callbacks: { signing_secret: s, timeout: 5, max_age: 60, retry_initial_seconds: 2, retry_max_interval_seconds: 30, deny: ["10.0.0.0/8"], allow: ["10.1.0.0/16", "hooks.internal"] }
                 """)
         #expect(config.listen == "0.0.0.0:9000")
         #expect(config.durability == .normal)
@@ -73,6 +75,7 @@ struct ConfigTests {
             "max_pending defaults to limits.max_pending_per_client")
         #expect(config.allowAnonymous)
         #expect(config.callbacks.deny == ["10.0.0.0/8"])
+        #expect(config.callbacks.allow == ["10.1.0.0/16", "hooks.internal"])
         #expect(config.queueSettings["other"] == ClientSettings(policy: .fifo, maxPending: 50))
     }
 
@@ -109,6 +112,8 @@ struct ConfigTests {
             ("durability: full\ndurability: normal", "durability"),
             ("callbacks: { deny: ['10.0.0.0/33'] }", "10.0.0.0/33"),
             ("callbacks: { deny: ['db*.internal'] }", "callbacks.deny"),
+            ("callbacks: { allow: ['db*.internal'] }", "callbacks.allow"),
+            ("callbacks: { allow: ['10.0.0.0/33'] }", "10.0.0.0/33"),
             ("callbacks: { retry_initial_seconds: 600 }", "callbacks.retry_max_interval_seconds"),
             ("callbacks: { timeout: 0 }", "callbacks.timeout"),
         ])

@@ -99,6 +99,7 @@ struct OpenAPIDocumentTests {
                 case .post: "post"
                 case .answer: "answer"
                 case .admin: "admin"
+                case .alertmanager: "alertmanager"
                 }
             expected["\(route.method) \(path)"] = (route.name, role)
         }

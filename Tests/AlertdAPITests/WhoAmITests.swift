@@ -26,7 +26,7 @@ struct WhoAmITests {
         let response = try await daemon.send("GET", "/v1/whoami")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "application/json")
-        #expect(response.text == #"{"name":null,"roles":["read","post","answer","admin"],"clients":["*"],"auth":false}"#)
+        #expect(response.text == #"{"name":null,"roles":["read","post","answer","admin","alertmanager"],"clients":["*"],"auth":false}"#)
     }
 
     @Test(

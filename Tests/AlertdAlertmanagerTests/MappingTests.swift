@@ -28,7 +28,7 @@ struct MappingTests {
             JSONValue.object(metadata)
                 == [
                     "alertmanager": [
-                        "fingerprint": "4f3c2b1a0d9e8f7a", "status": "firing",
+                        "fingerprint": .string(diskFullFingerprint), "status": "firing",
                         "labels": ["alertname": "DiskFull", "instance": "db1:9100", "severity": "critical"],
                         "starts_at": "2026-11-21T19:01:00.123456789Z", "generator_url": "http://prometheus:9090/graph?g0.expr=disk",
                     ]
@@ -41,7 +41,7 @@ struct MappingTests {
     @Test("without a summary the title is the alertname, without either the fingerprint")
     func titleFallbacks() throws {
         #expect(try draft(amAlert(["annotations": ["summary": "  "]])).title == "DiskFull")
-        #expect(try draft(amAlert(["annotations": nil, "labels": ["job": "node"]])).title == "Alertmanager alert 4f3c2b1a0d9e8f7a")
+        #expect(try draft(amAlert(["annotations": nil, "labels": ["job": "node"]])).title == "Alertmanager alert a3706118e550845a")
         #expect(try draft(amAlert(["annotations": [:]])).message == nil)
     }
 
@@ -97,7 +97,7 @@ struct MappingTests {
         let url = "http://prometheus:9090/graph?" + String(repeating: "q", count: 4000)
         let trimmed = try draft(amAlert(["generatorURL": .string(url)]))
         #expect(trimmed.metadata?["alertmanager"]?["generator_url"] == nil)
-        #expect(trimmed.metadata?["alertmanager"]?["fingerprint"] == "4f3c2b1a0d9e8f7a")
+        #expect(trimmed.metadata?["alertmanager"]?["fingerprint"] == .string(diskFullFingerprint))
         let huge = try parsed(amAlert(["labels": ["alertname": .string(String(repeating: "a", count: 4100))]]))
         switch AlertmanagerMapping.draft(for: huge, path: "alerts[3]", settings: AlertmanagerSettings()) {
         case .success: Issue.record("labels over the limit were taken")
@@ -112,11 +112,58 @@ struct MappingTests {
         let first = try parsed()
         let repeated = try parsed(amAlert(["annotations": ["summary": "changed text"]]))
         let refired = try parsed(amAlert(["startsAt": "2026-11-22T08:00:00Z"]))
-        let other = try parsed(amAlert(["fingerprint": "aaaaaaaaaaaaaaaa"]))
-        #expect(AlertmanagerMapping.key(fingerprint: first.fingerprint) == "alertmanager:4f3c2b1a0d9e8f7a")
+        let other = try parsed(amAlert(["labels": ["alertname": "DiskFull", "instance": "db2:9100"]]))
+        #expect(AlertmanagerMapping.key(fingerprint: first.fingerprint) == "alertmanager:\(diskFullFingerprint)")
         #expect(AlertmanagerMapping.firingDigest(first) == AlertmanagerMapping.firingDigest(repeated))
         #expect(AlertmanagerMapping.firingDigest(first) != AlertmanagerMapping.firingDigest(refired))
         #expect(AlertmanagerMapping.firingDigest(first) != AlertmanagerMapping.firingDigest(other))
+    }
+
+    @Test("with silence buttons the message ends with what a silence matches, and the metadata names its labels")
+    func silenceShown() throws {
+        let result = try draft(settings: AlertmanagerSettings(url: "http://am:9093"))
+        #expect(
+            result.message
+                == "/var is 99% full\n\nA silence matches: alertname=\"DiskFull\", instance=\"db1:9100\", severity=\"critical\"")
+        #expect(result.buttons.map(\.title) == ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
+        #expect(result.metadata?["alertmanager"]?["silence_matchers"] == ["alertname", "instance", "severity"])
+        let narrowed = try draft(settings: AlertmanagerSettings(url: "http://am:9093", matcherLabels: ["instance"]))
+        #expect(narrowed.message?.hasSuffix("A silence matches: alertname=\"DiskFull\", instance=\"db1:9100\"") == true)
+        #expect(narrowed.metadata?["alertmanager"]?["silence_matchers"] == ["alertname", "instance"])
+        // Quotes, backslashes and line breaks in a value cannot blur where a matcher ends.
+        let odd = try draft(
+            amAlert(["labels": ["alertname": "A\"b\\c\nd"], "annotations": [:]]), settings: AlertmanagerSettings(url: "http://am:9093"))
+        #expect(odd.message == #"A silence matches: alertname="A\"b\\c\nd""#)
+    }
+
+    @Test(
+        "an alert without alertname, or without a configured matcher label, gets no silence button; the message says which label",
+        arguments: [
+            (["severity": "critical"] as JSONValue, nil as [String]?, "alertname"),
+            (["alertname": "DiskFull", "severity": "critical"] as JSONValue, ["instance", "cluster"], "instance, cluster"),
+        ])
+    func noSilence(labels: JSONValue, matcherLabels: [String]?, missing: String) throws {
+        let result = try draft(
+            amAlert(["labels": labels, "annotations": [:]]),
+            settings: AlertmanagerSettings(url: "http://am:9093", matcherLabels: matcherLabels))
+        #expect(result.buttons.map(\.title) == ["Acknowledge", "Ignore"])
+        #expect(result.message?.hasPrefix("No silence from alertd: the alert has no label \(missing) (") == true, "\(result.message ?? "")")
+        #expect(result.metadata?["alertmanager"]?["silence_matchers"] == nil)
+        // Only silence buttons configured: the alert keeps one to acknowledge it with.
+        let silencesOnly = AlertmanagerSettings(
+            url: "http://am:9093", buttons: [AlertmanagerButton(title: "Mute", silenceSeconds: 60)], matcherLabels: matcherLabels)
+        let acknowledged = try draft(amAlert(["labels": labels]), settings: silencesOnly)
+        #expect(acknowledged.buttons.map(\.title) == ["Acknowledge"])
+    }
+
+    @Test("a long description is cut so that the note on silences stays whole")
+    func noteKept() throws {
+        let result = try draft(
+            amAlert(["annotations": ["description": .string(String(repeating: "d", count: 5000))]]),
+            settings: AlertmanagerSettings(url: "http://am:9093"))
+        let message = try #require(result.message)
+        #expect(message.unicodeScalars.count == 4096)
+        #expect(message.hasSuffix("…\n\nA silence matches: alertname=\"DiskFull\", instance=\"db1:9100\", severity=\"critical\""))
     }
 
     @Test("the labels are read back from an alert's metadata, and from no other alert")

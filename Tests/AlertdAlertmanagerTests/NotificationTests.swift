@@ -12,11 +12,21 @@ func amAlert(_ changes: [String: JSONValue?] = [:]) -> JSONValue {
         "startsAt": "2026-11-21T19:01:00.123456789Z",
         "endsAt": "0001-01-01T00:00:00Z",
         "generatorURL": "http://prometheus:9090/graph?g0.expr=disk",
-        "fingerprint": "4f3c2b1a0d9e8f7a",
     ]
     for (key, value) in changes { object[key] = value }
+    // Alertmanager's fingerprint of the labels, unless the test sets one (or none).
+    if !changes.keys.contains("fingerprint") {
+        var labels: [AlertmanagerAlert.Label] = []
+        if case .object(let members)? = object["labels"] {
+            for (name, value) in members { labels.append(.init(name, value.stringValue ?? "")) }
+        }
+        object["fingerprint"] = .string(AlertmanagerAlert.fingerprint(of: labels))
+    }
     return .object(object)
 }
+
+/// The fingerprint the real Alertmanager (0.25, Debian's) gave ``amAlert()``'s labels.
+let diskFullFingerprint = "efb0c6c488e007da"
 
 /// A version 4 payload around `alerts`, with `changes` applied to its top-level members.
 func payload(_ changes: [String: JSONValue?] = [:], alerts: [JSONValue] = [amAlert()]) -> JSONValue {
@@ -44,7 +54,7 @@ struct NotificationParsingTests {
         let text = """
             {"receiver":"alertd","status":"firing","alerts":[{"status":"firing","labels":{"alertname":"DiskFull","instance":"db1:9100",\
             "severity":"warning"},"annotations":{"summary":"Disk full"},"startsAt":"2026-11-21T19:01:00.123+01:00",\
-            "endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"0123456789abcdef"}],"groupLabels":{},"commonLabels":\
+            "endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"1aad4c3f49134929"}],"groupLabels":{},"commonLabels":\
             {"alertname":"DiskFull"},"commonAnnotations":{},"externalURL":"http://am:9093","version":"4",\
             "groupKey":"{}:{}","truncatedAlerts":0}
             """
@@ -57,7 +67,37 @@ struct NotificationParsingTests {
         #expect(alert.annotations == ["summary": "Disk full"])
         #expect(alert.startsAt == "2026-11-21T19:01:00.123+01:00", "kept as sent")
         #expect(alert.generatorURL == nil, "an empty generatorURL is none")
-        #expect(alert.fingerprint == "0123456789abcdef")
+        #expect(alert.fingerprint == "1aad4c3f49134929")
+    }
+
+    @Test(
+        "fingerprints are Alertmanager's hash of the labels: the values the real Alertmanager 0.25 computed",
+        arguments: [
+            (["alertname": "DiskFull", "instance": "db1:9100", "severity": "critical"], "efb0c6c488e007da"),
+            (["alertname": "DiskFull", "instance": "db1:9100", "severity": "warning"], "1aad4c3f49134929"),
+            (["severity": "critical"], "7a04f652d0a42a9b"),
+            (["alertname": "Ünïcode", "path": "/var/lib \"quoted\""], "7c2b379552072c2d"),
+        ])
+    func fingerprints(labels: [String: String], expected: String) {
+        #expect(AlertmanagerAlert.fingerprint(of: labels.map { AlertmanagerAlert.Label($0.key, $0.value) }) == expected)
+        #expect(
+            refusedFields(
+                payload(alerts: [amAlert(["labels": .object(JSONObject(labels.map { (key: $0.key, value: JSONValue.string($0.value)) }))])])
+            ) == [])
+    }
+
+    @Test("a fingerprint that is not the labels' own is refused, naming what they hash to; upper case is read as lower")
+    func foreignFingerprint() throws {
+        // The review's forgery: severity="critical" under a fingerprint of the poster's choosing.
+        let forged = amAlert(["labels": ["severity": "critical"], "fingerprint": .string(diskFullFingerprint)])
+        guard case .failure(let invalid) = AlertmanagerNotification.parse(payload(alerts: [forged])) else {
+            Issue.record("a foreign fingerprint was taken")
+            return
+        }
+        #expect(invalid.errors.map(\.field) == ["alerts[0].fingerprint"])
+        #expect(invalid.errors.first?.reason.contains("7a04f652d0a42a9b") == true, "\(invalid.errors)")
+        let upper = try AlertmanagerNotification.parse(payload(alerts: [amAlert(["fingerprint": "EFB0C6C488E007DA"])])).get()
+        #expect(upper.alerts.first?.fingerprint == diskFullFingerprint)
     }
 
     @Test("members alertd does not know are let through: they are Alertmanager's to add")
@@ -99,6 +139,9 @@ struct NotificationParsingTests {
             (payload(alerts: [amAlert(["fingerprint": ""])]), ["alerts[0].fingerprint"]),
             (payload(alerts: [amAlert(["fingerprint": "not hex!"])]), ["alerts[0].fingerprint"]),
             (payload(alerts: [amAlert(["fingerprint": 12])]), ["alerts[0].fingerprint"]),
+            (payload(alerts: [amAlert(["fingerprint": "0"])]), ["alerts[0].fingerprint"]),
+            (payload(alerts: [amAlert(["fingerprint": "0efb0c6c488e007da"])]), ["alerts[0].fingerprint"]),
+            (payload(alerts: [amAlert(["fingerprint": "efb0c6c488e007db"])]), ["alerts[0].fingerprint"]),
             (payload(alerts: [amAlert(["startsAt": nil])]), ["alerts[0].startsAt"]),
             (payload(alerts: [amAlert(["startsAt": "yesterday"])]), ["alerts[0].startsAt"]),
             (payload(alerts: [amAlert(["endsAt": 5])]), ["alerts[0].endsAt"]),

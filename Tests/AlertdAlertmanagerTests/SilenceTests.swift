@@ -56,15 +56,37 @@ struct SilenceTests {
                     milliseconds: 1_800_003_600_000))
     }
 
-    @Test("matcher_labels narrow the matchers to the labels the alert has; none of them: all labels")
+    @Test("matcher_labels narrow the matchers to alertname and those labels; an alert lacking one is silenced on nothing, never wider")
     func matcherLabels() throws {
-        var settings = AlertmanagerSettings(url: "http://127.0.0.1:9093", matcherLabels: ["alertname", "instance", "cluster"])
-        let narrowed = try object(AlertmanagerSilence.body(for: try answered("Silence 24h"), settings: settings))
+        let settings = AlertmanagerSettings(url: "http://127.0.0.1:9093", matcherLabels: ["instance"])
+        let narrowed = try object(AlertmanagerSilence.body(for: try answered("Silence 24h", settings: settings), settings: settings))
         #expect(narrowed["matchers"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["alertname", "instance"])
         #expect(narrowed["endsAt"] == .string(Timestamp(milliseconds: 1_800_000_000_000 + 86_400_000).rfc3339))
-        settings.matcherLabels = ["cluster"]
-        let all = try object(AlertmanagerSilence.body(for: try answered("Silence 24h"), settings: settings))
-        #expect(all["matchers"]?.arrayValue?.count == 3)
+
+        let labels = [AlertmanagerAlert.Label("alertname", "DiskFull"), AlertmanagerAlert.Label("severity", "critical")]
+        #expect(AlertmanagerSilence.matchers(labels, only: ["instance"]).missing == ["instance"])
+        #expect(AlertmanagerSilence.matchers(labels, only: ["instance"]).matchers.isEmpty)
+        #expect(AlertmanagerSilence.matchers([AlertmanagerAlert.Label("severity", "critical")], only: nil).missing == ["alertname"])
+        #expect(AlertmanagerSilence.matchers(labels, only: nil).matchers == labels)
+    }
+
+    @Test("a silence matches what the alert showed when it was posted, whatever the config says at the choice")
+    func matchersAsShown() throws {
+        let shown = try answered("Silence 1h")  // posted with every label as matchers
+        let reloaded = AlertmanagerSettings(url: "http://127.0.0.1:9093", matcherLabels: ["cluster"])
+        let silence = try object(AlertmanagerSilence.body(for: shown, settings: reloaded))
+        #expect(silence["matchers"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["alertname", "instance", "severity"])
+    }
+
+    @Test("an alert stored without its matchers (before they were recorded) is silenced only when it has alertname")
+    func storedBefore() throws {
+        let settings = AlertmanagerSettings(url: "http://127.0.0.1:9093")
+        var alert = try answered("Silence 1h")
+        alert.metadata = CompactJSON(["alertmanager": ["labels": ["severity": "critical"], "fingerprint": "7a04f652d0a42a9b"]])
+        #expect(AlertmanagerSilence.body(for: alert, settings: settings) == nil)
+        alert.metadata = CompactJSON(["alertmanager": ["labels": ["alertname": "X", "severity": "critical"]]])
+        let silence = try object(AlertmanagerSilence.body(for: alert, settings: settings))
+        #expect(silence["matchers"]?.arrayValue?.count == 2)
     }
 
     @Test("without tokens the silence is created by alertd")

@@ -3,10 +3,10 @@ import Testing
 
 private func addresses(_ texts: [String]) -> [IPAddress] { texts.map { IPAddress($0)! } }
 
-@Suite("The default deny list refuses link-local targets")
+@Suite("The default deny list keeps callbacks off alertd's own host and networks (SPEC §5)")
 struct DefaultDenyListTests {
     @Test(
-        "Link-local addresses, however written, are refused",
+        "Loopback, link-local, private, shared and this-network addresses, however written, are refused",
         arguments: [
             ("example.com", ["169.254.169.254"]),
             ("example.com", ["93.184.216.34", "169.254.169.254"]),
@@ -15,6 +15,23 @@ struct DefaultDenyListTests {
             ("169.254.169.254", []),
             ("[fe80::1]", []),
             ("[::ffff:a9fe:a9fe]", []),
+            // A co-located Prometheus (the review's /-/quit), by address and by name.
+            ("127.0.0.1", []),
+            ("localhost", ["127.0.0.1", "::1"]),
+            ("127.1.2.3", []),
+            ("[::1]", []),
+            ("[::ffff:127.0.0.1]", []),
+            ("0.0.0.0", []),
+            ("[::]", []),
+            ("internal.corp", ["10.0.0.1"]),
+            ("internal.corp", ["172.16.0.1"]),
+            ("internal.corp", ["172.31.255.255"]),
+            ("internal.corp", ["192.168.1.1"]),
+            ("internal.corp", ["::ffff:10.0.0.1"]),
+            ("cgnat.example", ["100.64.0.1"]),
+            ("cgnat.example", ["100.127.255.255"]),
+            ("ula.example", ["fd00:ec2::254"]),
+            ("ula.example", ["fc00::1"]),
         ]
     )
     func refused(host: String, resolved: [String]) {
@@ -22,18 +39,48 @@ struct DefaultDenyListTests {
     }
 
     @Test(
-        "Everything else is allowed, loopback included",
+        "Public addresses, and those just outside each range, are allowed",
         arguments: [
-            ("localhost", ["127.0.0.1", "::1"]),
-            ("127.0.0.1", ["127.0.0.1"]),
             ("example.com", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]),
-            ("internal.corp", ["10.0.0.1", "192.168.1.1", "172.16.0.1"]),
             ("edge", ["169.255.0.1", "169.253.255.255", "fec0::1", "fe7f::1"]),
+            ("edge", ["11.0.0.1", "9.255.255.255", "172.32.0.1", "172.15.255.255", "192.169.0.1", "192.167.255.255"]),
+            ("edge", ["100.63.255.255", "100.128.0.1", "128.0.0.1", "1.0.0.1", "fe00::1", "fb00::1"]),
             ("metadata.google.internal", []),
         ]
     )
     func allowed(host: String, resolved: [String]) {
         #expect(DenyList.standard.refuses(host: host, addresses: addresses(resolved)) == nil)
+    }
+
+    @Test("callbacks.allow lets through the blocks and names it lists, and nothing else")
+    func exceptions() throws {
+        let list = try DenyList(DenyList.defaultEntries, allow: ["127.0.0.1", "10.20.0.0/16", "hooks.internal", "*.svc.cluster"])
+        #expect(list.refuses(host: "127.0.0.1", addresses: []) == nil)
+        #expect(list.refuses(host: "localhost", addresses: addresses(["127.0.0.1"])) == nil)
+        #expect(list.refuses(host: "localhost", addresses: addresses(["127.0.0.1", "::1"])) == "::1 is in callbacks.deny entry ::1/128")
+        #expect(list.refuses(host: "127.0.0.2", addresses: []) == "127.0.0.2 is in callbacks.deny entry 127.0.0.0/8")
+        #expect(list.refuses(host: "svc", addresses: addresses(["10.20.3.4"])) == nil)
+        #expect(list.refuses(host: "svc", addresses: addresses(["10.21.3.4"])) == "10.21.3.4 is in callbacks.deny entry 10.0.0.0/8")
+        // A name the admin vouches for goes through whatever it resolves to.
+        #expect(list.refuses(host: "hooks.internal", addresses: addresses(["192.168.7.7"])) == nil)
+        #expect(list.refuses(host: "HOOKS.internal.", addresses: addresses(["192.168.7.7"])) == nil)
+        #expect(list.refuses(host: "a.b.svc.cluster", addresses: addresses(["10.96.0.10"])) == nil)
+        #expect(list.refuses(host: "other.internal", addresses: addresses(["192.168.7.7"])) != nil)
+        // An allowed name does not lift a deny entry for another name.
+        let named = try DenyList(["*.internal"], allow: ["hooks.example"])
+        #expect(named.refuses(host: "db.internal", addresses: []) == "host db.internal matches callbacks.deny entry *.internal")
+        #expect(named.allowed == ["hooks.example"])
+    }
+
+    @Test("A wrong allow entry is an error naming callbacks.allow")
+    func badAllow() {
+        #expect(throws: DenyListError.self) { try DenyList([], allow: ["10.0.0.0/33"]) }
+        do {
+            _ = try DenyList([], allow: ["db*.internal"])
+            Issue.record("accepted db*.internal")
+        } catch {
+            #expect(error.description.hasPrefix("callbacks.allow entry \"db*.internal\""), "\(error)")
+        }
     }
 
     @Test("The reason names the address and the entry it matched")
@@ -47,9 +94,13 @@ struct DefaultDenyListTests {
                 == "::ffff:169.254.169.254 is in callbacks.deny entry 169.254.0.0/16")
     }
 
-    @Test("The default entries are those of the config example")
+    @Test("The default entries are those of SPEC §5")
     func defaults() {
-        #expect(DenyList.defaultEntries == ["169.254.0.0/16", "fe80::/10"])
+        #expect(
+            DenyList.defaultEntries == [
+                "0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::/128",
+                "::1/128", "fe80::/10", "fc00::/7",
+            ])
         #expect(DenyList.standard.entries == DenyList.defaultEntries)
     }
 
@@ -157,7 +208,7 @@ struct UnspecifiedAddressTests {
     }
 
     @Test("Without a loopback entry they pass like any address")
-    func allowedByDefault() {
-        #expect(DenyList.standard.refuses(host: "0.0.0.0", addresses: []) == nil)
+    func allowedWithoutLoopback() throws {
+        #expect(try DenyList(["169.254.0.0/16"]).refuses(host: "0.0.0.0", addresses: []) == nil)
     }
 }

@@ -27,7 +27,7 @@ private struct Loop {
     /// test must: alertd's port, the token file, and timings in seconds instead of minutes.
     static func start() async throws -> Loop {
         #expect(TestAlertmanager.binary != nil, "install Debian's prometheus-alertmanager (make test-deps)")
-        let (amSecret, amEntry) = try await newToken("alertmanager", roles: "post", clients: "oncall")
+        let (amSecret, amEntry) = try await newToken("alertmanager", roles: "alertmanager", clients: "oncall")
         let (aliceSecret, aliceEntry) = try await newToken("oncall-alice", roles: "answer", clients: "oncall")
         let reserved = try ReservedPort()
         let port = reserved.port

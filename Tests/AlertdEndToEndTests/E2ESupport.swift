@@ -11,7 +11,8 @@ let asyncWaitTimeout: Duration = .seconds(30)
 /// The secret every test webhook and `callback_url` is signed with.
 let callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-/// A config with fast retries, the signing secret and the given webhooks.
+/// A config with fast retries, the signing secret and the given webhooks. The tests' receivers
+/// listen on loopback, which the default `callbacks.deny` refuses: `allow` names it.
 func callbackConfig(
     webhooks: [(client: String, url: String)] = [], timeout: Double = 5, retryInitial: Double = 0.2, retryMax: Double = 0.8
 ) -> String {
@@ -22,6 +23,7 @@ func callbackConfig(
           timeout: \(timeout)
           retry_initial_seconds: \(retryInitial)
           retry_max_interval_seconds: \(retryMax)
+          allow: ["127.0.0.0/8", "::1"]
 
         """
     if !webhooks.isEmpty {

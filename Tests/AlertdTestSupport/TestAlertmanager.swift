@@ -151,3 +151,19 @@ public final class TestAlertmanager: Sendable {
         process.keepUntilExit(directory)
     }
 }
+
+extension TestAlertmanager {
+    /// Alertmanager's fingerprint of `labels`, written here from Prometheus's definition (not
+    /// alertd's code), so test payloads carry what the real Alertmanager would send: the
+    /// 64-bit FNV-1a of the labels sorted by name, each name and value followed by 0xFF,
+    /// as 16 lowercase hex digits. The end-to-end tier checks it against the real one.
+    public static func fingerprint(_ labels: [String: String]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for name in labels.keys.sorted() {
+            for byte in Array(name.utf8) + [0xFF] + Array(labels[name]!.utf8) + [0xFF] {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+        }
+        return String(format: "%016llx", hash)
+    }
+}

@@ -37,7 +37,7 @@ NOTIFICATION = {
         },
         "startsAt": "2026-11-24T06:41:12.418396912Z", "endsAt": "0001-01-01T00:00:00Z",
         "generatorURL": "http://prometheus.eu-west:9090/graph?g0.expr=predict_linear%28node_filesystem_avail_bytes%5B6h%5D%2C+4*3600%29+%3C+0",
-        "fingerprint": "8c4f0b9e2d7a6c15",
+        "fingerprint": "5a95f7672ad6df90",
     }],
 }
 
@@ -64,10 +64,14 @@ class AlertmanagerAlertTests(unittest.TestCase):
         shown = dialog(self.driver)
         self.assertEqual(shown["title"], "Disk on db-1 will fill up within 4 hours")
         self.assertTrue(shown["message"].startswith("/var/lib/postgresql is 91% full"))
+        # What a silence button would silence is on the alert itself.
+        self.assertTrue(shown["message"].endswith(
+            '\n\nA silence matches: alertname="DiskWillFillIn4Hours", instance="db-1.eu-west:9100"'), shown["message"])
         self.assertEqual([b["title"] for b in shown["buttons"]], ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
         metadata = json.loads(self.driver.find_element("css selector", ".dialog-metadata").get_attribute("textContent"))
         self.assertEqual(metadata["alertmanager"]["labels"], LABELS)
-        self.assertEqual(metadata["alertmanager"]["fingerprint"], "8c4f0b9e2d7a6c15")
+        self.assertEqual(metadata["alertmanager"]["silence_matchers"], ["alertname", "instance"])
+        self.assertEqual(metadata["alertmanager"]["fingerprint"], "5a95f7672ad6df90")
         screenshot(self.driver, "dashboard-alertmanager.png")
 
         # Acknowledge: recorded, nothing sent back; the stage empties.

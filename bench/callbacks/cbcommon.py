@@ -187,7 +187,8 @@ def write_config(path, port, durability="full", log_level="info", signing_secret
              f'listen: "{HOST}:{port}"', f"durability: {durability}", "log:", f"  level: {log_level}"]
     if max_pending:
         lines += ["limits:", f"  max_pending_per_client: {max_pending}"]
-    cb = []
+    # The bench's receivers listen on loopback, which callbacks.deny refuses by default.
+    cb = ['  allow: ["127.0.0.0/8"]']
     if signing_secret:
         cb.append(f'  signing_secret: "{signing_secret}"')
     if timeout:
