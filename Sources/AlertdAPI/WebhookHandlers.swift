@@ -31,14 +31,23 @@ extension API {
     func listWebhooks(_ call: Call) throws {
         let client = try call.client()
         _ = try call.query()
-        var out = JSONWriter(capacity: 256)
-        out.beginObject()
-        out.key("webhooks")
-        out.beginArray()
-        for webhook in engine.webhooks(of: client) { Rendering.write(webhook, into: &out) }
-        out.endArray()
-        out.endObject()
-        call.respond(json(200, out.bytes))
+        engine.currentWebhooks(of: client) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let webhooks):
+                    var out = JSONWriter(capacity: 64 + webhooks.count * 128)
+                    out.beginObject()
+                    out.key("webhooks")
+                    out.beginArray()
+                    for webhook in webhooks { Rendering.write(webhook, into: &out) }
+                    out.endArray()
+                    out.endObject()
+                    return json(200, out.bytes)
+                case .failure(let error):
+                    return render(Problem(error))
+                }
+            }
+        }
     }
 
     /// `GET /v1/clients/{client}/webhooks/{id}`.
@@ -46,12 +55,21 @@ extension API {
         let client = try call.client()
         _ = try call.query()
         let id = call.captures["id"] ?? ""
-        guard let webhook = engine.webhooks(of: client).first(where: { $0.id == id }) else {
-            throw Problem(.notFound, "no webhook \(id) on client \(client)")
+        engine.currentWebhooks(of: client) { [self] result in
+            call.reply { [self] in
+                switch result {
+                case .success(let webhooks):
+                    guard let webhook = webhooks.first(where: { $0.id == id }) else {
+                        return render(Problem(.notFound, "no webhook \(id) on client \(client)"))
+                    }
+                    var out = JSONWriter(capacity: 128)
+                    Rendering.write(webhook, into: &out)
+                    return json(200, out.bytes)
+                case .failure(let error):
+                    return render(Problem(error))
+                }
+            }
         }
-        var out = JSONWriter(capacity: 128)
-        Rendering.write(webhook, into: &out)
-        call.respond(json(200, out.bytes))
     }
 
     /// `DELETE /v1/clients/{client}/webhooks/{id}`: 204; a config file's webhook is 403.

@@ -75,6 +75,14 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     func policy(of client: String) -> QueuePolicy
     /// The displayed alert, as committed, of each of `clients` (nil: of every client).
     func displays(of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void)
+    /// A store shared by several instances (SPEC §9: a read reflects every change
+    /// committed before it arrived): of each client in `known`, its displayed alert
+    /// and version as committed now, when that version is not the one given (nil:
+    /// none known) — one round trip for however many clients, and for the calls
+    /// that arrive while one runs. An embedded store, whose commits are all this
+    /// process's own and published as they commit, answers `[]` at once.
+    func refreshDisplays(
+        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void)
     /// One page of clients by id, after `after`, among those `include` accepts,
     /// with their pending counts; and whether more follow.
     func clients(
@@ -233,11 +241,52 @@ public struct Committed<Value: Sendable>: Sendable {
     public var displays: [(client: String, alert: Alert?)]
     /// The deliveries of the events committed with it, due now.
     public var deliveries: [PendingDelivery]
+    /// A shared store's versions of the clients the transaction wrote: the one it
+    /// found (nil: the client was new) and the one it committed. Empty for an embedded store.
+    public var versions: [String: VersionStep]
 
-    public init(_ value: Value, change: BoardChange, displays: [(client: String, alert: Alert?)], deliveries: [PendingDelivery]) {
+    public init(
+        _ value: Value, change: BoardChange, displays: [(client: String, alert: Alert?)], deliveries: [PendingDelivery],
+        versions: [String: VersionStep] = [:]
+    ) {
         self.value = value
         self.change = change
         self.displays = displays
         self.deliveries = deliveries
+        self.versions = versions
+    }
+}
+
+/// A client's version before and after a transaction of a shared store.
+public struct VersionStep: Sendable, Hashable {
+    public var from: Int64?
+    public var to: Int64
+
+    public init(from: Int64?, to: Int64) {
+        self.from = from
+        self.to = to
+    }
+}
+
+/// A client's displayed alert as committed, with the client's version it belongs to.
+public struct VersionedDisplay: Sendable {
+    public var client: String
+    public var alert: Alert?
+    /// nil: the client does not exist (any more).
+    public var version: Int64?
+
+    public init(client: String, alert: Alert?, version: Int64?) {
+        self.client = client
+        self.alert = alert
+        self.version = version
+    }
+}
+
+extension AlertStore {
+    /// One process: every commit is published as it commits, so what is published is current.
+    public func refreshDisplays(
+        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
+    ) {
+        completion(.success([]))
     }
 }

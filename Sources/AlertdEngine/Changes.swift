@@ -9,9 +9,9 @@ extension Engine {
     func follow(_ change: StoreChange) {
         switch change {
         case .clients(let clients):
-            store.displays(of: clients) { [self] result in
-                if case .success(let displays) = result { publish(displays) }
-            }
+            // Read again only where the version moved past what is published (a commit
+            // of this instance was published with its version already).
+            synchronize(clients) { _ in }
             deadlineAdded()
         case .decided(let ids):
             for id in ids { wakeAlertWaiters(id) }
@@ -21,9 +21,7 @@ extension Engine {
             // Missed notifications: every client something waits on, every alert
             // something waits for, and the webhooks are looked at again.
             let (clients, alerts) = waiters.withLockedValue { ($0.clientsWaitedOn, $0.alertsWaitedFor) }
-            store.displays(of: clients) { [self] result in
-                if case .success(let displays) = result { publish(displays) }
-            }
+            synchronize(clients) { _ in }
             for id in alerts { wakeAlertWaiters(id) }
             Task { await reread() }
         }

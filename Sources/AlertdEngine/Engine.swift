@@ -183,11 +183,16 @@ public final class Engine: Sendable {
         // A new display (a dismissal) or a new alert (an expiry) may be due sooner than the loop sleeps.
         if !committed.change.saved.isEmpty { deadlineAdded() }
         for alert in committed.change.decided { observer.decided(alert.state) }
-        let displays = committed.displays.map { (client: $0.client, display: display(of: $0.alert)) }
+        let displays = committed.displays.map {
+            (client: $0.client, display: display(of: $0.alert, version: committed.versions[$0.client]?.to))
+        }
         let woken: [Waiters.Parked] = waiters.withLockedValue { waiters in
             var woken: [Waiters.Parked] = []
             for (client, display) in displays {
                 woken += waiters.publish(client: client, display).map(Waiters.Parked.current)
+            }
+            for (client, step) in committed.versions where !displays.contains(where: { $0.client == client }) {
+                waiters.advance(client: client, from: step.from, to: step.to)
             }
             for alert in committed.change.decided {
                 woken += waiters.takeAlertWaiters(alert.id).map { Waiters.Parked.alert($0, alert) }
@@ -208,12 +213,37 @@ public final class Engine: Sendable {
 
     /// Publishes displays read from the store.
     func publish(_ displays: [(client: String, alert: Alert?)]) {
-        let encoded = displays.map { (client: $0.client, display: display(of: $0.alert)) }
+        let encoded = displays.map { (client: $0.client, display: display(of: $0.alert, version: nil)) }
         let woken = waiters.withLockedValue { waiters in encoded.flatMap { waiters.publish(client: $0.client, $0.display) } }
         for waiter in woken { answer(.current(waiter)) }
     }
 
-    private func display(of alert: Alert?) -> Waiters.Display {
-        Waiters.Display(id: alert?.id, body: alert?.json(position: 0))
+    /// Publishes displays a shared store read with their versions (older ones than published change nothing).
+    func publish(_ displays: [VersionedDisplay]) {
+        guard !displays.isEmpty else { return }
+        let encoded = displays.map { (client: $0.client, display: display(of: $0.alert, version: $0.version)) }
+        let woken = waiters.withLockedValue { waiters in encoded.flatMap { waiters.publish(client: $0.client, $0.display) } }
+        for waiter in woken { answer(.current(waiter)) }
+    }
+
+    /// Makes the published displays of `clients` current (SPEC §9): with a shared store,
+    /// those whose version the database has moved past are read again and published, in
+    /// one round trip; then `then` runs. With an embedded store, `then` runs at once.
+    func synchronize(_ clients: [String], then: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        guard store.isShared, !clients.isEmpty else { return then(.success(())) }
+        let known = waiters.withLockedValue { waiters in clients.map { (client: $0, version: waiters.display($0).version) } }
+        store.refreshDisplays(known) { [self] result in
+            switch result {
+            case .success(let fresh):
+                publish(fresh)
+                then(.success(()))
+            case .failure(let error):
+                then(.failure(error))
+            }
+        }
+    }
+
+    private func display(of alert: Alert?, version: Int64?) -> Waiters.Display {
+        Waiters.Display(id: alert?.id, body: alert?.json(position: 0), version: version)
     }
 }

@@ -42,14 +42,24 @@ extension Engine {
         after: String? = nil, limit: Int = .max, where include: @escaping @Sendable (String) -> Bool = { _ in true },
         completion: @escaping @Sendable (Result<(page: [ClientSummary], more: Bool), EngineError>) -> Void
     ) {
-        store.clients(after: after, limit: limit, where: include) { [waiters] result in
-            completion(
-                result.map { counts, more in
-                    let page = waiters.withLockedValue { waiters in
-                        counts.map { ClientSummary(client: $0.client, pending: $0.pending, displayed: waiters.display($0.client).id) }
-                    }
-                    return (page, more)
-                })
+        store.clients(after: after, limit: limit, where: include) { [self] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let (counts, more)):
+                // The displays as committed now, not as last published (a shared store).
+                synchronize(counts.map(\.client)) { [waiters] synchronized in
+                    completion(
+                        synchronized.map {
+                            let page = waiters.withLockedValue { waiters in
+                                counts.map {
+                                    ClientSummary(client: $0.client, pending: $0.pending, displayed: waiters.display($0.client).id)
+                                }
+                            }
+                            return (page, more)
+                        })
+                }
+            }
         }
     }
 

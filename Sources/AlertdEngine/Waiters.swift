@@ -10,6 +10,8 @@ struct Waiters: Sendable {
     struct Display: Sendable {
         var id: AlertID?
         var body: [UInt8]?
+        /// A shared store's version of the client this display belongs to; nil: not known.
+        var version: Int64?
     }
 
     struct CurrentWaiter: Sendable {
@@ -76,8 +78,18 @@ struct Waiters: Sendable {
 
     func display(_ client: String) -> Display { displays[client] ?? Display() }
 
-    /// Publishes a client's displayed alert; returns the waiters it wakes.
+    /// A shared store's commit moved `client` from version `from` to `to` without
+    /// changing its display: the published one is of `to` too, if it was of `from`.
+    mutating func advance(client: String, from: Int64?, to: Int64) {
+        guard let from, var display = displays[client], display.version == from else { return }
+        display.version = to
+        displays[client] = display
+    }
+
+    /// Publishes a client's displayed alert; returns the waiters it wakes. A display
+    /// of an older version than the one published is stale: it changes nothing.
     mutating func publish(client: String, _ display: Display) -> [CurrentWaiter] {
+        if let newer = displays[client]?.version, let version = display.version, version < newer { return [] }
         displays[client] = display
         guard let parked = currentWaiters[client] else { return [] }
         let woken = parked.values.filter { $0.after != display.id }

@@ -8,9 +8,24 @@ extension Engine {
     /// from `after`, else once it does or `wait` seconds passed.
     ///
     /// - Parameter owner: the token's name, for its share of the waiter slots.
+    ///
+    /// With a shared store the published display is first made current (one round
+    /// trip, shared by the reads that arrive together): a read through any instance
+    /// reflects every change committed before it arrived (SPEC §9).
     public func awaitCurrent(
         client: String, wait: Int, after: AlertID?, owner: String? = nil,
         respond: @escaping @Sendable (Result<[UInt8]?, EngineError>) -> Void
+    ) {
+        guard store.isShared else { return awaitPublished(client: client, wait: wait, after: after, owner: owner, respond: respond) }
+        synchronize([client]) { [self] result in
+            if case .failure(let error) = result { return respond(.failure(error)) }
+            awaitPublished(client: client, wait: wait, after: after, owner: owner, respond: respond)
+        }
+    }
+
+    /// ``awaitCurrent(client:wait:after:owner:respond:)`` on what is published.
+    private func awaitPublished(
+        client: String, wait: Int, after: AlertID?, owner: String?, respond: @escaping @Sendable (Result<[UInt8]?, EngineError>) -> Void
     ) {
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)

@@ -109,13 +109,41 @@ extension Engine {
         }
     }
 
-    /// A client's webhooks, config ones first.
+    /// A client's webhooks as last read, config ones first.
     public func webhooks(of client: String) -> [Webhook] {
         registry.withLockedValue { $0.webhooks(of: client) }
     }
 
+    /// A client's webhooks as committed, config ones first: with a shared store the
+    /// API's are read again first, so one registered or removed through another
+    /// instance shows at once (SPEC §9).
+    public func currentWebhooks(of client: String, respond: @escaping @Sendable (Result<[Webhook], EngineError>) -> Void) {
+        synchronizeWebhooks { [self] result in respond(result.map { webhooks(of: client) }) }
+    }
+
+    /// Reads the API's webhooks again when the store is shared; then `then`.
+    private func synchronizeWebhooks(then: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        guard store.isShared else { return then(.success(())) }
+        Task { [self] in
+            do throws(EngineError) {
+                let api = try await store.webhooks()
+                registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+                then(.success(()))
+            } catch {
+                then(.failure(error))
+            }
+        }
+    }
+
     /// Removes an API webhook; a config one is refused, an unknown one not found.
     public func deleteWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        synchronizeWebhooks { [self] synchronized in
+            if case .failure(let error) = synchronized { return respond(.failure(error)) }
+            deleteKnownWebhook(client: client, id: id, respond: respond)
+        }
+    }
+
+    private func deleteKnownWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
         guard let webhook = webhooks(of: client).first(where: { $0.id == id }) else {
             return respond(.failure(EngineError(.notFound, "no webhook \(id) on client \(client)")))
         }

@@ -41,8 +41,10 @@ final class Lanes: Sendable {
                 let deliveries = mutation.events.flatMap(\.pendingDeliveries)
                 return Applied(change: mutation.change, idempotency: mutation.idempotency, events: mutation.events) { result in
                     completion(
-                        result.map { displays in
-                            Committed(mutation.value, change: mutation.change, displays: displays, deliveries: deliveries)
+                        result.map { published in
+                            Committed(
+                                mutation.value, change: mutation.change, displays: published.displays, deliveries: deliveries,
+                                versions: published.versions)
                         })
                 }
             }
@@ -63,7 +65,10 @@ final class Lanes: Sendable {
                 let written = events(change)
                 let deliveries = written.flatMap(\.pendingDeliveries)
                 return Applied(change: change, idempotency: nil, events: written) { result in
-                    completion(result.map { Committed((), change: change, displays: $0, deliveries: deliveries) })
+                    completion(
+                        result.map {
+                            Committed((), change: change, displays: $0.displays, deliveries: deliveries, versions: $0.versions)
+                        })
                 }
             }
         }
@@ -74,7 +79,13 @@ final class Lanes: Sendable {
         var change: BoardChange
         var idempotency: IdempotencyRecord?
         var events: [OutboxEvent]
-        var finish: @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
+        var finish: @Sendable (Result<Published, EngineError>) -> Void
+    }
+
+    /// What a commit tells each of its changes: the displays it changed, and the client's versions.
+    struct Published: Sendable {
+        var displays: [(client: String, alert: Alert?)]
+        var versions: [String: VersionStep]
     }
 
     private struct Lane {
@@ -147,9 +158,11 @@ final class Lanes: Sendable {
         // What each change did (nil: refused, already answered), as the transaction gets to it.
         let done = NIOLockedValueBox<[Applied?]>([])
         let shown: Alert?
+        let step: VersionStep?
         do {
             let queue: Queue?
-            (shown, queue) = try await store.client.withTransaction(logger: logger) { [logger, queues] connection -> (Alert?, Queue?) in
+            (shown, queue, step) = try await store.client.withTransaction(logger: logger) {
+                [logger, queues] connection -> (Alert?, Queue?, VersionStep?) in
                 var applied: [Applied?] = []
                 defer { done.withLockedValue { $0 = applied } }
                 // The client held until commit, in this instance or another; and a queue
@@ -287,7 +300,7 @@ final class Lanes: Sendable {
                     pending[id] = alert.isPending ? alert : nil
                 }
                 let kept = pending.isEmpty ? nil : Queue(version: written, settings: settings, board: board, pending: pending)
-                return (board.displayed(on: client), kept)
+                return (board.displayed(on: client), kept, written.map { VersionStep(from: version, to: $0) })
             }
             queues.withLockedValue { $0[client] = queue }
         } catch {
@@ -303,9 +316,12 @@ final class Lanes: Sendable {
             }
             return
         }
-        // Each change is told the displays it changed, as they stand at commit (a lane is one client).
+        // Each change is told the displays it changed, as they stand at commit (a lane is one
+        // client), and the client's version: the engine's published display then has it too.
+        let versions = step.map { [client: $0] } ?? [:]
         for case let change? in done.withLockedValue({ $0 }) {
-            change.finish(.success(change.change.displayChanged.map { (client: $0, alert: shown) }))
+            change.finish(
+                .success(Published(displays: change.change.displayChanged.map { (client: $0, alert: shown) }, versions: versions)))
         }
     }
 }

@@ -43,6 +43,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     let lanes: Lanes
     let recorder = Recorder()
     let notifications: Notifications
+    let displayReader: DisplayReader
     private let counts = NIOLockedValueBox(Counts())
     private let healthy = Atomic<Bool>(true)
     /// Set as the pool starts running: nothing leases a connection before (postgres-nio warns).
@@ -79,7 +80,9 @@ public final class PostgresAlertStore: AlertStore, Service {
         client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
         lanes = Lanes(logger: logger)
         notifications = Notifications(url: url, instance: instance, logger: logger)
+        displayReader = DisplayReader(logger: logger)
         lanes.store = self
+        displayReader.store = self
         recorder.store = self
     }
 
@@ -332,6 +335,14 @@ public final class PostgresAlertStore: AlertStore, Service {
             }
             return names.map { (client: $0, alert: shown[$0]) }
         }
+    }
+
+    /// Batched with the other reads waiting (``DisplayReader``): one statement for all.
+    public func refreshDisplays(
+        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
+    ) {
+        guard !known.isEmpty else { return completion(.success([])) }
+        displayReader.read(known, completion: completion)
     }
 
     public func clients(

@@ -179,7 +179,8 @@ struct AlertmanagerLoopTests {
         let arrived = try await loop.awaitAlerts { pending($0).count == 2 }
         let disk = try #require(arrived.first { title($0) == "Disk full on db1" })
         let load = try #require(arrived.first { title($0) == "HighLoad" })
-        #expect(disk["message"] as? String == "/var is 99% full")
+        // The silence a button would make is on the alert: alertname and the configured matcher labels.
+        #expect((disk["message"] as? String)?.hasPrefix("/var is 99% full\n\nA silence matches: alertname=\"DiskFull\"") == true)
         #expect(disk["priority"] as? Int == 50 && load["priority"] as? Int == 0)
         #expect(
             (disk["buttons"] as? [[String: Any]])?.map { $0["title"] as? String } == ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])

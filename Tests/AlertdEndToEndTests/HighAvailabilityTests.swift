@@ -61,6 +61,61 @@ struct HighAvailabilityTests {
         }
     }
 
+    @Test(
+        "every instance answers as one (§9): a choice, a post (stack), a withdrawal or a webhook made through one is what the other reads next"
+    )
+    func readsAreCurrentAcrossInstances() async throws {
+        let cluster = try await Cluster.start(2, config: "clients:\n  stacked: { policy: stack }\n")
+        defer { cluster.cleanup() }
+        let http = cluster.clients()
+        @Sendable func current(_ api: LiveClient, _ client: String) async throws -> String? {
+            let response = try await api.get("/v1/clients/\(client)/alerts/current")
+            return response.status == 204 ? nil : id(try response.jsonObject())
+        }
+        // Many rounds, each read issued the moment the write through the other instance was
+        // answered: a cache that learns of changes by notification alone was behind on most.
+        for round in 0..<25 {
+            let (writer, reader) = (http[round % 2], http[(round + 1) % 2])
+            let client = "rw-\(round)"
+            let first = id(try await writer.postAlert(client, oneButton))
+            #expect(try await current(reader, client) == first, "round \(round): a post, read through the other instance")
+            let second = id(try await writer.postAlert(client, oneButton))
+            #expect(try await writer.choose(client, first, #"{"button":"Deploy"}"#).status == 200)
+            #expect(try await current(reader, client) == second, "round \(round): a choice, read through the other instance")
+            let listed = try await reader.get("/v1/clients").jsonObject()["clients"] as? [[String: Any]] ?? []
+            #expect(
+                listed.first { $0["client"] as? String == client }?["displayed"] as? String == second,
+                "round \(round): GET /v1/clients through the other instance")
+            #expect(try await writer.delete("/v1/clients/\(client)/alerts/\(second)").status == 200)
+            #expect(try await current(reader, client) == nil, "round \(round): a withdrawal, read through the other instance")
+            // A long-poll through the other instance, after the alert now displayed, parks.
+            let third = id(try await writer.postAlert(client, oneButton))
+            if round % 5 == 0 {
+                // (A stale display, none, would have answered 204 at once.)
+                let parked = try await reader.get("/v1/clients/\(client)/alerts/current?wait=1&after=\(third)")
+                #expect(try parked.status == 200 && id(parked.jsonObject()) == third, "round \(round): \(parked.status) \(parked.text)")
+            }
+
+            // Stack: a newer alert covers the displayed one at once.
+            let below = id(try await writer.postAlert("stacked", oneButton))
+            #expect(try await current(reader, "stacked") == below)
+            let above = id(try await writer.postAlert("stacked", oneButton))
+            #expect(try await current(reader, "stacked") == above, "round \(round): a stack post, read through the other instance")
+
+            // A webhook registered through one is there through the other, and gone once removed.
+            let created = try await writer.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example/\#(round)"}"#)
+            let hook = try #require(try created.jsonObject()["id"] as? String, "\(created.text)")
+            #expect(try await reader.get("/v1/clients/\(client)/webhooks/\(hook)").status == 200, "round \(round): the webhook")
+            let hooks = try await reader.get("/v1/clients/\(client)/webhooks").jsonObject()["webhooks"] as? [[String: Any]]
+            #expect(hooks?.map { $0["id"] as? String } == [hook])
+            let again = try await reader.post("/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example/\#(round)"}"#)
+            #expect(again.status == 409, "round \(round): the same URL through the other instance: \(again.status)")
+            #expect(try await reader.delete("/v1/clients/\(client)/webhooks/\(hook)").status == 204)
+            #expect(try await writer.get("/v1/clients/\(client)/webhooks/\(hook)").status == 404, "round \(round): removed")
+        }
+    }
+
     @Test("one Idempotency-Key posted to two or three instances at the same moment creates one alert")
     func idempotencyKeyAcrossInstances() async throws {
         let cluster = try await Cluster.start(3)

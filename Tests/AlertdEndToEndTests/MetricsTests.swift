@@ -22,7 +22,9 @@ struct MetricsTests {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         let daemon = try await Daemon.start(
-            .init(config: "webhooks:\n  - { client: secret-team-name, url: \"\(hook.url)\", secret: \"s\" }\n"))
+            .init(
+                config: "callbacks: { allow: [\"127.0.0.1\"] }\n"
+                    + "webhooks:\n  - { client: secret-team-name, url: \"\(hook.url)\", secret: \"s\" }\n"))
         defer { daemon.cleanup() }
         let http = daemon.client()
         let first = try await http.postAlert("secret-team-name", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
@@ -78,7 +80,7 @@ struct MetricsTests {
         let daemon = try await Daemon.start(
             .init(
                 config: """
-                    callbacks: { retry_initial_seconds: 60, retry_max_interval_seconds: 60 }
+                    callbacks: { retry_initial_seconds: 60, retry_max_interval_seconds: 60, allow: ["127.0.0.1"] }
                     webhooks:
                       - { client: ops, url: "http://127.0.0.1:\(port)/down", secret: "s" }
                     """))

@@ -19,7 +19,9 @@ struct ReloadTests {
     func reloadApplies() async throws {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
-        let before = "auth:\n  tokens:\n" + (await tokenEntry("old", "old-secret", roles: "admin"))
+        // The receiver listens on loopback, which callbacks.deny refuses by default (callbacks are read at start).
+        let allow = "callbacks: { allow: [\"127.0.0.1\"] }\n"
+        let before = allow + "auth:\n  tokens:\n" + (await tokenEntry("old", "old-secret", roles: "admin"))
         let daemon = try await Daemon.start(.init(config: before))
         defer { daemon.cleanup() }
         let http = daemon.client()
@@ -33,7 +35,7 @@ struct ReloadTests {
         try await http.awaitWaiters(1)
 
         try daemon.rewriteConfig(
-            "log: { level: debug }\nauth:\n  tokens:\n" + (await tokenEntry("new", "new-secret", roles: "admin"))
+            allow + "log: { level: debug }\nauth:\n  tokens:\n" + (await tokenEntry("new", "new-secret", roles: "admin"))
                 + "webhooks:\n  - { client: ops, url: \"\(hook.url)\", secret: \"hook secret\" }\n")
         daemon.sendSignal(SIGHUP)
         try await daemon.waitForStderr(containing: "msg=\"config reloaded\"")

@@ -55,6 +55,11 @@ public final class TestPostgres: Sendable {
         let base = Self.memoryDirectory ?? ScratchDirectory.base
         sweep(base)
         let directory = try ScratchDirectory(in: base, prefix: Self.prefix)
+        // Whose cluster it is: a test that stops its server (the outage test) leaves a cluster
+        // without a postmaster, which another test process's sweep must not take for a dead one.
+        try Array("\(getpid())\n".utf8).withUnsafeBytes {
+            try Data($0).write(to: directory.url.appendingPathComponent("owner"))
+        }
         // The postgres user must reach the scratch directory and own its data.
         chmod(directory.url.path, 0o755)
         let data = directory.url.appendingPathComponent("data").path
@@ -78,12 +83,18 @@ public final class TestPostgres: Sendable {
     static let prefix = "alertd-pg"
 
     /// Removes the clusters of test processes that were killed (their scratch
-    /// directories outlive them): those whose postmaster is gone. A cluster of
-    /// a test process still running is left alone.
+    /// directories outlive them): those whose test process is gone, or, for a
+    /// directory that does not name it, whose postmaster is gone. A cluster of a
+    /// test process still running is left alone, its server stopped or not.
     private static func sweep(_ base: String) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
         for name in names where name.hasPrefix(prefix + ".") {
             let directory = "\(base)/\(name)"
+            if let text = try? String(contentsOfFile: "\(directory)/owner", encoding: .utf8),
+                let owner = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), Glibc.kill(owner, 0) == 0 || errno == EPERM
+            {
+                continue
+            }
             let pidFile = "\(directory)/data/postmaster.pid"
             if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
                 let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), Glibc.kill(pid, 0) == 0 || errno == EPERM

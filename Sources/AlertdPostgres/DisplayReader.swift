@@ -1,0 +1,110 @@
+import AlertdCore
+import AlertdEngine
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+/// Reads clients' displayed alerts for the engine to check what it publishes
+/// against the database (SPEC §9: a read reflects every change committed before
+/// it arrived). Each request names clients and the version the engine published
+/// for each; one statement answers every request waiting, with the displayed
+/// alert and version of the clients whose version moved (their other rows are
+/// left out, so a current cache costs a few bytes per client). One statement
+/// runs at a time: requests that arrive while it runs go together in the next,
+/// so under load many reads share one round trip.
+final class DisplayReader: Sendable {
+    private struct Request: Sendable {
+        var known: [(client: String, version: Int64?)]
+        var completion: @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
+    }
+
+    private struct State: Sendable {
+        var waiting: [Request] = []
+        var running = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let logger: Logger
+    /// Set once, right after the store is made (it owns the reader).
+    nonisolated(unsafe) weak var store: PostgresAlertStore?
+
+    /// At most this many clients in one statement; the rest go in the next.
+    static let batch = 4096
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func read(
+        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
+    ) {
+        let start = state.withLockedValue { state -> Bool in
+            state.waiting.append(Request(known: known, completion: completion))
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        if start { Task { await drain() } }
+    }
+
+    private func drain() async {
+        while true {
+            let requests = state.withLockedValue { state -> [Request] in
+                var taken: [Request] = []
+                var clients = 0
+                while let next = state.waiting.first, taken.isEmpty || clients + next.known.count <= Self.batch {
+                    taken.append(state.waiting.removeFirst())
+                    clients += next.known.count
+                }
+                if taken.isEmpty { state.running = false }
+                return taken
+            }
+            guard !requests.isEmpty else { return }
+            guard let store else {
+                for request in requests { request.completion(.failure(EngineError(.unavailable, "alertd is shutting down"))) }
+                continue
+            }
+            await run(requests, store: store)
+        }
+    }
+
+    /// The columns of `alerts` qualified with `a.`, in ``AlertRow/columns``' order.
+    private static let alertColumns = AlertRow.columns.split(separator: ",").map { "a." + $0.filter { $0 != " " } }
+        .joined(separator: ", ")
+
+    private func run(_ requests: [Request], store: PostgresAlertStore) async {
+        let pairs = requests.flatMap(\.known)
+        // -1: no version known (versions are values of a sequence, from 1).
+        let names = pairs.map(\.client)
+        let versions = pairs.map { $0.version ?? -1 }
+        var changed: [Int: VersionedDisplay] = [:]
+        do {
+            for try await row in try await store.client.query(
+                """
+                SELECT \(unescaped: Self.alertColumns), r.i, c.version
+                FROM unnest(\(names)::text[], \(versions)::int8[]) WITH ORDINALITY AS r(id, known, i)
+                LEFT JOIN clients c ON c.id = r.id
+                LEFT JOIN alerts a ON a.client = r.id AND a.state = 'displayed'
+                WHERE COALESCE(c.version, -1) <> r.known
+                """, logger: logger)
+            {
+                let cells = row.makeRandomAccess()
+                let index = Int(try cells[18].decode(Int64.self)) - 1
+                let version = try cells[19].decode(Int64?.self)
+                let alert = try cells[0].decode(String?.self) == nil ? nil : try AlertRow.alert(row)
+                guard pairs.indices.contains(index) else { continue }
+                changed[index] = VersionedDisplay(client: pairs[index].client, alert: alert, version: version)
+            }
+        } catch {
+            let failure = store.unavailable(error)
+            for request in requests { request.completion(.failure(failure)) }
+            return
+        }
+        var offset = 0
+        for request in requests {
+            let range = offset..<(offset + request.known.count)
+            offset = range.upperBound
+            request.completion(.success(range.compactMap { changed[$0] }))
+        }
+    }
+}
