@@ -161,7 +161,8 @@ struct GroupCommitterTests {
             }
             store.gate.signal()
             try await done.awaitCount(1)
-            return try #require(outcome.withLockedValue { $0 })
+            let result = outcome.withLockedValue { $0 }
+            return try #require(result)
         }
         store.failing.store(true, ordering: .relaxed)
         #expect(try await submit() == false)
