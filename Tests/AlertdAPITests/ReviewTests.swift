@@ -97,29 +97,34 @@ extension Unexpected {
 /// outside tool (`sqlite3`, a backup script) would. While it is held, alertd's
 /// writer waits in SQLite's busy handler (`busy_timeout` = 5 s), then its commit
 /// fails with SQLITE_BUSY: a commit in flight that the test controls.
-final class WriteLockHolder: @unchecked Sendable {
-    private let taken = DispatchSemaphore(value: 0)
+/// Its own thread holds the lock and blocks; the test awaits.
+final class WriteLockHolder: Sendable {
     private let release = DispatchSemaphore(value: 0)
-    private let done = DispatchSemaphore(value: 0)
+    /// "taken" once the lock is held, "done" once it was let go.
+    private let state = Observed("")
 
-    init(stateDir: String) throws {
+    /// Returns once the lock is held.
+    static func take(stateDir: String) async throws -> WriteLockHolder {
+        let holder = WriteLockHolder()
         let store = try SQLiteStore(directory: stateDir, durability: .normal)
-        let thread = Thread { [taken, release, done] in
+        Thread { [release = holder.release, state = holder.state] in
             try? store.pool.writeWithoutTransaction { db in
                 try db.execute(sql: "BEGIN IMMEDIATE")
-                taken.signal()
+                state.update { $0 = "taken" }
                 release.wait()
                 try db.execute(sql: "ROLLBACK")
             }
-            done.signal()
+            state.update { $0 = "done" }
+        }.start()
+        guard await holder.state.wait(timeout: .seconds(20), until: { $0 == "taken" ? true : $0 == "done" ? false : nil }) == true else {
+            throw PendingAnswer.TimedOut()
         }
-        thread.start()
-        guard taken.wait(timeout: .now() + 10) == .success else { throw PendingAnswer.TimedOut() }
+        return holder
     }
 
     func unlock() async {
         release.signal()
-        _ = done.wait(timeout: .now() + 10)
+        _ = await state.wait(timeout: .seconds(20)) { $0 == "done" ? true : nil }
     }
 }
 
@@ -215,7 +220,7 @@ struct ReviewVisibilityTests {
         let alert = try await daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
         let id = alert["id"] as! String
 
-        let lock = try WriteLockHolder(stateDir: daemon.stateDir)
+        let lock = try await WriteLockHolder.take(stateDir: daemon.stateDir)
         let original = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
         // The writer has taken the choice's batch and waits for the lock.
         try await store.awaitCommit(of: "the choice") { $0.id.description == id && $0.state == .answered }
@@ -252,7 +257,7 @@ struct ReviewVisibilityTests {
         defer { daemon.cleanUp() }
         let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
-        let lock = try WriteLockHolder(stateDir: daemon.stateDir)
+        let lock = try await WriteLockHolder.take(stateDir: daemon.stateDir)
         let postB = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
         // The writer has taken B's batch and waits for the lock.
         try await store.awaitCommit(of: "B's post") { $0.title == "B" }
