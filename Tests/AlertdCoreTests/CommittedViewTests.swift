@@ -179,14 +179,14 @@ struct VisiblePositionTests {
 
     @Test(
         "random posts, choices and withdrawals with commits lagging: positions and lists are those of the committed state",
-        arguments: [QueuePolicy.fifo, .stack], 0..<4)
+        arguments: [QueuePolicy.fifo, .stack], 0..<2)
     func randomAgainstCommittedState(policy: QueuePolicy, seed: UInt64) throws {
         var random = XorShift(seed: seed &+ 1)
         var board = AlertBoard(settings: QueueSettings(standard: ClientSettings(policy: policy)))
         var inFlight: [BoardChange] = []
         var known: [AlertID] = []
         var now: Int64 = 0
-        for step in 0..<600 {
+        for step in 0..<300 {
             now += 1
             let live = board.pending(on: "ops")
             switch random.next() % 8 {
