@@ -211,7 +211,8 @@ let package = Package(
         .testTarget(
             name: "AlertdStoreTests",
             dependencies: [
-                "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", .product(name: "GRDB", package: "GRDB.swift"),
+                "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", "AlertdTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(

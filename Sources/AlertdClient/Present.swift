@@ -259,12 +259,13 @@ struct RetryRun {
 
     init(bound: Double?) { self.bound = bound }
 
-    /// Counts a failure: the pause before the next try (never past the bound, so the last
-    /// try falls on it), after telling `progress`; throws `error` once the bound is reached.
+    /// Counts a failure at `now`: the pause before the next try (never past the bound, so
+    /// the last try falls on it), after telling `progress`; throws `error` once the bound is
+    /// reached.
     mutating func next(
-        after error: AlertdError, _ delay: Double, _ progress: (@Sendable (PresentProgress) throws -> Void)?
+        after error: AlertdError, _ delay: Double, _ progress: (@Sendable (PresentProgress) throws -> Void)?,
+        now: ContinuousClock.Instant = .now
     ) throws -> Double {
-        let now = ContinuousClock.now
         let first = firstFailure ?? now
         firstFailure = first
         failures += 1

@@ -113,6 +113,64 @@ public struct AlertBoard: Sendable {
         return queue.position(of: entry(alert))
     }
 
+    /// The position readers see (0 when displayed, n when n alerts are ahead; nil when not
+    /// pending) of `alert` as readers see it (``visible(_:)``): counted among the committed
+    /// versions of its client's pending alerts, so a post, a decision or a display change
+    /// still committing is not counted yet. The live queue counts the alerts ahead in
+    /// O(log n); then each alert with writes in flight counts as committed instead of as it
+    /// is now. Agrees with the alert's index in ``visiblePending(on:)``.
+    public func visiblePosition(of alert: Alert) -> Int? {
+        guard alert.isPending, let queue = queues[alert.client] else { return nil }
+        if alert.state == .displayed { return 0 }
+        let me = entry(alert)
+        var ahead = queue.queuedAhead(of: me)
+        if let shown = queue.displayed, shown.id != alert.id, inFlight[shown.id] == nil { ahead += 1 }
+        for (id, flight) in inFlight where id != alert.id {
+            guard let latest = alerts[id], latest.client == alert.client else { continue }
+            let other = entry(latest)
+            // Counted above as it is now (queued, ahead) ...
+            if latest.state == .queued, queue.precedes(other, me) { ahead -= 1 }
+            // ... counted again as readers see it.
+            if let committed = flight.committed, committed.isPending, committed.state == .displayed || queue.precedes(other, me) {
+                ahead += 1
+            }
+        }
+        return ahead
+    }
+
+    /// The pending alerts of a client as readers see them, in display order: the committed
+    /// versions only, including an alert whose decision is still committing, and without
+    /// posts still committing.
+    public func visiblePending(on client: String) -> [Alert] {
+        guard let queue = queues[client] else { return [] }
+        var shown: Alert?
+        var queued: [Alert] = []
+        var inOrder = true
+        for live in queue.inDisplayOrder {
+            guard case .alert(let alert) = visible(live.id), alert.isPending else { continue }
+            if alert.state == .displayed {
+                shown = alert
+            } else {
+                // The live displayed alert, its display still committing: its place among the queued is to be found.
+                if live == queue.displayed { inOrder = false }
+                queued.append(alert)
+            }
+        }
+        // Decided alerts whose decision is still committing: out of the live queue, still pending for readers.
+        for (id, flight) in inFlight {
+            guard let committed = flight.committed, committed.client == client, committed.isPending, alerts[id]?.isPending == false
+            else { continue }
+            if committed.state == .displayed {
+                shown = committed
+            } else {
+                queued.append(committed)
+                inOrder = false
+            }
+        }
+        if !inOrder { queued.sort { queue.precedes(entry($0), entry($1)) } }
+        return (shown.map { [$0] } ?? []) + queued
+    }
+
     public func displayed(on client: String) -> Alert? {
         queues[client]?.displayed.flatMap { alerts[$0.id] }
     }

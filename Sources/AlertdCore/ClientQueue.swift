@@ -93,6 +93,10 @@ struct ClientQueue: Sendable {
         return index + (displayed == nil ? 0 : 1)
     }
 
+    /// How many queued entries come before `entry` in this policy's order, whether or not
+    /// `entry` itself is queued here.
+    func queuedAhead(of entry: Entry) -> Int { insertionIndex(entry) }
+
     /// Pending entries in display order.
     var inDisplayOrder: [Entry] {
         (displayed.map { [$0] } ?? []) + queued

@@ -208,7 +208,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let visible = state.withLockedValue { state -> (AlertBoard.Visibility, Int?) in
             let visible = state.board.visible(id)
             guard case .alert(let alert) = visible, alert.isPending else { return (visible, nil) }
-            return (visible, alert.state == .displayed ? 0 : state.board.position(of: alert))
+            return (visible, state.board.visiblePosition(of: alert))
         }
         switch visible {
         case (.alert(let alert), let position): completion(.success(PositionedAlert(alert, position: position)))
@@ -220,12 +220,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     }
 
     public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {
-        let pending = state.withLockedValue { state in
-            state.board.pending(on: client).compactMap { latest -> Alert? in
-                guard case .alert(let alert) = state.board.visible(latest.id), alert.isPending else { return nil }
-                return alert
-            }
-        }
+        let pending = state.withLockedValue { $0.board.visiblePending(on: client) }
         completion(.success(pending.enumerated().map { PositionedAlert($0.element, position: $0.offset) }))
     }
 

@@ -9,6 +9,7 @@ import Testing
 @testable import AlertdDaemon
 @testable import AlertdStore
 import AlertdHTTP
+import AlertdTestSupport
 import AlertdWire
 import GRDB
 
@@ -17,33 +18,113 @@ import GRDB
 // (2da5e63, b66596a) keep their test as a regression test. None is marked as a
 // known issue on purpose.
 
+/// A real store that records the writes of each commit as the writer begins it (before
+/// SQLite sees them): the signal that a change has left the board for the store and is
+/// committing now, which a test awaits instead of sleeping.
+final class WatchedStore: PersistentStore, Sendable {
+    let inner: any PersistentStore
+    /// The writes of every commit begun, in order.
+    let begun = Observed<[[StoreWrite]]>([])
+
+    init(_ inner: any PersistentStore) { self.inner = inner }
+
+    /// An in-process daemon on a watched store.
+    static func daemon(config: String = "") async throws -> (InProcessDaemon, WatchedStore) {
+        let holder = NIOLockedValueBox<WatchedStore?>(nil)
+        let daemon = try await InProcessDaemon(config: config) { inner in
+            let store = WatchedStore(inner)
+            holder.withLockedValue { $0 = store }
+            return store
+        }
+        return (daemon, try #require(holder.withLockedValue { $0 }))
+    }
+
+    /// Returns once a commit holding a version of an alert that `matches` has begun.
+    func awaitCommit(of what: String, timeout: Duration = .seconds(20), _ matches: @escaping @Sendable (Alert) -> Bool) async throws {
+        let seen = await begun.wait(timeout: timeout) { batches in
+            batches.contains { batch in
+                batch.contains { write in
+                    guard case .alert(let alert) = write else { return false }
+                    return matches(alert)
+                }
+            } ? true : nil
+        }
+        guard seen == true else { throw Unexpected.NoCommit(what: what, timeout: timeout) }
+    }
+
+    /// While set, a commit waits here (on the store's writer thread) once it has begun.
+    private let gate = NIOLockedValueBox<DispatchSemaphore?>(nil)
+
+    /// Holds every commit that begins from now on until ``release()``: the changes stay in
+    /// flight for as long as the test needs. Release it in a `defer`.
+    func hold() { gate.withLockedValue { $0 = DispatchSemaphore(value: 0) } }
+
+    func release() { gate.withLockedValue { $0.take() }?.signal() }
+
+    func commit(_ writes: [StoreWrite]) throws {
+        begun.update { $0.append(writes) }
+        if let held = gate.withLockedValue({ $0 }) {
+            held.wait()
+            held.signal()  // the next commit held by the same gate passes too
+        }
+        try inner.commit(writes)
+    }
+
+    func load() throws -> StoredState { try inner.load() }
+    func alert(_ id: AlertID) throws -> Alert? { try inner.alert(id) }
+    func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) throws -> [Alert] {
+        try inner.decided(on: client, states: states, before: before, limit: limit)
+    }
+    func idempotency(client: String, key: String) throws -> IdempotencyRecord? { try inner.idempotency(client: client, key: key) }
+    func webhooks() throws -> [Webhook] { try inner.webhooks() }
+    func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
+    func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
+    func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
+        try inner.clientsWithoutDecidedAlerts(among: clients)
+    }
+    func isWritable() -> Bool { inner.isWritable() }
+}
+
+extension Unexpected {
+    struct NoCommit: Error, CustomStringConvertible {
+        let what: String
+        let timeout: Duration
+        var description: String { "no commit of \(what) began within \(timeout)" }
+    }
+}
+
 /// Holds SQLite's write lock on a state directory from a second connection, as an
 /// outside tool (`sqlite3`, a backup script) would. While it is held, alertd's
 /// writer waits in SQLite's busy handler (`busy_timeout` = 5 s), then its commit
 /// fails with SQLITE_BUSY: a commit in flight that the test controls.
-final class WriteLockHolder: @unchecked Sendable {
-    private let taken = DispatchSemaphore(value: 0)
+/// Its own thread holds the lock and blocks; the test awaits.
+final class WriteLockHolder: Sendable {
     private let release = DispatchSemaphore(value: 0)
-    private let done = DispatchSemaphore(value: 0)
+    /// "taken" once the lock is held, "done" once it was let go.
+    private let state = Observed("")
 
-    init(stateDir: String) throws {
+    /// Returns once the lock is held.
+    static func take(stateDir: String) async throws -> WriteLockHolder {
+        let holder = WriteLockHolder()
         let store = try SQLiteStore(directory: stateDir, durability: .normal)
-        let thread = Thread { [taken, release, done] in
+        Thread { [release = holder.release, state = holder.state] in
             try? store.pool.writeWithoutTransaction { db in
                 try db.execute(sql: "BEGIN IMMEDIATE")
-                taken.signal()
+                state.update { $0 = "taken" }
                 release.wait()
                 try db.execute(sql: "ROLLBACK")
             }
-            done.signal()
+            state.update { $0 = "done" }
+        }.start()
+        guard await holder.state.wait(timeout: .seconds(20), until: { $0 == "taken" ? true : $0 == "done" ? false : nil }) == true else {
+            throw PendingAnswer.TimedOut()
         }
-        thread.start()
-        guard taken.wait(timeout: .now() + 10) == .success else { throw PendingAnswer.TimedOut() }
+        return holder
     }
 
     func unlock() async {
         release.signal()
-        _ = done.wait(timeout: .now() + 10)
+        _ = await state.wait(timeout: .seconds(20)) { $0 == "done" ? true : nil }
     }
 }
 
@@ -134,14 +215,15 @@ struct ReviewVisibilityTests {
     /// could lose"). The repeated-same-button half was fixed in 2da5e63.
     @Test("a choice whose commit fails is never reported to anyone as made")
     func uncommittedDecisionIsNotRevealed() async throws {
-        let daemon = try await InProcessDaemon()
+        let (daemon, store) = try await WatchedStore.daemon()
         defer { daemon.cleanUp() }
         let alert = try await daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
         let id = alert["id"] as! String
 
-        let lock = try WriteLockHolder(stateDir: daemon.stateDir)
+        let lock = try await WriteLockHolder.take(stateDir: daemon.stateDir)
         let original = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
-        try await Task.sleep(for: .milliseconds(300))  // the writer has taken the batch and waits for the lock
+        // The writer has taken the choice's batch and waits for the lock.
+        try await store.awaitCommit(of: "the choice") { $0.id.description == id && $0.state == .answered }
         let other = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"Cancel"}"#)
         let repeated = daemon.start("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
 
@@ -170,13 +252,15 @@ struct ReviewVisibilityTests {
     /// displayed to dashboards at once and survives a restart.
     @Test("an alert whose post failed with 503 never becomes visible or durable")
     func batchesAfterAFailedCommitAreNotCommitted() async throws {
-        var daemon = try await InProcessDaemon()
+        let (first, store) = try await WatchedStore.daemon()
+        var daemon = first
         defer { daemon.cleanUp() }
         let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
-        let lock = try WriteLockHolder(stateDir: daemon.stateDir)
+        let lock = try await WriteLockHolder.take(stateDir: daemon.stateDir)
         let postB = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
-        try await Task.sleep(for: .milliseconds(300))  // the writer has taken B's batch and waits for the lock
+        // The writer has taken B's batch and waits for the lock.
+        try await store.awaitCommit(of: "B's post") { $0.title == "B" }
         let choice = daemon.start("POST", "/v1/clients/ops/alerts/\(a["id"] as! String)/choice", json: #"{"button":"OK"}"#)
         let answerB = try await postB.value(seconds: 20)
         await lock.unlock()
@@ -194,26 +278,31 @@ struct ReviewVisibilityTests {
         #expect(!titles.contains("B"), "B's post failed with 503, yet B is in the store after a restart")
     }
 
-    /// `position` (and `/v1/clients` `pending`) come from the live queue, which
-    /// already holds uncommitted changes, while `state` comes from the committed
-    /// view: while a covering post is in flight on a stack client, the displayed
-    /// alert reads `"state":"displayed","position":1`.
+    /// Found in review and fixed in b66596a (kept as a regression test): `position`
+    /// (and `/v1/clients` `pending`) came from the live queue, which already holds
+    /// uncommitted changes, while `state` came from the committed view: while a
+    /// covering post was in flight on a stack client, the displayed alert read
+    /// `"state":"displayed","position":1`.
     @Test("a displayed alert reads position 0 while a covering post is still committing")
     func positionComesFromCommittedState() async throws {
-        let daemon = try await InProcessDaemon(config: "clients:\n  ops: { policy: stack }\n")
+        let (daemon, store) = try await WatchedStore.daemon(config: "clients:\n  ops: { policy: stack }\n")
         defer { daemon.cleanUp() }
         let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
-        let lock = try WriteLockHolder(stateDir: daemon.stateDir)
+        store.hold()
+        defer { store.release() }
         let postB = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
+        try await store.awaitCommit(of: "B's post") { $0.title == "B" }
         let seen = try await daemon.send("GET", "/v1/clients/ops/alerts/\(a["id"] as! String)").object()
         let clients = try await daemon.send("GET", "/v1/clients").object()["clients"] as? [[String: Any]]
         let listed = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]]
-        await lock.unlock()
-        _ = try await postB.value(seconds: 20)
+        #expect(!postB.isAnswered, "B's post was answered before its commit")
+        store.release()
+        #expect(try await postB.value(seconds: 20).status == 201)
 
         #expect(seen["state"] as? String == "displayed")
         #expect(seen["position"] as? Int == 0, "state displayed with position \(seen["position"] ?? "nil")")
+        #expect(listed?.map { $0["title"] as? String } == ["A"], "B is not committed: readers do not see it")
         #expect(clients?.first?["pending"] as? Int == listed?.count, "/v1/clients counts an alert no reader can see yet")
     }
 }
@@ -221,33 +310,67 @@ struct ReviewVisibilityTests {
 @Suite("Review: positions from committed state")
 struct ReviewPositionTests {
     /// b66596a made a displayed alert read position 0, but a queued alert's
-    /// position still comes from the live queue (AlertService.position,
-    /// pendingAlerts): an uncommitted higher-priority post is counted ahead of it,
-    /// and a withdrawal still committing makes it read `"state":"queued",
-    /// "position":null`. Readers see positions no committed state ever had.
+    /// position still came from the live queue: an uncommitted higher-priority post
+    /// was counted ahead of it (README: "Reads show committed state only").
+    /// Fixed: the store counts positions among committed versions
+    /// (`AlertBoard.visiblePosition`).
     @Test("a queued alert's position counts only alerts readers can see")
     func queuedPositionFromCommittedState() async throws {
-        let daemon = try await InProcessDaemon()
+        let (daemon, store) = try await WatchedStore.daemon()
         defer { daemon.cleanUp() }
         _ = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
         let b = try await daemon.post("ops", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
         let bID = b["id"] as! String
         #expect(b["position"] as? Int == 1)
 
-        let lock = try WriteLockHolder(stateDir: daemon.stateDir)
+        store.hold()
+        defer { store.release() }
         let urgent = daemon.start("POST", "/v1/clients/ops/alerts", json: #"{"title":"C","priority":10,"buttons":[{"title":"OK"}]}"#)
+        try await store.awaitCommit(of: "C's post") { $0.title == "C" }
         let withCommitting = try await daemon.send("GET", "/v1/clients/ops/alerts/\(bID)").object()
         let listed = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]] ?? []
-        await lock.unlock()
-        _ = try await urgent.value(seconds: 20)
+        #expect(!urgent.isAnswered, "C's post was answered before its commit")
+        store.release()
+        #expect(try await urgent.value(seconds: 20).status == 201)
 
         #expect(listed.map { $0["title"] as? String } == ["A", "B"], "C is not committed: readers do not see it")
-        withKnownIssue("a single alert's position comes from the live queue (O(log n)); lists count exactly", isIntermittent: true) {
-            #expect(
-                withCommitting["position"] as? Int == 1,
-                "B reads position \(withCommitting["position"] ?? "nil") behind an alert no reader can see")
-        }
+        #expect(
+            withCommitting["position"] as? Int == 1,
+            "B reads position \(withCommitting["position"] ?? "nil") behind an alert no reader can see")
         #expect(listed.last?["position"] as? Int == 1)
+        // Once C is committed, readers see it ahead of B.
+        let after = try await daemon.send("GET", "/v1/clients/ops/alerts/\(bID)").object()
+        #expect(after["position"] as? Int == 2)
+    }
+
+    /// Same root cause, in lists: they were the live queue filtered by what readers see,
+    /// so while the displayed alert's withdrawal was committing it was missing from the
+    /// list, and the next one was listed first, queued, at position 0.
+    @Test("while the displayed alert's withdrawal commits, reads show it displayed and the rest behind it")
+    func withdrawalOfTheDisplayedAlertInFlight() async throws {
+        let (daemon, store) = try await WatchedStore.daemon()
+        defer { daemon.cleanUp() }
+        let a = try await daemon.post("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
+        let b = try await daemon.post("ops", #"{"title":"B","buttons":[{"title":"OK"}]}"#)
+        _ = try await daemon.post("ops", #"{"title":"C","buttons":[{"title":"OK"}]}"#)
+        let aID = a["id"] as! String
+
+        store.hold()
+        defer { store.release() }
+        let withdrawal = daemon.start("DELETE", "/v1/clients/ops/alerts/\(aID)")
+        try await store.awaitCommit(of: "A's withdrawal") { $0.id.description == aID && $0.state == .withdrawn }
+        let listed = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]] ?? []
+        let seenB = try await daemon.send("GET", "/v1/clients/ops/alerts/\(b["id"] as! String)").object()
+        #expect(!withdrawal.isAnswered, "the withdrawal was answered before its commit")
+        store.release()
+        #expect(try await withdrawal.value(seconds: 20).status == 200)
+
+        #expect(listed.map { $0["title"] as? String } == ["A", "B", "C"])
+        #expect(listed.map { $0["state"] as? String } == ["displayed", "queued", "queued"])
+        #expect(listed.map { $0["position"] as? Int } == [0, 1, 2])
+        #expect(seenB["state"] as? String == "queued" && seenB["position"] as? Int == 1, "B as read: \(seenB)")
+        let after = try await daemon.send("GET", "/v1/clients/ops/alerts").object()["alerts"] as? [[String: Any]] ?? []
+        #expect(after.map { $0["title"] as? String } == ["B", "C"])
     }
 }
 

@@ -1,4 +1,5 @@
 import AlertdEngine
+import AlertdTestSupport
 import Foundation
 import Glibc
 import Logging
@@ -11,14 +12,16 @@ import Testing
 @Suite("Suspended connections and shutdown")
 struct SuspendResumeTests {
     @Test("a connection stays listed until its resume returned: an emptiness check cannot slip in between")
-    func resumeBeforeUnlisting() throws {
-        let entered = DispatchSemaphore(value: 0)
+    func resumeBeforeUnlisting() async throws {
+        // Only the test's own threads block (the resume on `answering`, the check on its
+        // thread); the test awaits what they do.
+        let entered = Observed(false)
         let gate = DispatchSemaphore(value: 0)
         let resumeReturned = Atomic<Bool>(false)
         let registry = SuspendedConnections(
             suspend: { _ in },
             resume: { _ in
-                entered.signal()
+                entered.update { $0 = true }
                 gate.wait()
                 resumeReturned.store(true, ordering: .sequentiallyConsistent)
             })
@@ -30,18 +33,15 @@ struct SuspendResumeTests {
 
         let answering = Thread { responder.respond(HTTPResponse(status: 200)) }
         answering.start()
-        entered.wait()
+        try #require(await entered.wait(timeout: .seconds(20)) { $0 ? true : nil } == true, "the resume never began")
         // The resume is under way: a check now must wait for it, never see an empty list.
-        let closed = NIOLockedValueBox<(Bool, Bool)?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let closed = Observed<(Bool, Bool)?>(nil)
         Thread {
             let result = registry.isEmpty
-            closed.withLockedValue { $0 = (result, resumeReturned.load(ordering: .sequentiallyConsistent)) }
-            done.signal()
+            closed.update { $0 = (result, resumeReturned.load(ordering: .sequentiallyConsistent)) }
         }.start()
         gate.signal()
-        done.wait()
-        let (result, afterResume) = try #require(closed.withLockedValue { $0 })
+        let (result, afterResume) = try #require(await closed.wait(timeout: .seconds(20)) { $0 }, "the check never returned")
         #expect(result)
         #expect(afterResume, "the list was empty only once the resume had returned")
         #expect(responder.takeResumedResponse()?.status == 200)
@@ -57,7 +57,7 @@ struct SuspendResumeTests {
     }
 
     @Test("stop() waits for answers in flight: every waiter answered during shutdown gets its answer", arguments: 0..<10)
-    func stopWaitsForAnswers(round: Int) throws {
+    func stopWaitsForAnswers(round: Int) async throws {
         let handler = ParkingHandler()
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(listen: .address(host: "127.0.0.1", port: 0), threads: 2),
@@ -66,8 +66,10 @@ struct SuspendResumeTests {
         let port = Int(server.boundAddress.split(separator: ":").last!)!
         let clients = try (0..<16).map { _ in try RawClient(port: port) }
         for client in clients { try client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n") }
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while server.suspendedRequests < clients.count, Date() < deadline { usleep(1000) }
+        // The server counts what it suspended; look again every millisecond, without
+        // holding a thread meanwhile.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.suspendedRequests < clients.count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
         try #require(server.suspendedRequests == clients.count)
 
         // Answer from another thread while the server stops.
@@ -77,10 +79,12 @@ struct SuspendResumeTests {
             }
         }
         answering.start()
-        let stopped = server.stop(grace: 10)
+        // Stopping joins libmicrohttpd's threads, and the clients read with blocking calls:
+        // on threads of their own.
+        let stopped = await onOwnThread { server.stop(grace: 10) }
         #expect(stopped)
-        for client in clients {
-            let reply = client.readAll()
+        let replies = await onOwnThread { clients.map { $0.readAll() } }
+        for reply in replies {
             #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply.prefix(40))")
             #expect(reply.hasSuffix("answered"))
         }
@@ -88,7 +92,8 @@ struct SuspendResumeTests {
 }
 
 /// A blocking TCP client that sends bytes and reads until the server closes or a response is whole.
-final class RawClient {
+/// Used by one thread at a time (the test's, then the one it hands the reads to).
+final class RawClient: @unchecked Sendable {
     let fd: Int32
 
     init(port: Int) throws {

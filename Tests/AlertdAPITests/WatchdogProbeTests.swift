@@ -1,4 +1,5 @@
 import AlertdEngine
+import AlertdTestSupport
 import AsyncHTTPClient
 import Foundation
 import Glibc
@@ -11,34 +12,37 @@ import Testing
 @Suite("The watchdog pings only when its probe gets 200 from /healthz")
 struct WatchdogProbeTests {
     /// The probe run synchronously (its deadline is on the client's event loop): the
-    /// time measured is the probe's, not the cooperative pool's.
-    static func probe(_ address: String, timeout: Double) -> (healthy: Bool, took: Duration) {
-        let client = WatchdogService.client()
-        defer { try? client.syncShutdown() }
-        let started = ContinuousClock.now
-        let healthy = (try? WatchdogService.probe(address, scheme: "http", client: client, timeout: timeout).wait()) ?? false
-        return (healthy, ContinuousClock.now - started)
+    /// time measured is the probe's, not the cooperative pool's. It blocks a thread of
+    /// its own while it waits, never one of the pool's.
+    static func probe(_ address: String, timeout: Double) async -> (healthy: Bool, took: Duration) {
+        await onOwnThread {
+            let client = WatchdogService.client()
+            defer { try? client.syncShutdown() }
+            let started = ContinuousClock.now
+            let healthy = (try? WatchdogService.probe(address, scheme: "http", client: client, timeout: timeout).wait()) ?? false
+            return (healthy, ContinuousClock.now - started)
+        }
     }
 
     @Test("Nothing listening: the probe fails")
-    func refused() {
+    func refused() async {
         let (fd, port) = Self.listeningSocket()
         close(fd)  // the port is free again: connections are refused
-        #expect(!Self.probe("127.0.0.1:\(port)", timeout: 0.5).healthy)
+        #expect(!(await Self.probe("127.0.0.1:\(port)", timeout: 0.5).healthy))
     }
 
     @Test("A server that accepts but never answers: the probe fails within its timeout")
-    func hung() {
+    func hung() async {
         let (fd, port) = Self.listeningSocket()  // listening, never accepting: the kernel completes the handshake
         defer { close(fd) }
-        let (healthy, took) = Self.probe("127.0.0.1:\(port)", timeout: 0.3)
+        let (healthy, took) = await Self.probe("127.0.0.1:\(port)", timeout: 0.3)
         #expect(!healthy)
         #expect(took < .seconds(3))
     }
 
     @Test("Malformed addresses fail without a connection", arguments: ["", "127.0.0.1", "127.0.0.1:x", "nohost:80"])
-    func malformed(address: String) {
-        #expect(!Self.probe(address, timeout: 0.2).healthy)
+    func malformed(address: String) async {
+        #expect(!(await Self.probe(address, timeout: 0.2).healthy))
     }
 
     static func listeningSocket() -> (Int32, Int) {

@@ -32,10 +32,11 @@ struct RetryAndFailureTests {
     @Test("the pause never runs past the bound, so the last try falls on it; then it gives up")
     func pauseCappedByBound() throws {
         var run = RetryRun(bound: 0.3)
-        let pause = try run.next(after: Self.refused, 10, nil)
-        #expect(pause > 0.2 && pause <= 0.3)
-        Thread.sleep(forTimeInterval: 0.35)
-        #expect(throws: AlertdError.self) { try run.next(after: Self.refused, 10, nil) }
+        let first = ContinuousClock.now
+        #expect(try run.next(after: Self.refused, 10, nil, now: first) == 0.3)
+        let pause = try run.next(after: Self.refused, 10, nil, now: first + .milliseconds(100))
+        #expect(abs(pause - 0.2) < 1e-9, "100 ms after the first failure, 200 ms of the bound are left: \(pause)")
+        #expect(throws: AlertdError.self) { try run.next(after: Self.refused, 10, nil, now: first + .milliseconds(300)) }
     }
 
     @Test("an error thrown by the progress handler stops the run")

@@ -129,3 +129,112 @@ struct IdleClientTests {
         #expect(board.visiblePendingCount(on: "beta") == 1)
     }
 }
+
+@Suite("Positions and lists as readers see them")
+struct VisiblePositionTests {
+    @Test("a queued alert's position does not count a post still committing")
+    func postInFlight() throws {
+        var board = AlertBoard()
+        let a = try board.postCommitted(question("A"), now: at(0))
+        let b = try board.postCommitted(question("B"), now: at(1))
+        let (_, urgent) = try board.post(question("C", priority: 10), to: "ops", now: at(2))
+        #expect(board.position(of: b) == 2, "the live queue already holds C ahead of B")
+        #expect(board.visiblePosition(of: b) == 1)
+        #expect(board.visiblePending(on: "ops").map(\.id) == [a.id, b.id])
+        board.committed(urgent)
+        #expect(board.visiblePosition(of: b) == 2)
+        #expect(board.visiblePending(on: "ops").map(\.title) == ["A", "C", "B"])
+    }
+
+    @Test("while the displayed alert's withdrawal commits, readers still see it displayed and the next one queued")
+    func displayedWithdrawalInFlight() throws {
+        var board = AlertBoard()
+        let a = try board.postCommitted(question("A"), now: at(0))
+        let b = try board.postCommitted(question("B"), now: at(1))
+        let c = try board.postCommitted(question("C"), now: at(2))
+        let (_, change) = try board.withdraw(a.id, on: "ops", by: nil, now: at(3))
+        let seenB = try #require(board.visible(b.id).committedAlert)
+        #expect(seenB.state == .queued)
+        #expect(board.visiblePosition(of: seenB) == 1)
+        #expect(board.visiblePosition(of: c) == 2)
+        let listed = board.visiblePending(on: "ops")
+        #expect(listed.map(\.id) == [a.id, b.id, c.id])
+        #expect(listed.map(\.state) == [.displayed, .queued, .queued])
+        board.committed(change)
+        #expect(board.visiblePending(on: "ops").map(\.id) == [b.id, c.id])
+        #expect(board.visiblePosition(of: c) == 1)
+    }
+
+    @Test("a queued alert whose withdrawal is committing keeps its position, never null")
+    func queuedWithdrawalInFlight() throws {
+        var board = AlertBoard()
+        _ = try board.postCommitted(question("A"), now: at(0))
+        let b = try board.postCommitted(question("B"), now: at(1))
+        let c = try board.postCommitted(question("C"), now: at(2))
+        _ = try board.withdraw(b.id, on: "ops", by: nil, now: at(3))
+        #expect(board.visiblePosition(of: b) == 1)
+        #expect(board.visiblePosition(of: c) == 2, "B is still ahead of C for readers")
+        #expect(board.visiblePending(on: "ops").map(\.title) == ["A", "B", "C"])
+    }
+
+    @Test(
+        "random posts, choices and withdrawals with commits lagging: positions and lists are those of the committed state",
+        arguments: [QueuePolicy.fifo, .stack], 0..<2)
+    func randomAgainstCommittedState(policy: QueuePolicy, seed: UInt64) throws {
+        var random = XorShift(seed: seed &+ 1)
+        var board = AlertBoard(settings: QueueSettings(standard: ClientSettings(policy: policy)))
+        var inFlight: [BoardChange] = []
+        var known: [AlertID] = []
+        var now: Int64 = 0
+        for step in 0..<300 {
+            now += 1
+            let live = board.pending(on: "ops")
+            switch random.next() % 8 {
+            case 0, 1, 2:
+                let priority = Int(random.next() % 3)
+                let (alert, change) = try board.post(question("p\(step)", priority: priority), to: "ops", now: at(now))
+                known.append(alert.id)
+                inFlight.append(change)
+            case 3:
+                if let shown = board.displayed(on: "ops") {
+                    inFlight.append(try board.choose(.title("Yes"), for: shown.id, on: "ops", by: nil, now: at(now)).1)
+                }
+            case 4:
+                if !live.isEmpty {
+                    let target = live[Int(random.next() % UInt64(live.count))]
+                    inFlight.append(try board.withdraw(target.id, on: "ops", by: nil, now: at(now)).1)
+                }
+            default:
+                if !inFlight.isEmpty { board.committed(inFlight.removeFirst()) }
+            }
+            // The oracle: every alert's version readers see, pending ones in the policy's display order.
+            let seen = known.compactMap { board.visible($0).committedAlert }.filter(\.isPending)
+            let expected =
+                seen.filter { $0.state == .displayed }
+                + seen.filter { $0.state == .queued }.sorted { x, y in
+                    if x.priority != y.priority { return x.priority > y.priority }
+                    return policy == .fifo ? x.id < y.id : x.id > y.id
+                }
+            // The first step that differs ends the test (the later ones would only repeat it).
+            try #require(seen.filter { $0.state == .displayed }.count <= 1, "step \(step): two displayed alerts for readers")
+            let listed = board.visiblePending(on: "ops")
+            try #require(listed.map(\.id) == expected.map(\.id), "step \(step): the list")
+            try #require(listed.map(\.state) == expected.map(\.state), "step \(step): the states")
+            for (index, alert) in expected.enumerated() {
+                try #require(board.visiblePosition(of: alert) == index, "step \(step): \(alert.title) is at \(index)")
+            }
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so a failing case can be replayed.
+struct XorShift {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed == 0 ? 0x9E37_79B9_7F4A_7C15 : seed }
+    mutating func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 0x2545_F491_4F6C_DD1D
+    }
+}
