@@ -422,6 +422,36 @@ public struct AlertBoard: Sendable {
         return normalizeAll(now: now)
     }
 
+    /// Takes what another process committed to `client`'s queue since this board
+    /// last held it: each changed alert as it is committed now (pending: in its
+    /// place; terminal: gone), in O(changed × log n) where restoring the queue whole
+    /// is O(n log n). Then the display follows the policy, as after a restore (a
+    /// change to commit, when it moves). For a board with no writes in flight.
+    public mutating func merge(committedElsewhere changed: [Alert], on client: String, now: Timestamp) -> BoardChange {
+        if queues[client] == nil {
+            queues[client] = ClientQueue(policy: settings[client].policy)
+            addSorted(client)
+        }
+        for alert in changed where alert.client == client {
+            guard let old = alerts[alert.id], old.isPending, old.client == client else { continue }
+            queues[client]!.take(entry(old))
+            alerts[alert.id] = nil
+            pendingTotal -= 1
+            visiblePending[client, default: 0] -= 1
+        }
+        // Displayed ones first, so that a queue never holds two displayed alerts.
+        for displayedPass in [true, false] {
+            for alert in changed where alert.client == client && alert.isPending && (alert.state == .displayed) == displayedPass {
+                restoreOne(alert)
+            }
+        }
+        var change = BoardChange()
+        var before = Before()
+        apply(queues[client]!.normalize(), on: client, now: now, into: &change, &before)
+        finish(&change, before)
+        return change
+    }
+
     private mutating func restoreOne(_ alert: Alert) {
         if queues[alert.client] == nil {
             queues[alert.client] = ClientQueue(policy: settings[alert.client].policy)

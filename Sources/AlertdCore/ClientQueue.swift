@@ -74,6 +74,16 @@ struct ClientQueue: Sendable {
         return DisplayChange()
     }
 
+    /// Removes a pending alert without showing another in its place (a merge of
+    /// changes committed elsewhere: what is displayed comes from them, then ``normalize()``).
+    mutating func take(_ entry: Entry) {
+        if displayed == entry {
+            displayed = nil
+        } else if let index = indexOf(entry) {
+            queued.remove(at: index)
+        }
+    }
+
     /// Brings the display in line with the policy (after a restore or a policy change).
     mutating func normalize() -> DisplayChange {
         if displayed == nil { return DisplayChange(shown: promote()) }

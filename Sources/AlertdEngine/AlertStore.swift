@@ -145,6 +145,9 @@ public struct PositionedAlert: Sendable {
 public enum StoreChange: Sendable {
     /// These clients' queues changed: their displays may have.
     case clients([String])
+    /// These clients' displays as another process committed them, told with the
+    /// commit (no read needed): published unless a newer version is.
+    case displays([PublishedDisplay])
     /// These alerts became terminal.
     case decided([AlertID])
     /// The webhooks registered through the API changed.
@@ -265,6 +268,23 @@ public struct VersionStep: Sendable, Hashable {
     public init(from: Int64?, to: Int64) {
         self.from = from
         self.to = to
+    }
+}
+
+/// A client's displayed alert as another process committed it, as the API shows it.
+public struct PublishedDisplay: Sendable, Hashable {
+    public var client: String
+    public var version: Int64
+    /// The displayed alert's id; nil: none.
+    public var id: AlertID?
+    /// The displayed alert as `GET …/current` answers it (``Alert/json(position:)`` at 0).
+    public var body: [UInt8]?
+
+    public init(client: String, version: Int64, id: AlertID?, body: [UInt8]?) {
+        self.client = client
+        self.version = version
+        self.id = id
+        self.body = body
     }
 }
 

@@ -8,6 +8,12 @@ extension Engine {
     /// waiters parked here, its webhooks are taken.
     func follow(_ change: StoreChange) {
         switch change {
+        case .displays(let displays):
+            let woken = waiters.withLockedValue { waiters in
+                displays.flatMap { waiters.publish(client: $0.client, Waiters.Display(id: $0.id, body: $0.body, version: $0.version)) }
+            }
+            for waiter in woken { answer(.current(waiter)) }
+            deadlineAdded()
         case .clients(let clients):
             // Read again only where the version moved past what is published (a commit
             // of this instance was published with its version already).

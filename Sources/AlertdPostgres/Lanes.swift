@@ -194,25 +194,29 @@ final class Lanes: Sendable {
                 if let cached, cached.version == version {
                     board = cached.board
                     pending = cached.pending
+                } else if let cached, let since = cached.version, let version, since < version {
+                    // Another instance changed the client: what it changed is merged into the
+                    // cached board in place, O(changed) under the lock, not the queue rebuilt.
+                    board = cached.board
+                    pending = cached.pending
+                    var changed: [Alert] = []
+                    for try await row in try await connection.query(
+                        "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND version > \(since)", logger: logger)
+                    {
+                        let alert = try AlertRow.alert(row)
+                        pending[alert.id] = alert.isPending ? alert : nil
+                        changed.append(alert)
+                    }
+                    normalized = board.merge(committedElsewhere: changed, on: client, now: batch[0].now)
+                    board.committed(normalized)
                 } else {
-                    if let cached, let since = cached.version, let version, since < version {
-                        pending = cached.pending
-                        for try await row in try await connection.query(
-                            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND version > \(since)",
-                            logger: logger)
-                        {
-                            let alert = try AlertRow.alert(row)
-                            pending[alert.id] = alert.isPending ? alert : nil
-                        }
-                    } else {
-                        pending = [:]
-                        for try await row in try await connection.query(
-                            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')",
-                            logger: logger)
-                        {
-                            let alert = try AlertRow.alert(row)
-                            pending[alert.id] = alert
-                        }
+                    pending = [:]
+                    for try await row in try await connection.query(
+                        "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')",
+                        logger: logger)
+                    {
+                        let alert = try AlertRow.alert(row)
+                        pending[alert.id] = alert
                     }
                     board = AlertBoard(settings: settings, rules: store.rules)
                     // Restoring brings the queue in line with its policy (a changed one): written too,
@@ -291,8 +295,12 @@ final class Lanes: Sendable {
                 }
                 for event in events { try await Outbox.write(event, instance: store.instance, on: connection, logger: logger) }
                 if !order.isEmpty {
+                    // The display as committed goes with the notification where it fits: the
+                    // other instances publish it without reading it back.
+                    let display = written.flatMap { Notifications.display(client: client, version: $0, alert: board.displayed(on: client)) }
                     try await Notifications.send(
-                        ["c:" + client] + decided.map { "d:" + $0.description }, from: store.instance, on: connection, logger: logger)
+                        ["c:" + client] + (display.map { [$0] } ?? []) + decided.map { "d:" + $0.description }, from: store.instance,
+                        on: connection, logger: logger)
                 }
                 store.noteDeadline(board.nextDeadline)
                 for id in order {

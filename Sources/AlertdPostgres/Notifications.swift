@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdEngine
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import PostgresNIO
@@ -7,11 +8,16 @@ import PostgresNIO
 /// Commits told to every instance through `NOTIFY alertd`, and heard here on a
 /// connection of its own (`LISTEN alertd`).
 ///
-/// A payload names what changed, never what it holds: `i:<instance>` (who
-/// sent it, so an instance skips its own), then `c:<client>` for each client
-/// whose queue changed, `d:<alert id>` for each alert decided, `w` when the
-/// API's webhooks changed. NOTIFY is transactional: it is heard only once its
-/// transaction committed, and never if it rolled back.
+/// A payload names what changed: `i:<instance>` (who sent it, so an instance
+/// skips its own), then `c:<client>` for each client whose queue changed,
+/// `d:<alert id>` for each alert decided, `w` when the API's webhooks changed;
+/// and, where it fits, `v:<client>:<version>:<alert id or ->:<base64 of the
+/// displayed alert>`: the client's display as committed, which the other
+/// instances publish as it is, with no read (a client without it is read
+/// again). Entries a version does not know are skipped, so instances of two
+/// versions side by side (a rolling upgrade) still hear each other's `c:`.
+/// NOTIFY is transactional: it is heard only once its transaction committed,
+/// and never if it rolled back.
 ///
 /// When the connection drops, it is made again (after a second), and the
 /// engine is asked to look at everything a waiter waits on
@@ -32,6 +38,13 @@ final class Notifications: Sendable {
         self.url = url
         self.instance = instance
         self.logger = logger
+    }
+
+    /// The `v:` entry of a client's display at `version`, or nil when it would not fit in a payload.
+    static func display(client: String, version: Int64, alert: Alert?) -> String? {
+        let body = alert?.json(position: 0)
+        let entry = "v:\(client):\(version):\(alert?.id.description ?? "-"):" + (body.map { Data($0).base64EncodedString() } ?? "")
+        return entry.utf8.count <= maxPayload - 64 ? entry : nil
     }
 
     /// NOTIFYs `entries` in the transaction `connection` runs, in as few payloads as fit.
@@ -80,9 +93,12 @@ final class Notifications: Sendable {
         var clients: [String] = []
         var decided: [AlertID] = []
         var webhooks = false
+        var displays: [PublishedDisplay] = []
         for entry in payload.split(separator: " ") {
             if entry.hasPrefix("i:") {
                 if entry.dropFirst(2) == instance { return }  // our own commit: the engine knows it
+            } else if entry.hasPrefix("v:"), let display = Self.display(entry.dropFirst(2)) {
+                displays.append(display)
             } else if entry.hasPrefix("c:") {
                 clients.append(String(entry.dropFirst(2)))
             } else if entry.hasPrefix("d:"), let id = AlertID(entry.dropFirst(2)) {
@@ -91,9 +107,25 @@ final class Notifications: Sendable {
                 webhooks = true
             }
         }
+        if !displays.isEmpty {
+            deliver(.displays(displays))
+            let told = Set(displays.map(\.client))
+            clients.removeAll { told.contains($0) }
+        }
         if !clients.isEmpty { deliver(.clients(clients)) }
         if !decided.isEmpty { deliver(.decided(decided)) }
         if webhooks { deliver(.webhooks) }
+    }
+
+    /// A `v:` entry's display; nil when it is not one (then its `c:` entry has the client read again).
+    static func display(_ entry: Substring) -> PublishedDisplay? {
+        let parts = entry.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4, let version = Int64(parts[1]) else { return nil }
+        if parts[2] == "-" {
+            return parts[3].isEmpty ? PublishedDisplay(client: String(parts[0]), version: version, id: nil, body: nil) : nil
+        }
+        guard let id = AlertID(parts[2]), let body = Data(base64Encoded: String(parts[3])), !body.isEmpty else { return nil }
+        return PublishedDisplay(client: String(parts[0]), version: version, id: id, body: Array(body))
     }
 
     private func deliver(_ change: StoreChange) {

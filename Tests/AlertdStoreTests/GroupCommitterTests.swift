@@ -161,8 +161,8 @@ struct GroupCommitterTests {
             }
             store.gate.signal()
             try await done.awaitCount(1)
-            let result = outcome.withLockedValue { $0 }
-            return try #require(result)
+            guard let result = outcome.withLockedValue({ $0 }) else { throw NoOutcome() }
+            return result
         }
         store.failing.store(true, ordering: .relaxed)
         #expect(try await submit() == false)
@@ -211,3 +211,6 @@ struct GroupCommitterTests {
         #expect(try store.load().pending.count == 50)
     }
 }
+
+/// A submission completed without reporting an outcome.
+private struct NoOutcome: Error {}
