@@ -44,7 +44,12 @@ enum Advice {
         guard let code = error.code else {
             switch error.kind {
             case .connection:
-                var text = "alertd at \(daemon) cannot be reached (\(error.message))."
+                // The SDK's message starts with "cannot reach alertd: " or "no answer from alertd: ".
+                var reason = error.message
+                for prefix in ["cannot reach alertd: ", "no answer from alertd: "] where reason.hasPrefix(prefix) {
+                    reason.removeFirst(prefix.count)
+                }
+                var text = "alertd at \(daemon) cannot be reached: \(reason)."
                 switch error.certificateProblem {
                 case .untrusted:
                     text += " Its TLS certificate is not trusted: give alertctl mcp the CA with --cacert FILE (or ALERTD_CACERT)."

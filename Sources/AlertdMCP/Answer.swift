@@ -21,9 +21,9 @@ struct Answer {
             "alert_id": .string(alert.id),
             "client": .string(alert.client),
             "state": .string(alert.state.rawValue),
-            "position": alert.position.map { .int($0) } ?? .null,
+            "position": alert.position.map(Value.int) ?? .null,
             "button": optional(result?.button),
-            "button_index": result?.buttonIndex.map { .int($0) } ?? .null,
+            "button_index": result?.buttonIndex.map(Value.int) ?? .null,
             "cancelled": .bool(result?.cancelled ?? false),
             "decided_by": optional(result?.decidedBy),
             "decided_at": optional(alert.decidedAt?.rfc3339),
@@ -48,19 +48,25 @@ struct Answer {
         case .dismissed:
             return "The notice was shown and dismissed. (\(id))"
         case .queued, .displayed:
-            var where_ = "displayed on the dashboard now"
+            var place = "displayed on the dashboard now"
             if alert.state == .queued {
                 let ahead = alert.position ?? 0
-                where_ = "queued behind \(ahead) other question\(ahead == 1 ? "" : "s")"
+                place = "queued behind \(ahead) other question\(ahead == 1 ? "" : "s")"
             }
             let after = waited.map { " after \(Arguments.format($0.rounded())) s" } ?? ""
-            return "Not answered yet\(after): the question is \(where_). Call check_answer with alert_id \(alert.id) "
+            return "Not answered yet\(after): the question is \(place). Call check_answer with alert_id \(alert.id) "
                 + "(and wait_seconds) to keep waiting, or withdraw_question to take it back. (\(id))"
         }
     }
 
     var result: CallTool.Result {
-        CallTool.Result(content: [.text(text: text, annotations: nil, _meta: nil)], structuredContent: structured)
+        Self.result(text, structured)
+    }
+
+    /// A result with text and structured content. (The `Value?` is spelled out: given a plain
+    /// `Value`, the SDK's generic, throwing `init<Output: Codable>` would be chosen.)
+    static func result(_ text: String, _ structured: Value?) -> CallTool.Result {
+        CallTool.Result(content: [.text(text: text, annotations: nil, _meta: nil)], structuredContent: structured, isError: nil)
     }
 
     /// notify_human's result (``Tools/noticeSchema``).
@@ -74,10 +80,8 @@ struct Answer {
             }
         let structured: Value = [
             "alert_id": .string(alert.id), "client": .string(alert.client), "state": .string(alert.state.rawValue),
-            "position": alert.position.map { .int($0) } ?? .null,
+            "position": alert.position.map(Value.int) ?? .null,
         ]
-        return CallTool.Result(
-            content: [.text(text: "Notice \(alert.id) on \(alert.client): \(shown).", annotations: nil, _meta: nil)],
-            structuredContent: structured)
+        return result("Notice \(alert.id) on \(alert.client): \(shown).", structured)
     }
 }

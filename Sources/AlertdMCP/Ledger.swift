@@ -80,15 +80,52 @@ actor Ledger {
         rounds[question, default: 0] += 1
     }
 
-    /// Alert `id` on `client` is waited for until ``stopWaiting(_:)``; see ``waited``.
+    /// Alert `id` on `client` is waited for until ``stopWaiting(_:)``; see ``waited``. A call
+    /// waiting for a person is not busy (``drain(within:)``).
     func startWaiting(client: String, id: String) -> UInt64 {
         nextWaiter += 1
         waiting[nextWaiter] = (client, id)
+        end()
         return nextWaiter
     }
 
     func stopWaiting(_ waiter: UInt64) {
         waiting[waiter] = nil
+        begin()
+    }
+
+    // MARK: Calls in progress
+
+    private var busy = 0
+    private var idle: [CheckedContinuation<Void, Never>] = []
+
+    /// A tool call started.
+    func begin() { busy += 1 }
+
+    /// A tool call ended.
+    func end() {
+        busy -= 1
+        if busy == 0 { wake() }
+    }
+
+    /// Returns once no call is busy (calls waiting for a person do not count), or after
+    /// `limit`: at the end of input, calls already read get their answers before the process exits.
+    func drain(within limit: Duration) async {
+        guard busy > 0 else { return }
+        await withCheckedContinuation { continuation in
+            idle.append(continuation)
+            // Bounded: a call stuck on an unreachable alertd must not hold the exit.
+            Task {
+                try? await Task.sleep(for: limit)
+                self.wake()
+            }
+        }
+    }
+
+    private func wake() {
+        let waiting = idle
+        idle = []
+        for continuation in waiting { continuation.resume() }
     }
 
     /// The alerts ask_human calls are waiting for now, once each.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 public import MCP
 
@@ -34,7 +34,9 @@ public actor LineTransport: Transport {
         self.input = input
         self.output = output
         self.logger = logger
-        (messages, sink) = AsyncThrowingStream.makeStream()
+        let (messages, sink) = AsyncThrowingStream<Data, any Error>.makeStream()
+        self.messages = messages
+        self.sink = sink
     }
 
     public func connect() async throws {

@@ -1,6 +1,6 @@
-public import AlertdClient
+import AlertdClient
 import AlertdVersion
-public import AlertdWire
+import AlertdWire
 import Foundation
 public import MCP
 
@@ -59,6 +59,7 @@ public struct AlertdMCPServer: Sendable {
             await ledger.setAgent(name: info.name, version: info.version)
         }
         await server.waitUntilCompleted()
+        await ledger.drain(within: .seconds(2))
         if options.withdrawOnCancel {
             await withTaskGroup(of: Void.self) { group in
                 for (client, id) in await ledger.waited {
@@ -83,7 +84,15 @@ public struct AlertdMCPServer: Sendable {
         await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: tools) }
         await server.withMethodHandler(CallTool.self) { [self] parameters in
             let progress = ProgressReporter(server: server, token: parameters._meta?.progressToken)
-            return try await call(parameters.name, parameters.arguments, progress: progress)
+            await ledger.begin()
+            do {
+                let result = try await call(parameters.name, parameters.arguments, progress: progress)
+                await ledger.end()
+                return result
+            } catch {
+                await ledger.end()
+                throw error
+            }
         }
         return server
     }

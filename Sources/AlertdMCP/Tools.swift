@@ -157,9 +157,9 @@ enum Tools {
         "minItems": 1,
         "maxItems": 16,
         "description": """
-            The answers the person can choose, in order, e.g. [{"title": "Deploy"}, {"title": "Cancel", "style": "cancel"}]. \
-            Titles are unique, 1–64 characters; at most one button has style cancel.
-            """,
+        The answers the person can choose, in order, e.g. [{"title": "Deploy"}, {"title": "Cancel", "style": "cancel"}]. \
+        Titles are unique, 1–64 characters; at most one button has style cancel.
+        """,
         "items": [
             "type": "object",
             "properties": [
@@ -192,7 +192,7 @@ enum Tools {
 
     private static func seconds(_ description: String, minimum: Double, exclusive: Bool = false) -> Value {
         [
-            "type": "number", exclusive ? "exclusiveMinimum" : "minimum": .double(minimum), "maximum": .double(maxWait),
+            "type": "number", (exclusive ? "exclusiveMinimum" : "minimum"): .double(minimum), "maximum": .double(maxWait),
             "description": .string(description),
         ]
     }

@@ -61,10 +61,8 @@ struct MCPCommand: AsyncParsableCommand {
         help: "Seconds a waiting call keeps trying while alertd cannot be reached, before it fails.")
     var retryFor: Double = 60
 
-    static let clientPattern = #/[A-Za-z0-9][A-Za-z0-9._-]{0,63}/#
-
     func validate() throws {
-        guard (try? Self.clientPattern.wholeMatch(in: client)) != nil else {
+        guard client.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", options: .regularExpression) != nil else {
             throw ValidationError("--client must be a client id (letters, digits, '.', '_', '-'; at most 64), not \(client)")
         }
         guard timeout >= 0, timeout <= 86_400 else { throw ValidationError("--timeout must be 0 to 86400 seconds") }
@@ -87,7 +85,15 @@ struct MCPCommand: AsyncParsableCommand {
             let transport = LineTransport()
             // SIGINT or SIGTERM ends the session as the client closing stdin does (questions
             // waited for are withdrawn with --withdraw-on-cancel), then the process exits.
-            let interrupts = Interrupts { Task { await transport.disconnect() } }
+            let interrupts = Interrupts {
+                Task {
+                    await transport.disconnect()
+                    // The server then withdraws (with --withdraw-on-cancel) and exits; if it
+                    // cannot within 3 s, a signal still ends the process.
+                    try? await Task.sleep(for: .seconds(3))
+                    Foundation.exit(Exit.interrupted)
+                }
+            }
             defer { interrupts.stop() }
             do {
                 try await AlertdMCPServer(alerts: alertd, options: options).run(transport: transport)

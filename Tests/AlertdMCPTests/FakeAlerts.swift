@@ -113,7 +113,9 @@ final class FakeAlerts: AlertsAPI, Sendable {
     }
 
     private func resumeParked() {
-        for continuation in state.withLockedValue({ state in defer { state.parked = [] }; return state.parked }) {
+        for continuation in state.withLockedValue({ state in
+            defer { state.parked = [] }; return state.parked
+        }) {
             continuation.resume()
         }
     }

@@ -117,16 +117,20 @@ import Testing
         #expect(try alerts[id].dismissAfter == 3)
     }
 
-    @Test(arguments: [
-        (["title": "Deploy?"], "needs 'buttons'"),
-        (["title": "Deploy?", "buttons": ["Go"], "titel": "x"], "no argument named 'titel'"),
-        (["buttons": ["Go"]], "needs 'title'"),
-        (["title": 5, "buttons": ["Go"]], "'title' must be a string"),
-        (["title": "Deploy?", "buttons": [["title": "Go", "style": "red"]]], "buttons[0].style must be default, cancel or destructive"),
-        (["title": "Deploy?", "buttons": "Go"], "'buttons' must be a list"),
-        (["title": "Deploy?", "buttons": ["Go"], "timeout_seconds": -1], "'timeout_seconds' must be between 0 and 86400"),
-        (["title": "Deploy?", "buttons": ["Go"], "priority": 1.5], "'priority' must be a whole number"),
-    ] as [([String: Value], String)])
+    @Test(
+        arguments: [
+            (["title": "Deploy?"], "needs 'buttons'"),
+            (["title": "Deploy?", "buttons": ["Go"], "titel": "x"], "no argument named 'titel'"),
+            (["buttons": ["Go"]], "needs 'title'"),
+            (["title": 5, "buttons": ["Go"]], "'title' must be a string"),
+            (
+                ["title": "Deploy?", "buttons": [["title": "Go", "style": "red"]]],
+                "buttons[0].style must be default, cancel or destructive"
+            ),
+            (["title": "Deploy?", "buttons": "Go"], "'buttons' must be a list"),
+            (["title": "Deploy?", "buttons": ["Go"], "timeout_seconds": -1], "'timeout_seconds' must be between 0 and 86400"),
+            (["title": "Deploy?", "buttons": ["Go"], "priority": 1.5], "'priority' must be a whole number"),
+        ] as [([String: Value], String)])
     func badArgumentsAreToolErrorsNotCrashes(arguments: [String: Value], message: String) async throws {
         let result = try await call(server(), Tools.askHuman, arguments)
         #expect(result.isError == true)
