@@ -17,27 +17,28 @@ struct MCPCommand: AsyncParsableCommand {
             An MCP client (an AI agent's host) starts `alertctl mcp --client ops` and speaks newline-delimited \
             JSON-RPC 2.0 with it on stdin and stdout; nothing else is written to stdout. The tools:
 
-              ask_human          post a question with buttons to the client and wait for the button a person \
-            chooses (the outcome, the button, decided_by, the alert id); after timeout_seconds it returns \
-            "not answered yet" with the id
-              check_answer       the state of a question by its id, optionally waiting for it
-              withdraw_question  withdraw a question still waiting
-              notify_human       a notice without buttons, dismissed after its dismiss_after
+              ask_human          a question with buttons: waits for the button chosen
+              check_answer       a question's state by its id, optionally waiting
+              withdraw_question  takes back a question still waiting
+              notify_human       a notice without buttons, dismissed after a while
 
-            While a call waits it sends progress notifications (when the client asked for them with a \
-            progressToken), at most --progress-interval seconds apart. A cancelled call \
-            (notifications/cancelled) stops waiting; with --withdraw-on-cancel it also withdraws its \
-            question, as does closing stdin while a question is waited for. Every alertd error (a refused \
-            token, a full queue, a rate limit, a daemon that cannot be reached) is a tool result marked as an \
-            error, saying what to do. A post carries an Idempotency-Key derived from the question and this \
-            session, so the agent calling again with the same arguments before it saw the answer waits for the \
-            same question instead of asking twice.
+            ask_human returns the outcome, the button, decided_by and the alert id, or "not answered yet" \
+            with the id once its timeout_seconds (default --timeout) pass. While a call waits it sends \
+            progress notifications (when the client asked for them with a progressToken), at most \
+            --progress-interval seconds apart. A cancelled call (notifications/cancelled) stops waiting; with \
+            --withdraw-on-cancel it also withdraws its question, as does the end of input or SIGTERM while \
+            a question is waited for. Every alertd error (a refused token, a full queue, a rate limit, a \
+            daemon that cannot be reached) is a tool result marked as an error that says what to do. A post \
+            carries an Idempotency-Key derived from the question and this session: the agent calling again \
+            with the same arguments before it saw the answer gets the same question, never a second one.
 
-            The token needs the post and read roles on the agents' clients, and nothing else. An MCP client's \
-            configuration:
+            The token needs the post and read roles on the agents' clients, and nothing else. An MCP \
+            client's configuration:
 
-              {"mcpServers": {"alertd": {"command": "alertctl", "args": ["mcp", "--client", "ops"],
-                "env": {"ALERTD_URL": "https://alertd.internal:8080", "ALERTD_TOKEN": "…"}}}}
+              {"mcpServers": {"alertd": {
+                "command": "alertctl", "args": ["mcp", "--client", "ops"],
+                "env": {"ALERTD_URL": "https://alertd.internal:8443",
+                        "ALERTD_TOKEN": "alertd_..."}}}}
 
             See docs/agents.md.
             """)

@@ -5,7 +5,9 @@ import Testing
 @testable import AlertdMCP
 
 /// The tools' behaviour against the in-memory alertd: waiting, timeouts, retries, cancellation.
-@Suite struct ToolTests {
+/// Its long-polls park until the test decides: a test that waits for the wrong thing hangs,
+/// and the time limit fails it.
+@Suite(.timeLimit(.minutes(1))) struct ToolTests {
     let alerts = FakeAlerts()
 
     func server(withdrawOnCancel: Bool = false) -> AlertdMCPServer {
@@ -61,21 +63,28 @@ import Testing
 
     @Test func theSameCallBeforeTheAgentSawAnAnswerAsksNothingTwice() async throws {
         let server = server()
+        var events = alerts.events.makeAsyncIterator()
         let quick = Self.question.merging(["timeout_seconds": 0]) { $1 }
         let first = try await call(server, Tools.askHuman, quick)
-        let again = try await call(server, Tools.askHuman, Self.question.merging(["timeout_seconds": 0.5]) { $1 })
-        let id = first.structuredContent?.objectValue?["alert_id"]
-        #expect(again.structuredContent?.objectValue?["alert_id"] == id)
+        let id = try #require(first.structuredContent?.objectValue?["alert_id"]?.stringValue)
+        guard case .posted(id, let key)? = await next(&events) else { Issue.record("not posted"); return }
+
+        // The agent calls again (waiting longer this time): the same question, waited for.
+        let again = Task { try await self.call(server, Tools.askHuman, Self.question) }
+        guard case .posted(id, key)? = await next(&events) else { Issue.record("not the same key"); return }
+        guard case .polling(id, _)? = await next(&events) else { Issue.record("no long-poll"); return }
+        try alerts.choose(id, button: "No")
+        let answer = try #require(try await again.value.structuredContent?.objectValue)
+        #expect(answer["alert_id"] == .string(id))
+        #expect(answer["cancelled"] == true)
         #expect(alerts.postCount == 1)
 
-        // Answered, and the agent told so by check_answer: the same arguments are a new question.
-        try alerts.choose(id!.stringValue!, button: "No")
-        let checked = try await call(server, Tools.checkAnswer, ["alert_id": id!])
-        #expect(checked.structuredContent?.objectValue?["status"] == "answered")
-        #expect(checked.structuredContent?.objectValue?["cancelled"] == true)
+        // The agent was told the answer: the same arguments are a new question.
         let anew = try await call(server, Tools.askHuman, quick)
-        #expect(anew.structuredContent?.objectValue?["alert_id"] != id)
+        #expect(anew.structuredContent?.objectValue?["alert_id"] != .string(id))
         #expect(alerts.postCount == 2)
+        let checked = try await call(server, Tools.checkAnswer, ["alert_id": .string(id)])
+        #expect(checked.structuredContent?.objectValue?["status"] == "answered")
     }
 
     @Test func anotherSessionAsksAnew() async throws {

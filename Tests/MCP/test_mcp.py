@@ -158,7 +158,7 @@ class MCPTests(unittest.IsolatedAsyncioTestCase):
         cls.alice, alice_digest = token()
         cls.daemon = Daemon(
             f"""
-log: {{ level: warning }}
+log: {{ level: info }}
 durability: normal
 limits: {{ max_wait_seconds: 5 }}
 auth:
@@ -350,6 +350,40 @@ auth:
                         self.assertEqual(checked.structured_content["status"], "not_answered_yet")
                         await client.call_tool("withdraw_question", {"alert_id": alert["id"], "client": client_id})
 
+    async def test_the_end_of_input_withdraws_what_is_waited_for_with_the_flag(self):
+        # Raw JSON lines, no SDK: the host closes stdin while a question waits.
+        parameters = server(self.daemon.base, self.agent, "--withdraw-on-cancel", client="ops-eof")
+        process = subprocess.Popen(
+            [parameters.command, *parameters.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, **parameters.env},
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            messages = [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_human", "arguments": {"title": "Reboot?", "buttons": ["Reboot"]}}},
+            ]
+            process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+            process.stdin.flush()
+            with anyio.fail_after(TEST_SECONDS):
+                alert = await self.displayed("ops-eof")
+                self.assertEqual(alert["metadata"]["agent"], "raw 1")
+                process.stdin.close()
+                status = await anyio.to_thread.run_sync(lambda: process.wait(20))
+                self.assertEqual(status, 0)
+                final = await self.final("ops-eof", alert["id"])
+                self.assertEqual(final["state"], "withdrawn")
+            first = json.loads(process.stdout.readline())
+            self.assertEqual(first["id"], 1)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            process.stdout.close()
+
     async def test_notify_human_posts_a_notice_without_buttons(self):
         with anyio.fail_after(TEST_SECONDS):
             async with self.connect(client="ops-notice") as client:
@@ -388,7 +422,7 @@ class MCPErrorTests(unittest.IsolatedAsyncioTestCase):
         cls.limited, limited_digest = token()
         cls.daemon = Daemon(
             f"""
-log: {{ level: warning }}
+log: {{ level: info }}
 durability: normal
 limits: {{ rate_per_second: 0.001, rate_burst: 2 }}
 clients:
@@ -464,7 +498,7 @@ class MCPUnreachableTests(unittest.IsolatedAsyncioTestCase):
         agent, digest = token()
         daemon = Daemon(
             f"""
-log: {{ level: warning }}
+log: {{ level: info }}
 durability: normal
 auth:
   tokens:
