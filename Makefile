@@ -1,5 +1,5 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps venv run test test-browser test-openapi test-debian test-deb deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
+.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-debian test-deb deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
 
 # The version, written in one place: Sources/AlertdVersion/Version.swift.
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/AlertdVersion/Version.swift)
@@ -33,14 +33,17 @@ test-deps:
 		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light \
 		prometheus-alertmanager
 
-# The OpenAPI checks' packages from PyPI (schemathesis, openapi-spec-validator, PyYAML and
-# what they pull in, every version pinned in openapi/requirements.txt), in the git-ignored
-# .venv/; installed again only when the requirements change.
+# The Python tiers' packages from PyPI, every version pinned: the OpenAPI checks'
+# (schemathesis, openapi-spec-validator, PyYAML: openapi/requirements.txt) and the MCP
+# tier's (the official MCP SDK: Tests/MCP/requirements.txt), with what they pull in, in
+# the git-ignored .venv/; installed together (so pip checks they agree), and again only
+# when a requirements file changes.
 VENV := .venv
-$(VENV)/.installed: openapi/requirements.txt
+VENV_REQUIREMENTS := openapi/requirements.txt Tests/MCP/requirements.txt
+$(VENV)/.installed: $(VENV_REQUIREMENTS)
 	rm -rf $(VENV)
 	/usr/bin/python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r openapi/requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check $(addprefix -r ,$(VENV_REQUIREMENTS))
 	touch $@
 
 venv: $(VENV)/.installed
@@ -54,6 +57,7 @@ run: deps
 # from the debug build (test-deb) and tested (Tests/Debian; under a real systemd when root).
 # Each tier is bounded, so a hang fails the run with a message instead of stalling it:
 # the tests started and not finished above the message are the ones to look at.
+# `alertctl mcp` is driven by the official Python MCP SDK (test-mcp).
 test: test-deps venv
 	@timeout --kill-after=30 25m swift test || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
@@ -63,6 +67,7 @@ test: test-deps venv
 		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@$(MAKE) --no-print-directory test-openapi
+	@$(MAKE) --no-print-directory test-mcp
 	@$(MAKE) --no-print-directory test-deb
 	@$(MAKE) --no-print-directory test-debian PACKAGE=$(TEST_DEB)
 
@@ -117,6 +122,14 @@ test-openapi: venv
 	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
 		$(VENV)/bin/python -m unittest discover -s Tests/OpenAPI -v || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the OpenAPI tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
+
+# `alertctl mcp` driven by the official Python MCP SDK (Tests/MCP), against a live alertd.
+test-mcp: venv
+	@swift build --product alertd >/dev/null
+	@swift build --product alertctl >/dev/null
+	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" ALERTCTL_BIN="$$(swift build --show-bin-path)/alertctl" \
+		timeout --kill-after=30 5m $(VENV)/bin/python -m unittest discover -s Tests/MCP -v || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the MCP tests stopped after 5 minutes (a hang)" >&2; exit $$rc; }
 
 # The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
 test-browser:

@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // Tests only: the property test of the alert resource's codec.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // The Model Context Protocol's official Swift SDK, for `alertctl mcp` (AlertdMCP). It
+        // brings swift-system besides what is already in the graph (swift-log, swift-nio).
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         // libmicrohttpd (Debian: libmicrohttpd-dev) plus a non-variadic starter. Not API.
@@ -181,11 +184,22 @@ let package = Package(
         .target(
             name: "AlertdClientTesting",
             dependencies: ["AlertdClient", "AlertdWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
+        // `alertctl mcp`: a Model Context Protocol server on stdio whose tools ask people
+        // questions through the SDK (docs/agents.md).
+        .target(
+            name: "AlertdMCP",
+            dependencies: [
+                "AlertdClient", "AlertdWire",
+                .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The command-line client, built on the SDK.
         .executableTarget(
             name: "alertctl",
             dependencies: [
-                "AlertdClient", "AlertdWire", "AlertdVersion",
+                "AlertdClient", "AlertdMCP", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
@@ -199,6 +213,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
+        .testTarget(
+            name: "AlertdMCPTests",
+            dependencies: [
+                "AlertdMCP", "AlertdClient", "AlertdWire", .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
         .testTarget(name: "AlertdCoreTests", dependencies: ["AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdAlertmanagerTests", dependencies: ["AlertdAlertmanager", "AlertdCore", "AlertdWire"]),
         .testTarget(name: "AlertdEngineTests", dependencies: ["AlertdEngine", "AlertdCore", "AlertdWire"]),

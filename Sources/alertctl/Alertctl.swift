@@ -25,7 +25,7 @@ struct Alertctl: AsyncParsableCommand {
         version: AlertdVersion.string,
         subcommands: [
             Post.self, Current.self, Choose.self, Get.self, List.self, Withdraw.self, Clients.self, Webhooks.self,
-            Deliveries.self, Watch.self, WhoAmI.self,
+            Deliveries.self, Watch.self, WhoAmI.self, MCPCommand.self,
         ])
 
     /// Parses the command line with the global options hoisted after the command's name, runs

@@ -141,6 +141,9 @@ class Package(unittest.TestCase):
             self.assertIn(f".Nm {name}", text)
         alertd = run(["sh", "-c", f"zcat {self.path('/usr/share/man/man8/alertd.8.gz')}"]).stdout
         self.assertIn("check-config", alertd)
+        # alertctl mcp's page: its tools, from the command's own help (issue 31).
+        alertctl = run(["sh", "-c", f"zcat {self.path('/usr/share/man/man1/alertctl.1.gz')}"]).stdout
+        self.assertIn("ask_human", alertctl)
         with open(self.path("/usr/share/bash-completion/completions/alertctl")) as f:
             self.assertIn("complete", f.read())
         with open(self.path("/usr/share/zsh/vendor-completions/_alertctl")) as f:

@@ -1,0 +1,106 @@
+import AlertdClient
+import AlertdMCP
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+struct MCPCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp",
+        abstract: "Serve the Model Context Protocol on stdin/stdout: tools that let an AI agent ask a person.",
+        discussion: """
+            An MCP client (an AI agent's host) starts `alertctl mcp --client ops` and speaks newline-delimited \
+            JSON-RPC 2.0 with it on stdin and stdout; nothing else is written to stdout. The tools:
+
+              ask_human          a question with buttons: waits for the button chosen
+              check_answer       a question's state by its id, optionally waiting
+              withdraw_question  takes back a question still waiting
+              notify_human       a notice without buttons, dismissed after a while
+
+            ask_human returns the outcome, the button, decided_by and the alert id, or "not answered yet" \
+            with the id once its timeout_seconds (default --timeout) pass. While a call waits it sends \
+            progress notifications (when the client asked for them with a progressToken), at most \
+            --progress-interval seconds apart. A cancelled call (notifications/cancelled) stops waiting; with \
+            --withdraw-on-cancel it also withdraws its question, as does the end of input or SIGTERM while \
+            a question is waited for. Every alertd error (a refused token, a full queue, a rate limit, a \
+            daemon that cannot be reached) is a tool result marked as an error that says what to do. A post \
+            carries an Idempotency-Key derived from the question and this session: the agent calling again \
+            with the same arguments before it saw the answer gets the same question, never a second one.
+
+            The token needs the post and read roles on the agents' clients, and nothing else. An MCP \
+            client's configuration:
+
+              {"mcpServers": {"alertd": {
+                "command": "alertctl", "args": ["mcp", "--client", "ops"],
+                "env": {"ALERTD_URL": "https://alertd.internal:8443",
+                        "ALERTD_TOKEN": "alertd_..."}}}}
+
+            See docs/agents.md.
+            """)
+
+    @OptionGroup var connection: Connection
+
+    @Option(name: .long, help: "The client (display target) questions go to unless a tool call names another.")
+    var client: String
+
+    @Flag(name: .customLong("withdraw-on-cancel"), help: "Withdraw the question of an ask_human call that is cancelled.")
+    var withdrawOnCancel = false
+
+    @Option(name: .long, help: "Seconds ask_human waits when the call gives no timeout_seconds.")
+    var timeout: Double = 600
+
+    @Option(name: .customLong("progress-interval"), help: "The longest pause, in seconds, between two progress notifications.")
+    var progressInterval: Double = 15
+
+    @Option(
+        name: .customLong("retry-for"),
+        help: "Seconds a waiting call keeps trying while alertd cannot be reached, before it fails.")
+    var retryFor: Double = 60
+
+    func validate() throws {
+        guard client.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", options: .regularExpression) != nil else {
+            throw ValidationError("--client must be a client id (letters, digits, '.', '_', '-'; at most 64), not \(client)")
+        }
+        guard timeout >= 0, timeout <= 86_400 else { throw ValidationError("--timeout must be 0 to 86400 seconds") }
+        guard progressInterval >= 1, progressInterval <= 60 else {
+            throw ValidationError("--progress-interval must be 1 to 60 seconds")
+        }
+        guard retryFor >= 0, retryFor.isFinite else { throw ValidationError("--retry-for must be 0 or more seconds") }
+    }
+
+    func run() async throws {
+        try await guarded {
+            let alertd = try connection.client()
+            var options = MCPOptions(client: client, daemon: alertd.url)
+            options.withdrawOnCancel = withdrawOnCancel
+            options.defaultTimeout = timeout
+            options.progressInterval = progressInterval
+            options.retryFor = retryFor
+            // A client that went away makes writes fail with EPIPE instead of killing the process.
+            signal(SIGPIPE, SIG_IGN)
+            let transport = LineTransport()
+            // SIGINT or SIGTERM ends the session as the client closing stdin does (questions
+            // waited for are withdrawn with --withdraw-on-cancel), then the process exits.
+            let interrupts = Interrupts {
+                Task {
+                    await transport.disconnect()
+                    // The server then withdraws (with --withdraw-on-cancel) and exits; if it
+                    // cannot within 3 s, a signal still ends the process.
+                    try? await Task.sleep(for: .seconds(3))
+                    Foundation.exit(Exit.interrupted)
+                }
+            }
+            defer { interrupts.stop() }
+            do {
+                try await AlertdMCPServer(alerts: alertd, options: options).run(transport: transport)
+            } catch {
+                throw Failure("the MCP server stopped: \(error)", code: Exit.unreachable)
+            }
+        }
+    }
+}
