@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/postgres.sh: two alertd instances on one local PostgreSQL (issue 15's targets),
-# with one alertd on SQLite (durability: full) measured in the same run for reference.
+# bench/postgres.sh: two alertd instances on one local PostgreSQL (issue 33's targets),
+# one instance alone, the database's own floor (pgbench) and one alertd on SQLite
+# (durability: full), all measured in the same run.
 #
 #   bench/postgres.sh                 build alertd (release) and run everything
 #   ALERTD=path bench/postgres.sh     use that binary
@@ -13,10 +14,15 @@
 #   PG_SYNC [on] PostgreSQL's synchronous_commit (off only to see what the commit's flush costs)
 #
 # Phases:
+#   alone-* one instance alone (A), the same phases with both wrk loads on it
 #   one     POSTs to one client, through both instances at once (wrk on each)
 #   spread  POSTs spread over 100 clients, through both instances
+#   current GET …/current of one client with an alert displayed, through both instances
+#           (every read checks the client's version in the database: SPEC §9)
 #   latency WAITERS parked (half on each); a waiter parked on instance A, the choice
 #           made on instance B: choice sent -> waiter answered
+#   pgbench the database's floor: one alert-sized INSERT per transaction, 32 clients;
+#           the same with 32 rows per transaction
 #   sqlite  the `one` phase against a single alertd on SQLite (reference)
 #
 # PostgreSQL is a cluster of its own under bench/out (on disk: fsync and
@@ -116,17 +122,20 @@ config a "$PGSTORE"
 config b "$PGSTORE"
 config s "durability: full"
 
-# wrk on both instances at once; prints "rps p99" summed / worst.
+# wrk on both instances at once (or, with ALONE=1, both loads on A); $SCRIPT [post_alert.lua].
 both() { # $1 phase, $2.. wrk script arguments
     local phase=$1; shift
-    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_A" -- "$@" >/dev/null 2>&1 &
+    local script="$HERE/wrk/${SCRIPT:-post_alert.lua}"
+    local second=$PORT_B
+    [ "${ALONE:-0}" = 1 ] && second=$PORT_A
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$script" "http://127.0.0.1:$PORT_A" -- "$@" >/dev/null 2>&1 &
     local warm=$!
-    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_B" -- "$@" >/dev/null 2>&1
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$script" "http://127.0.0.1:$second" -- "$@" >/dev/null 2>&1
     wait "$warm" || true
-    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_A" -- "$@" \
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$script" "http://127.0.0.1:$PORT_A" -- "$@" \
         >"$OUT/$phase-a.txt" 2>&1 &
     local first=$!
-    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT_B" -- "$@" \
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$script" "http://127.0.0.1:$second" -- "$@" \
         >"$OUT/$phase-b.txt" 2>&1
     wait "$first"
 }
@@ -135,11 +144,19 @@ field() { sed -n "s/.*RESULT.* $2=\([0-9.]*\).*/\1/p" "$1"; }
 rps() { sed -n 's/.*RESULT rps=\([0-9.]*\).*/\1/p' "$1"; }
 
 start a "$PORT_A"
+say "one instance alone: the same loads, both on A"
+ALONE=1 both alone-one 1 alone-one
+ALONE=1 both alone-spread 100 alone-spread
+curl -fsS -o /dev/null -H 'Content-Type: application/json' -d '{"title":"Shown","buttons":[{"title":"OK"}]}' \
+    "http://127.0.0.1:$PORT_A/v1/clients/shown/alerts"
+ALONE=1 SCRIPT=get_current.lua both alone-current shown
 start b "$PORT_B"
 say "one client: $CONNS connections on each instance, ${DURATION}s"
 both one 1 one
 say "100 clients: $CONNS connections on each instance, ${DURATION}s"
 both spread 100 spread
+say "GET current of one client through both instances, ${DURATION}s"
+SCRIPT=get_current.lua both current shown
 
 say "latency: $WAITERS waiters (half on each), a waiter on A, the choice on B"
 python3 "$HERE/tools/waiters.py" park --port "$PORT_B" --waiters $((WAITERS / 2)) --duration 55 --wait 60 \
@@ -152,6 +169,21 @@ python3 "$HERE/tools/waiters.py" latency --port "$PORT_A" --choose-port "$PORT_B
 kill "$PARK" 2>/dev/null || true
 stop a
 stop b
+
+# The database's own floor, on the same server: an alert-sized row per transaction, then 32.
+"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d alertd \
+    -c "CREATE TABLE bench_floor (id bigserial PRIMARY KEY, client text, body text, created_at bigint)"
+printf "INSERT INTO bench_floor (client, body, created_at) VALUES ('bench', repeat('x', 600), 1);\n" >"$OUT/floor-1.sql"
+{
+    echo "BEGIN;"
+    for _ in $(seq 1 32); do echo "INSERT INTO bench_floor (client, body, created_at) VALUES ('bench', repeat('x', 600), 1);"; done
+    echo "COMMIT;"
+} >"$OUT/floor-32.sql"
+for rows in 1 32; do
+    say "pgbench: $rows alert-sized row(s) per transaction, 32 clients, ${DURATION}s"
+    "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 32 -j 2 -T "$DURATION" -f "$OUT/floor-$rows.sql" alertd \
+        >"$OUT/pgbench-$rows.txt" 2>&1 || true
+done
 
 start s "$PORT_S"
 say "reference: one alertd on SQLite, one client, $CONNS connections, ${DURATION}s"
@@ -174,10 +206,27 @@ def pair(phase):
     bad = int(a.get("non2xx", 0)) + int(b.get("non2xx", 0))
     return rps, p99, bad
 lines = []
-for phase, label, target in (("one", "posts/s to one client, 2 instances", 2000), ("spread", "posts/s over 100 clients, 2 instances", 5000)):
+for phase, label, target in (("one", "posts/s to one client", 5000), ("spread", "posts/s over 100 clients", 5000)):
+    alone, alone_p99, alone_bad = pair(f"alone-{phase}")
     rps, p99, bad = pair(phase)
     ok = rps >= target and p99 < 20 and bad == 0
-    lines.append(f"{label:<42} {rps:>9.0f}  (target >= {target})   POST p99 {p99:.2f} ms (target < 20)   non-2xx {bad}   {'MET' if ok else 'NOT MET'}")
+    ratio = rps / alone if alone else float("nan")
+    lines.append(f"{label + ', 1 instance alone':<42} {alone:>9.0f}  POST p99 {alone_p99:.2f} ms   non-2xx {alone_bad}")
+    lines.append(f"{label + ', 2 instances':<42} {rps:>9.0f}  (target >= {target})   POST p99 {p99:.2f} ms (target < 20)   "
+                 f"non-2xx {bad}   {'MET' if ok else 'NOT MET'}")
+    lines.append(f"{'  2 instances / 1 alone':<42} {ratio:>9.2f}  (target >= 0.80)   {'MET' if ratio >= 0.8 else 'NOT MET'}")
+alone, _, _ = pair("alone-current")
+rps, p99, bad = pair("current")
+lines.append(f"{'GET current, 1 instance alone':<42} {alone:>9.0f}")
+lines.append(f"{'GET current, 2 instances (reads current)':<42} {rps:>9.0f}  (target >= 50000)   p99 {p99:.2f} ms   non-2xx {bad}   "
+             f"{'MET' if rps >= 50000 and bad == 0 else 'NOT MET'}")
+for rows in (1, 32):
+    try:
+        text = open(f"{out}/pgbench-{rows}.txt").read()
+        tps = float(re.search(r"tps = ([0-9.]+)", text).group(1))
+        lines.append(f"{f'pgbench floor, {rows} row(s) per transaction':<42} {tps * rows:>9.0f} rows/s ({tps:.0f} transactions/s)")
+    except (OSError, AttributeError):
+        lines.append(f"pgbench floor, {rows} row(s): no result (see pgbench-{rows}.txt)")
 try:
     lat = json.load(open(f"{out}/latency.json"))
     w = lat.get("waiter_latency", {})
