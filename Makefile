@@ -30,7 +30,7 @@ test-deps:
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 python3-venv systemd openssl prometheus \
 		chromium chromium-driver python3-selenium tmux \
-		dpkg-dev binutils lintian systemd-container debootstrap man-db postgresql nginx-light \
+		dpkg-dev binutils libcurl4 lintian systemd-container debootstrap man-db postgresql nginx-light \
 		prometheus-alertmanager
 
 # The Python tiers' packages from PyPI, every version pinned: the OpenAPI checks'
@@ -81,7 +81,7 @@ test-debian:
 deb-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
-		libmicrohttpd-dev libsqlite3-dev pkg-config dpkg-dev binutils
+		libmicrohttpd-dev libsqlite3-dev pkg-config dpkg-dev binutils libcurl4
 
 # dist/alertd_<version>_amd64.deb: install it with `apt install ./dist/alertd_…deb`.
 deb: deb-deps
@@ -90,7 +90,11 @@ deb: deb-deps
 # alertd and alertctl as installed: the Swift runtime linked in, no RUNPATH, full
 # RELRO with immediate binding (Debian's hardening flags). generate-manual
 # (swift-argument-parser's, already in the package graph) writes the man pages.
-STATIC_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now --scratch-path $(STATIC)
+# alertctl links FoundationNetworking (the MCP SDK's HTTP transport imports it, though
+# alertctl mcp speaks stdio only): linked statically, its libcurl shim and libcurl itself
+# must be named, and the package then depends on libcurl4.
+CURL_FLAGS := -Xlinker -l_CFURLSessionInterface -Xlinker -l:libcurl.so.4
+STATIC_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now $(CURL_FLAGS) --scratch-path $(STATIC)
 release-static:
 	swift build $(STATIC_FLAGS) --product alertd
 	swift build $(STATIC_FLAGS) --product alertctl
@@ -108,7 +112,7 @@ $(DEB): release-static
 # statically, those must be named (the release build names them itself).
 DEBUG_STATIC_FLAGS := --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now \
 	-Xlinker -lCoreFoundation -Xlinker -l_FoundationICU -Xlinker -l_FoundationCShims \
-	-Xlinker -l_FoundationCollections -Xlinker -lBlocksRuntime -Xlinker -ldispatch -Xlinker -lstdc++
+	-Xlinker -l_FoundationCollections -Xlinker -lBlocksRuntime -Xlinker -ldispatch -Xlinker -lstdc++ $(CURL_FLAGS)
 test-deb: deb-deps
 	swift build $(DEBUG_STATIC_FLAGS) --product alertd
 	swift build $(DEBUG_STATIC_FLAGS) --product alertctl

@@ -40,6 +40,8 @@ EXPECTED_FILES = """
 ALLOWED_NEEDED = {
     "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
     "libstdc++.so.6", "libgcc_s.so.1", "libz.so.1", "libmicrohttpd.so.12", "libsqlite3.so.0",
+    # alertctl: FoundationNetworking's libcurl (the MCP SDK links it; alertctl mcp uses stdio only).
+    "libcurl.so.4",
 }
 
 
