@@ -10,7 +10,8 @@ import AlertdAlertmanager
 import AlertdCore
 import AlertdWire
 
-private let receiving = AlertmanagerSettings()
+/// Receiving only (no url): a config then has no silence buttons (check-config refuses them).
+private let receiving = AlertmanagerSettings(buttons: AlertmanagerButton.defaults.filter { $0.silenceSeconds == nil })
 private let silencing = AlertmanagerSettings(url: "http://127.0.0.1:9093", matcherLabels: ["instance"])
 
 /// `body` with each alert's fingerprint made Alertmanager's hash of its labels, where they are strings.
