@@ -9,10 +9,7 @@ extension Engine {
     func follow(_ change: StoreChange) {
         switch change {
         case .displays(let displays):
-            let woken = waiters.withLockedValue { waiters in
-                displays.flatMap { waiters.publish(client: $0.client, Waiters.Display(id: $0.id, body: $0.body, version: $0.version)) }
-            }
-            for waiter in woken { answer(.current(waiter)) }
+            publish(encoded: displays.map { (client: $0.client, display: Waiters.Display(id: $0.id, body: $0.body, version: $0.version)) })
             deadlineAdded()
         case .clients(let clients):
             // Read again only where the version moved past what is published (a commit

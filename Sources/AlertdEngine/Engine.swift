@@ -213,16 +213,18 @@ public final class Engine: Sendable {
 
     /// Publishes displays read from the store.
     func publish(_ displays: [(client: String, alert: Alert?)]) {
-        let encoded = displays.map { (client: $0.client, display: display(of: $0.alert, version: nil)) }
-        let woken = waiters.withLockedValue { waiters in encoded.flatMap { waiters.publish(client: $0.client, $0.display) } }
-        for waiter in woken { answer(.current(waiter)) }
+        publish(encoded: displays.map { (client: $0.client, display: display(of: $0.alert, version: nil)) })
     }
 
     /// Publishes displays a shared store read with their versions (older ones than published change nothing).
     func publish(_ displays: [VersionedDisplay]) {
+        publish(encoded: displays.map { (client: $0.client, display: display(of: $0.alert, version: $0.version)) })
+    }
+
+    /// Publishes encoded displays and answers the `current` waiters they wake.
+    func publish(encoded displays: [(client: String, display: Waiters.Display)]) {
         guard !displays.isEmpty else { return }
-        let encoded = displays.map { (client: $0.client, display: display(of: $0.alert, version: $0.version)) }
-        let woken = waiters.withLockedValue { waiters in encoded.flatMap { waiters.publish(client: $0.client, $0.display) } }
+        let woken = waiters.withLockedValue { waiters in displays.flatMap { waiters.publish(client: $0.client, $0.display) } }
         for waiter in woken { answer(.current(waiter)) }
     }
 
