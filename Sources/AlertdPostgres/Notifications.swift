@@ -47,18 +47,27 @@ final class Notifications: Sendable {
         return entry.utf8.count <= maxPayload - 64 ? entry : nil
     }
 
-    /// NOTIFYs `entries` in the transaction `connection` runs, in as few payloads as fit.
-    static func send(_ entries: [String], from instance: String, on connection: PostgresConnection, logger: Logger) async throws {
-        guard !entries.isEmpty else { return }
+    /// `entries` packed into as few payloads as fit, each naming `instance` first.
+    static func payloads(_ entries: [String], from instance: String) -> [String] {
+        guard !entries.isEmpty else { return [] }
+        var payloads: [String] = []
         var payload = "i:" + instance
         for entry in entries {
             if payload.utf8.count + entry.utf8.count + 1 > maxPayload {
-                try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+                payloads.append(payload)
                 payload = "i:" + instance
             }
             payload += " " + entry
         }
-        try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+        payloads.append(payload)
+        return payloads
+    }
+
+    /// NOTIFYs `entries` in the transaction `connection` runs, in as few payloads as fit.
+    static func send(_ entries: [String], from instance: String, on connection: PostgresConnection, logger: Logger) async throws {
+        for payload in payloads(entries, from: instance) {
+            try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+        }
     }
 
     /// Listens until cancelled, reconnecting when the connection drops.

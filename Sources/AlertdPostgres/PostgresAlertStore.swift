@@ -10,18 +10,23 @@ import Synchronization
 /// The store several alertd instances share: the engine's store port over
 /// PostgreSQL (§9).
 ///
-/// - **A change of one client's queue is one transaction** that holds the
-///   client (a transaction-level advisory lock on its id) and reads its
-///   pending alerts into an ``AlertBoard``; nothing else changes that queue
-///   until it commits, in this instance or another. Changes of one client
-///   that arrive together run in one transaction (``Lanes``): one commit for
-///   many posts, as the embedded store's group commit does.
+/// - **Changes commit in flushes** (``Flushes``): every change waiting in the
+///   instance, of any client, goes into one transaction that holds its
+///   clients (transaction-level advisory locks, taken in one order in every
+///   instance) and brings each client's cached queue up to date with what
+///   other instances committed; nothing else changes those queues until it
+///   commits, in this instance or another. One commit for many posts, as the
+///   embedded store's group commit does, in five round trips whatever its size.
+/// - **Callbacks' outbox**: a decision's event and its deliveries are written
+///   in the decision's flush; the instance that wrote them holds them (it
+///   attempts them next) under a lease (``Deliveries``).
 /// - **Order within a queue** comes from the `alert_order` sequence, drawn in
 ///   that transaction: never from an instance's clock.
-/// - **Other instances learn of a commit** through `NOTIFY alertd` (client and
-///   alert ids, not the payload): ``Notifications`` listens on a connection of
-///   its own, reconnects when it drops, and then asks the engine to look at
-///   everything again (``StoreChange/resync``).
+/// - **Other instances learn of a commit** through `NOTIFY alertd`, one per
+///   flush, with each changed client's display where it fits:
+///   ``Notifications`` listens on a connection of its own, reconnects when it
+///   drops, and then asks the engine to look at everything again
+///   (``StoreChange/resync``).
 /// - **Deadlines fire once**: a client's due deadlines fire in its
 ///   transaction, after the lock, on what is committed: an instance that comes
 ///   second finds them fired.
@@ -40,7 +45,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// This instance's name in notifications and delivery leases.
     let instance: String
     let settings: NIOLockedValueBox<QueueSettings>
-    let lanes: Lanes
+    let flushes: Flushes
     let recorder = Recorder()
     let notifications: Notifications
     let displayReader: DisplayReader
@@ -78,10 +83,10 @@ public final class PostgresAlertStore: AlertStore, Service {
         var probe = try url.connectionConfiguration()
         probe.options.connectTimeout = .seconds(1)
         client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
-        lanes = Lanes(logger: logger)
+        flushes = Flushes(logger: logger)
         notifications = Notifications(url: url, instance: instance, logger: logger)
         displayReader = DisplayReader(logger: logger)
-        lanes.store = self
+        flushes.store = self
         displayReader.store = self
         recorder.store = self
     }
@@ -185,7 +190,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
         completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
     ) {
-        lanes.enqueue(Lanes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: completion))
+        flushes.enqueue(Flushes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: completion))
     }
 
     /// One round at a time: while a round runs, the engine is told to look again
@@ -220,8 +225,8 @@ public final class PostgresAlertStore: AlertStore, Service {
                     for client in due {
                         group.addTask {
                             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                                self.lanes.enqueue(
-                                    Lanes.Operation(client: client, now: now, firing: events) { result in
+                                self.flushes.enqueue(
+                                    Flushes.Operation(client: client, now: now, firing: events) { result in
                                         completion(result)
                                         done.resume()
                                     })
@@ -255,7 +260,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         Task {
             do {
                 for client in try await strings("SELECT id FROM clients ORDER BY id") where old[client].policy != settings[client].policy {
-                    lanes.enqueue(Lanes.Operation(client: client, now: now, firing: events, completion: completion, fire: false))
+                    flushes.enqueue(Flushes.Operation(client: client, now: now, firing: events, completion: completion, fire: false))
                 }
             } catch {
                 logger.warning("queues not reordered for their new policy", metadata: ["error": "\(String(reflecting: error))"])

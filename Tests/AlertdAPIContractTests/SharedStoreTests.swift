@@ -92,6 +92,91 @@ struct SharedStoreTests {
         }
     }
 
+    @Test("two instances posting to one client at full speed keep one order, positions 0…n-1 on both, one alert per Idempotency-Key")
+    func fullSpeedOneClient() async throws {
+        try await withTwo { a, b in
+            let client = Contract.uniqueClient("shared-burst")
+            // 90 posts without a key and 30 keys posted three times each (twice through one
+            // instance, once through the other), all at once: flushes of both instances meet
+            // on the client's lock, each bringing its copy of the queue up to date.
+            let answers = try await withThrowingTaskGroup(of: (key: String?, status: Int, id: String).self) { group in
+                for index in 0..<90 {
+                    group.addTask {
+                        let response = try await (index.isMultiple(of: 2) ? a : b).post(client, Contract.alert("n\(index)"))
+                        return (nil, response.status, Contract.id(try response.jsonObject()))
+                    }
+                }
+                for key in 0..<30 {
+                    for copy in 0..<3 {
+                        group.addTask {
+                            let instance: any TestClient = (key + copy).isMultiple(of: 2) ? a : b
+                            let response = try await instance.post(client, Contract.alert("k\(key)"), headers: [("Idempotency-Key", "k\(key)")])
+                            return ("k\(key)", response.status, Contract.id(try response.jsonObject()))
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.filter { $0.key == nil }.allSatisfy { $0.status == 201 })
+            let byKey = Dictionary(grouping: answers.filter { $0.key != nil }, by: { $0.key! })
+            for (key, posts) in byKey {
+                #expect(Set(posts.map(\.id)).count == 1, "\(key): one alert, got \(posts.map(\.id))")
+                #expect(posts.map(\.status).sorted() == [200, 200, 201], "\(key): one creation, two replays")
+            }
+            let created = Set(answers.map(\.id))
+            #expect(created.count == 120)
+
+            // One order, the same through either instance, holding each alert once.
+            let order = try await a.list(client, "limit=1000").alerts.map(Contract.id)
+            #expect(order.count == 120)
+            #expect(Set(order) == created)
+            #expect(try await b.list(client, "limit=1000").alerts.map(Contract.id) == order)
+            // Each alert's position is its place in that order, read through either instance.
+            for (index, id) in order.enumerated() {
+                let instance: any TestClient = index.isMultiple(of: 2) ? b : a
+                #expect(try await instance.alert(client, id)["position"] as? Int == index, "\(id) at \(index)")
+            }
+            // A post acknowledged before another is sent comes before it, whichever instance took them.
+            let late = [
+                Contract.id(try await b.create(client, Contract.alert("late-b"))),
+                Contract.id(try await a.create(client, Contract.alert("late-a"))),
+            ]
+            #expect(Array(try await a.list(client, "limit=1000").alerts.map(Contract.id).suffix(2)) == late)
+        }
+    }
+
+    @Test("posts to 40 clients at once through both instances: each client's queue holds its posts once, in one order on both")
+    func manyClientsAtOnce() async throws {
+        try await withTwo { a, b in
+            let clients = (0..<40).map { Contract.uniqueClient("shared-many-\($0)") }
+            // Each instance's flushes hold posts of many clients; both take every client.
+            let answers = try await withThrowingTaskGroup(of: (client: String, id: String).self) { group in
+                for (index, client) in clients.enumerated() {
+                    for round in 0..<4 {
+                        group.addTask {
+                            let instance: any TestClient = (index + round).isMultiple(of: 2) ? a : b
+                            return (client, Contract.id(try await instance.create(client, Contract.alert("r\(round)"))))
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let posted = Dictionary(grouping: answers, by: \.client).mapValues { Set($0.map(\.id)) }
+            for client in clients {
+                let throughA = try await a.pendingIDs(client)
+                #expect(Set(throughA) == posted[client], "\(client)")
+                #expect(throughA.count == 4, "\(client)")
+                #expect(try await b.pendingIDs(client) == throughA, "\(client)")
+                // The first of the order is displayed, on both.
+                for instance in [a, b] as [any TestClient] {
+                    let current = try await instance.get("/v1/clients/\(client)/alerts/current")
+                    #expect(current.status == 200)
+                    #expect(Contract.id(try current.jsonObject()) == throughA.first, "\(client)")
+                }
+            }
+        }
+    }
+
     @Test("an Idempotency-Key posted to both instances creates one alert; the repeat on either answers it")
     func oneKeyTwoInstances() async throws {
         try await withTwo { a, b in

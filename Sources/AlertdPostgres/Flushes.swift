@@ -1,0 +1,652 @@
+import AlertdCore
+import AlertdEngine
+import AlertdWire
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+/// Group commit across clients: every change waiting in this instance, of any
+/// client, goes into one transaction (a flush), as the embedded store's
+/// `GroupCommitter` does. A flush costs the same five round trips however many
+/// changes and clients it holds:
+///
+/// 1. `BEGIN`;
+/// 2. its clients' advisory locks, taken in one order (by lock key) in every
+///    instance, so two flushes never wait on each other in a cycle; then one
+///    value of `alert_order` per change, drawn under the locks (``Lock``);
+/// 3. in a statement of its own, so its snapshot sees every commit the locks
+///    waited for: each client's version, what changed since this instance's
+///    copy of its queue (or the whole pending queue when it has none), and
+///    the idempotency keys the changes name (``Read``);
+/// 4. every write (clients' versions, alerts, idempotency keys, events,
+///    deliveries) and the notification, in one statement (``Write``);
+/// 5. `COMMIT`.
+///
+/// The three statements are prepared once per connection. At most
+/// ``flights`` flushes run at once, on disjoint clients: a client already in
+/// a flush waits for the next one, so a client's changes commit in order.
+final class Flushes: Sendable {
+    /// One change of one client's queue.
+    struct Operation: Sendable {
+        let client: String
+        let now: Timestamp
+        let idempotencyKey: String?
+        /// Runs on the board; nil when the body refused (its completion has been called).
+        let apply: @Sendable (inout AlertBoard, any IdempotencyKeys) -> Applied?
+        /// Tells the caller the transaction failed before the change was applied.
+        let fail: @Sendable (EngineError) -> Void
+
+        /// A transaction of the port.
+        init<Value: Sendable>(
+            client: String, now: Timestamp, idempotencyKey: String?,
+            body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+            completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
+        ) {
+            self.client = client
+            self.now = now
+            self.idempotencyKey = idempotencyKey
+            fail = { completion(.failure($0)) }
+            apply = { board, keys in
+                let mutation: Mutation<Value>
+                do throws(EngineError) {
+                    mutation = try body(&board, keys)
+                } catch {
+                    completion(.failure(error))
+                    return nil
+                }
+                let deliveries = mutation.events.flatMap(\.pendingDeliveries)
+                return Applied(change: mutation.change, idempotency: mutation.idempotency, events: mutation.events) { result in
+                    completion(
+                        result.map { published in
+                            Committed(
+                                mutation.value, change: mutation.change, displays: published.displays, deliveries: deliveries,
+                                versions: published.versions)
+                        })
+                }
+            }
+        }
+
+        /// The client's due deadlines (or, `fire` false, only its queue brought in line
+        /// with its policy), with the events of what they decided.
+        init(
+            client: String, now: Timestamp, firing events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+            completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void, fire: Bool = true
+        ) {
+            self.client = client
+            self.now = now
+            self.idempotencyKey = nil
+            fail = { completion(.failure($0)) }
+            apply = { board, _ in
+                let change = fire ? board.fireDeadlines(now: now) : BoardChange()
+                let written = events(change)
+                let deliveries = written.flatMap(\.pendingDeliveries)
+                return Applied(change: change, idempotency: nil, events: written) { result in
+                    completion(
+                        result.map {
+                            Committed((), change: change, displays: $0.displays, deliveries: deliveries, versions: $0.versions)
+                        })
+                }
+            }
+        }
+    }
+
+    /// What an operation did, and how to tell its caller once committed (with the displays it changed).
+    struct Applied: Sendable {
+        var change: BoardChange
+        var idempotency: IdempotencyRecord?
+        var events: [OutboxEvent]
+        var finish: @Sendable (Result<Published, EngineError>) -> Void
+    }
+
+    /// What a commit tells each of its changes: the displays it changed, and the client's versions.
+    struct Published: Sendable {
+        var displays: [(client: String, alert: Alert?)]
+        var versions: [String: VersionStep]
+    }
+
+    /// What a flush did with one of its operations, for telling it when the flush fails.
+    private enum Outcome: Sendable {
+        /// Not reached: the operation is told the failure.
+        case waiting
+        /// Its body refused: its caller has its answer already.
+        case refused
+        case applied(Applied)
+    }
+
+    private struct State {
+        /// Changes not in a flush yet, in arrival order.
+        var waiting: [Operation] = []
+        /// Clients in a flush now.
+        var busy = Set<String>()
+        var flights = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// A client's queue as this instance last committed it: reused while the
+    /// client's version is unchanged, brought up to date in place from the alerts
+    /// of newer versions when another instance changed it. Only queues with
+    /// something pending are kept (so at most `limits.max_pending_total` alerts in all).
+    private struct Queue: Sendable {
+        var version: Int64?
+        var settings: QueueSettings
+        var board: AlertBoard
+        var pending: [AlertID: Alert]
+    }
+
+    private let queues = NIOLockedValueBox<[String: Queue]>([:])
+    private let logger: Logger
+    /// Set once, right after the store is made (it owns the flushes).
+    nonisolated(unsafe) weak var store: PostgresAlertStore?
+
+    /// Flushes in flight at once, on disjoint clients. Two let one commit while the
+    /// next gathers and locks; more only take connections from readers.
+    static let flights = 2
+    /// Changes in one flush at most.
+    static let batch = 1024
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func enqueue(_ operation: Operation) {
+        let flush = state.withLockedValue { state -> [Operation]? in
+            state.waiting.append(operation)
+            return Self.take(&state)
+        }
+        if let flush { start(flush) }
+    }
+
+    private func start(_ flush: [Operation]) {
+        Task {
+            if let store { await run(flush, store: store) } else { for operation in flush { operation.fail(Self.closed) } }
+            let clients = Set(flush.map(\.client))
+            var next: [[Operation]] = []
+            state.withLockedValue { state in
+                state.busy.subtract(clients)
+                state.flights -= 1
+                while let flush = Self.take(&state) { next.append(flush) }
+            }
+            for flush in next { start(flush) }
+        }
+    }
+
+    private static let closed = EngineError(.unavailable, "alertd is shutting down")
+
+    /// The next flush, when one may start: the waiting changes of clients in no
+    /// flush, in arrival order, up to ``batch``; the rest stay waiting, in order.
+    private static func take(_ state: inout State) -> [Operation]? {
+        guard state.flights < flights, !state.waiting.isEmpty else { return nil }
+        var taken: [Operation] = []
+        var kept: [Operation] = []
+        var claimed = Set<String>()
+        var cut = Set<String>()
+        for operation in state.waiting {
+            let mine = claimed.contains(operation.client)
+            if (mine || !state.busy.contains(operation.client)) && taken.count < batch && !cut.contains(operation.client) {
+                claimed.insert(operation.client)
+                taken.append(operation)
+            } else {
+                if mine { cut.insert(operation.client) }
+                kept.append(operation)
+            }
+        }
+        guard !taken.isEmpty else { return nil }
+        state.waiting = kept
+        state.busy.formUnion(claimed)
+        state.flights += 1
+        return taken
+    }
+
+    /// The idempotency keys of a change: those its flush wrote first, then those the database holds.
+    private struct Keys: IdempotencyKeys {
+        let key: String?
+        let records: [String: IdempotencyRecord]
+
+        func record() throws(EngineError) -> IdempotencyRecord? { key.flatMap { records[$0] } }
+    }
+
+    /// One client of a flush: its changes (indices into the flush), and what the reads found.
+    private struct Slot {
+        let client: String
+        var operations: [Int] = []
+        var cached: Queue?
+        /// The client's version in the database; nil when it has no row.
+        var version: Int64?
+        /// Alerts of versions newer than the cached copy (or the pending queue, without one).
+        var read: [Alert] = []
+        var records: [String: IdempotencyRecord] = [:]
+
+        /// The version the read asked from: the cached copy's, -1 for the whole pending queue.
+        var since: Int64 { cached.flatMap(\.version) ?? -1 }
+    }
+
+    /// What a flush hands back for each client once committed.
+    private struct ClientResult: Sendable {
+        var client: String
+        var shown: Alert?
+        var queue: Queue?
+        var step: VersionStep?
+    }
+
+    private func run(_ flush: [Operation], store: PostgresAlertStore) async {
+        let outcomes = NIOLockedValueBox<[Outcome]>(Array(repeating: .waiting, count: flush.count))
+        var order: [String: Int] = [:]
+        var slots: [Slot] = []
+        for (index, operation) in flush.enumerated() {
+            let at = order[operation.client] ?? {
+                slots.append(Slot(client: operation.client))
+                order[operation.client] = slots.count - 1
+                return slots.count - 1
+            }()
+            slots[at].operations.append(index)
+        }
+        let settings = store.settings.withLockedValue { $0 }
+        // Taken out of the cache, not copied: each board is then changed in place (a copy
+        // shared with the cache would copy every alert of the queue at the first change).
+        queues.withLockedValue { queues in
+            for index in slots.indices {
+                slots[index].cached = queues.removeValue(forKey: slots[index].client).flatMap { $0.settings == settings ? $0 : nil }
+            }
+        }
+        let prepared = slots
+        let results: [ClientResult]
+        do {
+            results = try await store.client.withTransaction(logger: logger) { [logger] connection in
+                var slots = prepared
+                let sequences = try await Self.lock(slots.map(\.client), count: flush.count, on: connection, logger: logger)
+                try await Self.read(&slots, flush: flush, on: connection, logger: logger)
+                var results: [ClientResult] = []
+                var writes = Write(instance: store.instance)
+                var grown = (pending: 0, clients: 0)
+                var drawn = sequences[...]
+                for slot in slots {
+                    let mine = Array(drawn.prefix(slot.operations.count))
+                    drawn = drawn.dropFirst(slot.operations.count)
+                    results.append(
+                        Self.apply(
+                            slot, flush: flush, sequences: mine, settings: settings, store: store, grown: &grown, writes: &writes,
+                            outcomes: outcomes))
+                }
+                if !writes.isEmpty {
+                    writes.notifications = Notifications.payloads(writes.entries, from: store.instance)
+                    _ = try await connection.execute(writes, logger: logger)
+                }
+                return results
+            }
+        } catch {
+            queues.withLockedValue { queues in for slot in slots { queues[slot.client] = nil } }
+            let failure = store.unavailable(error)
+            for (index, outcome) in outcomes.withLockedValue({ $0 }).enumerated() {
+                switch outcome {
+                case .waiting: flush[index].fail(failure)
+                case .refused: break
+                case .applied(let applied): applied.finish(.failure(failure))
+                }
+            }
+            return
+        }
+        queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
+        // Each change is told the displays it changed, as they stand at commit, and its
+        // client's version: the engine's published display then has it too.
+        var shown: [String: Alert?] = [:]
+        var versions: [String: VersionStep] = [:]
+        for result in results {
+            shown[result.client] = .some(result.shown)
+            versions[result.client] = result.step
+        }
+        for (index, outcome) in outcomes.withLockedValue({ $0 }).enumerated() {
+            guard case .applied(let change) = outcome else { continue }
+            let client = flush[index].client
+            let displays = change.change.displayChanged.map { (client: $0, alert: shown[$0] ?? nil) }
+            change.finish(.success(Published(displays: displays, versions: versions[client].map { [client: $0] } ?? [:])))
+        }
+    }
+
+    /// Takes the clients' locks, in one order everywhere, then draws `count` values of `alert_order`.
+    private static func lock(_ clients: [String], count: Int, on connection: PostgresConnection, logger: Logger) async throws -> [Int64] {
+        var sequences: [Int64] = []
+        for try await values in try await connection.execute(Lock(clients: clients, count: count), logger: logger) {
+            sequences = values
+        }
+        guard sequences.count == count else { throw AlertRow.Corrupt(description: "alert_order gave \(sequences.count) of \(count) values") }
+        return sequences.sorted()
+    }
+
+    /// Fills each slot with its client's version, what changed since its copy, and its idempotency keys.
+    private static func read(_ slots: inout [Slot], flush: [Operation], on connection: PostgresConnection, logger: Logger) async throws {
+        var at: [String: Int] = [:]
+        for (index, slot) in slots.enumerated() { at[slot.client] = index }
+        var keyClients: [String] = []
+        var keys: [String] = []
+        var asked = Set<[String]>()
+        for operation in flush {
+            guard let key = operation.idempotencyKey, asked.insert([operation.client, key]).inserted else { continue }
+            keyClients.append(operation.client)
+            keys.append(key)
+        }
+        let statement = Read(clients: slots.map(\.client), since: slots.map(\.since), keyClients: keyClients, keys: keys)
+        for try await row in try await connection.execute(statement, logger: logger) {
+            let cells = row.makeRandomAccess()
+            guard let index = at[try cells[0].decode(String.self)] else { continue }
+            if let key = try cells[2].decode(String?.self) {
+                guard let alertID = AlertID(try cells[3].decode(String.self)) else { continue }
+                slots[index].records[key] = IdempotencyRecord(
+                    client: slots[index].client, key: key, alertID: alertID, bodyDigest: [UInt8](bytea: try cells[4].decode(ByteBuffer.self)),
+                    createdAt: Timestamp(milliseconds: try cells[5].decode(Int64.self)))
+                continue
+            }
+            slots[index].version = try cells[1].decode(Int64?.self)
+            if try cells[Read.alertColumn].decode(String?.self) != nil {
+                slots[index].read.append(try AlertRow.alert(cells, from: Read.alertColumn))
+            }
+        }
+        // A cached copy newer than the database (the client was removed since): its queue read whole.
+        let stale = slots.indices.filter { slots[$0].since >= 0 && (slots[$0].version ?? -1) < slots[$0].since }
+        guard !stale.isEmpty else { return }
+        for index in stale {
+            slots[index].cached = nil
+            slots[index].read = []
+        }
+        let names = stale.map { slots[$0].client }
+        for try await row in try await connection.query(
+            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = ANY(\(names)) AND state IN ('queued', 'displayed')",
+            logger: logger)
+        {
+            let alert = try AlertRow.alert(row)
+            if let index = at[alert.client] { slots[index].read.append(alert) }
+        }
+    }
+
+    /// Runs a client's changes on its board; adds their writes to the flush's.
+    private static func apply(
+        _ slot: Slot, flush: [Operation], sequences: [Int64], settings: QueueSettings, store: PostgresAlertStore,
+        grown: inout (pending: Int, clients: Int), writes: inout Write, outcomes: NIOLockedValueBox<[Outcome]>
+    ) -> ClientResult {
+        let client = slot.client
+        let version = slot.version
+        let now = flush[slot.operations[0]].now
+        var board: AlertBoard
+        var pending: [AlertID: Alert]
+        var normalized = BoardChange()
+        if let cached = slot.cached, cached.version == version {
+            board = cached.board
+            pending = cached.pending
+        } else if let cached = slot.cached {
+            // Another instance changed the client: what it changed is merged into the cached
+            // board in place, O(changed) under the lock, not the queue rebuilt.
+            board = cached.board
+            pending = cached.pending
+            for alert in slot.read { pending[alert.id] = alert.isPending ? alert : nil }
+            normalized = board.merge(committedElsewhere: slot.read, on: client, now: now)
+            board.committed(normalized)
+        } else {
+            pending = [:]
+            for alert in slot.read { pending[alert.id] = alert }
+            board = AlertBoard(settings: settings, rules: store.rules)
+            // Restoring brings the queue in line with its policy (a changed one): written too,
+            // and its display change told with the first change of the client.
+            normalized = board.restore(clients: version != nil ? [client] : [], pending: Array(pending.values), now: now)
+            board.committed(normalized)
+        }
+        let before = pending.count
+        let elsewhere = store.elsewhere(of: client)
+        board.elsewhere = (elsewhere.pending + grown.pending, elsewhere.clients + grown.clients)
+        board.sequences = sequences
+        var records = slot.records
+        var saved: [AlertID: Alert] = [:]
+        var order: [AlertID] = []
+        func save(_ alerts: [Alert]) {
+            for alert in alerts where saved.updateValue(alert, forKey: alert.id) == nil { order.append(alert.id) }
+        }
+        save(normalized.saved)
+        var decided: [AlertID] = []
+        var events: [OutboxEvent] = []
+        var keys: [IdempotencyRecord] = []
+        var told = false
+        for index in slot.operations {
+            let operation = flush[index]
+            guard var change = operation.apply(&board, Keys(key: operation.idempotencyKey, records: records)) else {
+                outcomes.withLockedValue { $0[index] = .refused }
+                continue
+            }
+            board.committed(change.change)
+            save(change.change.saved)
+            decided += change.change.decided.map(\.id)
+            events += change.events
+            if let record = change.idempotency {
+                records[record.key] = record
+                keys.removeAll { $0.key == record.key }
+                keys.append(record)
+            }
+            if !normalized.displayChanged.isEmpty, !told {
+                change.change.displayChanged = Array(Set(change.change.displayChanged + normalized.displayChanged))
+            }
+            told = true
+            outcomes.withLockedValue { $0[index] = .applied(change) }
+        }
+        // Every change of the queue is a new version of the client, its alerts marked with it:
+        // a value of the global sequence drawn under the client's lock, so versions only grow,
+        // even across a client forgotten and made again.
+        let written = order.isEmpty ? version : sequences.max()
+        if let written, written != version { writes.clients.append((client, now, written)) }
+        if let written, !order.isEmpty {
+            writes.alerts += order.map { (saved[$0]!, written) }
+            // The display as committed goes with the notification where it fits: the
+            // other instances publish it without reading it back.
+            writes.entries.append("c:" + client)
+            if let display = Notifications.display(client: client, version: written, alert: board.displayed(on: client)) {
+                writes.entries.append(display)
+            }
+            writes.entries += decided.map { "d:" + $0.description }
+        }
+        writes.keys += keys
+        writes.events += events
+        store.noteDeadline(board.nextDeadline)
+        for id in order {
+            let alert = saved[id]!
+            pending[id] = alert.isPending ? alert : nil
+        }
+        grown.pending += max(0, pending.count - before)
+        if before == 0, !pending.isEmpty { grown.clients += 1 }
+        let kept = pending.isEmpty ? nil : Queue(version: written, settings: settings, board: board, pending: pending)
+        return ClientResult(client: client, shown: board.displayed(on: client), queue: kept, step: written.map { VersionStep(from: version, to: $0) })
+    }
+}
+
+// MARK: - The statements of a flush
+
+extension Flushes {
+    /// The flush's clients locked (sorted by lock key: one order in every instance),
+    /// then one value of `alert_order` per change, drawn after the locks.
+    struct Lock: PostgresPreparedStatement {
+        static let name = "alertd_flush_lock_v1"
+        static let sql = """
+            WITH locked AS MATERIALIZED (
+                SELECT count(pg_advisory_xact_lock(k)) FROM (
+                    SELECT DISTINCT hashtextextended(c, 0) AS k FROM unnest($1::text[]) AS c ORDER BY k
+                ) AS keys
+            )
+            SELECT COALESCE(array_agg(nextval('alert_order')), '{}') FROM locked, generate_series(1, $2::int4)
+            """
+        typealias Row = [Int64]
+
+        var clients: [String]
+        var count: Int
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(clients)
+            bindings.append(Int32(count))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
+    }
+
+    /// In a statement after the locks (its snapshot sees what they waited for): per
+    /// client its version and the alerts of newer versions than `since` (the whole
+    /// pending queue for -1), then the idempotency keys asked for.
+    ///
+    /// Columns: client, version, then an idempotency key's key, alert id, digest and
+    /// time, then an alert's columns from ``alertColumn`` (``AlertRow/columns``).
+    struct Read: PostgresPreparedStatement {
+        static let name = "alertd_flush_read_v1"
+        static let alertColumn = 6
+        static let sql = """
+            SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(qualified("a"))
+            FROM unnest($1::text[], $2::int8[]) AS r(client, since)
+            LEFT JOIN clients c ON c.id = r.client
+            LEFT JOIN LATERAL (
+                SELECT \(AlertRow.columns) FROM alerts
+                WHERE alerts.client = r.client AND r.since >= 0 AND c.version > r.since AND alerts.version > r.since
+                UNION ALL
+                SELECT \(AlertRow.columns) FROM alerts
+                WHERE alerts.client = r.client AND r.since < 0 AND alerts.state IN ('queued', 'displayed')
+            ) AS a ON true
+            UNION ALL
+            SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, \(nulls)
+            FROM unnest($3::text[], $4::text[]) AS q(client, key)
+            JOIN idempotency_keys k ON k.client = q.client AND k.key = q.key
+            """
+        typealias Row = PostgresRow
+
+        var clients: [String]
+        var since: [Int64]
+        var keyClients: [String]
+        var keys: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(clients)
+            bindings.append(since)
+            bindings.append(keyClients)
+            bindings.append(keys)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+
+        private static func qualified(_ table: String) -> String {
+            AlertRow.columns.split(separator: ",").map { "\(table)." + $0.filter { $0 != " " } }.joined(separator: ", ")
+        }
+
+        private static var nulls: String {
+            Array(repeating: "NULL", count: AlertRow.columns.split(separator: ",").count).joined(separator: ", ")
+        }
+    }
+
+    /// Every write of a flush, and its notifications, in one statement: the rows
+    /// travel as JSON arrays (`json_to_recordset`), bytes as base64.
+    struct Write: PostgresPreparedStatement {
+        static let name = "alertd_flush_write_v1"
+        static let sql = """
+            WITH written_clients AS (
+                INSERT INTO clients (id, created_at, version)
+                SELECT id, created_at, version FROM json_to_recordset($1::json) AS r(id text, created_at bigint, version bigint)
+                ON CONFLICT (id) DO UPDATE SET version = excluded.version
+            ), written_alerts AS (
+                INSERT INTO alerts (\(AlertRow.columns), dismiss_at, version)
+                SELECT \(AlertRow.columns), dismiss_at, version FROM json_to_recordset($2::json) AS r(
+                    id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
+                    buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
+                    expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, dismiss_at bigint,
+                    version bigint)
+                ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
+                    decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
+                    dismiss_at = excluded.dismiss_at, version = excluded.version
+            ), written_keys AS (
+                INSERT INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
+                SELECT client, key, alert_id, decode(digest, 'base64'), created_at
+                FROM json_to_recordset($3::json) AS r(client text, key text, alert_id text, digest text, created_at bigint)
+                ON CONFLICT (client, key) DO UPDATE SET alert_id = excluded.alert_id, body_sha256 = excluded.body_sha256,
+                    created_at = excluded.created_at
+            ), written_events AS (
+                INSERT INTO events (id, alert_id, client, type, created_at, body)
+                SELECT id, alert_id, client, type, created_at, decode(body, 'base64')
+                FROM json_to_recordset($4::json) AS r(id text, alert_id text, client text, type text, created_at bigint, body text)
+            ), written_deliveries AS (
+                INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at, lease_until, leased_by)
+                SELECT id, event_id, alert_id, target, webhook_id, secret, 'pending', next_attempt_at, lease_until, $5
+                FROM json_to_recordset($6::json) AS r(
+                    id text, event_id text, alert_id text, target text, webhook_id text, secret text, next_attempt_at bigint,
+                    lease_until bigint)
+            )
+            SELECT count(pg_notify('\(Notifications.channel)', payload)) FROM unnest($7::text[]) AS payload
+            """
+        typealias Row = Int64
+
+        var clients: [(id: String, now: Timestamp, version: Int64)] = []
+        var alerts: [(alert: Alert, version: Int64)] = []
+        var keys: [IdempotencyRecord] = []
+        var events: [OutboxEvent] = []
+        /// Notification entries (``Notifications``), packed into ``notifications`` before it runs.
+        var entries: [String] = []
+        var notifications: [String] = []
+        /// This instance, which holds the deliveries it writes (it attempts them next, for
+        /// as long as a retry is held).
+        let instance: String
+
+        init(instance: String) {
+            self.instance = instance
+        }
+
+        var isEmpty: Bool { clients.isEmpty && alerts.isEmpty && keys.isEmpty && events.isEmpty }
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(Self.json(clients) { json, client in
+                json.key("id"); json.string(client.id)
+                json.key("created_at"); json.int64(client.now.milliseconds)
+                json.key("version"); json.int64(client.version)
+            })
+            bindings.append(Self.json(alerts) { json, row in AlertRow.write(row.alert, version: row.version, into: &json) })
+            bindings.append(Self.json(keys) { json, record in
+                json.key("client"); json.string(record.client)
+                json.key("key"); json.string(record.key)
+                json.key("alert_id"); json.string(record.alertID.description)
+                json.key("digest"); json.string(Data(record.bodyDigest).base64EncodedString())
+                json.key("created_at"); json.int64(record.createdAt.milliseconds)
+            })
+            bindings.append(Self.json(events) { json, event in
+                json.key("id"); json.string(event.id)
+                json.key("alert_id"); json.string(event.alertID.description)
+                json.key("client"); json.string(event.client)
+                json.key("type"); json.string(event.type)
+                json.key("created_at"); json.int64(event.createdAt.milliseconds)
+                json.key("body"); json.string(Data(event.body).base64EncodedString())
+            })
+            bindings.append(instance)
+            let deliveries = events.flatMap { event in event.deliveries.map { (event, $0) } }
+            bindings.append(Self.json(deliveries) { json, pair in
+                let (event, delivery) = pair
+                json.key("id"); json.string(delivery.id)
+                json.key("event_id"); json.string(event.id)
+                json.key("alert_id"); json.string(event.alertID.description)
+                json.key("target"); json.string(delivery.target)
+                json.key("webhook_id"); json.string(delivery.webhookID)
+                json.key("secret"); json.string(delivery.secret)
+                json.key("next_attempt_at"); json.int64(event.createdAt.milliseconds)
+                json.key("lease_until")
+                json.int64(event.createdAt.adding(milliseconds: PostgresAlertStore.retryLeaseMilliseconds).milliseconds)
+            })
+            bindings.append(notifications)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+
+        private static func json<Element>(_ rows: [Element], _ write: (inout JSONWriter, Element) -> Void) -> String {
+            var json = JSONWriter(capacity: 64 + 256 * rows.count)
+            json.beginArray()
+            for row in rows {
+                json.beginObject()
+                write(&json, row)
+                json.endObject()
+            }
+            json.endArray()
+            return String(decoding: json.bytes, as: UTF8.self)
+        }
+    }
+}
