@@ -2,6 +2,7 @@ import AlertdAPI
 import AlertdCallbacks
 import AlertdCore
 import AlertdEngine
+import AlertdPostgres
 import AlertdVersion
 import AlertdWire
 import CoreMetrics
@@ -37,6 +38,9 @@ final class AlertdMetrics: Sendable {
     /// Deliveries not yet made: waiting for their time, and attempts in flight.
     let deliveriesWaiting: CoreMetrics.Gauge
     let deliveriesInFlight: CoreMetrics.Gauge
+    /// The shared store's flushes: the changes they committed and their round trips to the database.
+    let flushedChanges: CoreMetrics.Counter
+    let roundTrips: CoreMetrics.Counter
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -56,6 +60,15 @@ final class AlertdMetrics: Sendable {
         waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
         deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
         deliveriesInFlight = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "in_flight")], factory: factory)
+        flushedChanges = CoreMetrics.Counter(label: "alertd_store_changes_total", factory: factory)
+        roundTrips = CoreMetrics.Counter(label: "alertd_store_round_trips_total", factory: factory)
+    }
+
+    /// A flush of the shared store committed.
+    func flushed(_ cost: PostgresAlertStore.FlushCost) {
+        commitDuration.recordNanoseconds(Int64(cost.nanoseconds))
+        flushedChanges.increment(by: cost.changes)
+        roundTrips.increment(by: cost.roundTrips)
     }
 
     /// One answered request: `route` is the route's name (`unmatched` for 404/405).
@@ -156,7 +169,9 @@ final class AlertdMetrics: Sendable {
         "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
         "alertd_waiters": "Requests parked in long-polls.",
         "alertd_deliveries_pending": "Callback deliveries not yet made, by state: waiting (for their time) or in_flight.",
-        "alertd_store_commit_duration_seconds": "Time to commit one group of writes (fsync included).",
+        "alertd_store_commit_duration_seconds": "Time to commit one group of writes (fsync included; on PostgreSQL, a flush from BEGIN to COMMIT).",
+        "alertd_store_changes_total": "Changes committed by the PostgreSQL store's flushes (divide by the commit count for changes per flush).",
+        "alertd_store_round_trips_total": "Round trips to PostgreSQL made by the store's flushes (BEGIN and COMMIT included).",
         "alertd_deliveries_total": "Callback delivery attempts, by result: delivered, retry, failed.",
         "alertd_delivery_latency_seconds": "Time from a terminal event to its delivery.",
     ]

@@ -107,7 +107,8 @@ public struct Alertd: Sendable {
             }
         case .postgres(let url, let poolSize):
             let shared = try PostgresAlertStore(
-                url: url, poolSize: poolSize, settings: config.queueSettings, rules: config.alertRules, clock: clock, logger: logger)
+                url: url, poolSize: poolSize, settings: config.queueSettings, rules: config.alertRules, clock: clock, logger: logger,
+                onFlush: { metrics.flushed($0) })
             postgres = shared
             store = shared
         }

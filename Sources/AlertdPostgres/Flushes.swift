@@ -146,8 +146,11 @@ final class Flushes: Sendable {
     /// Changes in one flush at most.
     static let batch = 1024
 
-    init(logger: Logger) {
+    private let onFlush: @Sendable (PostgresAlertStore.FlushCost) -> Void
+
+    init(logger: Logger, onFlush: @escaping @Sendable (PostgresAlertStore.FlushCost) -> Void) {
         self.logger = logger
+        self.onFlush = onFlush
     }
 
     func enqueue(_ operation: Operation) {
@@ -251,12 +254,17 @@ final class Flushes: Sendable {
             }
         }
         let prepared = slots
+        let started = DispatchTime.now().uptimeNanoseconds
+        // BEGIN, the locks, the read, COMMIT; the write and a second read when they run.
+        let roundTrips = NIOLockedValueBox(4)
         let results: [ClientResult]
         do {
             results = try await store.client.withTransaction(logger: logger) { [logger] connection in
                 var slots = prepared
                 let sequences = try await Self.lock(slots.map(\.client), count: flush.count, on: connection, logger: logger)
-                try await Self.read(&slots, flush: flush, on: connection, logger: logger)
+                if try await Self.read(&slots, flush: flush, on: connection, logger: logger) {
+                    roundTrips.withLockedValue { $0 += 1 }
+                }
                 var results: [ClientResult] = []
                 var writes = Write(instance: store.instance)
                 var grown = (pending: 0, clients: 0)
@@ -272,6 +280,7 @@ final class Flushes: Sendable {
                 if !writes.isEmpty {
                     writes.notifications = Notifications.payloads(writes.entries, from: store.instance)
                     _ = try await connection.execute(writes, logger: logger)
+                    roundTrips.withLockedValue { $0 += 1 }
                 }
                 return results
             }
@@ -288,6 +297,10 @@ final class Flushes: Sendable {
             return
         }
         queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
+        onFlush(
+            PostgresAlertStore.FlushCost(
+                changes: flush.count, roundTrips: roundTrips.withLockedValue { $0 },
+                nanoseconds: DispatchTime.now().uptimeNanoseconds - started))
         // Each change is told the displays it changed, as they stand at commit, and its
         // client's version: the engine's published display then has it too.
         var shown: [String: Alert?] = [:]
@@ -314,8 +327,11 @@ final class Flushes: Sendable {
         return sequences.sorted()
     }
 
-    /// Fills each slot with its client's version, what changed since its copy, and its idempotency keys.
-    private static func read(_ slots: inout [Slot], flush: [Operation], on connection: PostgresConnection, logger: Logger) async throws {
+    /// Fills each slot with its client's version, what changed since its copy, and its idempotency keys;
+    /// true when that took a second statement (a cached copy newer than the database).
+    private static func read(_ slots: inout [Slot], flush: [Operation], on connection: PostgresConnection, logger: Logger) async throws
+        -> Bool
+    {
         var at: [String: Int] = [:]
         for (index, slot) in slots.enumerated() { at[slot.client] = index }
         var keyClients: [String] = []
@@ -344,7 +360,7 @@ final class Flushes: Sendable {
         }
         // A cached copy newer than the database (the client was removed since): its queue read whole.
         let stale = slots.indices.filter { slots[$0].since >= 0 && (slots[$0].version ?? -1) < slots[$0].since }
-        guard !stale.isEmpty else { return }
+        guard !stale.isEmpty else { return false }
         for index in stale {
             slots[index].cached = nil
             slots[index].read = []
@@ -357,6 +373,7 @@ final class Flushes: Sendable {
             let alert = try AlertRow.alert(row)
             if let index = at[alert.client] { slots[index].read.append(alert) }
         }
+        return true
     }
 
     /// Runs a client's changes on its board; adds their writes to the flush's.

@@ -68,7 +68,18 @@ public final class PostgresAlertStore: AlertStore, Service {
         var noted = 0
     }
 
-    public init(url: PostgresURL, poolSize: Int, settings: QueueSettings, rules: AlertRules, clock: any WallClock, logger: Logger) throws {
+    /// What one flush cost: its changes, its round trips to the database, its time (nanoseconds).
+    public struct FlushCost: Sendable {
+        public var changes: Int
+        public var roundTrips: Int
+        public var nanoseconds: UInt64
+    }
+
+    /// - Parameter onFlush: told of each committed flush (for metrics).
+    public init(
+        url: PostgresURL, poolSize: Int, settings: QueueSettings, rules: AlertRules, clock: any WallClock, logger: Logger,
+        onFlush: @escaping @Sendable (FlushCost) -> Void = { _ in }
+    ) throws {
         self.url = url
         self.clock = clock
         self.rules = rules
@@ -83,7 +94,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         var probe = try url.connectionConfiguration()
         probe.options.connectTimeout = .seconds(1)
         client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
-        flushes = Flushes(logger: logger)
+        flushes = Flushes(logger: logger, onFlush: onFlush)
         notifications = Notifications(url: url, instance: instance, logger: logger)
         displayReader = DisplayReader(logger: logger)
         flushes.store = self
