@@ -73,7 +73,14 @@ final class DisplayReader: Sendable {
         .joined(separator: ", ")
 
     private func run(_ requests: [Request], store: PostgresAlertStore) async {
-        let pairs = requests.flatMap(\.known)
+        // Each client and version asked once, however many reads name it (a dashboard's
+        // readers all ask for the same client).
+        var pairs: [(client: String, version: Int64?)] = []
+        var asked: [String: [Int64?: Int]] = [:]
+        for (client, version) in requests.lazy.flatMap(\.known) where asked[client]?[version] == nil {
+            asked[client, default: [:]][version] = pairs.count
+            pairs.append((client, version))
+        }
         // -1: no version known (versions are values of a sequence, from 1).
         let names = pairs.map(\.client)
         let versions = pairs.map { $0.version ?? -1 }
@@ -100,11 +107,8 @@ final class DisplayReader: Sendable {
             for request in requests { request.completion(.failure(failure)) }
             return
         }
-        var offset = 0
         for request in requests {
-            let range = offset..<(offset + request.known.count)
-            offset = range.upperBound
-            request.completion(.success(range.compactMap { changed[$0] }))
+            request.completion(.success(request.known.compactMap { asked[$0.client]?[$0.version].flatMap { changed[$0] } }))
         }
     }
 }
