@@ -214,15 +214,13 @@ final class Flushes: Sendable {
     private struct Slot {
         let client: String
         var operations: [Int] = []
-        var cached: Queue?
+        /// The version the read asks from: the cached copy's, -1 for the whole pending queue.
+        var since: Int64 = -1
         /// The client's version in the database; nil when it has no row.
         var version: Int64?
         /// Alerts of versions newer than the cached copy (or the pending queue, without one).
         var read: [Alert] = []
         var records: [String: IdempotencyRecord] = [:]
-
-        /// The version the read asked from: the cached copy's, -1 for the whole pending queue.
-        var since: Int64 { cached.flatMap(\.version) ?? -1 }
     }
 
     /// What a flush hands back for each client once committed.
@@ -246,25 +244,30 @@ final class Flushes: Sendable {
             slots[at].operations.append(index)
         }
         let settings = store.settings.withLockedValue { $0 }
-        // Taken out of the cache, not copied: each board is then changed in place (a copy
-        // shared with the cache would copy every alert of the queue at the first change).
-        queues.withLockedValue { queues in
-            for index in slots.indices {
-                slots[index].cached = queues.removeValue(forKey: slots[index].client).flatMap { $0.settings == settings ? $0 : nil }
-            }
-        }
         let prepared = slots
         let started = DispatchTime.now().uptimeNanoseconds
         // BEGIN, the locks, the read, COMMIT; the write and a second read when they run.
         let roundTrips = NIOLockedValueBox(4)
         let results: [ClientResult]
         do {
-            results = try await store.client.withTransaction(logger: logger) { [logger] connection in
+            results = try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
                 var slots = prepared
+                // Taken out of the cache, and moved, never copied, from here to the board that
+                // changes: a copy still referenced would copy every alert of the queue at the
+                // first change (measured: most of a flush's time with a long queue).
+                var taken = queues.withLockedValue { queues in
+                    var taken: [String: Queue] = [:]
+                    for slot in slots {
+                        if let queue = queues.removeValue(forKey: slot.client), queue.settings == settings { taken[slot.client] = queue }
+                    }
+                    return taken
+                }
+                for index in slots.indices { slots[index].since = taken[slots[index].client]?.version ?? -1 }
                 let sequences = try await Self.lock(slots.map(\.client), count: flush.count, on: connection, logger: logger)
                 if try await Self.read(&slots, flush: flush, on: connection, logger: logger) {
                     roundTrips.withLockedValue { $0 += 1 }
                 }
+                for slot in slots where slot.since < 0 { taken[slot.client] = nil }
                 var results: [ClientResult] = []
                 var writes = Write(instance: store.instance)
                 var grown = (pending: 0, clients: 0)
@@ -274,8 +277,8 @@ final class Flushes: Sendable {
                     drawn = drawn.dropFirst(slot.operations.count)
                     results.append(
                         Self.apply(
-                            slot, flush: flush, sequences: mine, settings: settings, store: store, grown: &grown, writes: &writes,
-                            outcomes: outcomes))
+                            slot, cached: taken.removeValue(forKey: slot.client), flush: flush, sequences: mine, settings: settings,
+                            store: store, grown: &grown, writes: &writes, outcomes: outcomes))
                 }
                 if !writes.isEmpty {
                     writes.notifications = Notifications.payloads(writes.entries, from: store.instance)
@@ -362,7 +365,7 @@ final class Flushes: Sendable {
         let stale = slots.indices.filter { slots[$0].since >= 0 && (slots[$0].version ?? -1) < slots[$0].since }
         guard !stale.isEmpty else { return false }
         for index in stale {
-            slots[index].cached = nil
+            slots[index].since = -1
             slots[index].read = []
         }
         let names = stale.map { slots[$0].client }
@@ -378,30 +381,28 @@ final class Flushes: Sendable {
 
     /// Runs a client's changes on its board; adds their writes to the flush's.
     private static func apply(
-        _ slot: Slot, flush: [Operation], sequences: [Int64], settings: QueueSettings, store: PostgresAlertStore,
+        _ slot: Slot, cached: consuming Queue?, flush: [Operation], sequences: [Int64], settings: QueueSettings, store: PostgresAlertStore,
         grown: inout (pending: Int, clients: Int), writes: inout Write, outcomes: NIOLockedValueBox<[Outcome]>
     ) -> ClientResult {
         let client = slot.client
         let version = slot.version
         let now = flush[slot.operations[0]].now
-        var board: AlertBoard
-        var pending: [AlertID: Alert]
+        var board = AlertBoard(settings: settings, rules: store.rules)
+        var pending: [AlertID: Alert] = [:]
         var normalized = BoardChange()
-        if let cached = slot.cached, cached.version == version {
-            board = cached.board
-            pending = cached.pending
-        } else if let cached = slot.cached {
-            // Another instance changed the client: what it changed is merged into the cached
-            // board in place, O(changed) under the lock, not the queue rebuilt.
-            board = cached.board
-            pending = cached.pending
-            for alert in slot.read { pending[alert.id] = alert.isPending ? alert : nil }
-            normalized = board.merge(committedElsewhere: slot.read, on: client, now: now)
-            board.committed(normalized)
+        if var queue = cached.take() {
+            // Swapped out, so that this board and dictionary are the only references.
+            swap(&board, &queue.board)
+            swap(&pending, &queue.pending)
+            if queue.version != version {
+                // Another instance changed the client: what it changed is merged into the cached
+                // board in place, O(changed) under the lock, not the queue rebuilt.
+                for alert in slot.read { pending[alert.id] = alert.isPending ? alert : nil }
+                normalized = board.merge(committedElsewhere: slot.read, on: client, now: now)
+                board.committed(normalized)
+            }
         } else {
-            pending = [:]
             for alert in slot.read { pending[alert.id] = alert }
-            board = AlertBoard(settings: settings, rules: store.rules)
             // Restoring brings the queue in line with its policy (a changed one): written too,
             // and its display change told with the first change of the client.
             normalized = board.restore(clients: version != nil ? [client] : [], pending: Array(pending.values), now: now)
