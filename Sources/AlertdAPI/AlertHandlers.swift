@@ -173,7 +173,12 @@ extension API {
         let values = request.headers.filter { $0.name == "idempotency-key" }
         guard let key = values.first?.value else { return nil }
         guard values.count == 1 else { throw Problem(.badRequest, "Idempotency-Key must be sent once") }
-        guard (1...255).contains(key.count) else { throw Problem(.badRequest, "Idempotency-Key must be 1 to 255 characters") }
+        // Bytes, not characters: 100 letters with 16 combining marks each are 100 characters
+        // and 3,300 bytes, more than PostgreSQL's index takes. Printable ASCII, as the header's
+        // draft standard (a structured-field string) has it.
+        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            throw Problem(.badRequest, "Idempotency-Key must be 1 to 255 printable ASCII characters")
+        }
         guard !key.hasPrefix(AlertmanagerMapping.keyPrefix) else {
             throw Problem(
                 .badRequest,

@@ -25,7 +25,7 @@ public enum PostgresAdministration {
             try await Schema.migrate(client, logger: logger)
             try await client.withTransaction(logger: logger) { connection in
                 // Checked in the transaction that writes, under a lock two copies would share.
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Schema.migrationLock))", logger: logger)
+                try await connection.run("SELECT pg_advisory_xact_lock(\(Schema.migrationLock))", logger: logger)
                 for table in ["clients", "alerts", "idempotency_keys", "webhooks", "events", "deliveries"] {
                     for try await _ in try await connection.query(
                         PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger)

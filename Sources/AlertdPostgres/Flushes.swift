@@ -282,13 +282,29 @@ final class Flushes: Sendable {
                 }
                 if !writes.isEmpty {
                     writes.notifications = Notifications.payloads(writes.entries, from: store.instance)
-                    _ = try await connection.execute(writes, logger: logger)
+                    // Read to its end: an error of a statement that returns rows comes with them, and
+                    // one left unread let COMMIT end the failed transaction as a ROLLBACK, silently.
+                    for try await _ in try await connection.execute(writes, logger: logger) {}
                     roundTrips.withLockedValue { $0 += 1 }
                 }
                 return results
             }
         } catch {
             queues.withLockedValue { queues in for slot in slots { queues[slot.client] = nil } }
+            // The database refused one change's data (not its own failure): each client's changes
+            // run again in a flush of their own, then each change alone, so that only the change at
+            // fault fails. Those refused already have their answer; the others never had theirs.
+            let reached = outcomes.withLockedValue { $0 }
+            let again = flush.indices.filter {
+                if case .refused = reached[$0] { false } else { true }
+            }.map { flush[$0] }
+            if PostgresAlertStore.requestFault(error) != nil, again.count > 1 {
+                let byClient = Dictionary(grouping: again.indices, by: { again[$0].client }).values.sorted { $0[0] < $1[0] }
+                for group in byClient.count > 1 ? byClient : again.indices.map({ [$0] }) {
+                    await run(group.map { again[$0] }, store: store)
+                }
+                return
+            }
             let failure = store.unavailable(error)
             for (index, outcome) in outcomes.withLockedValue({ $0 }).enumerated() {
                 switch outcome {

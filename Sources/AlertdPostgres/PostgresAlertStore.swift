@@ -528,11 +528,29 @@ public final class PostgresAlertStore: AlertStore, Service {
     func unavailable(_ error: any Error) -> EngineError {
         if let error = error as? EngineError { return error }
         if let error = error as? PostgresTransactionError, let cause = error.closureError as? EngineError { return cause }
+        if let state = Self.requestFault(error) {
+            // The database refused this request's data: the request's fault, not the store's
+            // health (readiness stays; the balancer keeps the instance).
+            logger.warning("the database refused a change", metadata: ["sqlstate": "\(state)", "error": "\(String(reflecting: error))"])
+            return EngineError(
+                .unavailable, "the database refused this change (SQLSTATE \(state); alertd's log says why); nothing was changed",
+                retryAfter: EngineError.storeRetrySeconds)
+        }
         healthy.store(false, ordering: .relaxed)
         logger.error("the database failed a request", metadata: ["error": "\(String(reflecting: error))"])
         return EngineError(
             .unavailable, "the database cannot be reached now (alertd's log says why); nothing was changed, retry later",
             retryAfter: EngineError.storeRetrySeconds)
+    }
+
+    /// The SQLSTATE of an error that is the request's data's fault, not the database's: a
+    /// data exception (class 22), an integrity constraint (23), a program limit such as an
+    /// index row too large (54). Nil for anything else.
+    static func requestFault(_ error: any Error) -> String? {
+        var error = error
+        if let transaction = error as? PostgresTransactionError, let cause = transaction.closureError { error = cause }
+        guard let psql = error as? PSQLError, let state = psql.serverInfo?[.sqlState] else { return nil }
+        return ["22", "23", "54"].contains(String(state.prefix(2))) ? state : nil
     }
 
     private func read<T: Sendable>(

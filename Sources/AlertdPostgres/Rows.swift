@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdWire
+import Logging
 import PostgresNIO
 
 /// An alert as one row of `alerts`, both ways.
@@ -90,6 +91,15 @@ extension AlertRow {
         text("decided_by", alert.result?.decidedBy)
         number("dismiss_at", alert.dismissAt?.milliseconds)
         number("version", version)
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a statement that returns rows and reads them to the end. Its error arrives with
+    /// its rows: a statement whose rows are left unread fails silently, and the COMMIT that
+    /// follows ends its transaction as a ROLLBACK without an error.
+    func run(_ query: PostgresQuery, logger: Logger) async throws {
+        for try await _ in try await self.query(query, logger: logger) {}
     }
 }
 

@@ -129,7 +129,7 @@ enum Schema {
     @discardableResult
     static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+            try await connection.run("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
             try await connection.query(
                 """
                 CREATE TABLE IF NOT EXISTS alertd_migrations (
