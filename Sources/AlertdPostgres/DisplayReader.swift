@@ -68,9 +68,31 @@ final class DisplayReader: Sendable {
         }
     }
 
-    /// The columns of `alerts` qualified with `a.`, in ``AlertRow/columns``' order.
-    private static let alertColumns = AlertRow.columns.split(separator: ",").map { "a." + $0.filter { $0 != " " } }
-        .joined(separator: ", ")
+    /// The displayed alert and version of each client whose version is not the one known
+    /// (-1: none known), with the client's place in the arrays (from 1).
+    struct Check: PostgresPreparedStatement {
+        static let name = "alertd_display_check_v1"
+        static let sql = """
+            SELECT \(AlertRow.columns.split(separator: ",").map { "a." + $0.filter { $0 != " " } }.joined(separator: ", ")), r.i, c.version
+            FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS r(id, known, i)
+            LEFT JOIN clients c ON c.id = r.id
+            LEFT JOIN alerts a ON a.client = r.id AND a.state = 'displayed'
+            WHERE COALESCE(c.version, -1) <> r.known
+            """
+        typealias Row = PostgresRow
+
+        var clients: [String]
+        var versions: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(clients)
+            bindings.append(versions)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
 
     private func run(_ requests: [Request], store: PostgresAlertStore) async {
         // Each client and version asked once, however many reads name it (a dashboard's
@@ -86,14 +108,7 @@ final class DisplayReader: Sendable {
         let versions = pairs.map { $0.version ?? -1 }
         var changed: [Int: VersionedDisplay] = [:]
         do {
-            for try await row in try await store.client.query(
-                """
-                SELECT \(unescaped: Self.alertColumns), r.i, c.version
-                FROM unnest(\(names)::text[], \(versions)::int8[]) WITH ORDINALITY AS r(id, known, i)
-                LEFT JOIN clients c ON c.id = r.id
-                LEFT JOIN alerts a ON a.client = r.id AND a.state = 'displayed'
-                WHERE COALESCE(c.version, -1) <> r.known
-                """, logger: logger)
+            for try await row in try await store.client.execute(Check(clients: names, versions: versions), logger: logger)
             {
                 let cells = row.makeRandomAccess()
                 let index = Int(try cells[18].decode(Int64.self)) - 1

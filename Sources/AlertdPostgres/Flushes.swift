@@ -23,7 +23,10 @@ import PostgresNIO
 ///    deliveries) and the notification, in one statement (``Write``);
 /// 5. `COMMIT`.
 ///
-/// The three statements are prepared once per connection. At most
+/// The three statements are prepared once per connection; their functions are
+/// named with their schema (`pg_catalog.`), so that a function of the same name
+/// that another role created in a schema on the search path never runs in
+/// them (issue 27 item 7). At most
 /// ``flights`` flushes run at once, on disjoint clients: a client already in
 /// a flush waits for the next one, so a client's changes commit in order.
 final class Flushes: Sendable {
@@ -498,11 +501,12 @@ extension Flushes {
         static let name = "alertd_flush_lock_v1"
         static let sql = """
             WITH locked AS MATERIALIZED (
-                SELECT count(pg_advisory_xact_lock(k)) FROM (
-                    SELECT DISTINCT hashtextextended(c, 0) AS k FROM unnest($1::text[]) AS c ORDER BY k
+                SELECT pg_catalog.count(pg_catalog.pg_advisory_xact_lock(k)) FROM (
+                    SELECT DISTINCT pg_catalog.hashtextextended(c, 0::int8) AS k FROM pg_catalog.unnest($1::text[]) AS c ORDER BY k
                 ) AS keys
             )
-            SELECT COALESCE(array_agg(nextval('alert_order')), '{}') FROM locked, generate_series(1, $2::int4)
+            SELECT COALESCE(pg_catalog.array_agg(pg_catalog.nextval('alert_order'::regclass)), '{}')
+            FROM locked, pg_catalog.generate_series(1, $2::int4)
             """
         typealias Row = [Int64]
 
@@ -530,7 +534,7 @@ extension Flushes {
         static let alertColumn = 6
         static let sql = """
             SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(qualified("a"))
-            FROM unnest($1::text[], $2::int8[]) AS r(client, since)
+            FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) AS r(client, since)
             LEFT JOIN clients c ON c.id = r.client
             LEFT JOIN LATERAL (
                 SELECT \(AlertRow.columns) FROM alerts
@@ -541,7 +545,7 @@ extension Flushes {
             ) AS a ON true
             UNION ALL
             SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, \(nulls)
-            FROM unnest($3::text[], $4::text[]) AS q(client, key)
+            FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::text[])) AS q(client, key)
             JOIN idempotency_keys k ON k.client = q.client AND k.key = q.key
             """
         typealias Row = PostgresRow
@@ -578,11 +582,11 @@ extension Flushes {
         static let sql = """
             WITH written_clients AS (
                 INSERT INTO clients (id, created_at, version)
-                SELECT id, created_at, version FROM json_to_recordset($1::json) AS r(id text, created_at bigint, version bigint)
+                SELECT id, created_at, version FROM pg_catalog.json_to_recordset($1::json) AS r(id text, created_at bigint, version bigint)
                 ON CONFLICT (id) DO UPDATE SET version = excluded.version
             ), written_alerts AS (
                 INSERT INTO alerts (\(AlertRow.columns), dismiss_at, version)
-                SELECT \(AlertRow.columns), dismiss_at, version FROM json_to_recordset($2::json) AS r(
+                SELECT \(AlertRow.columns), dismiss_at, version FROM pg_catalog.json_to_recordset($2::json) AS r(
                     id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
                     buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
                     expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, dismiss_at bigint,
@@ -592,22 +596,22 @@ extension Flushes {
                     dismiss_at = excluded.dismiss_at, version = excluded.version
             ), written_keys AS (
                 INSERT INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
-                SELECT client, key, alert_id, decode(digest, 'base64'), created_at
-                FROM json_to_recordset($3::json) AS r(client text, key text, alert_id text, digest text, created_at bigint)
+                SELECT client, key, alert_id, pg_catalog.decode(digest, 'base64'), created_at
+                FROM pg_catalog.json_to_recordset($3::json) AS r(client text, key text, alert_id text, digest text, created_at bigint)
                 ON CONFLICT (client, key) DO UPDATE SET alert_id = excluded.alert_id, body_sha256 = excluded.body_sha256,
                     created_at = excluded.created_at
             ), written_events AS (
                 INSERT INTO events (id, alert_id, client, type, created_at, body)
-                SELECT id, alert_id, client, type, created_at, decode(body, 'base64')
-                FROM json_to_recordset($4::json) AS r(id text, alert_id text, client text, type text, created_at bigint, body text)
+                SELECT id, alert_id, client, type, created_at, pg_catalog.decode(body, 'base64')
+                FROM pg_catalog.json_to_recordset($4::json) AS r(id text, alert_id text, client text, type text, created_at bigint, body text)
             ), written_deliveries AS (
                 INSERT INTO deliveries (id, event_id, alert_id, target, webhook_id, secret, state, next_attempt_at, lease_until, leased_by)
                 SELECT id, event_id, alert_id, target, webhook_id, secret, 'pending', next_attempt_at, lease_until, $5
-                FROM json_to_recordset($6::json) AS r(
+                FROM pg_catalog.json_to_recordset($6::json) AS r(
                     id text, event_id text, alert_id text, target text, webhook_id text, secret text, next_attempt_at bigint,
                     lease_until bigint)
             )
-            SELECT count(pg_notify('\(Notifications.channel)', payload)) FROM unnest($7::text[]) AS payload
+            SELECT pg_catalog.count(pg_catalog.pg_notify('\(Notifications.channel)', payload)) FROM pg_catalog.unnest($7::text[]) AS payload
             """
         typealias Row = Int64
 

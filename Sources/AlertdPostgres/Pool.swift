@@ -112,6 +112,16 @@ final class Pool: Sendable {
         }
     }
 
+    /// Runs a prepared statement (prepared once per connection) and returns all its rows.
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> Rows
+    where Statement.Row == PostgresRow {
+        try await withConnection { connection in
+            var rows: [PostgresRow] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            return Rows(rows: rows)
+        }
+    }
+
     /// `body` in a transaction on a connection of the pool (`PostgresClient.withTransaction`).
     func withTransaction<Result: Sendable>(
         logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
