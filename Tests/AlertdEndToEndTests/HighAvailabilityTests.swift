@@ -504,6 +504,14 @@ struct HighAvailabilityTests {
             return (0..<3).allSatisfy { instance in list.contains { $0.instance == instance && $0.status == 503 } }
         }
         #expect(refused, "every instance answers 503 to posts while the database is down")
+        // Reads of the displayed alert too: an instance cannot know it is current (SPEC §9), so it
+        // does not answer from its cache what may be behind the database.
+        for (instance, api) in http.enumerated() {
+            let current = try await api.get("/v1/clients/outage-\(instance)/alerts/current")
+            #expect(
+                current.status == 503 && current.header("Retry-After") != nil,
+                "instance \(instance) answered GET current \(current.status) while the database was down")
+        }
 
         // Ten seconds of outage, then it comes back.
         try await Task.sleep(until: stoppedAt + .seconds(10), clock: .continuous)
