@@ -17,7 +17,10 @@ extension Engine {
             synchronize(clients) { _ in }
             deadlineAdded()
         case .decided(let ids):
-            for id in ids { wakeAlertWaiters(id) }
+            // Read only the alerts something waits for here: another instance's decisions are
+            // not read back one by one.
+            let waited = waiters.withLockedValue { waiters in ids.filter { waiters.isWaitedFor($0) } }
+            for id in waited { wakeAlertWaiters(id) }
         case .webhooks:
             Task { await reread() }
         case .resync:

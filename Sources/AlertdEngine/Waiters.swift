@@ -55,6 +55,8 @@ struct Waiters: Sendable {
     var clientsWaitedOn: [String] { Array(currentWaiters.keys) }
     /// The alerts alert waiters wait for.
     var alertsWaitedFor: [AlertID] { Array(alertWaiters.keys) }
+    /// Whether a request waits here for this alert to become terminal.
+    func isWaitedFor(_ alertID: AlertID) -> Bool { alertWaiters[alertID] != nil }
 
     /// Waiters parked by one token now.
     func count(of owner: String) -> Int { perOwner[owner] ?? 0 }
