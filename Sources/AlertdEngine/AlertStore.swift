@@ -150,6 +150,8 @@ public enum StoreChange: Sendable {
     case displays([PublishedDisplay])
     /// These alerts became terminal.
     case decided([AlertID])
+    /// These alerts became terminal, told with the commit as they are (no read needed).
+    case terminal([Alert])
     /// The webhooks registered through the API changed.
     case webhooks
     /// Changes may have been missed (the store lost its connection for a

@@ -21,6 +21,11 @@ extension Engine {
             // not read back one by one.
             let waited = waiters.withLockedValue { waiters in ids.filter { waiters.isWaitedFor($0) } }
             for id in waited { wakeAlertWaiters(id) }
+        case .terminal(let alerts):
+            for alert in alerts where alert.state.isTerminal {
+                let woken = waiters.withLockedValue { $0.takeAlertWaiters(alert.id) }
+                for waiter in woken { answer(.alert(waiter, alert)) }
+            }
         case .webhooks:
             Task { await reread() }
         case .resync:

@@ -476,7 +476,12 @@ final class Flushes: Sendable {
             if let display = Notifications.display(client: client, version: written, alert: board.displayed(on: client)) {
                 writes.entries.append(display)
             }
-            writes.entries += decided.map { "d:" + $0.description }
+            // A decided alert goes as it is where it fits (`t:`): the other instances answer its
+            // waiters without reading it. `d:` too, for instances that do not know `t:` yet.
+            for id in decided {
+                writes.entries.append("d:" + id.description)
+                if let alert = saved[id], let entry = Notifications.terminal(alert) { writes.entries.append(entry) }
+            }
         }
         writes.keys += keys
         writes.events += events

@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdEngine
+import AlertdWire
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -10,7 +11,9 @@ import PostgresNIO
 ///
 /// A payload names what changed: `i:<instance>` (who sent it, so an instance
 /// skips its own), then `c:<client>` for each client whose queue changed,
-/// `d:<alert id>` for each alert decided, `w` when the API's webhooks changed;
+/// `d:<alert id>` for each alert decided, and where it fits `t:<alert id>:<base64
+/// of its row>`, the decided alert as committed, which the other instances answer
+/// their waiters with, with no read; `w` when the API's webhooks changed;
 /// and, where it fits, `v:<client>:<version>:<alert id or ->:<base64 of the
 /// displayed alert>`: the client's display as committed, which the other
 /// instances publish as it is, with no read (a client without it is read
@@ -45,6 +48,26 @@ final class Notifications: Sendable {
         let body = alert?.json(position: 0)
         let entry = "v:\(client):\(version):\(alert?.id.description ?? "-"):" + (body.map { Data($0).base64EncodedString() } ?? "")
         return entry.utf8.count <= maxPayload - 64 ? entry : nil
+    }
+
+    /// The `t:` entry of an alert that became terminal, as committed (the columns of its
+    /// row, base64), or nil when it would not fit in a payload (its `d:` entry has it read).
+    static func terminal(_ alert: Alert) -> String? {
+        var json = JSONWriter(capacity: 1024)
+        json.beginObject()
+        AlertRow.write(alert, version: 0, into: &json)
+        json.endObject()
+        let entry = "t:\(alert.id):" + Data(json.bytes).base64EncodedString()
+        return entry.utf8.count <= maxPayload - 64 ? entry : nil
+    }
+
+    /// A `t:` entry's alert; nil when it is not one.
+    static func terminal(_ entry: Substring) -> Alert? {
+        let parts = entry.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, let id = AlertID(parts[0]), let bytes = Data(base64Encoded: String(parts[1])),
+            let alert = try? AlertRow.alert(json: Array(bytes)), alert.id == id, alert.state.isTerminal
+        else { return nil }
+        return alert
     }
 
     /// `entries` packed into as few payloads as fit, each naming `instance` first.
@@ -98,11 +121,12 @@ final class Notifications: Sendable {
         }
     }
 
-    private func handle(_ payload: String) {
+    func handle(_ payload: String) {
         var clients: [String] = []
         var decided: [AlertID] = []
         var webhooks = false
         var displays: [PublishedDisplay] = []
+        var terminal: [Alert] = []
         for entry in payload.split(separator: " ") {
             if entry.hasPrefix("i:") {
                 if entry.dropFirst(2) == instance { return }  // our own commit: the engine knows it
@@ -110,6 +134,8 @@ final class Notifications: Sendable {
                 displays.append(display)
             } else if entry.hasPrefix("c:") {
                 clients.append(String(entry.dropFirst(2)))
+            } else if entry.hasPrefix("t:"), let alert = Self.terminal(entry.dropFirst(2)) {
+                terminal.append(alert)
             } else if entry.hasPrefix("d:"), let id = AlertID(entry.dropFirst(2)) {
                 decided.append(id)
             } else if entry == "w" {
@@ -122,6 +148,11 @@ final class Notifications: Sendable {
             clients.removeAll { told.contains($0) }
         }
         if !clients.isEmpty { deliver(.clients(clients)) }
+        if !terminal.isEmpty {
+            deliver(.terminal(terminal))
+            let told = Set(terminal.map(\.id))
+            decided.removeAll { told.contains($0) }
+        }
         if !decided.isEmpty { deliver(.decided(decided)) }
         if webhooks { deliver(.webhooks) }
     }

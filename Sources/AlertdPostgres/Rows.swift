@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdWire
+import Foundation
 import Logging
 import PostgresNIO
 
@@ -19,14 +20,64 @@ enum AlertRow {
 
     /// The alert in `row`'s cells from `offset` on, in ``columns``' order.
     static func alert(_ row: PostgresRandomAccessRow, from offset: Int) throws -> Alert {
-        func cell(_ index: Int) -> PostgresCell { row[offset + index] }
-        let idText = try cell(0).decode(String.self)
+        try alert { index in
+            let cell = row[offset + index]
+            if numeric.contains(index) { return try cell.decode(Int64?.self).map(Cell.number) }
+            return try cell.decode(String?.self).map(Cell.text)
+        }
+    }
+
+    /// The alert of an object ``write(_:version:into:)`` wrote (a notification carries it).
+    static func alert(json bytes: [UInt8]) throws -> Alert {
+        guard case .object(let fields) = try JSONParser.parse(bytes) else { throw Corrupt(description: "not an alert row object") }
+        let names = columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return try alert { index in
+            switch fields[names[index]] {
+            case .string(let text)?: .text(text)
+            case .number(let number)?:
+                try Int64(number.literal).map(Cell.number) ?? { throw Corrupt(description: "bad number \(number)") }()
+            case .null?, nil: nil
+            default: throw Corrupt(description: "bad \(names[index])")
+            }
+        }
+    }
+
+    /// The positions of ``columns`` that are integers (the others are text).
+    static let numeric: Set<Int> = [2, 4, 11, 12, 13, 14, 15, 16]
+
+    /// One column's value: text or an integer (nil: NULL).
+    enum Cell {
+        case text(String)
+        case number(Int64)
+    }
+
+    /// The alert of the values of ``columns``, by position.
+    private static func alert(_ cell: (Int) throws -> Cell?) throws -> Alert {
+        func text(_ index: Int) throws -> String? {
+            switch try cell(index) {
+            case .text(let value)?: value
+            case .number(let value)?: String(value)
+            case nil: nil
+            }
+        }
+        func number(_ index: Int) throws -> Int64? {
+            switch try cell(index) {
+            case .number(let value)?: value
+            case .text(let value)?: try Int64(value) ?? { throw Corrupt(description: "not a number: \(value)") }()
+            case nil: nil
+            }
+        }
+        func required<T>(_ value: T?, _ name: String) throws -> T {
+            guard let value else { throw Corrupt(description: "alert without \(name)") }
+            return value
+        }
+        let idText = try required(text(0), "id")
         guard let id = AlertID(idText) else { throw Corrupt(description: "bad alert id \(idText)") }
-        guard let state = AlertState(rawValue: try cell(3).decode(String.self)),
-            let style = AlertStyle(rawValue: try cell(7).decode(String.self))
+        guard let state = AlertState(rawValue: try required(text(3), "state")),
+            let style = AlertStyle(rawValue: try required(text(7), "style"))
         else { throw Corrupt(description: "bad state or style in alert \(idText)") }
         var buttons: [Button] = []
-        if case .array(let items) = try JSONParser.parse(Array(try cell(8).decode(String.self).utf8)) {
+        if case .array(let items) = try JSONParser.parse(Array(try required(text(8), "buttons").utf8)) {
             for case .object(let fields) in items {
                 guard case .string(let title)? = fields["title"], case .string(let name)? = fields["style"],
                     let buttonStyle = ButtonStyle(rawValue: name)
@@ -34,26 +85,26 @@ enum AlertRow {
                 buttons.append(Button(title: title, style: buttonStyle))
             }
         }
-        func time(_ index: Int) throws -> Timestamp? { try cell(index).decode(Int64?.self).map(Timestamp.init(milliseconds:)) }
+        func time(_ index: Int) throws -> Timestamp? { try number(index).map(Timestamp.init(milliseconds:)) }
         var result: AlertResult?
         if state.isTerminal {
-            let index = try cell(16).decode(Int?.self)
+            let index = try number(16).map(Int.init)
             let button = index.flatMap { buttons.indices.contains($0) ? buttons[$0] : nil }
             result = AlertResult(
                 outcome: state, button: button?.title, buttonIndex: button == nil ? nil : index, cancelled: button?.style == .cancel,
-                decidedBy: try cell(17).decode(String?.self))
+                decidedBy: try text(17))
         }
         guard let createdAt = try time(11), let expiresAt = try time(14) else {
             throw Corrupt(description: "alert \(idText) lacks created_at or expires_at")
         }
         return Alert(
-            id: id, client: try cell(1).decode(String.self), title: try cell(5).decode(String.self),
-            message: try cell(6).decode(String?.self), style: style, buttons: buttons, priority: try cell(4).decode(Int.self),
-            callbackURL: try cell(9).decode(String?.self),
+            id: id, client: try required(text(1), "client"), title: try required(text(5), "title"),
+            message: try text(6), style: style, buttons: buttons, priority: Int(try required(number(4), "priority")),
+            callbackURL: try text(9),
             // Written by alertd from a validated object: no need to parse it again.
-            metadata: try cell(10).decode(String?.self).map { CompactJSON(trusting: Array($0.utf8)) },
+            metadata: try text(10).map { CompactJSON(trusting: Array($0.utf8)) },
             state: state, createdAt: createdAt, displayedAt: try time(12), decidedAt: try time(13), expiresAt: expiresAt,
-            dismissAfterMilliseconds: try cell(15).decode(Int64?.self), result: result, sequence: try cell(2).decode(Int64.self))
+            dismissAfterMilliseconds: try number(15), result: result, sequence: try required(number(2), "seq"))
     }
 }
 

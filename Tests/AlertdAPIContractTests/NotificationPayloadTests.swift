@@ -1,15 +1,19 @@
 // The display an instance's commit carries in its NOTIFY (docs/high-availability.md):
 // written and read back byte for byte, refused when it would not fit, and skipped, not
 // misread, when it is not well formed (the client is then read again through its c: entry).
+// Likewise a decided alert (t:), which the other instances answer their waiters with.
 
 import AlertdCore
 import AlertdEngine
 import AlertdWire
+import Logging
+import NIOConcurrencyHelpers
+import Synchronization
 import Testing
 
 @testable import AlertdPostgres
 
-@Suite("A commit's notification carries the client's display")
+@Suite("A commit's notification carries the client's display and its decided alerts")
 struct NotificationPayloadTests {
     static let alert = Alert(
         id: AlertID(high: 7, low: 42), client: "ops", title: "Deploy 1.4.2?", message: "to production: résumé ✓",
@@ -41,5 +45,53 @@ struct NotificationPayloadTests {
         arguments: ["ops:1:-:e30=", "ops:x:-:", "ops:1", "ops:1:not-an-id:e30=", "ops:1:\(alert.id):", "ops:1:\(alert.id):!!"])
     func malformed(entry: String) {
         #expect(Notifications.display(Substring(entry)) == nil)
+    }
+
+    /// The alert above, answered by a named decider.
+    static var answered: Alert {
+        var alert = alert
+        alert.state = .answered
+        alert.decidedAt = Timestamp(milliseconds: 1_795_000_009_000)
+        alert.result = AlertResult(outcome: .answered, button: "Deploy", buttonIndex: 0, cancelled: false, decidedBy: "alice")
+        alert.sequence = 4_711
+        alert.callbackURL = "https://ci.example/hook?x=1 y"
+        alert.metadata = CompactJSON(["build": .number(JSONNumber(literal: "4711")!), "who": .string("résumé \"quoted\"")])
+        return alert
+    }
+
+    @Test("a decided alert is read back field for field; one not terminal, or malformed, is skipped")
+    func terminalRoundTrip() throws {
+        let entry = try #require(Notifications.terminal(Self.answered))
+        #expect(entry.hasPrefix("t:\(Self.answered.id):") && !entry.contains(" "))
+        let read = try #require(Notifications.terminal(entry.dropFirst(2)))
+        #expect(read == Self.answered)
+        #expect(read.json(position: nil) == Self.answered.json(position: nil))
+        // Not terminal (a forged or stale entry), another id than its alert's, not base64: skipped.
+        let pending = try #require(Notifications.terminal(Self.alert))
+        #expect(Notifications.terminal(pending.dropFirst(2)) == nil)
+        let other = "\(AlertID(high: 1, low: 1)):" + entry.split(separator: ":", maxSplits: 2)[2]
+        #expect(Notifications.terminal(Substring(other)) == nil)
+        #expect(Notifications.terminal(Substring("\(Self.answered.id):!!")) == nil)
+    }
+
+    @Test("a payload's decided alert goes to the engine as it is, not as an id to read; one without its t: entry as an id")
+    func terminalDispatch() throws {
+        let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
+        let heard = Mutex<[String]>([])
+        notifications.handler.withLockedValue {
+            $0 = { change in
+                heard.withLock {
+                    switch change {
+                    case .terminal(let alerts): $0.append("terminal \(alerts.map(\.id))")
+                    case .decided(let ids): $0.append("decided \(ids)")
+                    default: $0.append("other")
+                    }
+                }
+            }
+        }
+        let other = AlertID(high: 9, low: 9)
+        let entry = try #require(Notifications.terminal(Self.answered))
+        notifications.handle("i:elsewhere d:\(Self.answered.id) \(entry) d:\(other)")
+        #expect(heard.withLock { $0 } == ["terminal \([Self.answered.id])", "decided \([other])"])
     }
 }
