@@ -12,9 +12,14 @@ import PostgresNIO
 /// changes and clients it holds:
 ///
 /// 1. `BEGIN`;
-/// 2. its clients' advisory locks, taken in one order (by lock key) in every
-///    instance, so two flushes never wait on each other in a cycle; then one
-///    value of `alert_order` per change, drawn under the locks (``Lock``);
+/// 2. its clients' advisory locks, tried without waiting (``TryLock``): the
+///    clients another instance holds now are left for the next flush, so a
+///    flush never holds some clients while it waits for others (no convoy of
+///    instances queueing behind each other). A flush with a change left before,
+///    or whose clients are all held, waits instead, for every lock in one order
+///    (by lock key) in every instance, holding none before (``Lock``): no
+///    deadlock, and no change is left forever. Then one value of `alert_order`
+///    per change, drawn under the locks;
 /// 3. in a statement of its own, so its snapshot sees every commit the locks
 ///    waited for: each client's version, what changed since this instance's
 ///    copy of its queue (or the whole pending queue when it has none), and
@@ -35,6 +40,9 @@ final class Flushes: Sendable {
         let client: String
         let now: Timestamp
         let idempotencyKey: String?
+        /// Flushes that found its client held by another instance and left it for the next:
+        /// once it has been, its next flush waits for the lock instead.
+        var deferrals = 0
         /// Runs on the board; nil when the body refused (its completion has been called).
         let apply: @Sendable (inout AlertBoard, any IdempotencyKeys) -> Applied?
         /// Tells the caller the transaction failed before the change was applied.
@@ -115,6 +123,8 @@ final class Flushes: Sendable {
         /// Its body refused: its caller has its answer already.
         case refused
         case applied(Applied)
+        /// Its client was held elsewhere: it goes in the next flush.
+        case deferred
     }
 
     private struct State {
@@ -166,10 +176,13 @@ final class Flushes: Sendable {
 
     private func start(_ flush: [Operation]) {
         Task {
-            if let store { await run(flush, store: store) } else { for operation in flush { operation.fail(Self.closed) } }
+            var deferred: [Operation] = []
+            if let store { deferred = await run(flush, store: store) } else { for operation in flush { operation.fail(Self.closed) } }
             let clients = Set(flush.map(\.client))
             var next: [[Operation]] = []
             state.withLockedValue { state in
+                // Before any later change of their clients, which waited behind them.
+                state.waiting.insert(contentsOf: deferred, at: 0)
                 state.busy.subtract(clients)
                 state.flights -= 1
                 while let flush = Self.take(&state) { next.append(flush) }
@@ -234,7 +247,9 @@ final class Flushes: Sendable {
         var step: VersionStep?
     }
 
-    private func run(_ flush: [Operation], store: PostgresAlertStore) async {
+    /// Runs a flush; returns the changes it left for the next one (their clients were held
+    /// by another instance), each counted as deferred once more.
+    private func run(_ flush: [Operation], store: PostgresAlertStore) async -> [Operation] {
         let outcomes = NIOLockedValueBox<[Outcome]>(Array(repeating: .waiting, count: flush.count))
         var order: [String: Int] = [:]
         var slots: [Slot] = []
@@ -247,6 +262,9 @@ final class Flushes: Sendable {
             slots[at].operations.append(index)
         }
         let settings = store.settings.withLockedValue { $0 }
+        // A flush tries its clients' locks without waiting, commits those it got and leaves the
+        // others for the next flush; one with a change left before waits for every lock.
+        let waits = flush.contains { $0.deferrals > 0 }
         let prepared = slots
         let started = DispatchTime.now().uptimeNanoseconds
         // BEGIN, the locks, the read, COMMIT; the write and a second read when they run.
@@ -255,6 +273,29 @@ final class Flushes: Sendable {
         do {
             results = try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
                 var slots = prepared
+                let names = slots.map(\.client)
+                var sequences: [Int64]
+                var held: Set<String>
+                if waits {
+                    sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
+                    held = Set(names)
+                } else {
+                    (held, sequences) = try await Self.tryLock(names, count: flush.count, on: connection, logger: logger)
+                    if held.isEmpty {
+                        // Every client is held elsewhere: waiting, holding none, cannot deadlock.
+                        sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
+                        held = Set(names)
+                        roundTrips.withLockedValue { $0 += 1 }
+                    }
+                }
+                if held.count < slots.count {
+                    outcomes.withLockedValue { outcomes in
+                        for slot in slots where !held.contains(slot.client) {
+                            for index in slot.operations { outcomes[index] = .deferred }
+                        }
+                    }
+                    slots.removeAll { !held.contains($0.client) }
+                }
                 // Taken out of the cache, and moved, never copied, from here to the board that
                 // changes: a copy still referenced would copy every alert of the queue at the
                 // first change (measured: most of a flush's time with a long queue).
@@ -266,7 +307,6 @@ final class Flushes: Sendable {
                     return taken
                 }
                 for index in slots.indices { slots[index].since = taken[slots[index].client]?.version ?? -1 }
-                let sequences = try await Self.lock(slots.map(\.client), count: flush.count, on: connection, logger: logger)
                 if try await Self.read(&slots, flush: flush, on: connection, logger: logger) {
                     roundTrips.withLockedValue { $0 += 1 }
                 }
@@ -293,35 +333,44 @@ final class Flushes: Sendable {
                 return results
             }
         } catch {
-            queues.withLockedValue { queues in for slot in slots { queues[slot.client] = nil } }
+            let reached = outcomes.withLockedValue { $0 }
+            let deferred = Self.deferred(flush, reached)
+            queues.withLockedValue { queues in
+                for slot in slots where !deferred.contains(where: { $0.client == slot.client }) { queues[slot.client] = nil }
+            }
             // The database refused one change's data (not its own failure): each client's changes
             // run again in a flush of their own, then each change alone, so that only the change at
             // fault fails. Those refused already have their answer; the others never had theirs.
-            let reached = outcomes.withLockedValue { $0 }
             let again = flush.indices.filter {
-                if case .refused = reached[$0] { false } else { true }
+                switch reached[$0] {
+                case .refused, .deferred: false
+                case .waiting, .applied: true
+                }
             }.map { flush[$0] }
             if PostgresAlertStore.requestFault(error) != nil, again.count > 1 {
+                var left = deferred
                 let byClient = Dictionary(grouping: again.indices, by: { again[$0].client }).values.sorted { $0[0] < $1[0] }
                 for group in byClient.count > 1 ? byClient : again.indices.map({ [$0] }) {
-                    await run(group.map { again[$0] }, store: store)
+                    left += await run(group.map { again[$0] }, store: store)
                 }
-                return
+                return left
             }
             let failure = store.unavailable(error)
-            for (index, outcome) in outcomes.withLockedValue({ $0 }).enumerated() {
+            for (index, outcome) in reached.enumerated() {
                 switch outcome {
                 case .waiting: flush[index].fail(failure)
-                case .refused: break
+                case .refused, .deferred: break
                 case .applied(let applied): applied.finish(.failure(failure))
                 }
             }
-            return
+            return deferred
         }
         queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
+        let reached = outcomes.withLockedValue { $0 }
+        let deferred = Self.deferred(flush, reached)
         onFlush(
             PostgresAlertStore.FlushCost(
-                changes: flush.count, roundTrips: roundTrips.withLockedValue { $0 },
+                changes: flush.count - deferred.count, roundTrips: roundTrips.withLockedValue { $0 },
                 nanoseconds: DispatchTime.now().uptimeNanoseconds - started))
         // Each change is told the displays it changed, as they stand at commit, and its
         // client's version: the engine's published display then has it too.
@@ -331,12 +380,38 @@ final class Flushes: Sendable {
             shown[result.client] = .some(result.shown)
             versions[result.client] = result.step
         }
-        for (index, outcome) in outcomes.withLockedValue({ $0 }).enumerated() {
+        for (index, outcome) in reached.enumerated() {
             guard case .applied(let change) = outcome else { continue }
             let client = flush[index].client
             let displays = change.change.displayChanged.map { (client: $0, alert: shown[$0] ?? nil) }
             change.finish(.success(Published(displays: displays, versions: versions[client].map { [client: $0] } ?? [:])))
         }
+        return deferred
+    }
+
+    /// The changes a flush left for the next one, each counted as deferred once more.
+    private static func deferred(_ flush: [Operation], _ outcomes: [Outcome]) -> [Operation] {
+        flush.indices.compactMap { index in
+            guard case .deferred = outcomes[index] else { return nil }
+            var operation = flush[index]
+            operation.deferrals += 1
+            return operation
+        }
+    }
+
+    /// Tries the clients' locks without waiting, then draws `count` values of `alert_order`:
+    /// the clients it holds now, and the values.
+    private static func tryLock(_ clients: [String], count: Int, on connection: PostgresConnection, logger: Logger) async throws
+        -> (Set<String>, [Int64])
+    {
+        var held: [String] = []
+        var sequences: [Int64] = []
+        for try await (got, values) in try await connection.execute(TryLock(clients: clients, count: count), logger: logger) {
+            held = got
+            sequences = values
+        }
+        guard sequences.count == count else { throw AlertRow.Corrupt(description: "alert_order gave \(sequences.count) of \(count) values") }
+        return (Set(held), sequences.sorted())
     }
 
     /// Takes the clients' locks, in one order everywhere, then draws `count` values of `alert_order`.
@@ -526,6 +601,36 @@ extension Flushes {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
+    }
+
+    /// The flush's clients' locks tried, none waited for (so in any order), then one value
+    /// of `alert_order` per change, drawn after every try (`count(*)` reads them all).
+    struct TryLock: PostgresPreparedStatement {
+        static let name = "alertd_flush_try_lock_v1"
+        static let sql = """
+            WITH tried AS MATERIALIZED (
+                SELECT c, pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(c, 0::int8)) AS held
+                FROM pg_catalog.unnest($1::text[]) AS c
+            )
+            SELECT COALESCE((SELECT pg_catalog.array_agg(c) FROM tried WHERE held), '{}'),
+                COALESCE((
+                    SELECT pg_catalog.array_agg(pg_catalog.nextval('alert_order'::regclass))
+                    FROM (SELECT pg_catalog.count(*) FROM tried) AS locked, pg_catalog.generate_series(1, $2::int4)
+                ), '{}')
+            """
+        typealias Row = ([String], [Int64])
+
+        var clients: [String]
+        var count: Int
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(clients)
+            bindings.append(Int32(count))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> ([String], [Int64]) { try row.decode(([String], [Int64]).self) }
     }
 
     /// In a statement after the locks (its snapshot sees what they waited for): per

@@ -1,4 +1,6 @@
-// One change the database refuses must not fail the changes of other clients that
+// What one client does must not hold the other clients of its flush: a client another
+// instance holds is left for the next flush (try-locks), and
+// one change the database refuses must not fail the changes of other clients that
 // share its flush, nor take the instance out of its load balancer (issue 27 item 5,
 // issue 33). The API refuses what PostgreSQL would (an Idempotency-Key over 255
 // bytes), so the change here comes through the store's port directly, as a body
@@ -9,12 +11,13 @@ import AlertdEngine
 import AlertdWire
 import AlertdTestSupport
 import Logging
+import PostgresNIO
 import Synchronization
 import Testing
 
 @testable import AlertdPostgres
 
-@Suite("A flush with a change the database refuses")
+@Suite("Flushes: a change the database refuses, a client held elsewhere")
 struct FlushFaultTests {
     @Test("only that change fails (503 naming the refusal); the other clients' changes in its flush commit; the store stays healthy")
     func poisonInAFlush() async throws {
@@ -89,6 +92,67 @@ struct FlushFaultTests {
             #expect((try? stored.get()) != nil, "\(id) was answered as committed but is not stored: \(stored)")
         }
         #expect(store.isHealthy, "a refused change marked the store unhealthy (readiness 503)")
+        running.cancel()
+        _ = await running.result
+        await server.giveBack(url)
+    }
+
+    @Test("a flush commits the clients it can lock and leaves a client held elsewhere for the next, which waits for it")
+    func heldClientDoesNotHoldTheFlush() async throws {
+        let server = try await TestPostgres.shared()
+        let url = try await server.borrowDatabase()
+        let store = try PostgresAlertStore(
+            url: try PostgresURL(url), poolSize: 4, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
+            logger: Logger(label: "flush-held") { _ in SwiftLogNoOpLogHandler() })
+        let running = Task { try await store.run() }
+        defer { running.cancel() }
+        try await store.migrate()
+
+        // Another instance's transaction holds the client "held" (its advisory lock).
+        let other = try await PostgresConnection.connect(
+            configuration: try PostgresURL(url).connectionConfiguration(), id: 1, logger: Logger(label: "other"))
+        try await other.query("BEGIN", logger: Logger(label: "other"))
+        try await other.run("SELECT pg_advisory_xact_lock(hashtextextended('held', 0))", logger: Logger(label: "other"))
+
+        func post(_ client: String) -> AsyncStream<Result<AlertID, EngineError>> {
+            let (answer, continuation) = AsyncStream.makeStream(of: Result<AlertID, EngineError>.self)
+            store.transact(client: client, now: SystemClock().now(), idempotencyKey: nil) { board, _ throws(EngineError) in
+                do throws(BoardError) {
+                    let (alert, change) = try board.post(AlertDraft(title: "t"), to: client, now: SystemClock().now())
+                    return Mutation(alert.id, change: change)
+                } catch {
+                    throw EngineError(error)
+                }
+            } completion: { result in
+                continuation.yield(result.map(\.value))
+                continuation.finish()
+            }
+            return answer
+        }
+        /// The answer, or nil when none came within `seconds` (a bound for a hang).
+        func answer(_ stream: AsyncStream<Result<AlertID, EngineError>>, within seconds: Int) async -> Result<AlertID, EngineError>? {
+            await withTaskGroup(of: Result<AlertID, EngineError>?.self) { group in
+                group.addTask { for await result in stream { return result }; return nil }
+                group.addTask { try? await Task.sleep(for: .seconds(seconds)); return nil }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+        }
+
+        // Two changes take both flights; "held" and "free" then wait and go in one flush.
+        let first = [post("a-1"), post("a-2")]
+        let held = post("held")
+        let free = post("free")
+        for stream in first { #expect(await answer(stream, within: 10) != nil) }
+        let freeAnswer = await answer(free, within: 10)
+        #expect(freeAnswer.flatMap { try? $0.get() } != nil, "the free client waited for the held one: \(String(describing: freeAnswer))")
+
+        // Released elsewhere, the held client's change commits (its next flush waited for it).
+        try await other.query("COMMIT", logger: Logger(label: "other"))
+        let heldAnswer = await answer(held, within: 10)
+        #expect(heldAnswer.flatMap { try? $0.get() } != nil, "\(String(describing: heldAnswer))")
+        try await other.close()
         running.cancel()
         _ = await running.result
         await server.giveBack(url)
