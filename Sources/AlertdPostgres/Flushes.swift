@@ -194,16 +194,22 @@ final class Flushes: Sendable {
     private static let closed = EngineError(.unavailable, "alertd is shutting down")
 
     /// The next flush, when one may start: the waiting changes of clients in no
-    /// flush, in arrival order, up to ``batch``; the rest stay waiting, in order.
+    /// flush, in arrival order, up to ``batch`` (only those of clients with a change
+    /// left before, when there are any); the rest stay waiting, in order.
     private static func take(_ state: inout State) -> [Operation]? {
         guard state.flights < flights, !state.waiting.isEmpty else { return nil }
+        // Changes left by a flush (their clients were held elsewhere) go in a flush of their
+        // own clients only: it waits for their locks, and holds no other client meanwhile.
+        let busy = state.busy
+        let contended = Set(state.waiting.lazy.filter { $0.deferrals > 0 && !busy.contains($0.client) }.map(\.client))
         var taken: [Operation] = []
         var kept: [Operation] = []
         var claimed = Set<String>()
         var cut = Set<String>()
         for operation in state.waiting {
             let mine = claimed.contains(operation.client)
-            if (mine || !state.busy.contains(operation.client)) && taken.count < batch && !cut.contains(operation.client) {
+            let eligible = contended.isEmpty || contended.contains(operation.client)
+            if (mine || (eligible && !state.busy.contains(operation.client))) && taken.count < batch && !cut.contains(operation.client) {
                 claimed.insert(operation.client)
                 taken.append(operation)
             } else {
