@@ -96,8 +96,7 @@ struct BalancedClient: TestClient {
     }
 
     /// Requests parked in alertd as a whole: each instance counts only those parked on it
-    /// (`/readyz`), so the sum, each asked directly (through nginx, two reads could land
-    /// on one instance).
+    /// (`/readyz`), so the sum, each asked directly (a read through nginx reaches one).
     func waiters() async throws -> Int {
         var total = 0
         for instance in instances {
