@@ -52,7 +52,9 @@ run: deps
 	swift run -c release alertd
 
 # swift test builds alertd; the contract tier runs again on PostgreSQL (a throwaway cluster the
-# tests start; a filter that matches no test fails, see scripts/swift-test-nonempty.sh); the browser tests then run alertd (Debian's python3, for python3-selenium);
+# tests start; a filter that matches no test fails, see scripts/swift-test-nonempty.sh), and again
+# through two alertd processes on one database behind nginx round-robin (ALERTD_TEST_MODE=balanced,
+# SPEC §9); the browser tests then run alertd (Debian's python3, for python3-selenium);
 # the OpenAPI document is checked against a live alertd; then the Debian package is built
 # from the debug build (test-deb) and tested (Tests/Debian; under a real systemd when root).
 # Each tier is bounded, so a hang fails the run with a message instead of stalling it:
@@ -63,6 +65,8 @@ test: test-deps venv
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
 	@ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the contract tier on PostgreSQL stopped after 10 minutes (a hang)" >&2; exit $$rc; }
+	@ALERTD_TEST_MODE=balanced ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the contract tier through two instances behind nginx stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
 		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }

@@ -104,9 +104,23 @@ extension Engine {
         }
     }
 
-    /// One alert of a notification: one transaction of its client's queue.
+    /// One alert of a notification: one transaction of its client's queue. A resolution
+    /// may withdraw an alert: its event goes to the webhooks as committed when it arrived.
     private func take(
         _ alert: AlertmanagerAlert, draft: AlertDraft?, on client: String,
+        completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
+    ) {
+        guard alert.status == .resolved else { return take(alert, draft: draft, on: client, webhooks: nil, completion: completion) }
+        committedWebhooks(of: client) { [self] webhooks in
+            switch webhooks {
+            case .failure(let error): completion(.failure(error))
+            case .success(let webhooks): take(alert, draft: draft, on: client, webhooks: webhooks, completion: completion)
+            }
+        }
+    }
+
+    private func take(
+        _ alert: AlertmanagerAlert, draft: AlertDraft?, on client: String, webhooks: [Webhook]?,
         completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
     ) {
         let now = clock.now()
@@ -130,7 +144,7 @@ extension Engine {
                 } catch {
                     throw EngineError(error)
                 }
-                return Mutation(receipt(.withdrawn, pending.id), change: change, events: events(for: change))
+                return Mutation(receipt(.withdrawn, pending.id), change: change, events: events(for: change, webhooks: webhooks))
             case .firing:
                 if let record, pending != nil || (record.bodyDigest == digest && Self.isLive(record, now: now)) {
                     // A repeat. The record follows the latest firing of a pending alert (an answer

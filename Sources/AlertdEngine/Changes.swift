@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdWire
+import Logging
 import NIOConcurrencyHelpers
 
 extension Engine {
@@ -27,7 +28,7 @@ extension Engine {
                 for waiter in woken { answer(.alert(waiter, alert)) }
             }
         case .webhooks:
-            Task { await reread() }
+            rereadWebhooks()
         case .resync:
             // Missed notifications: every client something waits on, every alert
             // something waits for, and the webhooks are looked at again.
@@ -35,6 +36,40 @@ extension Engine {
             synchronize(clients) { _ in }
             for id in alerts { wakeAlertWaiters(id) }
             Task { await reread() }
+        }
+    }
+
+    /// Reads the API's webhooks again after another instance changed them — only them:
+    /// no display changed. One read at a time however many notifications come (a burst
+    /// of registrations elsewhere used to start a read of every webhook and every display
+    /// per notification, which took the whole pool and left requests 503), and one more
+    /// after it when any came while it ran (that read may have begun before their commit).
+    private func rereadWebhooks() {
+        let start = webhookRereads.withLockedValue { state -> Bool in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Task { [self] in
+            repeat {
+                do throws(EngineError) {
+                    let api = try await store.webhooks()
+                    registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+                } catch {
+                    logger.error("the webhooks cannot be read back", metadata: ["error": "\(error)"])
+                }
+            } while webhookRereads.withLockedValue({ state -> Bool in
+                if state.again {
+                    state.again = false
+                    return true
+                }
+                state.running = false
+                return false
+            })
         }
     }
 

@@ -40,6 +40,20 @@ extension Engine {
         respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
     ) {
         if let refusal = refusal() { return respond(.failure(refusal)) }
+        committedWebhooks(of: client) { [self] webhooks in
+            switch webhooks {
+            case .failure(let error):
+                respond(.failure(error))
+            case .success(let webhooks):
+                decide(decision, id: id, client: client, by: decider, requestID: requestID, webhooks: webhooks, respond: respond)
+            }
+        }
+    }
+
+    private func decide(
+        _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?, webhooks: [Webhook]?,
+        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
+    ) {
         let now = clock.now()
         store.transact(client: client, now: now, idempotencyKey: nil) { [self] (board, _) throws(EngineError) -> Mutation<Outcome> in
             switch board.visible(id) {
@@ -57,7 +71,7 @@ extension Engine {
                     // A safe retry of a decision that may still be committing: answered
                     // after it, and only if it did commit.
                     if change.saved.isEmpty { return Mutation(.repeated(alert), afterEarlierCommits: true) }
-                    return Mutation(.decided(alert), change: change, events: events(for: change, requestID: requestID))
+                    return Mutation(.decided(alert), change: change, events: events(for: change, requestID: requestID, webhooks: webhooks))
                 } catch  where error.code == .alreadyDecided {
                     // The decision that came first may still be committing: answered
                     // once it is, with the alert as committed.

@@ -72,6 +72,9 @@ public final class Engine: Sendable {
     // every contended `Mutex`; alertd uses no `Mutex` anywhere.
     let waiters = NIOLockedValueBox(Waiters())
     let registry: NIOLockedValueBox<WebhookRegistry>
+    /// Re-reads of the API's webhooks that other instances' changes ask for: whether one
+    /// runs, and whether another must follow it (`Changes.swift`).
+    let webhookRereads = NIOLockedValueBox((running: false, again: false))
     let outbox: Outbox
     let alarm = Alarm()
     let timers: Timers

@@ -37,7 +37,10 @@ extension Engine {
     /// An alert of the Alertmanager integration answered with a silence button
     /// also gets an `alertmanager.silence` event: one delivery, to Alertmanager's
     /// silences API, written with the choice (docs/alertmanager.md).
-    func events(for change: BoardChange, requestID: String? = nil) -> [OutboxEvent] {
+    ///
+    /// - Parameter webhooks: the targets of a request's decision as
+    ///   ``committedWebhooks(of:then:)`` read them; nil: the registry's.
+    func events(for change: BoardChange, requestID: String? = nil, webhooks given: [Webhook]? = nil) -> [OutboxEvent] {
         guard !change.decided.isEmpty else { return [] }
         let now = clock.now()
         let settings = self.settings
@@ -64,7 +67,7 @@ extension Engine {
                     logger.warning("callback_url not called: callbacks.signing_secret is not set", metadata: metadata)
                 }
             }
-            for webhook in webhooks(of: alert.client) {
+            for webhook in given?.filter({ $0.client == alert.client }) ?? webhooks(of: alert.client) {
                 deliveries.append(
                     OutboxDelivery(id: outbox.deliveryID(at: now), target: webhook.url, webhookID: webhook.id, secret: webhook.secret))
             }
@@ -78,5 +81,24 @@ extension Engine {
                     body: event.body, deliveries: deliveries))
         }
         return events
+    }
+
+    /// The webhooks a request's decision on `client` sends its event to, read when the
+    /// request arrived (SPEC §9: a webhook registered or removed through another instance
+    /// before then counts, as it would on one alertd): with a shared store, the config
+    /// file's and the API's as committed, one read; nil with an embedded store, whose
+    /// registry holds every change. The registry alone learns of another instance's
+    /// webhooks through its notification, a few milliseconds after their commit.
+    func committedWebhooks(of client: String, then: @escaping @Sendable (Result<[Webhook]?, EngineError>) -> Void) {
+        guard store.isShared else { return then(.success(nil)) }
+        Task { [self] in
+            do throws(EngineError) {
+                let api = try await store.webhooks().filter { $0.client == client }
+                let config = registry.withLockedValue { $0.webhooks(of: client) }.filter { $0.source == .config }
+                then(.success(config + api))
+            } catch {
+                then(.failure(error))
+            }
+        }
     }
 }

@@ -326,6 +326,55 @@ struct CallbackDeliveryTests {
         }
     }
     @Test(
+        "a webhook registered through the API is found and listed at once, is a target of every event decided after it, and of none once removed"
+    )
+    func registeredThenDecided() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        try await withTestClient(config: config()) { http in
+            let client = Contract.uniqueClient("hooked")
+            // Each step is the request right after the change it depends on: through two
+            // instances, the one after the other (SPEC §9: as one alertd would).
+            var answered: [(alert: String, url: String)] = []
+            for round in 0..<8 {
+                let url = "\(hook.url)/\(round)"
+                let chosen = id(try await http.postAlert(client, oneButton))
+                let withdrawn = id(try await http.postAlert(client, oneButton))
+                let created = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"\#(url)","secret":"\#(secret)"}"#)
+                try #require(created.status == 201, "round \(round): \(created.status) \(created.text)")
+                let hookID = try #require(try created.jsonObject()["id"] as? String)
+                #expect(try await http.choose(client, chosen, #"{"button":"Deploy"}"#).status == 200)
+                // The event's targets are written with the choice: the deliveries list them at once.
+                let targets = try await http.get("/v1/clients/\(client)/alerts/\(chosen)/deliveries").jsonObject()["deliveries"]
+                let hooked = (targets as? [[String: Any]] ?? []).filter { $0["webhook_id"] as? String == hookID }
+                #expect(hooked.map { $0["target"] as? String } == [url], "round \(round): the choice's deliveries: \(targets ?? "none")")
+                #expect(try await http.get("/v1/clients/\(client)/webhooks/\(hookID)").status == 200, "round \(round)")
+                let listed = try await http.get("/v1/clients/\(client)/webhooks").jsonObject()["webhooks"] as? [[String: Any]]
+                #expect(listed?.map { $0["id"] as? String } == [hookID], "round \(round): \(listed ?? [])")
+                let again = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"\#(url)"}"#)
+                Contract.expectProblem(again, status: 409, code: "webhook-exists")
+
+                #expect(try await http.delete("/v1/clients/\(client)/webhooks/\(hookID)").status == 204)
+                #expect(try await http.withdraw(client, withdrawn).status == 200)
+                let after = try await http.get("/v1/clients/\(client)/alerts/\(withdrawn)/deliveries").jsonObject()["deliveries"]
+                #expect(
+                    (after as? [[String: Any]] ?? []).allSatisfy { $0["webhook_id"] as? String != hookID },
+                    "round \(round): a withdrawal after the webhook was removed: \(after ?? "none")")
+                #expect(try await http.get("/v1/clients/\(client)/webhooks/\(hookID)").status == 404, "round \(round)")
+                answered.append((chosen, url))
+            }
+            // Each answered alert's event reached its round's webhook, and nothing else came.
+            let received = try await hook.waitForRequests(count: answered.count, timeout: 30)
+            let events = try received.map { request in
+                (path: request.path, alert: id((try verify(request)["data"] as? [String: Any])?["alert"] as? [String: Any] ?? [:]))
+            }
+            #expect(
+                events.sorted { $0.path < $1.path }.map { "\($0.path) \($0.alert)" }
+                    == answered.map { "\(URL(string: $0.url)?.path ?? "?") \($0.alert)" }.sorted())
+        }
+    }
+
+    @Test(
         "by default a callback_url on alertd's own host or a private network is refused and recorded, never called; callbacks.allow lets a named one through"
     )
     func defaultDenyList() async throws {

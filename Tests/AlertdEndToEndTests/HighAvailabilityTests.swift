@@ -571,6 +571,56 @@ struct HighAvailabilityTests {
         await postgres.kill()
     }
 
+    @Test(
+        "webhooks registered and removed through one instance at full speed: the other keeps serving (no 503) and never hands a long-poll an older display"
+    )
+    func webhookChurnKeepsDisplays() async throws {
+        let cluster = try await Cluster.start(2)
+        defer { cluster.cleanup() }
+        let http = cluster.clients(timeout: .seconds(40))
+        let (churner, chooser) = (http[0], http[1])
+        // Many clients: each webhook change elsewhere used to have the other instance read
+        // every display (and publish them unversioned) besides the webhooks, a read per
+        // notification, which took its whole pool: its posts and choices were 503.
+        for index in 0..<200 { _ = try await churner.postAlert("bystander-\(index)", oneButton) }
+        let churn = Task {
+            var round = 0
+            while !Task.isCancelled {
+                let created = try await churner.post("/v1/clients/churn/webhooks", json: #"{"url":"https://hooks.example/\#(round)"}"#)
+                if let hook = try? created.jsonObject()["id"] as? String {
+                    _ = try await churner.delete("/v1/clients/churn/webhooks/\(hook)")
+                }
+                round += 1
+            }
+        }
+        defer { churn.cancel() }
+        // Each queue: choose the displayed alert, then at once park after the next one: the
+        // wait must run out on that same alert, never return the answered one.
+        let stale = try await withThrowingTaskGroup(of: [String].self) { group in
+            for queue in 0..<20 {
+                group.addTask {
+                    let client = "q-\(queue)"
+                    var ids: [String] = []
+                    for _ in 0..<8 { ids.append(id(try await chooser.postAlert(client, oneButton))) }
+                    var seen: [String] = []
+                    for (index, answered) in ids.dropLast().enumerated() {
+                        let choice = try await chooser.choose(client, answered, #"{"button":"Deploy"}"#)
+                        #expect(choice.status == 200, "\(client): \(choice.status) \(choice.text)")
+                        let next = ids[index + 1]
+                        let answer = try await chooser.get("/v1/clients/\(client)/alerts/current?wait=1&after=\(next)")
+                        let shown = answer.status == 200 ? id(try answer.jsonObject()) : "none (\(answer.status))"
+                        if shown != next { seen.append("\(client): after \(next), answered \(answered), got \(shown)") }
+                    }
+                    return seen
+                }
+            }
+            var all: [String] = []
+            for try await seen in group { all += seen }
+            return all
+        }
+        #expect(stale.isEmpty, "long-polls answered with another display than the one current:\n\(stale.joined(separator: "\n"))")
+    }
+
     // MARK: - Behind a load balancer
 
     @Test(

@@ -51,7 +51,8 @@ public final class Nginx: Sendable {
             pid \(path)/nginx.pid;
             events { worker_connections 1024; }
             http {
-                access_log \(path)/access.log;
+                log_format upstream '$upstream_addr $status "$request"';
+                access_log \(path)/access.log upstream;
                 client_body_temp_path \(path)/body;
                 proxy_temp_path \(path)/proxy;
                 fastcgi_temp_path \(path)/fastcgi;
@@ -100,9 +101,26 @@ public final class Nginx: Sendable {
         (try? String(contentsOf: directory.url.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
     }
 
-    /// Its access log so far: one line per request it proxied.
+    /// Its access log so far: one line per request it proxied, `UPSTREAM STATUS "REQUEST"`,
+    /// where UPSTREAM is the `127.0.0.1:port` that answered, or several, comma-separated,
+    /// when nginx tried the next one after an error.
     public var accessLog: String {
         (try? String(contentsOf: directory.url.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// From the access log: the requests logged, how many each upstream port answered,
+    /// and the lines of requests nginx had to pass to another upstream after an error.
+    public func answered() -> (requests: Int, byPort: [Int: Int], retried: [Substring]) {
+        var byPort: [Int: Int] = [:]
+        var retried: [Substring] = []
+        let lines = accessLog.split(separator: "\n")
+        for line in lines {
+            // `127.0.0.1:p1, 127.0.0.1:p2 502 "GET …"`: the addresses, then the status.
+            let addresses = line.prefix { $0 != "\"" }.split(separator: " ").dropLast().map { $0.filter { $0 != "," } }
+            if addresses.count > 1 { retried.append(line) }
+            if let port = addresses.last?.split(separator: ":").last.flatMap({ Int($0) }) { byPort[port, default: 0] += 1 }
+        }
+        return (lines.count, byPort, retried)
     }
 
     /// SIGKILLs it without waiting; the scratch directory goes once it has been reaped.

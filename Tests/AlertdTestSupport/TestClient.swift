@@ -11,6 +11,10 @@ public protocol TestClient: Sendable {
     /// (path and query, percent-encoded as on the wire); `headers` are sent as given, plus
     /// `Host` and `Content-Length` when missing. A response that never comes throws.
     func execute(_ method: String, _ path: String, headers: [(String, String)], body: [UInt8]?) async throws -> TestResponse
+
+    /// The number of requests parked in alertd. One alertd's `/readyz` says it (the
+    /// default); several instances behind one address each count their own.
+    func waiters() async throws -> Int
 }
 
 /// One HTTP response.

@@ -8,14 +8,32 @@ enum TestMode: String, Sendable, CustomTestStringConvertible {
     case inProcess = "in process"
     /// The real `alertd` binary, started for the test, over AsyncHTTPClient.
     case live
+    /// Two real `alertd` processes on one PostgreSQL database behind nginx round-robin
+    /// (``BalancedAlertd``): SPEC §9's "every instance answers as one alertd would".
+    case balanced = "two instances behind nginx"
 
     var testDescription: String { rawValue }
 
-    /// In process, unless `ALERTD_TEST_MODE=live` asks for every body to run live.
-    static let `default`: TestMode = ProcessInfo.processInfo.environment["ALERTD_TEST_MODE"] == "live" ? .live : .inProcess
+    /// In process, unless `ALERTD_TEST_MODE=live` asks for every body to run live, or
+    /// `ALERTD_TEST_MODE=balanced` through two instances (on PostgreSQL, whatever
+    /// `ALERTD_TEST_STORE` says).
+    static let `default`: TestMode =
+        switch ProcessInfo.processInfo.environment["ALERTD_TEST_MODE"] {
+        case "live": .live
+        case "balanced": .balanced
+        default: .inProcess
+        }
 
-    /// Both, for the tests that prove the two ways agree.
-    static let both: [TestMode] = [.inProcess, .live]
+    /// Both, for the tests that prove the two ways agree; in the balanced pass, that one way.
+    static let both: [TestMode] = Self.default == .balanced ? [.balanced] : [.inProcess, .live]
+
+    /// Where a body that asks for `self` runs: in the balanced pass every body goes through
+    /// the two instances, whichever way it names (the pass is the whole contract through them).
+    var resolved: TestMode { Self.default == .balanced ? .balanced : self }
+
+    /// For `.disabled(if: TestMode.isBalancedPass, "why")` beside a test that cannot hold
+    /// through two instances, the reason written there.
+    static let isBalancedPass = Self.default == .balanced
 }
 
 /// The store every body runs on: the embedded SQLite store, unless
@@ -24,12 +42,14 @@ enum TestMode: String, Sendable, CustomTestStringConvertible {
 enum TestStore: String, Sendable {
     case sqlite, postgres
 
-    static let current: TestStore = ProcessInfo.processInfo.environment["ALERTD_TEST_STORE"] == "postgres" ? .postgres : .sqlite
+    static let current: TestStore =
+        ProcessInfo.processInfo.environment["ALERTD_TEST_STORE"] == "postgres" || TestMode.isBalancedPass ? .postgres : .sqlite
 
     /// How many bodies run on PostgreSQL at once: each is an alertd with its pool
     /// and its listener on a database of its own, and a whole tier of them at once
-    /// (hundreds) left a 2-core machine too loaded for the tests' timings.
-    static let bodies = Gate(width: 4 * max(2, ProcessInfo.processInfo.activeProcessorCount))
+    /// (hundreds) left a 2-core machine too loaded for the tests' timings. In the
+    /// balanced pass a body is two processes and nginx: half as many.
+    static let bodies = Gate(width: (TestMode.isBalancedPass ? 2 : 4) * max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     /// Runs `body` with `config` plus the store section this run asks for: with
     /// PostgreSQL, on a database borrowed for the body and emptied after it.
@@ -70,7 +90,7 @@ func withTestClient<T>(
 private func withTestClient<T>(
     _ mode: TestMode, storeConfig config: String, sourceLocation: SourceLocation, _ body: (any TestClient) async throws -> T
 ) async throws -> T {
-    switch mode {
+    switch mode.resolved {
     case .inProcess:
         let alertd = try await InProcessAlertd.start(config: config)
         do {
@@ -89,6 +109,15 @@ private func withTestClient<T>(
             daemon.isRunning,
             "alertd exited during the test (status \(daemon.exitStatus.map(String.init) ?? "?"))\n\(daemon.stderrText.suffix(4000))",
             sourceLocation: sourceLocation)
+        return result
+    case .balanced:
+        // Two instances share a store only on PostgreSQL (the pass itself implies it).
+        guard TestStore.current == .postgres else { throw TestFailure("two instances need ALERTD_TEST_STORE=postgres") }
+        let pair = try await BalancedAlertd.start(config: config)
+        defer { pair.cleanup() }
+        let result = try await body(pair.client(timeout: .seconds(40)))
+        #expect(pair.exited == nil, "\(pair.exited ?? "")", sourceLocation: sourceLocation)
+        #expect(pair.unbalanced == nil, "\(pair.unbalanced ?? "")", sourceLocation: sourceLocation)
         return result
     }
 }
