@@ -90,8 +90,13 @@ struct Waiters: Sendable {
 
     /// Publishes a client's displayed alert; returns the waiters it wakes. A display
     /// of an older version than the one published is stale: it changes nothing.
+    /// Publishes a client's display unless an older one than what is published: a lower
+    /// version, or none where a version is known (a shared store's read without one, such
+    /// as a resync's, may have begun before the commit that published the newer one).
     mutating func publish(client: String, _ display: Display) -> [CurrentWaiter] {
-        if let newer = displays[client]?.version, let version = display.version, version < newer { return [] }
+        if let newer = displays[client]?.version {
+            guard let version = display.version, version >= newer else { return [] }
+        }
         displays[client] = display
         guard let parked = currentWaiters[client] else { return [] }
         let woken = parked.values.filter { $0.after != display.id }
