@@ -8,8 +8,9 @@ import PostgresNIO
 
 /// Group commit across clients: every change waiting in this instance, of any
 /// client, goes into one transaction (a flush), as the embedded store's
-/// `GroupCommitter` does. A flush costs the same five round trips however many
-/// changes and clients it holds:
+/// `GroupCommitter` does. A flush costs the same five round trips, and a sixth
+/// for its notification after its commit, however many changes and clients it
+/// holds:
 ///
 /// 1. `BEGIN`;
 /// 2. its clients' advisory locks, tried without waiting (``TryLock``): the
@@ -25,8 +26,11 @@ import PostgresNIO
 ///    copy of its queue (or the whole pending queue when it has none), and
 ///    the idempotency keys the changes name (``Read``);
 /// 4. every write (clients' versions, alerts, idempotency keys, events,
-///    deliveries) and the notification, in one statement (``Write``);
-/// 5. `COMMIT`.
+///    deliveries) in one statement (``Write``);
+/// 5. `COMMIT`;
+///
+/// and after it, outside the transaction, one statement with its notification
+/// (``notify(_:store:)`` says why outside).
 ///
 /// The three statements are prepared once per connection; their functions are
 /// named with their schema (`pg_catalog.`), so that a function of the same name
@@ -176,8 +180,9 @@ final class Flushes: Sendable {
 
     private func start(_ flush: [Operation]) {
         Task {
-            var deferred: [Operation] = []
-            if let store { deferred = await run(flush, store: store) } else { for operation in flush { operation.fail(Self.closed) } }
+            var left = Left()
+            if let store { left = await run(flush, store: store) } else { for operation in flush { operation.fail(Self.closed) } }
+            let deferred = left.deferred
             let clients = Set(flush.map(\.client))
             var next: [[Operation]] = []
             state.withLockedValue { state in
@@ -188,6 +193,7 @@ final class Flushes: Sendable {
                 while let flush = Self.take(&state) { next.append(flush) }
             }
             for flush in next { start(flush) }
+            if let store, !left.notices.isEmpty { await notify(left.notices, store: store) }
         }
     }
 
@@ -253,9 +259,15 @@ final class Flushes: Sendable {
         var step: VersionStep?
     }
 
-    /// Runs a flush; returns the changes it left for the next one (their clients were held
-    /// by another instance), each counted as deferred once more.
-    private func run(_ flush: [Operation], store: PostgresAlertStore) async -> [Operation] {
+    /// What a flush leaves to do: the changes for the next one (their clients were held by
+    /// another instance, each counted as deferred once more), and its notification.
+    private struct Left: Sendable {
+        var deferred: [Operation] = []
+        var notices: [String] = []
+    }
+
+    /// Runs a flush.
+    private func run(_ flush: [Operation], store: PostgresAlertStore) async -> Left {
         let outcomes = NIOLockedValueBox<[Outcome]>(Array(repeating: .waiting, count: flush.count))
         var order: [String: Int] = [:]
         var slots: [Slot] = []
@@ -275,6 +287,8 @@ final class Flushes: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         // BEGIN, the locks, the read, COMMIT; the write and a second read when they run.
         let roundTrips = NIOLockedValueBox(4)
+        // The notification's payloads, sent once the flush committed.
+        let notices = NIOLockedValueBox<[String]>([])
         let results: [ClientResult]
         do {
             results = try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
@@ -330,7 +344,7 @@ final class Flushes: Sendable {
                             store: store, grown: &grown, writes: &writes, outcomes: outcomes))
                 }
                 if !writes.isEmpty {
-                    writes.notifications = Notifications.payloads(writes.entries, from: store.instance)
+                    notices.withLockedValue { $0 = Notifications.payloads(writes.entries, from: store.instance) }
                     // Read to its end: an error of a statement that returns rows comes with them, and
                     // one left unread let COMMIT end the failed transaction as a ROLLBACK, silently.
                     for try await _ in try await connection.execute(writes, logger: logger) {}
@@ -354,10 +368,12 @@ final class Flushes: Sendable {
                 }
             }.map { flush[$0] }
             if PostgresAlertStore.requestFault(error) != nil, again.count > 1 {
-                var left = deferred
+                var left = Left(deferred: deferred)
                 let byClient = Dictionary(grouping: again.indices, by: { again[$0].client }).values.sorted { $0[0] < $1[0] }
                 for group in byClient.count > 1 ? byClient : again.indices.map({ [$0] }) {
-                    left += await run(group.map { again[$0] }, store: store)
+                    let part = await run(group.map { again[$0] }, store: store)
+                    left.deferred += part.deferred
+                    left.notices += part.notices
                 }
                 return left
             }
@@ -369,14 +385,15 @@ final class Flushes: Sendable {
                 case .applied(let applied): applied.finish(.failure(failure))
                 }
             }
-            return deferred
+            return Left(deferred: deferred)
         }
         queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
         let reached = outcomes.withLockedValue { $0 }
         let deferred = Self.deferred(flush, reached)
+        let sent = notices.withLockedValue { $0 }
         onFlush(
             PostgresAlertStore.FlushCost(
-                changes: flush.count - deferred.count, roundTrips: roundTrips.withLockedValue { $0 },
+                changes: flush.count - deferred.count, roundTrips: roundTrips.withLockedValue { $0 } + (sent.isEmpty ? 0 : 1),
                 nanoseconds: DispatchTime.now().uptimeNanoseconds - started))
         // Each change is told the displays it changed, as they stand at commit, and its
         // client's version: the engine's published display then has it too.
@@ -392,7 +409,29 @@ final class Flushes: Sendable {
             let displays = change.change.displayChanged.map { (client: $0, alert: shown[$0] ?? nil) }
             change.finish(.success(Published(displays: displays, versions: versions[client].map { [client: $0] } ?? [:])))
         }
-        return deferred
+        return Left(deferred: deferred, notices: sent)
+    }
+
+    /// Tells the other instances what a flush committed: after its COMMIT, in a statement of
+    /// its own. A transaction that NOTIFYs holds a lock of the whole database from its
+    /// commit's start to its end, fsync included, so every alertd commit that notified was
+    /// serialised with every other: instances over many clients made no more commits than
+    /// one alone. Outside, the notification takes that lock for a commit with nothing to
+    /// flush to disk. Should the process die between the two, the others learn of the
+    /// commit at their next read of those clients (reads check versions, SPEC §9), and a
+    /// long-poll parked there when its wait runs out.
+    private func notify(_ payloads: [String], store: PostgresAlertStore) async {
+        do {
+            try await store.client.query(
+                """
+                SELECT pg_catalog.count(pg_catalog.pg_notify(\(Notifications.channel), payload))
+                FROM pg_catalog.unnest(\(payloads)::text[]) AS payload
+                """, logger: logger)
+        } catch {
+            logger.warning(
+                "a commit was not notified; other instances see it at their next read",
+                metadata: ["error": "\(String(reflecting: error))"])
+        }
     }
 
     /// The changes a flush left for the next one, each counted as deferred once more.
@@ -691,10 +730,10 @@ extension Flushes {
         }
     }
 
-    /// Every write of a flush, and its notifications, in one statement: the rows
+    /// Every write of a flush in one statement: the rows
     /// travel as JSON arrays (`json_to_recordset`), bytes as base64.
     struct Write: PostgresPreparedStatement {
-        static let name = "alertd_flush_write_v1"
+        static let name = "alertd_flush_write_v2"
         static let sql = """
             WITH written_clients AS (
                 INSERT INTO clients (id, created_at, version)
@@ -727,7 +766,7 @@ extension Flushes {
                     id text, event_id text, alert_id text, target text, webhook_id text, secret text, next_attempt_at bigint,
                     lease_until bigint)
             )
-            SELECT pg_catalog.count(pg_catalog.pg_notify('\(Notifications.channel)', payload)) FROM pg_catalog.unnest($7::text[]) AS payload
+            SELECT 1
             """
         typealias Row = Int64
 
@@ -735,9 +774,8 @@ extension Flushes {
         var alerts: [(alert: Alert, version: Int64)] = []
         var keys: [IdempotencyRecord] = []
         var events: [OutboxEvent] = []
-        /// Notification entries (``Notifications``), packed into ``notifications`` before it runs.
+        /// Notification entries (``Notifications``), sent once the flush committed.
         var entries: [String] = []
-        var notifications: [String] = []
         /// This instance, which holds the deliveries it writes (it attempts them next, for
         /// as long as a retry is held).
         let instance: String
@@ -749,7 +787,7 @@ extension Flushes {
         var isEmpty: Bool { clients.isEmpty && alerts.isEmpty && keys.isEmpty && events.isEmpty }
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
+            var bindings = PostgresBindings(capacity: 6)
             bindings.append(Self.json(clients) { json, client in
                 json.key("id"); json.string(client.id)
                 json.key("created_at"); json.int64(client.now.milliseconds)
@@ -785,7 +823,6 @@ extension Flushes {
                 json.key("lease_until")
                 json.int64(event.createdAt.adding(milliseconds: PostgresAlertStore.retryLeaseMilliseconds).milliseconds)
             })
-            bindings.append(notifications)
             return bindings
         }
 
