@@ -20,8 +20,10 @@ extension Config {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigErrors(errors: [ConfigError("cannot read config file \(path): it is not UTF-8 text")])
         }
+        // Relative paths in the file are the file's: its directory, made absolute from here.
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().standardized.path
         do {
-            var config = try parse(yaml: text, source: path)
+            var config = try parse(yaml: text, source: path, directory: directory)
             config.source = path
             return config
         } catch var errors as ConfigErrors {
@@ -32,7 +34,11 @@ extension Config {
 
     /// Parses config YAML. Every problem in it is reported at once
     /// (``ConfigErrors``, one line each naming its key), not only the first.
-    public static func parse(yaml: String, source: String = "config") throws -> Config {
+    ///
+    /// - Parameter directory: what relative paths in the file (`state_dir`, `tls.cert_file`,
+    ///   `tls.key_file`, `integrations.alertmanager.bearer_token_file`) are relative to: the
+    ///   config file's directory. nil leaves them as written (relative to the working directory).
+    public static func parse(yaml: String, source: String = "config", directory: String? = nil) throws -> Config {
         let node: Node?
         do {
             node = try Yams.compose(yaml: yaml)
@@ -43,10 +49,17 @@ extension Config {
         }
         var config = Config()
         guard let node else { return config }  // an empty file: every default
-        let problems = Problems()
+        let problems = Problems(directory: directory)
         read(node, into: &config, source: source, problems)
         if !problems.errors.isEmpty { throw ConfigErrors(errors: problems.errors, partial: config) }
         return config
+    }
+
+    /// `path` relative to `directory` when it is relative (and there is a directory), cleaned up
+    /// (`./a/../b` → `b`); an absolute path, or an empty one, as it is.
+    static func resolve(_ path: String, from directory: String?) -> String {
+        guard let directory, !path.isEmpty, !path.hasPrefix("/") else { return path }
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardized.path
     }
 
     /// A YAML syntax error as one line: `file:line:column: what`.
@@ -71,7 +84,7 @@ extension Config {
                 _ = try config.listenAddress()
             }
         }
-        problems.check { if let v = try root.string("state_dir") { config.stateDir = v } }
+        problems.check { if let v = try root.string("state_dir") { config.stateDir = problems.path(v) } }
         problems.check {
             if let v = try root.string("durability") {
                 guard let durability = Durability(rawValue: v) else {
@@ -134,7 +147,7 @@ extension Config {
             let cert = problems.check { try tls.string("cert_file") } ?? nil
             let key = problems.check { try tls.string("key_file") } ?? nil
             if let cert, let key {
-                config.tls = TLSFiles(certFile: cert, keyFile: key)
+                config.tls = TLSFiles(certFile: problems.path(cert), keyFile: problems.path(key))
             } else if !problems.has("tls.cert_file"), !problems.has("tls.key_file") {
                 problems.add(ConfigError("\(source): tls needs both cert_file and key_file (PEM files)", key: "tls"))
             }
@@ -289,7 +302,7 @@ extension Config {
             }
         }
         problems.check {
-            if let path = try section.string("bearer_token_file") {
+            if let path = try section.string("bearer_token_file").map(problems.path) {
                 guard let data = FileManager.default.contents(atPath: path) else {
                     throw section.error("bearer_token_file", "cannot read \(path)")
                 }
@@ -499,6 +512,13 @@ extension Config {
 private final class Problems {
     private(set) var errors: [ConfigError] = []
     private var keys = Set<String>()
+    /// The config file's directory, for relative paths in it.
+    let directory: String?
+
+    init(directory: String?) { self.directory = directory }
+
+    /// `path` as written in the file, resolved against the file's directory when it is relative.
+    func path(_ path: String) -> String { Config.resolve(path, from: directory) }
 
     func add(_ error: ConfigError) {
         if let key = error.key, !keys.insert(key).inserted { return }

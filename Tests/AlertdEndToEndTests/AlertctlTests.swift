@@ -177,13 +177,13 @@ struct AlertctlTests {
         let secondID = second.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let current = try await ctl.run("current", "ops")
-        #expect(current.status == 0 && current.stdout.contains("title:     Roll out?") && current.stdout.contains("[Nuke (destructive)]"))
+        #expect(current.status == 0 && current.stdout.contains("title:     Roll out?") && current.stdout.contains("buttons:   [1] Go  [2] Nuke (destructive)  [3] Later  [4] Stop (cancel)"), "\(current)")
         #expect((try await ctl.json("current", "ops") as? [String: Any])?["id"] as? String == id)
         #expect(try await ctl.json("current", "nobody") is NSNull)
         let listed = try await ctl.run("list", "ops")
         #expect(listed.stdout.split(separator: "\n").map { String($0.prefix(26)) } == [id, secondID], "\(listed)")
 
-        let chosen = try await ctl.run("choose", "ops", id, "2", "--index")
+        let chosen = try await ctl.run("choose", "ops", id, "3", "--number")
         #expect(chosen.status == 0 && chosen.stdout.contains("→ Later"), "\(chosen)")
         let got = try await ctl.json("get", "ops", id) as! [String: Any]
         #expect((got["result"] as? [String: Any])?["button"] as? String == "Later")

@@ -110,7 +110,9 @@ class OpenDaemonTests(unittest.TestCase):
             self.shows(first["id"])
             self.shows(first["id"], driver=other)
 
+            # Reject is destructive: a click asks, the confirm button chooses.
             self.driver.find_element(By.XPATH, "//button[.//span[text()='Reject']]").click()
+            until(self.driver, lambda d: visible(d, "confirm-yes")).click()
             wait_for(lambda: self.daemon.alert("pair", first["id"])["state"] == "answered", 5, "the choice committed")
             self.shows(second["id"], timeout=SOON, driver=other)
             until(other, lambda d: "answered “Reject”" in text_of(d, "flash"), SOON)
@@ -152,9 +154,12 @@ class OpenDaemonTests(unittest.TestCase):
         self.shows(numbered["id"])
         shown = dialog(self.driver)
         self.assertTrue(shown["focused"], "focus lands on the alertdialog")
-        # Displayed order: Later, Restart, then the cancel button last; key 2 is Restart.
+        # Displayed order: Later, Restart, then the cancel button last; key 2 is Restart,
+        # destructive: it asks first, and y chooses it.
         self.assertEqual([b["title"] for b in shown["buttons"]], ["Later", "Restart", "Not now"])
         keys.send_keys("2").perform()
+        until(self.driver, lambda d: visible(d, "confirm") and "“Restart” is destructive" in text_of(d, "confirm"))
+        keys.send_keys("y").perform()
         answered = wait_for(lambda: (a := self.daemon.alert("keys", numbered["id"]))["result"] and a, 5, "key 2")
         self.assertEqual(answered["result"]["button"], "Restart")
 
@@ -169,6 +174,75 @@ class OpenDaemonTests(unittest.TestCase):
         keys.send_keys(Keys.ENTER).perform()
         answered = wait_for(lambda: (a := self.daemon.alert("keys", entered["id"]))["result"] and a, 5, "Enter")
         self.assertEqual(answered["result"]["button"], "Rotate", "Enter chooses the first default button")
+
+    def test_a_destructive_button_asks_to_confirm_by_key_and_by_mouse_and_cancel_never_does(self):
+        self.open("confirm")
+        buttons = [{"title": "Keep", "style": "cancel"}, {"title": "Restart"}, {"title": "Wipe", "style": "destructive"}]
+        first = self.daemon.post("confirm", {"title": "Wipe staging?", "buttons": buttons})
+        second = self.daemon.post("confirm", {"title": "Wipe staging again?", "buttons": buttons})
+        third = self.daemon.post("confirm", {"title": "Wipe staging once more?", "buttons": buttons})
+        keys = ActionChains(self.driver)
+        asking = lambda d: visible(d, "confirm") and "“Wipe” is destructive" in text_of(d, "confirm")
+        kept = lambda d: not visible(d, "confirm") and "Kept: “Wipe” was not chosen" in text_of(d, "flash")
+        self.shows(first["id"])
+        self.assertEqual([b["title"] for b in dialog(self.driver)["buttons"]], ["Restart", "Wipe", "Keep"])
+
+        # Key 2 (Wipe) asks; any key but y keeps the alert: 2 again, Escape (which then
+        # chooses nothing, not the cancel button), Enter on the focused Keep button.
+        for keep_key in ("2", Keys.ESCAPE, Keys.ENTER):
+            keys.send_keys("2").perform()
+            until(self.driver, asking)
+            self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed")
+            keys.send_keys(keep_key).perform()
+            until(self.driver, kept)
+            self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed", f"after {keep_key!r}")
+            self.driver.execute_script("document.getElementById('flash').textContent = ''")
+
+        # The mouse alike: a click asks, a second click on the same button (a double click)
+        # is not the confirmation, the confirm button is.
+        wipe = self.driver.find_element(By.XPATH, "//div[@role='alertdialog']//button[.//span[text()='Wipe']]")
+        wipe.click()
+        until(self.driver, asking)
+        wipe.click()
+        self.assertTrue(visible(self.driver, "confirm"))
+        self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed")
+        screenshot(self.driver, "dashboard-confirm.png")
+        self.driver.find_element(By.ID, "confirm-yes").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", first["id"]))["result"] and a, 5, "the confirmed choice")
+        self.assertEqual(answered["result"]["button"], "Wipe")
+
+        # The cancel button never asks: Escape chooses it at once.
+        self.shows(second["id"], timeout=SOON)
+        keys.send_keys(Keys.ESCAPE).perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", second["id"]))["result"] and a, 5, "Esc")
+        self.assertEqual(answered["result"]["button"], "Keep")
+        self.assertFalse(visible(self.driver, "confirm"))
+
+        # Key 2 then y chooses it, as in alertctl watch.
+        self.shows(third["id"], timeout=SOON)
+        keys.send_keys("2").perform()
+        until(self.driver, asking)
+        keys.send_keys("y").perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", third["id"]))["result"] and a, 5, "2 then y")
+        self.assertEqual(answered["result"]["button"], "Wipe")
+
+    def test_before_the_first_answer_nothing_claims_the_client_is_empty(self):
+        driver = browser()
+        try:
+            # The client's requests are held by the browser, never answered: the page shows
+            # what it shows before alertd said anything about the client.
+            driver.execute_cdp_cmd("Fetch.enable", {"patterns": [{"urlPattern": "*/v1/clients/held/*"}]})
+            driver.get(f"{self.daemon.base}/#/clients/held")
+            until(driver, lambda d: text_of(d, "client-title") == "held" and visible(d, "client-view"))
+            self.assertIn("Loading…", text_of(driver, "stage"))
+            self.assertEqual(text_of(driver, "client-summary"), "")
+            self.assertFalse(visible(driver, "queue-empty"))
+            self.assertFalse(visible(driver, "history-empty"))
+            page = driver.find_element(By.TAG_NAME, "body").text
+            for claim in ("0 pending", "Nothing queued", "No decided alerts yet", "Nothing to answer"):
+                self.assertNotIn(claim, page)
+        finally:
+            driver.quit()
 
     def test_alert_and_action_sheet_layouts(self):
         for past in ({"title": "Scale web to 12 instances?", "buttons": [{"title": "Scale"}]},
@@ -478,6 +552,27 @@ class TokenTests(unittest.TestCase):
         # Still displayed: the API agrees nothing was chosen.
         self.assertEqual(self.daemon.alert("ops", posted["id"], self.ADMIN)["state"], "displayed")
         screenshot(self.driver, "dashboard-read-only.png")
+
+    def test_a_client_the_token_may_not_read_shows_what_to_do_instead_of_empty_panels(self):
+        # db has an answered alert: whatever the panels would say about it, "nothing" would be false.
+        posted = self.daemon.post("db", DEPLOY, token=self.ADMIN)
+        status, _ = self.daemon.choose("db", posted["id"], "Deploy", token=self.ADMIN)
+        self.assertEqual(status, 200)
+        self.driver.get(self.daemon.base + "/#/clients/db")
+        self.sign_in(self.VIEWER)
+        until(self.driver, lambda d: "may not read db" in text_of(d, "client-error"), SOON)
+        error = text_of(self.driver, "client-error")
+        self.assertIn("wallboard", error)
+        self.assertIn("ops, team-*", error)
+        self.assertIn("whose clients include db", error)
+        self.assertFalse(visible(self.driver, "client-panels"))
+        page = self.driver.find_element(By.TAG_NAME, "body").text
+        for claim in ("Loading…", "pending", "Nothing queued", "No decided alerts yet", "Nothing to answer"):
+            self.assertNotIn(claim, page)
+        # A client it may read shows its panels again.
+        self.driver.get(self.daemon.base + "/#/clients/ops")
+        until(self.driver, lambda d: visible(d, "client-panels") and "Nothing to answer" in text_of(d, "stage"))
+        self.assertEqual(text_of(self.driver, "client-error"), "")
 
     def test_a_token_refused_later_brings_the_prompt_back(self):
         self.driver.get(self.daemon.base + "/#/clients/ops")
