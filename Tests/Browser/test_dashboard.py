@@ -206,7 +206,6 @@ class OpenDaemonTests(unittest.TestCase):
         wipe.click()
         self.assertTrue(visible(self.driver, "confirm"))
         self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed")
-        screenshot(self.driver, "dashboard-confirm.png")
         self.driver.find_element(By.ID, "confirm-yes").click()
         answered = wait_for(lambda: (a := self.daemon.alert("confirm", first["id"]))["result"] and a, 5, "the confirmed choice")
         self.assertEqual(answered["result"]["button"], "Wipe")
