@@ -177,7 +177,9 @@ struct AlertctlTests {
         let secondID = second.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let current = try await ctl.run("current", "ops")
-        #expect(current.status == 0 && current.stdout.contains("title:     Roll out?") && current.stdout.contains("buttons:   [1] Go  [2] Nuke (destructive)  [3] Later  [4] Stop (cancel)"), "\(current)")
+        #expect(
+            current.status == 0 && current.stdout.contains("title:     Roll out?")
+                && current.stdout.contains("buttons:   [1] Go  [2] Nuke (destructive)  [3] Later  [4] Stop (cancel)"), "\(current)")
         #expect((try await ctl.json("current", "ops") as? [String: Any])?["id"] as? String == id)
         #expect(try await ctl.json("current", "nobody") is NSNull)
         let listed = try await ctl.run("list", "ops")

@@ -29,7 +29,8 @@ struct ChooseConfirmTests {
         for wrong in ["0", "4"] {
             let refused = try await ctl.run("choose", "ops", second.id, wrong, "--number")
             #expect(refused.status == 3, "\(refused)")
-            #expect(refused.stderr.contains("no button \(wrong)") && refused.stderr.contains("1 Restart, 2 Drop tables, 3 Keep"), "\(refused)")
+            #expect(
+                refused.stderr.contains("no button \(wrong)") && refused.stderr.contains("1 Restart, 2 Drop tables, 3 Keep"), "\(refused)")
             if wrong == "0" { #expect(refused.stderr.contains("numbered from 1")) }
         }
         #expect(try await alertd.alert(on: "ops", id: second.id).state == .displayed)

@@ -147,7 +147,9 @@ struct ConfigExampleTests {
     @Test("the rule finds an example that would break the file: an empty default above a commented list")
     func theRuleCatchesTheOldLayout() async throws {
         // The layout issue 32 reported: uncommenting the entry under `tokens: []` gives invalid YAML.
-        let old = ["auth:", "  tokens: []", "#    - name: \"deployer\"", "#      sha256: \"00\"", "#      roles: [post]", "#      clients: [ops]"]
+        let old = [
+            "auth:", "  tokens: []", "#    - name: \"deployer\"", "#      sha256: \"00\"", "#      roles: [post]", "#      clients: [ops]",
+        ]
         let blocks = Self.examples(old)
         #expect(Self.heads(old, blocks) == ["name"])
         let directory = try ScratchDirectory()

@@ -6,7 +6,9 @@ import Testing
 /// the working directory's, and the start says where the store really is.
 @Suite("alertd.yaml: relative paths are taken from the file's directory")
 struct RelativePathTests {
-    @Test("started from another directory, alertd keeps state_dir and the TLS files beside its config; the listening line names the absolute store")
+    @Test(
+        "started from another directory, alertd keeps state_dir and the TLS files beside its config; the listening line names the absolute store"
+    )
     func relativeToTheFile() async throws {
         let home = try ScratchDirectory()
         let elsewhere = try ScratchDirectory()
@@ -30,7 +32,10 @@ struct RelativePathTests {
 
         let child = try await Program.spawn(
             "/bin/sh",
-            ["-c", #"cd "$1" && exec "$0" --config "$2" --listen 127.0.0.1:0"#, try Daemon.locateBinary(), elsewhere.url.path, config.path],
+            [
+                "-c", #"cd "$1" && exec "$0" --config "$2" --listen 127.0.0.1:0"#, try Daemon.locateBinary(), elsewhere.url.path,
+                config.path,
+            ],
             environment: ["NOTIFY_SOCKET": nil, "LISTEN_FDS": nil, "LISTEN_PID": nil])
         defer { Task { await child.killAndReap() } }
         let line = await child.stderr.wait(timeout: .seconds(30)) { bytes, ended -> String? in

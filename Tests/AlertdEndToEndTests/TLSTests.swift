@@ -136,7 +136,8 @@ struct TLSTests {
         defer { material.remove() }
         let encrypted = material.directory.appendingPathComponent("encrypted.pem").path
         let traditional = material.directory.appendingPathComponent("traditional.pem").path
-        let pkcs8 = try await run("/usr/bin/openssl", ["pkey", "-in", material.key, "-aes256", "-passout", "pass:secret", "-out", encrypted])
+        let pkcs8 = try await run(
+            "/usr/bin/openssl", ["pkey", "-in", material.key, "-aes256", "-passout", "pass:secret", "-out", encrypted])
         try #require(pkcs8.status == 0, pkcs8.output)
         let old = try await run(
             "/usr/bin/openssl", ["rsa", "-in", material.key, "-aes256", "-traditional", "-passout", "pass:secret", "-out", traditional])
