@@ -228,7 +228,7 @@ public enum Application {
             "scheme": "\(tls == nil ? "http" : "https")",
             // The absolute path, whatever the file or --state-dir said: where the store really is.
             "store":
-                "\(alertd.sqlite == nil ? config.store.description : "sqlite:\(URL(fileURLWithPath: config.stateDir).standardized.path)")",
+                "\(alertd.sqlite == nil ? config.store.description : "sqlite:\(Config.absolute(config.stateDir))")",
             "durability": "\(alertd.sqlite == nil ? "as the database commits" : config.durability.rawValue)",
             "tokens": "\(config.tokens.isEmpty ? "none (anonymous API, Host and Origin checked)" : "\(config.tokens.count)")",
         ]

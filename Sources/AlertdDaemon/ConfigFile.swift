@@ -21,7 +21,7 @@ extension Config {
             throw ConfigErrors(errors: [ConfigError("cannot read config file \(path): it is not UTF-8 text")])
         }
         // Relative paths in the file are the file's: its directory, made absolute from here.
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().standardized.path
+        let directory = URL(fileURLWithPath: Config.absolute(path)).deletingLastPathComponent().standardized.path
         do {
             var config = try parse(yaml: text, source: path, directory: directory)
             config.source = path
@@ -59,7 +59,14 @@ extension Config {
     /// (`./a/../b` → `b`); an absolute path, or an empty one, as it is.
     static func resolve(_ path: String, from directory: String?) -> String {
         guard let directory, !path.isEmpty, !path.hasPrefix("/") else { return path }
-        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardized.path
+        // Joined as text first: a URL relative to a base loses the base when standardized.
+        return URL(fileURLWithPath: directory + "/" + path).standardized.path
+    }
+
+    /// `path` made absolute from the working directory, cleaned up (`./a/../b` → `b`).
+    public static func absolute(_ path: String) -> String {
+        let joined = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return URL(fileURLWithPath: joined).standardized.path
     }
 
     /// A YAML syntax error as one line: `file:line:column: what`.

@@ -53,28 +53,35 @@ struct RelativePathTests {
         #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
     }
 
-    @Test("--state-dir on the command line is taken from the working directory, and logged absolute")
-    func flagFromTheWorkingDirectory() async throws {
+    @Test("--config and --state-dir on the command line are taken from the working directory; the store is logged absolute")
+    func flagsFromTheWorkingDirectory() async throws {
         let home = try ScratchDirectory()
         let elsewhere = try ScratchDirectory()
-        let config = home.url.appendingPathComponent("alertd.yaml")
-        try Data("state_dir: ./from-the-file\n".utf8).write(to: config)
-        let child = try await Program.spawn(
-            "/bin/sh",
-            [
-                "-c", #"cd "$1" && exec "$0" --config "$2" --listen 127.0.0.1:0 --state-dir ./from-the-flag"#,
-                try Daemon.locateBinary(), elsewhere.url.path, config.path,
-            ],
-            environment: ["NOTIFY_SOCKET": nil, "LISTEN_FDS": nil, "LISTEN_PID": nil])
-        defer { Task { await child.killAndReap() } }
-        let line = await child.stderr.wait(timeout: .seconds(30)) { bytes, ended -> String? in
-            let text = String(decoding: bytes, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.contains("msg=listening") }) { return String(line) }
-            return ended ? "" : nil
+        try Data("state_dir: ./from-the-file\n".utf8).write(to: home.url.appendingPathComponent("alertd.yaml"))
+        // The config named relatively, from elsewhere: ../<home>/alertd.yaml.
+        let relative = "../\(home.url.lastPathComponent)/alertd.yaml"
+        for (flags, store) in [
+            ("", home.url.appendingPathComponent("from-the-file").path),
+            ("--state-dir ./from-the-flag", elsewhere.url.appendingPathComponent("from-the-flag").path),
+        ] {
+            let child = try await Program.spawn(
+                "/bin/sh",
+                [
+                    "-c", #"cd "$1" && exec "$0" --config "$2" --listen 127.0.0.1:0 "# + flags,
+                    try Daemon.locateBinary(), elsewhere.url.path, relative,
+                ],
+                environment: ["NOTIFY_SOCKET": nil, "LISTEN_FDS": nil, "LISTEN_PID": nil])
+            defer { Task { await child.killAndReap() } }
+            let line = await child.stderr.wait(timeout: .seconds(30)) { bytes, ended -> String? in
+                let text = String(decoding: bytes, as: UTF8.self)
+                if let line = text.split(separator: "\n").first(where: { $0.contains("msg=listening") }) { return String(line) }
+                return ended ? "" : nil
+            }
+            let listening = Daemon.logfmtFields(try #require(line))
+            #expect(listening["store"] == "sqlite:\(store)", "\(flags): \(child.stderr.text)")
+            #expect(FileManager.default.fileExists(atPath: store + "/alertd.sqlite"))
+            _ = child.send(SIGTERM)
+            #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
         }
-        let listening = Daemon.logfmtFields(try #require(line))
-        #expect(listening["store"] == "sqlite:\(elsewhere.url.appendingPathComponent("from-the-flag").path)", "\(child.stderr.text)")
-        _ = child.send(SIGTERM)
-        #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
     }
 }

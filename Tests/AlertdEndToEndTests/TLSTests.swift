@@ -138,10 +138,10 @@ struct TLSTests {
         let traditional = material.directory.appendingPathComponent("traditional.pem").path
         let pkcs8 = try await run(
             "/usr/bin/openssl", ["pkey", "-in", material.key, "-aes256", "-passout", "pass:secret", "-out", encrypted])
-        try #require(pkcs8.status == 0, pkcs8.output)
+        try #require(pkcs8.status == 0, "\(pkcs8.output)")
         let old = try await run(
             "/usr/bin/openssl", ["rsa", "-in", material.key, "-aes256", "-traditional", "-passout", "pass:secret", "-out", traditional])
-        try #require(old.status == 0, old.output)
+        try #require(old.status == 0, "\(old.output)")
         for key in [encrypted, traditional] {
             let config = "tls: { cert_file: \"\(material.cert)\", key_file: \"\(key)\" }\n"
             await #expect {
