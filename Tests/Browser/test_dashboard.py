@@ -112,7 +112,8 @@ class OpenDaemonTests(unittest.TestCase):
 
             # Reject is destructive: a click asks, the confirm button chooses.
             self.driver.find_element(By.XPATH, "//button[.//span[text()='Reject']]").click()
-            until(self.driver, lambda d: visible(d, "confirm-yes")).click()
+            until(self.driver, lambda d: visible(d, "confirm-yes"))
+            self.driver.find_element(By.ID, "confirm-yes").click()
             wait_for(lambda: self.daemon.alert("pair", first["id"])["state"] == "answered", 5, "the choice committed")
             self.shows(second["id"], timeout=SOON, driver=other)
             until(other, lambda d: "answered “Reject”" in text_of(d, "flash"), SOON)
