@@ -261,8 +261,8 @@ struct Choose: AsyncParsableCommand {
     @Flag(name: [.customShort("y"), .long], help: "Choose a destructive button without asking.")
     var yes = false
 
-    /// The 0-based `--index` of alertctl before 0.x: gone, so that a script written for it
-    /// stops instead of answering the button after the one it meant.
+    /// The 0-based `--index` that alertctl took before issue 32: gone, so that a script written
+    /// for it stops instead of answering the button after the one it meant.
     @Flag(name: .long, help: .private)
     var index = false
 
