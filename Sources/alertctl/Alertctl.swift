@@ -17,7 +17,8 @@ struct Alertctl: AsyncParsableCommand {
             --json prints the daemon's answer as it wrote it.
 
             Exit codes: 0 done (post --wait: a button other than cancel was chosen); \
-            1 post --wait: the cancel button was chosen; 2 post --wait: dismissed, expired or \
+            1 post --wait: the cancel button was chosen (choose: a destructive button was not \
+            confirmed); 2 post --wait: dismissed, expired or \
             withdrawn; 3 the daemon refused the request (its problem is printed on stderr); \
             4 the daemon could not be reached or answered nonsense; 64 bad usage (flags, URL, \
             config file); 130 interrupted.
