@@ -33,7 +33,7 @@
     shown: undefined,
     /** The client's pending alerts in display order, from the last refresh (null: not known yet). */
     pending: null,
-    /** A destructive button pressed once, waiting for its confirmation: {alertId, button}. */
+    /** A destructive button pressed once, waiting for its confirmation: {alertId, button, client}. */
     confirming: null,
     busy: false,
     /** Server time minus browser time (ms), when they differ by more than the Date header's resolution. */
