@@ -218,12 +218,22 @@ class OpenDaemonTests(unittest.TestCase):
         self.assertEqual(answered["result"]["button"], "Keep")
         self.assertFalse(visible(self.driver, "confirm"))
 
-        # Key 2 then y chooses it, as in alertctl watch.
+        # An alert answered elsewhere while its confirmation is open: nothing is chosen here, and the page says so.
         self.shows(third["id"], timeout=SOON)
         keys.send_keys("2").perform()
         until(self.driver, asking)
+        status, _ = self.daemon.choose("confirm", third["id"], "Restart")
+        self.assertEqual(status, 200)
+        until(self.driver, lambda d: not visible(d, "confirm") and "was answered “Restart”" in text_of(d, "flash")
+              and "“Wipe” was not confirmed here" in text_of(d, "flash"), SOON)
+        fourth = self.daemon.post("confirm", {"title": "Wipe staging at last?", "buttons": buttons})
+
+        # Key 2 then y chooses it, as in alertctl watch.
+        self.shows(fourth["id"], timeout=SOON)
+        keys.send_keys("2").perform()
+        until(self.driver, asking)
         keys.send_keys("y").perform()
-        answered = wait_for(lambda: (a := self.daemon.alert("confirm", third["id"]))["result"] and a, 5, "2 then y")
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", fourth["id"]))["result"] and a, 5, "2 then y")
         self.assertEqual(answered["result"]["button"], "Wipe")
 
     def test_before_the_first_answer_nothing_claims_the_client_is_empty(self):

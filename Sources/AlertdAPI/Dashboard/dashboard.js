@@ -35,6 +35,8 @@
     pending: null,
     /** A destructive button pressed once, waiting for its confirmation: {alertId, button, client}. */
     confirming: null,
+    /** The confirmation that was open when its alert left the display, until that is reported. */
+    unconfirmed: null,
     busy: false,
     /** Server time minus browser time (ms), when they differ by more than the Date header's resolution. */
     skew: 0,
@@ -484,7 +486,9 @@
     try {
       const alert = await api(clientPath(client, "/" + encodeURIComponent(previous.id)), { signal: state.controller.signal });
       if (generation !== state.generation) return;
-      $("flash").textContent = describeDecision(alert);
+      const unconfirmed = state.unconfirmed && state.unconfirmed.alertId === previous.id ? state.unconfirmed : null;
+      $("flash").textContent =
+        describeDecision(alert) + (unconfirmed ? ` “${unconfirmed.button.title}” was not confirmed here: nothing was chosen from this page.` : "");
     } catch (error) {
       // The history shows it anyway.
     }
@@ -559,9 +563,8 @@
     clearInterval(state.countdownTimer);
     state.countdownTimer = 0;
     state.busy = false;
-    if (state.confirming && (!alert || alert.id !== state.confirming.alertId)) {
-      $("flash").textContent = `The alert changed before you confirmed “${state.confirming.button.title}”; nothing was chosen.`;
-    }
+    // A confirmation left open when its alert goes: reportPrevious says so with what became of it.
+    state.unconfirmed = state.confirming && (!alert || alert.id !== state.confirming.alertId) ? state.confirming : null;
     state.confirming = null;
     const stage = $("stage");
     const content = $("stage-content");
