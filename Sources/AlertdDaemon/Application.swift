@@ -126,7 +126,8 @@ public struct Alertd: Sendable {
                 settings: .init(
                     maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
-                    signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager),
+                    signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager,
+                    callbackDeny: try config.callbacks.denyList()),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) })

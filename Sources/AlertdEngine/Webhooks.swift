@@ -69,6 +69,9 @@ extension Engine {
         if let problem = CallbackURL.problem(url) {
             return respond(.failure(EngineError(.invalidWebhook, "url \(problem)")))
         }
+        if let refused = refusedTarget(url) {
+            return respond(.failure(EngineError(.invalidWebhook, "url \(refused)")))
+        }
         if let secret {
             // As in an alert's text (AlertDraft.validate): PostgreSQL's text cannot hold it.
             if secret.unicodeScalars.contains("\u{0}") {

@@ -201,13 +201,13 @@ struct AlertctlTests {
         ]
         #expect(Set(answered["alerts"]!.map { $0["id"] as! String }) == [id, secondID])
 
-        let hook = try await ctl.json("webhooks", "add", "ops", "http://127.0.0.1:1/hook") as! [String: Any]
+        let hook = try await ctl.json("webhooks", "add", "ops", "https://hooks.example.com/hook") as! [String: Any]
         let hookID = hook["id"] as! String
         #expect((hook["secret"] as? String)?.hasPrefix("whsec_") == true)
         let hooks = try await ctl.run("webhooks", "list", "ops")
         #expect(hooks.stdout.hasPrefix(hookID) && !hooks.stdout.contains("whsec_"))
         // The same URL again would deliver every event twice: refused, naming the webhook it has.
-        let twice = try await ctl.run("webhooks", "add", "ops", "http://127.0.0.1:1/hook")
+        let twice = try await ctl.run("webhooks", "add", "ops", "https://hooks.example.com/hook")
         #expect(twice.status == 3 && twice.stderr.contains("already has a webhook") && twice.stderr.contains(hookID), "\(twice)")
         let note = try await ctl.run("post", "ops", "--title", "note", "--dismiss-after", "0.05", "--wait", "--json")
         #expect(note.status == 2)
