@@ -429,7 +429,8 @@ extension Config {
         entry.only(["name", "sha256", "roles", "clients"])
         guard let name = try entry.string("name"), !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
         else {
-            throw entry.error("name", "is required: up to 64 visible ASCII characters")
+            let space = (try? entry.string("name"))??.contains(" ") == true ? "; a space is not one (use - or _)" : ""
+            throw entry.error("name", "is required: up to 64 visible ASCII characters\(space)")
         }
         guard !existing.contains(where: { $0.name == name }) else {
             throw entry.error("name", "\(name) is already the name of another token", separator: ": ")
@@ -669,10 +670,11 @@ private struct Section {
         return v
     }
 
+    /// A number of seconds, or a duration as Alertmanager writes it (`90s`, `5m`, `1h30m`: ``DurationText``).
     func seconds(_ key: String) throws -> Double? {
         guard let node = value(key) else { return nil }
-        guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0 else {
-            throw error(key, "must be a number of seconds greater than 0")
+        guard let v = node.float ?? node.int.map(Double.init) ?? node.string.flatMap(DurationText.seconds), v.isFinite, v > 0 else {
+            throw error(key, "must be a number of seconds or a duration (90s, 5m, 1h30m), greater than 0")
         }
         guard v <= Self.maxSeconds else { throw error(key, "must be at most \(Int(Self.maxSeconds)) seconds (100 years)") }
         return v

@@ -45,10 +45,14 @@ struct Post: AsyncParsableCommand {
     @Option(name: .long, help: "−100…100; higher is displayed earlier.")
     var priority: Int?
 
-    @Option(name: .customLong("expires-in"), help: "Seconds until it expires if no one answers.")
+    @Option(
+        name: .customLong("expires-in"), help: "Until it expires if no one answers: seconds, or a duration (90s, 5m, 1h30m).",
+        transform: Seconds.positive)
     var expiresIn: Double?
 
-    @Option(name: .customLong("dismiss-after"), help: "Without buttons: seconds it stays displayed.")
+    @Option(
+        name: .customLong("dismiss-after"), help: "Without buttons: how long it stays displayed, seconds or a duration (90s, 5m).",
+        transform: Seconds.positive)
     var dismissAfter: Double?
 
     @Option(name: .long, help: "A URL that receives the terminal event.")
@@ -67,7 +71,8 @@ struct Post: AsyncParsableCommand {
 
     @Option(
         name: .customLong("retry-for"),
-        help: "With --wait: how many seconds in a row to keep trying while the daemon is unreachable or busy.")
+        help: "With --wait: how long (seconds, or 90s, 5m, 1h) in a row to keep trying while the daemon is unreachable or busy.",
+        transform: Seconds.zeroOrMore)
     var retryFor: Double = 300
 
     func validate() throws {
@@ -177,10 +182,16 @@ struct Post: AsyncParsableCommand {
         }
         var object: JSONObject?
         if let metadata {
-            guard let value = try? JSONDecoder().decode(JSONObject.self, from: Data(metadata.utf8)) else {
-                throw Failure("--metadata must be a JSON object", code: Exit.usage)
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(metadata)
+            } catch {
+                throw Failure("--metadata is not valid JSON: \(error)", code: Exit.usage)
             }
-            object = value
+            guard case .object(let members) = value else {
+                throw Failure("--metadata must be a JSON object ({\"key\": \"value\"}), not \(value.typeName)", code: Exit.usage)
+            }
+            object = members
         }
         return NewAlert(
             title: title, message: message, style: parsedStyle, buttons: buttons.isEmpty ? nil : buttons, priority: priority,
@@ -613,4 +624,23 @@ struct AlertArgument: ParsableArguments {
 
     @Argument(help: "The alert's id.")
     var id: String
+}
+
+/// Options that take seconds: a number, or a duration as Alertmanager and the
+/// config write it (`90s`, `5m`, `1h30m`), through the one parser, ``DurationText``.
+enum Seconds {
+    static func positive(_ text: String) throws -> Double {
+        guard let seconds = DurationText.seconds(text) else {
+            throw ValidationError("not a number of seconds or a duration (90s, 5m, 1h30m) greater than 0")
+        }
+        return seconds
+    }
+
+    static func zeroOrMore(_ text: String) throws -> Double {
+        if let zero = Double(text), zero == 0 { return 0 }
+        guard let seconds = DurationText.seconds(text) else {
+            throw ValidationError("not 0, a number of seconds or a duration (90s, 5m, 1h)")
+        }
+        return seconds
+    }
 }
