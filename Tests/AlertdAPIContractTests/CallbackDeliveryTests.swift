@@ -366,6 +366,22 @@ struct CallbackDeliveryTests {
         }
     }
 
+    @Test("a webhook secret under 16 bytes is refused when registered, saying how long it is and what is needed")
+    func weakWebhookSecret() async throws {
+        let client = Contract.uniqueClient("weak")
+        try await withTestClient { http in
+            let weak = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/a","secret":"change-me"}"#)
+            let problem = Contract.expectProblem(weak, status: 400, code: "bad-request")
+            let detail = problem["detail"] as? String ?? ""
+            #expect(detail.contains("secret is 9 bytes") && detail.contains("16"), "\(detail)")
+            let encoded = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/b","secret":"whsec_AAAA"}"#)
+            #expect(encoded.status == 400, "whsec_ counts the decoded bytes (3): \(encoded.text)")
+            let strong = try await http.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/c","secret":"sixteen-bytes-ok"}"#)
+            #expect(strong.status == 201, "\(strong.text)")
+        }
+    }
+
     @Test(
         "a callback_url whose name resolves into the default deny list is refused at each attempt and recorded, never called; callbacks.allow lets a named address through"
     )

@@ -81,8 +81,8 @@ struct WebhookAPITests {
     func givenSecretAndRestart() async throws {
         var daemon = try await InProcessDaemon()
         let created = try await daemon.send(
-            "POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example.com/h","secret":"my secret"}"#)
-        #expect(try created.object()["secret"] as? String == "my secret")
+            "POST", "/v1/clients/ops/webhooks", json: #"{"url":"https://hooks.example.com/h","secret":"my secret, long enough"}"#)
+        #expect(try created.object()["secret"] as? String == "my secret, long enough")
         let id = try created.object()["id"] as! String
         daemon = try await daemon.restart()
         defer { daemon.cleanUp() }
