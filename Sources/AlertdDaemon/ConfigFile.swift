@@ -88,7 +88,13 @@ extension Config {
         problems.check {
             if let v = try root.string("listen") {
                 config.listen = v
-                _ = try config.listenAddress()
+                do {
+                    _ = try config.listenAddress()
+                } catch {
+                    // Named by file and key, so the start's own check of listen does not say it again.
+                    let text = "\(error)"
+                    throw root.error("listen", text.hasPrefix("listen ") ? String(text.dropFirst("listen ".count)) : text)
+                }
             }
         }
         problems.check { if let v = try root.string("state_dir") { config.stateDir = problems.path(v) } }
