@@ -43,7 +43,7 @@ extension Config {
         do {
             node = try Yams.compose(yaml: yaml)
         } catch let error as YamlError {
-            throw ConfigErrors(errors: [ConfigError(Self.describe(error, source: source))])
+            throw ConfigErrors(errors: [ConfigError(Self.describe(error, source: source, yaml: yaml))])
         } catch {
             throw ConfigErrors(errors: [ConfigError("\(source): not valid YAML: \(error)")])
         }
@@ -69,14 +69,29 @@ extension Config {
         return URL(fileURLWithPath: joined).standardized.path
     }
 
-    /// A YAML syntax error as one line: `file:line:column: what`.
-    static func describe(_ error: YamlError, source: String) -> String {
+    /// A YAML syntax error as one line: `file:line:column: what`. A tab in the indentation
+    /// of a line up to the error's is named as the tab, at its own line (libyaml says
+    /// "found character that cannot start any token", or blames a later line).
+    static func describe(_ error: YamlError, source: String, yaml: String = "") -> String {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
-            "\(source):\(mark.line):\(mark.column): not valid YAML: \(problem)"
+            if let tab = indentationTab(in: yaml, upTo: mark.line) {
+                "\(source):\(tab.line):\(tab.column): not valid YAML: a tab in the indentation; YAML indents with spaces only"
+            } else {
+                "\(source):\(mark.line):\(mark.column): not valid YAML: \(problem)"
+            }
         default:
             "\(source): not valid YAML: \(error.description.split(separator: "\n").first ?? "")"
         }
+    }
+
+    /// The first tab among the leading blanks of lines 1 through `last` (1-based line and column).
+    static func indentationTab(in yaml: String, upTo last: Int) -> (line: Int, column: Int)? {
+        for (index, line) in yaml.split(separator: "\n", omittingEmptySubsequences: false).prefix(max(0, last)).enumerated() {
+            let blanks = line.prefix { $0 == " " || $0 == "\t" }
+            if let tab = blanks.firstIndex(of: "\t") { return (index + 1, blanks.distance(from: blanks.startIndex, to: tab) + 1) }
+        }
+        return nil
     }
 
     private static func read(_ node: Node, into config: inout Config, source: String, _ problems: Problems) {
