@@ -276,9 +276,16 @@ class OpenDaemonTests(unittest.TestCase):
         dialog_middle = shown["rect"]["y"] + shown["rect"]["height"] / 2
         stage_middle = shown["stage"]["y"] + shown["stage"]["height"] / 2
         self.assertAlmostEqual(dialog_middle, stage_middle, delta=20, msg="an alert is centered")
-        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata").get_attribute("textContent")
-        self.assertEqual(json.loads(metadata), DEPLOY["metadata"])
+        # Metadata reads as keys and values; the raw JSON waits one click away.
+        keys = [e.get_attribute("textContent") for e in self.driver.find_elements(By.CSS_SELECTOR, ".dialog-metadata dt")]
+        values = [e.get_attribute("textContent") for e in self.driver.find_elements(By.CSS_SELECTOR, ".dialog-metadata dd")]
+        self.assertEqual(list(zip(keys, values)), [("build", "1234"), ("branch", "main"), ("requested_by", "ci")])
+        raw = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata-raw")
+        self.assertFalse(raw.is_displayed(), "the raw JSON is behind a click")
         screenshot(self.driver, "dashboard-alert.png")
+        self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata-json summary").click()
+        until(self.driver, lambda d: raw.is_displayed(), 5, "the raw JSON shown after one click")
+        self.assertEqual(json.loads(raw.get_attribute("textContent")), DEPLOY["metadata"])
         self.assertEqual(self.daemon.choose("ops", two["id"], "Deploy")[0], 200)
         self.assertEqual(self.daemon.choose("ops", rotate["id"], "Rotate")[0], 200)
 
@@ -343,8 +350,10 @@ class OpenDaemonTests(unittest.TestCase):
         self.assertEqual(shown["message"], hostile["message"])
         self.assertEqual([b["title"] for b in shown["buttons"]], [b["title"] for b in hostile["buttons"]])
         self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "#stage-content img, #stage-content script, #stage-content svg, #stage-content b"), [])
-        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata").get_attribute("textContent")
+        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata-raw").get_attribute("textContent")
         self.assertEqual(json.loads(metadata), hostile["metadata"])
+        values = [e.get_attribute("textContent") for e in self.driver.find_elements(By.CSS_SELECTOR, ".dialog-metadata dd")]
+        self.assertEqual(values, ["<svg onload=alert(5)>", '{"list":[1,"two"]}'], "values as text, objects as compact JSON")
         self.assertIn('\n  "html": "<svg onload=alert(5)>"', metadata, "formatted JSON, as text")
         # Answer it, so the title also goes through the history and the flash.
         self.driver.find_element(By.CSS_SELECTOR, "button.action[data-index='0']").click()

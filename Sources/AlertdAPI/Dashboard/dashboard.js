@@ -607,7 +607,7 @@
       { class: "dialog-body" },
       el("h2", { id: "dialog-title", class: "dialog-title", text: alert.title }),
       alert.message ? el("p", { id: "dialog-message", class: "dialog-message", text: alert.message }) : null,
-      alert.metadata ? el("pre", { class: "dialog-metadata", "aria-label": "metadata", text: JSON.stringify(alert.metadata, null, 2) }) : null,
+      alert.metadata ? metadataElement(alert.metadata) : null,
       alert.buttons.length === 0 ? countdownElement() : null,
     );
     const note = mayAnswer
@@ -830,6 +830,41 @@
     if (!chosen) return;
     event.preventDefault();
     if (!chosen.disabled) chosen.click();
+  }
+
+  /**
+   * An alert's metadata as a person reads it: Alertmanager's labels as labels, every
+   * other member as a key and its value (a string as it is, anything else as compact
+   * JSON), and the raw JSON one click away ("Raw JSON", a <details>). All text nodes.
+   */
+  function metadataElement(metadata) {
+    const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+    const alertmanager = isObject(metadata.alertmanager) ? metadata.alertmanager : null;
+    const labels = alertmanager && isObject(alertmanager.labels) ? alertmanager.labels : null;
+    const members = Object.entries(metadata).filter(([key]) => !(labels && key === "alertmanager"));
+    const shown = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+    return el(
+      "div",
+      { class: "dialog-metadata-box" },
+      labels
+        ? el(
+            "ul",
+            { class: "dialog-labels", "aria-label": "Alertmanager labels" },
+            ...Object.entries(labels).map(([name, value]) =>
+              el("li", { class: "label" }, el("span", { class: "label-name", text: name }), el("span", { class: "label-value", text: shown(value) })),
+            ),
+          )
+        : null,
+      members.length > 0
+        ? el("dl", { class: "dialog-metadata", "aria-label": "metadata" }, ...members.flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { text: shown(value) })]))
+        : null,
+      el(
+        "details",
+        { class: "dialog-metadata-json" },
+        el("summary", { text: "Raw JSON" }),
+        el("pre", { class: "dialog-metadata-raw", "aria-label": "metadata as JSON", text: JSON.stringify(metadata, null, 2) }),
+      ),
+    );
   }
 
   // MARK: - Queue and history
