@@ -75,6 +75,27 @@ class OpenDaemonTests(unittest.TestCase):
     def shows(self, alert_id, timeout=5, driver=None):
         until(driver or self.driver, lambda d: dialog_id(d) == alert_id, timeout, f"alert {alert_id} displayed")
 
+    def test_a_1200_px_window_with_history_rows_has_no_horizontal_scrolling(self):
+        client = "narrow"
+        for index in range(6):
+            posted = self.daemon.post(client, {
+                "title": f"Deploy build {index} of payments-api to production eu-west-1?",
+                "buttons": [{"title": "Deploy everything now", "style": "destructive"}, {"title": "Cancel", "style": "cancel"}],
+            })
+            self.assertEqual(self.daemon.choose(client, posted["id"], "Deploy everything now")[0], 200)
+        self.daemon.post(client, DEPLOY)
+        driver = browser(width=1200, height=800)
+        try:
+            driver.get(f"{self.daemon.base}/#/clients/{client}")
+            until(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-body tr")) == 6, 10, "six history rows")
+            widths = driver.execute_script(
+                "const wrap = document.querySelector('.table-wrap');"
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth, wrap.scrollWidth, wrap.clientWidth];")
+            self.assertLessEqual(widths[0], widths[1], f"the page scrolls sideways: {widths}")
+            self.assertLessEqual(widths[2], widths[3], f"the history table scrolls sideways: {widths}")
+        finally:
+            driver.quit()
+
     def test_a_posted_alert_appears_a_click_answers_it_and_the_next_one_appears(self):
         self.open("flow")
         first = self.daemon.post("flow", DEPLOY)
