@@ -40,7 +40,9 @@ final class StateLock: Sendable {
     static func cannotCreate(_ directory: String, _ error: any Error) -> String {
         let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey]
         let code: Int32? =
-            if let posix = underlying as? POSIXError { posix.code.rawValue } else if let ns = underlying as? NSError,
+            if let posix = underlying as? POSIXError {
+                posix.code.rawValue
+            } else if let ns = underlying as? NSError,
                 ns.domain == NSPOSIXErrorDomain
             { Int32(ns.code) } else { nil }
         let reason = code.map { String(cString: strerror($0)) } ?? "\(error.localizedDescription)"

@@ -57,7 +57,8 @@ extension Engine {
         }
         if let url = draft.callbackURL, let refused = refusedTarget(url) {
             return respond(
-                .failure(EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])))
+                .failure(
+                    EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])))
         }
         if draft.metadata?[AlertmanagerMapping.metadataKey] != nil {
             // Only the receiver writes it: a button of an alert that carries it can create a

@@ -34,7 +34,8 @@ struct TokenCommand: ParsableCommand {
             guard !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 if name.contains(" ") {
                     throw ValidationError(
-                        "the name \"\(name)\" has a space, which a token name may not: use - or _ (\(name.replacingOccurrences(of: " ", with: "-")))")
+                        "the name \"\(name)\" has a space, which a token name may not: use - or _ (\(name.replacingOccurrences(of: " ", with: "-")))"
+                    )
                 }
                 throw ValidationError("the name must be 1 to 64 visible ASCII characters")
             }

@@ -353,16 +353,21 @@ struct CallbackDeliveryTests {
             let hooks = try await http.get("/v1/clients/\(client)/webhooks").jsonObject()
             #expect((hooks["webhooks"] as? [Any])?.isEmpty == true, "nothing was registered: \(hooks)")
             // A name is judged when resolved, before each attempt: it is accepted here.
-            #expect(try await http.post("/v1/clients/\(client)/alerts", json: #"{"title":"t","callback_url":"http://localhost:9/x"}"#).status == 201)
+            #expect(
+                try await http.post("/v1/clients/\(client)/alerts", json: #"{"title":"t","callback_url":"http://localhost:9/x"}"#).status
+                    == 201)
         }
         let globs = Contract.uniqueClient("globs")
         try await withTestClient(config: config(deny: ["*.internal", "127.0.0.0/8"], allow: ["hooks.corp.internal"])) { http in
-            let named = try await http.post("/v1/clients/\(globs)/alerts", json: #"{"title":"t","callback_url":"http://metadata.internal/x"}"#)
+            let named = try await http.post(
+                "/v1/clients/\(globs)/alerts", json: #"{"title":"t","callback_url":"http://metadata.internal/x"}"#)
             let problem = Contract.expectProblem(named, status: 400, code: "invalid-alert")
             #expect(problem.description.contains("matches callbacks.deny entry *.internal"), "\(problem)")
             let allowed = try await http.post("/v1/clients/\(globs)/webhooks", json: #"{"url":"https://hooks.corp.internal/alertd"}"#)
             #expect(allowed.status == 201, "callbacks.allow names it: \(allowed.text)")
-            #expect(try await http.post("/v1/clients/\(globs)/webhooks", json: #"{"url":"https://10.0.0.1/x"}"#).status == 201, "deny replaced the default")
+            #expect(
+                try await http.post("/v1/clients/\(globs)/webhooks", json: #"{"url":"https://10.0.0.1/x"}"#).status == 201,
+                "deny replaced the default")
         }
     }
 
@@ -370,11 +375,13 @@ struct CallbackDeliveryTests {
     func weakWebhookSecret() async throws {
         let client = Contract.uniqueClient("weak")
         try await withTestClient { http in
-            let weak = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/a","secret":"change-me"}"#)
+            let weak = try await http.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/a","secret":"change-me"}"#)
             let problem = Contract.expectProblem(weak, status: 400, code: "bad-request")
             let detail = problem["detail"] as? String ?? ""
             #expect(detail.contains("secret is 9 bytes") && detail.contains("16"), "\(detail)")
-            let encoded = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/b","secret":"whsec_AAAA"}"#)
+            let encoded = try await http.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/b","secret":"whsec_AAAA"}"#)
             #expect(encoded.status == 400, "whsec_ counts the decoded bytes (3): \(encoded.text)")
             let strong = try await http.post(
                 "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/c","secret":"sixteen-bytes-ok"}"#)

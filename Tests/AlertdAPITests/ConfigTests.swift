@@ -79,7 +79,8 @@ struct ConfigTests {
         #expect(config.queueSettings["other"] == ClientSettings(policy: .fifo, maxPending: 50))
     }
 
-    @Test("keys in seconds take durations as Alertmanager writes them (90s, 5m, 1h, 7d) through the one parser; a wrong one names the forms")
+    @Test(
+        "keys in seconds take durations as Alertmanager writes them (90s, 5m, 1h, 7d) through the one parser; a wrong one names the forms")
     func durations() throws {
         let config = try Config.parse(
             yaml: """

@@ -40,7 +40,9 @@ struct AlertctlScriptTests {
     func metadataErrors() async throws {
         let ctl = Alertctl(url: "http://127.0.0.1:1")
         let broken = try await ctl.run("post", "ops", "--title", "x", "--metadata", "{bad")
-        #expect(broken.status == 64 && broken.stderr.contains("--metadata is not valid JSON: ") && broken.stderr.contains("at byte 1"), "\(broken)")
+        #expect(
+            broken.status == 64 && broken.stderr.contains("--metadata is not valid JSON: ") && broken.stderr.contains("at byte 1"),
+            "\(broken)")
         let array = try await ctl.run("post", "ops", "--title", "x", "--metadata", "[1]")
         #expect(array.status == 64 && array.stderr.contains("must be a JSON object") && array.stderr.contains("array"), "\(array)")
     }

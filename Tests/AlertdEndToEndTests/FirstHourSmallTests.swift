@@ -35,17 +35,20 @@ struct FirstHourSmallTests {
         #expect(!start.stderr.contains("NSCocoaErrorDomain"), "\(start)")
     }
 
-    @Test("a tab in the indentation is named as a tab, at the tab's line and column", arguments: [
-        ("limits:\n\tmax_waiters: 5\n", "2:1"),
-        ("auth:\n  allow_anonymous: true\n  \ttokens: []\n", "3:3"),
-        ("limits:\n  max_waiters: 5\n \t max_connections: 9\nlog: { level: info }\n", "3:2"),
-    ])
+    @Test(
+        "a tab in the indentation is named as a tab, at the tab's line and column",
+        arguments: [
+            ("limits:\n\tmax_waiters: 5\n", "2:1"),
+            ("auth:\n  allow_anonymous: true\n  \ttokens: []\n", "3:3"),
+            ("limits:\n  max_waiters: 5\n \t max_connections: 9\nlog: { level: info }\n", "3:2"),
+        ])
     func tabNamed(yaml: String, position: String) async throws {
         let (directory, file) = try Self.configFile(yaml)
         defer { try? FileManager.default.removeItem(at: directory) }
         let check = try await Program.alertd(["check-config", file.path])
         #expect(
-            check.status == 1 && check.stderr == "\(file.path):\(position): not valid YAML: a tab in the indentation; YAML indents with spaces only\n",
+            check.status == 1
+                && check.stderr == "\(file.path):\(position): not valid YAML: a tab in the indentation; YAML indents with spaces only\n",
             "\(check)")
     }
 }
