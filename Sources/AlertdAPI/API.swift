@@ -282,7 +282,12 @@ struct Call: Sendable {
     func client() throws(Problem) -> String {
         let client = captures["client"] ?? ""
         guard ClientID.isValid(client) else {
-            throw Problem(.badRequest, "client id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+            // A space is the likeliest mistake ("my app"): say so rather than leave it to the pattern.
+            let space = client.contains(" ") || client.lowercased().contains("%20")
+            throw Problem(
+                .badRequest,
+                "client id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+                    + (space ? "; it has a space, which a client id may not: use - or _ (my-app)" : ""))
         }
         return client
     }

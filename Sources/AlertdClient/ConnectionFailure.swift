@@ -13,6 +13,9 @@ struct ConnectionFailure {
     var neverSent: Bool
     /// The TLS handshake failed on the daemon's certificate.
     var certificate: AlertdError.CertificateProblem?
+    /// The connection was closed (or reset) with no answer: what a daemon serving TLS does to
+    /// a plain-HTTP request.
+    var closedUnanswered = false
 
     /// `host:port` of the daemon's URL, as the user gave it.
     static func endpoint(of base: String) -> String {
@@ -26,8 +29,11 @@ struct ConnectionFailure {
     static func error(_ error: any Error, base: String, timeout: Double) -> AlertdError {
         let failure = ConnectionFailure(error, timeout: timeout)
         let prefix = failure.neverSent ? "cannot reach alertd" : "no answer from alertd"
-        var error = AlertdError(
-            kind: .connection, message: "\(prefix): \(failure.reason) (\(endpoint(of: base)))", neverSent: failure.neverSent)
+        var message = "\(prefix): \(failure.reason) (\(endpoint(of: base)))"
+        if failure.closedUnanswered, URLComponents(string: base)?.scheme?.lowercased() == "http" {
+            message += "; is it https? alertd with tls: closes plain http:// connections unanswered: try https://\(endpoint(of: base))"
+        }
+        var error = AlertdError(kind: .connection, message: message, neverSent: failure.neverSent)
         error.certificateProblem = failure.certificate
         return error
     }
@@ -53,6 +59,7 @@ struct ConnectionFailure {
             case .connectTimeout: self.init(reason: "timed out connecting", neverSent: true)
             case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed:
                 self.init(reason: "the connection was closed before an answer came", neverSent: false)
+                closedUnanswered = true
             default: self.init(reason: "the connection failed", neverSent: false)
             }
         case let error as NIOSSLExtraError where error == .failedToValidateHostname:
@@ -82,9 +89,10 @@ struct ConnectionFailure {
         }
     }
 
-    private init(reason: String, neverSent: Bool) {
+    private init(reason: String, neverSent: Bool, closed: Bool = false) {
         self.reason = reason
         self.neverSent = neverSent
+        self.closedUnanswered = closed
     }
 
     private static func describe(_ error: HTTPClientError, timeout: Double) -> ConnectionFailure {
@@ -94,7 +102,7 @@ struct ConnectionFailure {
         case .deadlineExceeded, .readTimeout, .writeTimeout:
             ConnectionFailure(reason: "no answer within \(Self.seconds(timeout))", neverSent: false)
         case .remoteConnectionClosed:
-            ConnectionFailure(reason: "the connection was closed before an answer came", neverSent: false)
+            ConnectionFailure(reason: "the connection was closed before an answer came", neverSent: false, closed: true)
         // Short descriptions carry no values (AsyncHTTPClient keeps them fit for metric labels).
         default: ConnectionFailure(reason: "the request failed: " + error.shortDescription.lowercased(), neverSent: false)
         }
@@ -107,8 +115,8 @@ struct ConnectionFailure {
         case EHOSTUNREACH: ConnectionFailure(reason: "host unreachable", neverSent: true)
         case ETIMEDOUT: ConnectionFailure(reason: "timed out connecting", neverSent: true)
         case EADDRNOTAVAIL: ConnectionFailure(reason: "no local address to connect from", neverSent: true)
-        case ECONNRESET: ConnectionFailure(reason: "connection reset by the daemon", neverSent: false)
-        case EPIPE: ConnectionFailure(reason: "the connection was closed before an answer came", neverSent: false)
+        case ECONNRESET: ConnectionFailure(reason: "connection reset by the daemon", neverSent: false, closed: true)
+        case EPIPE: ConnectionFailure(reason: "the connection was closed before an answer came", neverSent: false, closed: true)
         default: ConnectionFailure(reason: "the connection failed: " + String(cString: strerror(code)), neverSent: false)
         }
     }

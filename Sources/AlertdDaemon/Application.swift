@@ -127,7 +127,8 @@ public struct Alertd: Sendable {
                 settings: .init(
                     maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
-                    signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager),
+                    signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager,
+                    callbackDeny: try config.callbacks.denyList()),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) })
@@ -227,7 +228,9 @@ public enum Application {
         let notifier = Systemd.Notifier()
         let listening: Logger.Metadata = [
             "scheme": "\(tls == nil ? "http" : "https")",
-            "store": "\(alertd.sqlite == nil ? config.store.description : "sqlite:\(config.stateDir)")",
+            // The absolute path, whatever the file or --state-dir said: where the store really is.
+            "store":
+                "\(alertd.sqlite == nil ? config.store.description : "sqlite:\(Config.absolute(config.stateDir))")",
             "durability": "\(alertd.sqlite == nil ? "as the database commits" : config.durability.rawValue)",
             "tokens": "\(config.tokens.isEmpty ? "none (anonymous API, Host and Origin checked)" : "\(config.tokens.count)")",
         ]

@@ -72,6 +72,13 @@ public struct Config: Sendable {
                 }
                 let text = String(decoding: data, as: UTF8.self)
                 guard text.contains("-----BEGIN ") else { throw ConfigError("tls.\(key): \(path) is not a PEM file", key: "tls.\(key)") }
+                // PKCS#8 ("BEGIN ENCRYPTED PRIVATE KEY") or the traditional form ("Proc-Type: 4,ENCRYPTED").
+                if key == "key_file", text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED") {
+                    throw ConfigError(
+                        "tls.key_file: \(path) is an encrypted private key (it needs a passphrase, and alertd cannot ask for one): "
+                            + "write it unencrypted with `openssl pkey -in \(path) -out key.pem` and keep that file readable by alertd alone",
+                        key: "tls.key_file")
+                }
                 return text
             }
             return (try text(certFile, "cert_file"), try text(keyFile, "key_file"))

@@ -1,3 +1,5 @@
+import AlertdEngine
+import AlertdWire
 import Foundation
 import Glibc
 import NIOSSL
@@ -55,6 +57,16 @@ extension Config {
         }
         if limits.ratePerSecond != nil, tokens.isEmpty {
             check.warnings.append("limits.rate_per_second has no effect: it limits each token, and there are no auth.tokens")
+        }
+        if let secret = callbacks.signingSecret, let key = try? WebhookKey(secret: secret), let weak = Engine.weakSecret(key) {
+            check.warnings.append(
+                "callbacks.signing_secret \(weak): anyone holding one signed callback can try guesses offline; "
+                    + "openssl rand -base64 32 makes a good one")
+        }
+        for (index, hook) in webhooks.enumerated() {
+            if let key = try? WebhookKey(secret: hook.secret), let weak = Engine.weakSecret(key) {
+                check.warnings.append("webhooks[\(index)] (client \(hook.client)): secret \(weak)")
+            }
         }
         if metricsRequireToken, tokens.isEmpty {
             check.warnings.append("metrics.require_token with no auth.tokens: no request can read /metrics")

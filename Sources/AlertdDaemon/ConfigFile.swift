@@ -20,8 +20,10 @@ extension Config {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigErrors(errors: [ConfigError("cannot read config file \(path): it is not UTF-8 text")])
         }
+        // Relative paths in the file are the file's: its directory, made absolute from here.
+        let directory = URL(fileURLWithPath: Config.absolute(path)).deletingLastPathComponent().standardized.path
         do {
-            var config = try parse(yaml: text, source: path)
+            var config = try parse(yaml: text, source: path, directory: directory)
             config.source = path
             return config
         } catch var errors as ConfigErrors {
@@ -32,31 +34,64 @@ extension Config {
 
     /// Parses config YAML. Every problem in it is reported at once
     /// (``ConfigErrors``, one line each naming its key), not only the first.
-    public static func parse(yaml: String, source: String = "config") throws -> Config {
+    ///
+    /// - Parameter directory: what relative paths in the file (`state_dir`, `tls.cert_file`,
+    ///   `tls.key_file`, `integrations.alertmanager.bearer_token_file`) are relative to: the
+    ///   config file's directory. nil leaves them as written (relative to the working directory).
+    public static func parse(yaml: String, source: String = "config", directory: String? = nil) throws -> Config {
         let node: Node?
         do {
             node = try Yams.compose(yaml: yaml)
         } catch let error as YamlError {
-            throw ConfigErrors(errors: [ConfigError(Self.describe(error, source: source))])
+            throw ConfigErrors(errors: [ConfigError(Self.describe(error, source: source, yaml: yaml))])
         } catch {
             throw ConfigErrors(errors: [ConfigError("\(source): not valid YAML: \(error)")])
         }
         var config = Config()
         guard let node else { return config }  // an empty file: every default
-        let problems = Problems()
+        let problems = Problems(directory: directory)
         read(node, into: &config, source: source, problems)
         if !problems.errors.isEmpty { throw ConfigErrors(errors: problems.errors, partial: config) }
         return config
     }
 
-    /// A YAML syntax error as one line: `file:line:column: what`.
-    static func describe(_ error: YamlError, source: String) -> String {
+    /// `path` relative to `directory` when it is relative (and there is a directory), cleaned up
+    /// (`./a/../b` → `b`); an absolute path, or an empty one, as it is.
+    static func resolve(_ path: String, from directory: String?) -> String {
+        guard let directory, !path.isEmpty, !path.hasPrefix("/") else { return path }
+        // Joined as text first: a URL relative to a base loses the base when standardized.
+        return URL(fileURLWithPath: directory + "/" + path).standardized.path
+    }
+
+    /// `path` made absolute from the working directory, cleaned up (`./a/../b` → `b`).
+    public static func absolute(_ path: String) -> String {
+        let joined = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return URL(fileURLWithPath: joined).standardized.path
+    }
+
+    /// A YAML syntax error as one line: `file:line:column: what`. A tab in the indentation
+    /// of a line up to the error's is named as the tab, at its own line (libyaml says
+    /// "found character that cannot start any token", or blames a later line).
+    static func describe(_ error: YamlError, source: String, yaml: String = "") -> String {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
-            "\(source):\(mark.line):\(mark.column): not valid YAML: \(problem)"
+            if let tab = indentationTab(in: yaml, upTo: mark.line) {
+                "\(source):\(tab.line):\(tab.column): not valid YAML: a tab in the indentation; YAML indents with spaces only"
+            } else {
+                "\(source):\(mark.line):\(mark.column): not valid YAML: \(problem)"
+            }
         default:
             "\(source): not valid YAML: \(error.description.split(separator: "\n").first ?? "")"
         }
+    }
+
+    /// The first tab among the leading blanks of lines 1 through `last` (1-based line and column).
+    static func indentationTab(in yaml: String, upTo last: Int) -> (line: Int, column: Int)? {
+        for (index, line) in yaml.split(separator: "\n", omittingEmptySubsequences: false).prefix(max(0, last)).enumerated() {
+            let blanks = line.prefix { $0 == " " || $0 == "\t" }
+            if let tab = blanks.firstIndex(of: "\t") { return (index + 1, blanks.distance(from: blanks.startIndex, to: tab) + 1) }
+        }
+        return nil
     }
 
     private static func read(_ node: Node, into config: inout Config, source: String, _ problems: Problems) {
@@ -68,10 +103,16 @@ extension Config {
         problems.check {
             if let v = try root.string("listen") {
                 config.listen = v
-                _ = try config.listenAddress()
+                do {
+                    _ = try config.listenAddress()
+                } catch {
+                    // Named by file and key, so the start's own check of listen does not say it again.
+                    let text = "\(error)"
+                    throw root.error("listen", text.hasPrefix("listen ") ? String(text.dropFirst("listen ".count)) : text)
+                }
             }
         }
-        problems.check { if let v = try root.string("state_dir") { config.stateDir = v } }
+        problems.check { if let v = try root.string("state_dir") { config.stateDir = problems.path(v) } }
         problems.check {
             if let v = try root.string("durability") {
                 guard let durability = Durability(rawValue: v) else {
@@ -134,7 +175,7 @@ extension Config {
             let cert = problems.check { try tls.string("cert_file") } ?? nil
             let key = problems.check { try tls.string("key_file") } ?? nil
             if let cert, let key {
-                config.tls = TLSFiles(certFile: cert, keyFile: key)
+                config.tls = TLSFiles(certFile: problems.path(cert), keyFile: problems.path(key))
             } else if !problems.has("tls.cert_file"), !problems.has("tls.key_file") {
                 problems.add(ConfigError("\(source): tls needs both cert_file and key_file (PEM files)", key: "tls"))
             }
@@ -289,7 +330,7 @@ extension Config {
             }
         }
         problems.check {
-            if let path = try section.string("bearer_token_file") {
+            if let path = try section.string("bearer_token_file").map(problems.path) {
                 guard let data = FileManager.default.contents(atPath: path) else {
                     throw section.error("bearer_token_file", "cannot read \(path)")
                 }
@@ -409,7 +450,8 @@ extension Config {
         entry.only(["name", "sha256", "roles", "clients"])
         guard let name = try entry.string("name"), !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
         else {
-            throw entry.error("name", "is required: up to 64 visible ASCII characters")
+            let space = (try? entry.string("name"))??.contains(" ") == true ? "; a space is not one (use - or _)" : ""
+            throw entry.error("name", "is required: up to 64 visible ASCII characters\(space)")
         }
         guard !existing.contains(where: { $0.name == name }) else {
             throw entry.error("name", "\(name) is already the name of another token", separator: ": ")
@@ -499,6 +541,13 @@ extension Config {
 private final class Problems {
     private(set) var errors: [ConfigError] = []
     private var keys = Set<String>()
+    /// The config file's directory, for relative paths in it.
+    let directory: String?
+
+    init(directory: String?) { self.directory = directory }
+
+    /// `path` as written in the file, resolved against the file's directory when it is relative.
+    func path(_ path: String) -> String { Config.resolve(path, from: directory) }
 
     func add(_ error: ConfigError) {
         if let key = error.key, !keys.insert(key).inserted { return }
@@ -642,10 +691,11 @@ private struct Section {
         return v
     }
 
+    /// A number of seconds, or a duration as Alertmanager writes it (`90s`, `5m`, `1h30m`: ``DurationText``).
     func seconds(_ key: String) throws -> Double? {
         guard let node = value(key) else { return nil }
-        guard let v = node.float ?? node.int.map(Double.init), v.isFinite, v > 0 else {
-            throw error(key, "must be a number of seconds greater than 0")
+        guard let v = node.float ?? node.int.map(Double.init) ?? node.string.flatMap(DurationText.seconds), v.isFinite, v > 0 else {
+            throw error(key, "must be a number of seconds or a duration (90s, 5m, 1h30m), greater than 0")
         }
         guard v <= Self.maxSeconds else { throw error(key, "must be at most \(Int(Self.maxSeconds)) seconds (100 years)") }
         return v

@@ -11,8 +11,12 @@ final class StateLock: Sendable {
     /// Takes the lock on `directory/alertd.lock`, or throws naming the holder.
     init(directory: String) throws {
         // 0700 when new, whatever the umask: the store in it holds webhook secrets.
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw ConfigError(Self.cannotCreate(directory, error), key: "state_dir")
+        }
         let path = directory + "/alertd.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -29,6 +33,21 @@ final class StateLock: Sendable {
         _ = ftruncate(fd, 0)
         _ = pwrite(fd, pid, pid.count, 0)
         self.fd = fd
+    }
+
+    /// alertd's sentence for a state directory it could not create, with the system's
+    /// reason (Foundation's own text is `NSCocoaErrorDomain Code=4 …`).
+    static func cannotCreate(_ directory: String, _ error: any Error) -> String {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey]
+        let code: Int32? =
+            if let posix = underlying as? POSIXError {
+                posix.code.rawValue
+            } else if let ns = underlying as? NSError,
+                ns.domain == NSPOSIXErrorDomain
+            { Int32(ns.code) } else { nil }
+        let reason = code.map { String(cString: strerror($0)) } ?? "\(error.localizedDescription)"
+        return "state_dir \(directory) cannot be created: \(reason) (alertd runs as uid \(getuid())); "
+            + "create it, or point state_dir (or --state-dir) at a directory this user may write"
     }
 
     /// Releases the lock (closing the descriptor releases it too, at exit).

@@ -1,5 +1,6 @@
 public import AlertdAlertmanager
 public import AlertdCore
+public import AlertdDelivery
 public import AlertdWire
 public import Logging
 import NIOConcurrencyHelpers
@@ -32,10 +33,13 @@ public final class Engine: Sendable {
         public var signingSecret: String?
         /// `integrations.alertmanager`: nil, the receiver is off (docs/alertmanager.md).
         public var alertmanager: AlertmanagerSettings?
+        /// `callbacks.deny` and `callbacks.allow`, checked when a `callback_url` is posted or
+        /// a webhook registered (``Engine/refusedTarget(_:)``); nil: checked at delivery only.
+        public var callbackDeny: DenyList?
 
         public init(
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
-            signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil
+            signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil, callbackDeny: DenyList? = nil
         ) {
             self.maxWaitSeconds = maxWaitSeconds
             self.maxWaiters = maxWaiters
@@ -43,6 +47,7 @@ public final class Engine: Sendable {
             self.retentionSeconds = retentionSeconds
             self.signingSecret = signingSecret
             self.alertmanager = alertmanager
+            self.callbackDeny = callbackDeny
         }
     }
 

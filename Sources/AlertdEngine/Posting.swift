@@ -1,5 +1,6 @@
 import AlertdAlertmanager
 public import AlertdCore
+import AlertdDelivery
 import AlertdWire
 
 /// An `Idempotency-Key` as a post carries it: the key and a digest of the body.
@@ -17,6 +18,20 @@ public struct IdempotencyKey: Sendable, Hashable {
 }
 
 extension Engine {
+    /// Why a callback target is refused before anything is stored (SPEC §5), or nil.
+    ///
+    /// Only what can be judged without resolving a name: a host that is an
+    /// address literal in a `callbacks.deny` block, or a name one of its host
+    /// globs matches (and `callbacks.allow` does not). Any other name passes
+    /// here; the delivery worker checks it, and every address it resolves to,
+    /// before each attempt, since DNS can change.
+    public func refusedTarget(_ url: String) -> String? {
+        guard let deny = settings.callbackDeny, let target = TargetURL(url) else { return nil }
+        return deny.refuses(host: target.host, addresses: []).map {
+            "is refused: \($0) (callbacks.allow in alertd's config names exceptions)"
+        }
+    }
+
     /// A post's outcome: the alert, and whether this post created it (false: an
     /// idempotent replay of an earlier one).
     public struct Posted: Sendable {
@@ -39,6 +54,11 @@ extension Engine {
                         fieldErrors: [
                             FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
                         ])))
+        }
+        if let url = draft.callbackURL, let refused = refusedTarget(url) {
+            return respond(
+                .failure(
+                    EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])))
         }
         if draft.metadata?[AlertmanagerMapping.metadataKey] != nil {
             // Only the receiver writes it: a button of an alert that carries it can create a

@@ -1,5 +1,5 @@
 public import AlertdCore
-import AlertdWire
+public import AlertdWire
 import NIOConcurrencyHelpers
 
 /// The webhooks of every client: the config file's (present while listed
@@ -69,15 +69,25 @@ extension Engine {
         if let problem = CallbackURL.problem(url) {
             return respond(.failure(EngineError(.invalidWebhook, "url \(problem)")))
         }
+        if let refused = refusedTarget(url) {
+            return respond(.failure(EngineError(.invalidWebhook, "url \(refused)")))
+        }
         if let secret {
             // As in an alert's text (AlertDraft.validate): PostgreSQL's text cannot hold it.
             if secret.unicodeScalars.contains("\u{0}") {
                 return respond(.failure(EngineError(.invalidWebhook, "secret must not contain U+0000")))
             }
+            let key: WebhookKey
             do {
-                _ = try WebhookKey(secret: secret)
+                key = try WebhookKey(secret: secret)
             } catch {
                 return respond(.failure(EngineError(.invalidWebhook, "secret: \(error)")))
+            }
+            if let weak = Self.weakSecret(key) {
+                return respond(
+                    .failure(
+                        EngineError(
+                            .invalidWebhook, "secret \(weak); leave it out and alertd generates one (whsec_ + 32 random bytes)")))
             }
         }
         if let refusal = refusal() { return respond(.failure(refusal)) }
@@ -107,6 +117,12 @@ extension Engine {
             }
             respond(result.map { webhook })
         }
+    }
+
+    /// Why a secret is too weak to sign with (shorter than ``WebhookKey/minimumBytes``), or nil.
+    public static func weakSecret(_ key: WebhookKey) -> String? {
+        guard key.byteCount < WebhookKey.minimumBytes else { return nil }
+        return "is \(key.byteCount) byte\(key.byteCount == 1 ? "" : "s"), fewer than the \(WebhookKey.minimumBytes) a signing key needs"
     }
 
     /// A client's webhooks as last read, config ones first.

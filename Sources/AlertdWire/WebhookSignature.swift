@@ -20,6 +20,14 @@ public struct WebhookKey: Sendable {
     /// The prefix that marks a secret holding base64 key bytes.
     public static let secretPrefix = "whsec_"
 
+    /// The fewest key bytes a secret alertd accepts through its API should have (128 bits;
+    /// a generated one has 32): `change-me` or a five-letter word can be guessed offline
+    /// from one signed callback. `check-config` warns about a config secret below it.
+    public static let minimumBytes = 16
+
+    /// How many key bytes the secret gives: its UTF-8 bytes, or for `whsec_…` the decoded ones.
+    public var byteCount: Int { bytes.count }
+
     /// Makes the key for `secret`.
     ///
     /// - Throws: ``WebhookSecretError/empty`` for an empty secret or an empty

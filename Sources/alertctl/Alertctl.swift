@@ -14,11 +14,15 @@ struct Alertctl: AsyncParsableCommand {
             http://127.0.0.1:8080; the token is --token, else $ALERTD_TOKEN, else token or token_file \
             in that file; an https daemon's CA is --cacert, else $ALERTD_CACERT, else cacert in that \
             file. --url, --token, --cacert, --insecure and --json go before the command or after it. \
-            --json prints the daemon's answer as it wrote it.
+            --json prints the daemon's answer as it wrote it, on stdout; when the daemon refuses \
+            (exit 3) it prints the problem+json object there (read its code: alertctl --json … | jq -r .code), \
+            and the one-line explanation still goes to stderr. Seconds (--expires-in, --dismiss-after, \
+            --retry-for) may be written as durations: 90s, 5m, 1h30m.
 
             Exit codes: 0 done (post --wait: a button other than cancel was chosen); \
-            1 post --wait: the cancel button was chosen; 2 post --wait: dismissed, expired or \
-            withdrawn; 3 the daemon refused the request (its problem is printed on stderr); \
+            1 post --wait: the cancel button was chosen (choose: a destructive button was not \
+            confirmed); 2 post --wait: dismissed, expired or \
+            withdrawn; 3 the daemon refused the request (its problem is printed on stderr; with --json its problem+json on stdout); \
             4 the daemon could not be reached or answered nonsense; 64 bad usage (flags, URL, \
             config file); 130 interrupted.
             """,
@@ -129,11 +133,35 @@ extension AsyncParsableCommand {
         do {
             try await body()
         } catch let failure as Failure {
+            // --json: a refusal's problem+json on stdout as the daemon wrote it, for a script to read its code.
+            if failure.code == Exit.refused, let connection = (self as? any ConnectedCommand)?.connection, connection.json,
+                let refusal = connection.answers.lastRefusal
+            {
+                Connection.write(json: refusal.body)
+            }
             complain(failure.description)
             throw ExitCode(failure.code)
         }
     }
 }
+
+/// A command that talks to the daemon through the global options.
+protocol ConnectedCommand {
+    var connection: Connection { get }
+}
+
+extension Post: ConnectedCommand {}
+extension Current: ConnectedCommand {}
+extension Choose: ConnectedCommand {}
+extension Get: ConnectedCommand {}
+extension List: ConnectedCommand {}
+extension Withdraw: ConnectedCommand {}
+extension Clients: ConnectedCommand {}
+extension Webhooks.Add: ConnectedCommand {}
+extension Webhooks.ListHooks: ConnectedCommand {}
+extension Webhooks.Remove: ConnectedCommand {}
+extension Deliveries: ConnectedCommand {}
+extension WhoAmI: ConnectedCommand {}
 
 /// `alertctl: …` on stderr, each line safe for a terminal (a problem's detail can quote an alert).
 func complain(_ message: String) {

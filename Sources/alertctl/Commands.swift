@@ -45,10 +45,14 @@ struct Post: AsyncParsableCommand {
     @Option(name: .long, help: "−100…100; higher is displayed earlier.")
     var priority: Int?
 
-    @Option(name: .customLong("expires-in"), help: "Seconds until it expires if no one answers.")
+    @Option(
+        name: .customLong("expires-in"), help: "Until it expires if no one answers: seconds, or a duration (90s, 5m, 1h30m).",
+        transform: Seconds.positive)
     var expiresIn: Double?
 
-    @Option(name: .customLong("dismiss-after"), help: "Without buttons: seconds it stays displayed.")
+    @Option(
+        name: .customLong("dismiss-after"), help: "Without buttons: how long it stays displayed, seconds or a duration (90s, 5m).",
+        transform: Seconds.positive)
     var dismissAfter: Double?
 
     @Option(name: .long, help: "A URL that receives the terminal event.")
@@ -67,7 +71,8 @@ struct Post: AsyncParsableCommand {
 
     @Option(
         name: .customLong("retry-for"),
-        help: "With --wait: how many seconds in a row to keep trying while the daemon is unreachable or busy.")
+        help: "With --wait: how long (seconds, or 90s, 5m, 1h) in a row to keep trying while the daemon is unreachable or busy.",
+        transform: Seconds.zeroOrMore)
     var retryFor: Double = 300
 
     func validate() throws {
@@ -177,10 +182,16 @@ struct Post: AsyncParsableCommand {
         }
         var object: JSONObject?
         if let metadata {
-            guard let value = try? JSONDecoder().decode(JSONObject.self, from: Data(metadata.utf8)) else {
-                throw Failure("--metadata must be a JSON object", code: Exit.usage)
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(metadata)
+            } catch {
+                throw Failure("--metadata is not valid JSON: \(error)", code: Exit.usage)
             }
-            object = value
+            guard case .object(let members) = value else {
+                throw Failure("--metadata must be a JSON object ({\"key\": \"value\"}), not \(value.typeName)", code: Exit.usage)
+            }
+            object = members
         }
         return NewAlert(
             title: title, message: message, style: parsedStyle, buttons: buttons.isEmpty ? nil : buttons, priority: priority,
@@ -218,12 +229,25 @@ struct Choose: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Choose a button of the displayed alert.",
         usage: """
-            alertctl choose <client> <id> <button> [--index]
-            alertctl choose <client> --current <button> [--index]
+            alertctl choose <client> <id> <button> [--number] [--yes]
+            alertctl choose <client> --current <button> [--number] [--yes]
             """,
         discussion: """
+            BUTTON is the button's title, or with --number the number that alertctl watch, \
+            alertctl get and the dashboard show beside it: counted from 1, in the order they \
+            show the buttons (the cancel button last; watch's keys go on a, b, … after 9, \
+            so --number 10 is key a). (The API's button_index counts from 0 in \
+            the order the alert was posted with; alertctl never takes it.)
+
+            A destructive button is chosen only after a confirmation: on a terminal alertctl \
+            asks (y chooses it); without a terminal on stdin it refuses (exit 64) unless --yes.
+
             With --current it answers whatever alert the client displays now, without its id, \
             and prints which alert that was.
+
+            Exit codes: 0 chosen; 1 a destructive button was not confirmed; 3 the daemon \
+            refused (or there is no such button); 64 bad usage (a destructive button without \
+            a terminal and without --yes).
             """)
 
     @OptionGroup var connection: Connection
@@ -233,17 +257,32 @@ struct Choose: AsyncParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "The alert's id, then the button's title (or its index with --index); with --current, only the button.",
+            "The alert's id, then the button's title (or with --number its number, from 1); with --current, only the button.",
             valueName: "id-and-button"))
     var words: [String] = []
 
     @Flag(name: .long, help: "Answer the alert the client displays now.")
     var current = false
 
-    @Flag(name: .long, help: "BUTTON is an index into the alert's buttons.")
+    @Flag(
+        name: .long,
+        help: "BUTTON is the number shown beside the button by watch, get and the dashboard: 1 is the first, the cancel button is last.")
+    var number = false
+
+    @Flag(name: [.customShort("y"), .long], help: "Choose a destructive button without asking.")
+    var yes = false
+
+    /// The 0-based `--index` that alertctl took before issue 32: gone, so that a script written
+    /// for it stops instead of answering the button after the one it meant.
+    @Flag(name: .long, help: .private)
     var index = false
 
     func validate() throws {
+        if index {
+            throw ValidationError(
+                "--index is gone: it counted from 0, unlike the numbers watch and the dashboard show; "
+                    + "use --number N (1 is the first button shown, the cancel button last) or the button's title")
+        }
         if current, words.count != 1 {
             throw ValidationError("with --current, give the client and the button: choose <client> --current <button>")
         }
@@ -254,26 +293,90 @@ struct Choose: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let button = words[words.count - 1]
-            let choice: ButtonChoice
-            if index {
-                guard let value = Int(button) else { throw Failure("--index needs a number, not \(button)", code: Exit.usage) }
-                choice = .index(value)
-            } else {
-                choice = .title(button)
+            let word = words[words.count - 1]
+            var wanted: Int?
+            if number {
+                guard let value = Int(word) else {
+                    throw Failure("--number needs a number (1 is the first button shown), not \(word)", code: Exit.usage)
+                }
+                wanted = value
             }
-            let alert = try await connection.run { alertd in
-                var id = words.count == 2 ? words[0] : ""
+            let alertd = try connection.client()
+            let alert: AlertResource
+            do {
                 if current {
                     guard let displayed = try await alertd.current(on: client) else {
                         throw Failure("\(client) displays no alert: nothing to answer")
                     }
-                    id = displayed.id
+                    alert = displayed
+                } else {
+                    alert = try await alertd.alert(on: client, id: words[0])
                 }
-                return try await alertd.choose(on: client, id: id, choice)
+            } catch let error as AlertdError {
+                throw Failure(error)
             }
-            if connection.json { connection.printAnswer() } else { print(Text.summary(alert)) }
+            let shown = ButtonNumbers.shown(alert.buttons)
+            var choice = ButtonChoice.title(word)
+            var button = alert.buttons.first { $0.title == word }
+            if let wanted {
+                guard wanted >= 1, wanted <= shown.count else {
+                    throw Failure(Self.noSuchNumber(wanted, alert, shown))
+                }
+                let entry = shown[wanted - 1]
+                button = entry.button
+                choice = .index(entry.index)
+            }
+            if let button, button.style == .destructive, !alert.state.isTerminal, !yes {
+                try confirm(button, of: alert)
+            }
+            let answered: AlertResource
+            do {
+                answered = try await alertd.choose(on: client, id: alert.id, choice)
+            } catch let error as AlertdError {
+                throw Failure(error)
+            }
+            if connection.json { connection.printAnswer() } else { print(Text.summary(answered)) }
         }
+    }
+
+    /// Asks on the terminal; refuses without one.
+    private func confirm(_ button: Button, of alert: AlertResource) throws {
+        let what = "“\(button.title)” is destructive"
+        guard isatty(STDIN_FILENO) == 1 else {
+            throw Failure(
+                "\(what): alertctl asks before choosing it, and stdin is not a terminal; nothing was chosen. "
+                    + "Pass --yes to choose it without asking.",
+                code: Exit.usage)
+        }
+        let question = Terminal.safe("\(what). Answer “\(alert.title)” (\(alert.id)) with it? [y/N] ")
+        FileHandle.standardError.write(Data(question.utf8))
+        let reply = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        guard reply == "y" || reply == "yes" else {
+            throw Failure(Terminal.safe("kept: “\(button.title)” was not chosen"), code: Exit.cancelled)
+        }
+    }
+
+    /// `no button 0: buttons are numbered from 1 …`.
+    static func noSuchNumber(_ wanted: Int, _ alert: AlertResource, _ shown: [ButtonNumbers.Entry]) -> String {
+        if shown.isEmpty { return "no button \(wanted): “\(alert.title)” has no buttons" }
+        let list = shown.enumerated().map { "\($0.offset + 1) \($0.element.button.title)" }.joined(separator: ", ")
+        let from = wanted < 1 ? "buttons are numbered from 1, as watch and the dashboard show them; " : ""
+        return "no button \(wanted): \(from)“\(alert.title)” has \(list)"
+    }
+}
+
+/// The one numbering people see and type: from 1, in the order watch and the dashboard show the
+/// buttons (the cancel button set apart, last). The API's `button_index` is the 0-based position
+/// in the alert's `buttons`; `index` keeps it.
+enum ButtonNumbers {
+    struct Entry: Equatable {
+        var button: Button
+        var index: Int
+    }
+
+    static func shown(_ buttons: [Button]) -> [Entry] {
+        let entries = buttons.enumerated().map { Entry(button: $0.element, index: $0.offset) }
+        return entries.filter { $0.button.style != .cancel } + entries.filter { $0.button.style == .cancel }
     }
 }
 
@@ -521,4 +624,23 @@ struct AlertArgument: ParsableArguments {
 
     @Argument(help: "The alert's id.")
     var id: String
+}
+
+/// Options that take seconds: a number, or a duration as Alertmanager and the
+/// config write it (`90s`, `5m`, `1h30m`), through the one parser, ``DurationText``.
+enum Seconds {
+    static func positive(_ text: String) throws -> Double {
+        guard let seconds = DurationText.seconds(text) else {
+            throw ValidationError("not a number of seconds or a duration (90s, 5m, 1h30m) greater than 0")
+        }
+        return seconds
+    }
+
+    static func zeroOrMore(_ text: String) throws -> Double {
+        if let zero = Double(text), zero == 0 { return 0 }
+        guard let seconds = DurationText.seconds(text) else {
+            throw ValidationError("not 0, a number of seconds or a duration (90s, 5m, 1h)")
+        }
+        return seconds
+    }
 }

@@ -25,7 +25,9 @@ struct Connection: ParsableArguments {
     @Flag(name: .long, help: "Do not check an https daemon's certificate at all (a test daemon only).")
     var insecure = false
 
-    @Flag(name: .long, help: "Print the daemon's answer as it wrote it (JSON).")
+    @Flag(
+        name: .long,
+        help: "Print the daemon's answer as it wrote it (JSON) on stdout; a refusal (exit 3) prints its problem+json object there too.")
     var json = false
 
     /// The options that every command takes, by name: how many values each takes.
@@ -112,10 +114,18 @@ struct Connection: ParsableArguments {
 final class Answers: Sendable {
     private let list = NIOLockedValueBox<[RawAnswer]>([])
 
+    private let refused = NIOLockedValueBox<RawAnswer?>(nil)
+
     func keep(_ answer: RawAnswer) {
-        guard (200..<300).contains(answer.status) else { return }
+        guard (200..<300).contains(answer.status) else {
+            if answer.status >= 400, !answer.body.isEmpty { refused.withLockedValue { $0 = answer } }
+            return
+        }
         list.withLockedValue { $0.append(answer) }
     }
+
+    /// The daemon's last refusal (its problem+json), for `--json` to print as it was written.
+    var lastRefusal: RawAnswer? { refused.withLockedValue { $0 } }
 
     var all: [RawAnswer] { list.withLockedValue { $0 } }
     var last: RawAnswer? { list.withLockedValue { $0.last } }

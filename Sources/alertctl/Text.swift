@@ -85,7 +85,9 @@ enum Text {
             lines.append("message:   \(text)")
         }
         if !alert.buttons.isEmpty {
-            lines.append(Terminal.safe("buttons:   " + alert.buttons.map(button).joined(separator: " ")))
+            // Numbered as watch and the dashboard number them, the numbers `choose --number` takes.
+            let numbered = ButtonNumbers.shown(alert.buttons).enumerated().map { "[\($0.offset + 1)] " + label($0.element.button) }
+            lines.append(Terminal.safe("buttons:   " + numbered.joined(separator: "  ")))
         }
         lines.append("priority:  \(alert.priority)")
         lines.append("created:   \(alert.createdAt)")
@@ -110,6 +112,15 @@ enum Text {
 
     static func client(_ client: ClientSummary) -> String {
         Terminal.safe("\(client.client)  pending \(client.pending)  displayed \(client.displayed ?? "-")")
+    }
+
+    /// `Drop tables (destructive)`.
+    static func label(_ button: Button) -> String {
+        switch button.style {
+        case .default: button.title
+        case .cancel: "\(button.title) (cancel)"
+        case .destructive: "\(button.title) (destructive)"
+        }
     }
 
     static func button(_ button: Button) -> String {

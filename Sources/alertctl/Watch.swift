@@ -18,6 +18,10 @@ struct Watch: AsyncParsableCommand {
             wait behind it, and follows changes live. A key chooses its button (a destructive one \
             after y confirms), Esc chooses the cancel button, ↑/↓ and PgUp/PgDn scroll a long \
             message, q quits. Fits 80×24.
+
+            A token that may not answer (no answer or admin role) is shown as read-only from the \
+            start: the buttons are listed without keys. An alert answered elsewhere says how, \
+            and by whom.
             """)
 
     @OptionGroup var connection: Connection
@@ -31,9 +35,12 @@ struct Watch: AsyncParsableCommand {
                 throw Failure("watch needs a terminal on stdin and stdout", code: Exit.usage)
             }
             let alertd = try connection.client()
+            var state = ConsoleState(client: client)
+            // Whether this token may answer, known before the first key: unknown (an error) keeps the keys.
+            if let me = try? await alertd.whoAmI() { state.readOnly = ConsoleState.readOnly(me) }
             let terminal = RawTerminal()
             defer { terminal.restore() }
-            var console = Console(alertd: alertd, state: ConsoleState(client: client))
+            var console = Console(alertd: alertd, state: state)
             await console.run()
         }
     }
@@ -48,6 +55,8 @@ struct Console {
         case pending(Int)
         case connection(String?)
         case denied(String)
+        /// An alert that left the display without being answered here, as it is now.
+        case left(AlertResource)
     }
 
     let alertd: AlertdClient
@@ -63,7 +72,13 @@ struct Console {
             draw()
             for await event in events {
                 switch event {
-                case .alert(let new): state.show(new)
+                case .alert(let new):
+                    if let left = state.show(new) {
+                        group.addTask {
+                            if let alert = try? await alertd.alert(on: client, id: left.id) { sink.yield(.left(alert)) }
+                        }
+                    }
+                case .left(let alert): state.left(alert)
                 case .pending(let count): state.pending = count
                 case .connection(let problem): state.trouble = problem
                 case .denied(let text): state.denied = text
@@ -85,6 +100,9 @@ struct Console {
         do {
             let answered = try await alertd.choose(on: state.client, id: alert.id, button: button.title)
             state.answered(answered, with: button)
+        } catch let error as AlertdError where error.code == .alreadyDecided && error.problem?.alert != nil {
+            state.answeredHere = alert.id
+            state.note = ConsoleState.Note(text: "too late: " + ConsoleState.decision(error.problem!.alert!), keep: true)
         } catch {
             state.note = ConsoleState.Note(text: "could not choose \(button.title): \(ConsoleState.reason(error, state.client))")
         }
@@ -154,6 +172,10 @@ struct ConsoleState {
     var note: Note?
     /// A destructive button waiting for `y`.
     var confirming: Button?
+    /// Why this token cannot answer (`read-only: …`), shown from the start; nil when it can (or is unknown).
+    var readOnly: String?
+    /// The last alert answered (or found decided) from this console: its leaving needs no report.
+    var answeredHere: String?
     /// The first message line shown.
     var scroll = 0
 
@@ -184,19 +206,50 @@ struct ConsoleState {
         return Array(zip(Self.keys, ordered))
     }
 
-    mutating func show(_ new: AlertResource?) {
+    /// The displayed alert is `new`. Returns the one that left the display without being answered
+    /// here, whose fate (answered by whom, withdrawn, expired…) is worth telling.
+    @discardableResult
+    mutating func show(_ new: AlertResource?) -> AlertResource? {
+        var left: AlertResource?
         if new?.id != alert?.id {
             if note?.keep != true { note = nil }
             if confirming != nil, new != nil { note = Note(text: "the alert changed before you confirmed; nothing was chosen") }
             confirming = nil
             scroll = 0
+            if let previous = alert, previous.id != answeredHere { left = previous }
         }
         alert = new
+        return left
     }
 
     mutating func answered(_ alert: AlertResource, with button: Button) {
+        answeredHere = alert.id
         note = Note(text: "answered “\(alert.title)” with \(button.title)", keep: true)
         if alert.id == self.alert?.id { self.alert = alert }
+    }
+
+    /// What became of an alert that left the display without this console's answer.
+    mutating func left(_ alert: AlertResource) {
+        note = Note(text: Self.decision(alert), keep: true)
+    }
+
+    /// `“Deploy?” was answered “Deploy” by alice`, as the dashboard says it.
+    static func decision(_ alert: AlertResource) -> String {
+        let title = "“\(alert.title)”"
+        guard let result = alert.result else { return "\(title) is queued again behind a newer alert" }
+        let by = result.decidedBy.map { " by \($0)" } ?? ""
+        switch result.outcome {
+        case .answered: return "\(title) was answered “\(result.button ?? "?")”\(by)"
+        case .withdrawn: return "\(title) was withdrawn\(by)"
+        default: return "\(title) was \(result.outcome.rawValue)"
+        }
+    }
+
+    /// `read-only: token wallboard (roles: read) may not answer; that needs the answer role`, or
+    /// nil for a token that may answer (or a daemon without tokens).
+    static func readOnly(_ me: Identity) -> String? {
+        guard me.auth, !me.roles.contains("answer"), !me.roles.contains("admin") else { return nil }
+        return "read-only: token \(me.name ?? "-") (roles: \(me.roles.joined(separator: ", "))) may not answer; that needs the answer role"
     }
 
     mutating func press(_ bytes: [UInt8]) -> Action {
@@ -224,6 +277,10 @@ struct ConsoleState {
     private mutating func pressButton(_ bytes: [UInt8]) -> Action {
         guard let alert, alert.state == .displayed else {
             note = Note(text: "nothing to answer")
+            return .none
+        }
+        if let readOnly {
+            note = Note(text: readOnly + "; nothing was chosen")
             return .none
         }
         let shown = shownButtons
@@ -268,9 +325,10 @@ struct ConsoleState {
     func frame(now: Date) -> [String] {
         var screen = Screen(width: Self.width, height: Self.height)
         let behind = max(0, pending - (alert?.state == .displayed ? 1 : 0))
-        screen.line(bold: "alertd · \(client)", right: "\(pending) pending, \(behind) queued behind")
+        screen.line(
+            bold: "alertd · \(client)" + (readOnly == nil ? "" : " · read-only"), right: "\(pending) pending, \(behind) queued behind")
         screen.rule()
-        let status = trouble ?? note?.text ?? ""
+        let status = trouble ?? note?.text ?? readOnly ?? ""
         let statusLines = Screen.wrap(Terminal.safe(status), width: Self.width).prefix(2)
         let bodyHeight = Self.height - 2 - 2 - statusLines.count
         var scrollable = false
@@ -285,7 +343,7 @@ struct ConsoleState {
     private func hints(scrollable: Bool) -> String {
         var hints: [String] = []
         let shown = shownButtons
-        if denied == nil, !shown.isEmpty {
+        if denied == nil, readOnly == nil, !shown.isEmpty {
             if confirming != nil { return "y choose · any other key keep · q quit" }
             hints.append(keyRange)
             if shown.contains(where: { $0.button.style == .cancel }) { hints.append("Esc cancel") }
@@ -351,7 +409,10 @@ struct ConsoleState {
                 case .destructive: "  (destructive)"
                 case .cancel: "  (cancel, Esc)"
                 }
-            let label = Screen.cut(Terminal.safe("[\(entry.key)] \(entry.button.title)") + marker, cellWidth - 2)
+            // Read-only: the buttons are shown, but no key offers them.
+            let key = readOnly == nil ? "[\(entry.key)] " : "· "
+            let shownMarker = readOnly == nil ? marker : marker.replacingOccurrences(of: ", Esc", with: "")
+            let label = Screen.cut(Terminal.safe("\(key)\(entry.button.title)") + shownMarker, cellWidth - 2)
             let padded = label + String(repeating: " ", count: max(0, cellWidth - label.count))
             return entry.button.style == .destructive ? Screen.red(padded) : padded
         }
@@ -382,10 +443,11 @@ struct ConsoleState {
         }
     }
 
-    /// Why a request failed, in one line.
+    /// Why a request failed, in one line, each thing said once (a 403's detail already names the
+    /// token and what it lacks).
     static func reason(_ error: any Error, _ client: String) -> String {
-        if let error = error as? AlertdError, error.code == .forbidden {
-            return "this token may not do that on \(client) (\(error.problem?.detail ?? error.message))"
+        if let error = error as? AlertdError, error.code == .forbidden, let detail = error.problem?.detail {
+            return detail
         }
         return (error as? AlertdError)?.description ?? "\(error)"
     }

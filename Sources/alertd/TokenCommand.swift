@@ -32,6 +32,11 @@ struct TokenCommand: ParsableCommand {
 
         func validate() throws {
             guard !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                if name.contains(" ") {
+                    throw ValidationError(
+                        "the name \"\(name)\" has a space, which a token name may not: use - or _ (\(name.replacingOccurrences(of: " ", with: "-")))"
+                    )
+                }
                 throw ValidationError("the name must be 1 to 64 visible ASCII characters")
             }
             for role in Self.list(roles) where Role(rawValue: role) == nil {
@@ -39,7 +44,8 @@ struct TokenCommand: ParsableCommand {
             }
             if Self.list(roles).isEmpty { throw ValidationError("--roles needs at least one role") }
             for client in Self.list(clients) where ClientPattern(client) == nil {
-                throw ValidationError("\(client) is not a client id glob (letters, digits, . _ - and *)")
+                let space = client.contains(" ") ? "; it has a space, which a client id may not: use - or _" : ""
+                throw ValidationError("\(client) is not a client id glob (letters, digits, . _ - and *)\(space)")
             }
             if Self.list(clients).isEmpty { throw ValidationError("--clients needs at least one client id or glob") }
         }

@@ -22,7 +22,7 @@ extension APIContractTests {
                 let fields: [String: Any] = [
                     "title": "Deploy to prod?", "message": "Build 1234 is green.", "style": "action_sheet",
                     "buttons": [["title": "Deploy", "style": "destructive"], ["title": "Cancel", "style": "cancel"]],
-                    "priority": 5, "expires_in": 120, "callback_url": "http://127.0.0.1:9/hook",
+                    "priority": 5, "expires_in": 120, "callback_url": "https://hooks.example.com/hook",
                     "metadata": ["build": 1234, "tags": ["a", ["deep": NSNull()]]],
                 ]
                 let response = try await api.post(client, fields)
@@ -43,7 +43,7 @@ extension APIContractTests {
                 #expect(alert["priority"] as? Int == 5)
                 #expect(alert["expires_in"] as? Int == 120)
                 #expect(alert["dismiss_after"] is NSNull, "an alert with buttons is never dismissed")
-                #expect(alert["callback_url"] as? String == "http://127.0.0.1:9/hook")
+                #expect(alert["callback_url"] as? String == "https://hooks.example.com/hook")
                 #expect(Contract.same(alert["metadata"], fields["metadata"]))
                 let created = try #require(Contract.milliseconds(alert["created_at"]), "created_at: \(alert["created_at"] ?? "nil")")
                 let displayed = try #require(

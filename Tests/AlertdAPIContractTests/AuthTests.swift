@@ -76,7 +76,7 @@ struct AuthTests {
             #expect((try withdrawn.jsonObject()["result"] as? [String: Any])?["decided_by"] as? String == "deployer")
 
             // webhooks are admin's.
-            let hook = #"{"url":"http://127.0.0.1:9/hook"}"#
+            let hook = #"{"url":"https://hooks.example.com/hook"}"#
             #expect(try await http.post("/v1/clients/ops/webhooks", json: hook, headers: as_("deployer")).status == 403)
             #expect(try await http.get("/v1/clients/ops/webhooks", headers: as_("reader")).status == 403)
             #expect(try await http.post("/v1/clients/ops/webhooks", json: hook, headers: as_("root")).status == 201)
@@ -94,7 +94,7 @@ struct AuthTests {
         ("DELETE", "/v1/clients/{c}/alerts/01M00000000000000000000000", nil, "post"),
         ("POST", "/v1/clients/{c}/alerts/01M00000000000000000000000/choice", #"{"button": "x"}"#, "answer"),
         ("GET", "/v1/clients/{c}/alerts/01M00000000000000000000000/deliveries", nil, "read"),
-        ("POST", "/v1/clients/{c}/webhooks", #"{"url": "http://127.0.0.1:9/hook"}"#, "admin"),
+        ("POST", "/v1/clients/{c}/webhooks", #"{"url": "https://hooks.example.com/hook"}"#, "admin"),
         ("GET", "/v1/clients/{c}/webhooks", nil, "admin"),
         ("GET", "/v1/clients/{c}/webhooks/wh_x", nil, "admin"),
         ("DELETE", "/v1/clients/{c}/webhooks/wh_x", nil, "admin"),

@@ -375,45 +375,97 @@ struct CallbackDeliveryTests {
     }
 
     @Test(
-        "by default a callback_url on alertd's own host or a private network is refused and recorded, never called; callbacks.allow lets a named one through"
+        "a callback_url or webhook whose host is an address in callbacks.deny, or a name one of its globs matches, is refused when posted, naming the entry"
+    )
+    func refusedWhenPosted() async throws {
+        let targets = [
+            ("http://127.0.0.1:9/-/quit", "127.0.0.0/8"), ("http://[::1]:9/v6", "::1/128"), ("http://10.1.2.3:9/private", "10.0.0.0/8"),
+            ("http://192.168.1.1:9/router", "192.168.0.0/16"), ("http://100.64.0.1:9/cgnat", "100.64.0.0/10"),
+            ("http://[fd00:ec2::254]/metadata", "fc00::/7"), ("http://0.0.0.0:9/any", "0.0.0.0/8"),
+        ]
+        let client = Contract.uniqueClient("refused")
+        try await withTestClient(config: config(allow: [])) { http in
+            for (target, entry) in targets {
+                let body = #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"\#(target)"}"#
+                let posted = try await http.post("/v1/clients/\(client)/alerts", json: body)
+                let problem = Contract.expectProblem(posted, status: 400, code: "invalid-alert")
+                let error = (problem["errors"] as? [[String: Any]])?.first ?? [:]
+                #expect(error["field"] as? String == "callback_url", "\(target): \(problem)")
+                #expect((error["reason"] as? String)?.contains("callbacks.deny entry \(entry)") == true, "\(target): \(problem)")
+
+                let hook = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"\#(target)"}"#)
+                let refused = Contract.expectProblem(hook, status: 400, code: "bad-request")
+                #expect((refused["detail"] as? String)?.contains("callbacks.deny entry \(entry)") == true, "\(target): \(refused)")
+            }
+            let stored = try await http.get("/v1/clients/\(client)/alerts?state=\(Contract.allStates)").jsonObject()
+            #expect((stored["alerts"] as? [Any])?.isEmpty == true, "nothing was stored: \(stored)")
+            let hooks = try await http.get("/v1/clients/\(client)/webhooks").jsonObject()
+            #expect((hooks["webhooks"] as? [Any])?.isEmpty == true, "nothing was registered: \(hooks)")
+            // A name is judged when resolved, before each attempt: it is accepted here.
+            #expect(
+                try await http.post("/v1/clients/\(client)/alerts", json: #"{"title":"t","callback_url":"http://localhost:9/x"}"#).status
+                    == 201)
+        }
+        let globs = Contract.uniqueClient("globs")
+        try await withTestClient(config: config(deny: ["*.internal", "127.0.0.0/8"], allow: ["hooks.corp.internal"])) { http in
+            let named = try await http.post(
+                "/v1/clients/\(globs)/alerts", json: #"{"title":"t","callback_url":"http://metadata.internal/x"}"#)
+            let problem = Contract.expectProblem(named, status: 400, code: "invalid-alert")
+            #expect(problem.description.contains("matches callbacks.deny entry *.internal"), "\(problem)")
+            let allowed = try await http.post("/v1/clients/\(globs)/webhooks", json: #"{"url":"https://hooks.corp.internal/alertd"}"#)
+            #expect(allowed.status == 201, "callbacks.allow names it: \(allowed.text)")
+            #expect(
+                try await http.post("/v1/clients/\(globs)/webhooks", json: #"{"url":"https://10.0.0.1/x"}"#).status == 201,
+                "deny replaced the default")
+        }
+    }
+
+    @Test("a webhook secret under 16 bytes is refused when registered, saying how long it is and what is needed")
+    func weakWebhookSecret() async throws {
+        let client = Contract.uniqueClient("weak")
+        try await withTestClient { http in
+            let weak = try await http.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/a","secret":"change-me"}"#)
+            let problem = Contract.expectProblem(weak, status: 400, code: "bad-request")
+            let detail = problem["detail"] as? String ?? ""
+            #expect(detail.contains("secret is 9 bytes") && detail.contains("16"), "\(detail)")
+            let encoded = try await http.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/b","secret":"whsec_AAAA"}"#)
+            #expect(encoded.status == 400, "whsec_ counts the decoded bytes (3): \(encoded.text)")
+            let strong = try await http.post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"https://hooks.example.com/c","secret":"sixteen-bytes-ok"}"#)
+            #expect(strong.status == 201, "\(strong.text)")
+        }
+    }
+
+    @Test(
+        "a callback_url whose name resolves into the default deny list is refused at each attempt and recorded, never called; callbacks.allow lets a named address through"
     )
     func defaultDenyList() async throws {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
-        // The review's target: a co-located service's admin endpoint, reached from alertd's host.
-        let targets = [
-            "http://127.0.0.1:\(hook.port)/-/quit", "http://[::1]:\(hook.port)/v6", "http://10.1.2.3:9/private",
-            "http://192.168.1.1:9/router", "http://100.64.0.1:9/cgnat", "http://[fd00:ec2::254]/metadata",
-            "http://0.0.0.0:\(hook.port)/any",
-        ]
+        // The review's target: a co-located service's admin endpoint, reached from alertd's host by name.
         try await withTestClient(config: config(allow: [])) { http in
-            var ids: [String] = []
-            for target in targets {
-                let body = #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"\#(target)"}"#
-                let alert = try await http.postAlert("deny-\(ids.count)", body)
-                #expect(try await http.choose("deny-\(ids.count)", id(alert), #"{"button":"Yes"}"#).status == 200)
-                ids.append(id(alert))
-            }
-            for (index, target) in targets.enumerated() {
-                let list = try await deliveries(http, "deny-\(index)", ids[index]) { !attempts($0.first ?? [:]).isEmpty }
-                let error = attempts(list.first ?? [:]).first?["error"] as? String ?? ""
-                #expect(error.hasPrefix("refused: ") && error.contains("callbacks.deny"), "\(target): \(error)")
-            }
+            let body = #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"http://localhost:\#(hook.port)/-/quit"}"#
+            let client = Contract.uniqueClient("deny")
+            let alert = try await http.postAlert(client, body)
+            #expect(try await http.choose(client, id(alert), #"{"button":"Yes"}"#).status == 200)
+            let list = try await deliveries(http, client, id(alert)) { !attempts($0.first ?? [:]).isEmpty }
+            let error = attempts(list.first ?? [:]).first?["error"] as? String ?? ""
+            #expect(error.hasPrefix("refused: ") && error.contains("callbacks.deny"), "\(error)")
             #expect(hook.requests.isEmpty, "nothing reached the receiver on loopback")
         }
-        // The admin names the receiver on this host: it is called, and loopback's other addresses are not.
+        // The admin names the receiver on this host: it is called, and loopback's other addresses are refused when posted.
         try await withTestClient(config: config(allow: ["127.0.0.1"])) { http in
             let allowed = try await http.postAlert(
                 "allowed", #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"http://127.0.0.1:\#(hook.port)/hook"}"#)
-            let other = try await http.postAlert(
-                "allowed", #"{"title":"Again?","buttons":[{"title":"Yes"}],"callback_url":"http://127.0.0.2:\#(hook.port)/hook"}"#)
             #expect(try await http.choose("allowed", id(allowed), #"{"button":"Yes"}"#).status == 200)
             let received = try await hook.waitForRequests(count: 1, timeout: 20)
             #expect(received.map(\.path) == ["/hook"])
-            #expect(try await http.choose("allowed", id(other), #"{"button":"Yes"}"#).status == 200)
-            let list = try await deliveries(http, "allowed", id(other)) { !attempts($0.first ?? [:]).isEmpty }
-            let error = attempts(list.first ?? [:]).first?["error"] as? String ?? ""
-            #expect(error.contains("127.0.0.2 is in callbacks.deny entry 127.0.0.0/8"), "\(error)")
+            let other = try await http.post(
+                "/v1/clients/allowed/alerts", json: #"{"title":"Again?","callback_url":"http://127.0.0.2:\#(hook.port)/hook"}"#)
+            let problem = Contract.expectProblem(other, status: 400, code: "invalid-alert")
+            #expect(problem.description.contains("127.0.0.2 is in callbacks.deny entry 127.0.0.0/8"), "\(problem)")
         }
     }
 }

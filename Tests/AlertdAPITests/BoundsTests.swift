@@ -49,7 +49,7 @@ struct BoundsTests {
         let once = try await daemon.post("once", #"{"title":"x","buttons":[{"title":"OK"}]}"#)
         _ = try await daemon.post("busy", #"{"title":"still pending","buttons":[{"title":"OK"}]}"#)
         #expect(try await daemon.send("DELETE", "/v1/clients/once/alerts/\(once["id"] as! String)").status == 200)
-        let hook = try await daemon.send("POST", "/v1/clients/once/webhooks", json: #"{"url":"http://127.0.0.1:9/hook"}"#)
+        let hook = try await daemon.send("POST", "/v1/clients/once/webhooks", json: #"{"url":"https://hooks.example.com/hook"}"#)
         #expect(hook.status == 201)
         // Retained: the client stays (and holds its slot) while its alert is readable.
         await daemon.alertd.engine.purge()

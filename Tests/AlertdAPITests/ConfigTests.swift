@@ -80,6 +80,24 @@ struct ConfigTests {
     }
 
     @Test(
+        "keys in seconds take durations as Alertmanager writes them (90s, 5m, 1h, 7d) through the one parser; a wrong one names the forms")
+    func durations() throws {
+        let config = try Config.parse(
+            yaml: """
+                alerts: { default_expires_in: 5m, max_expires_in: 1h, default_dismiss_after: 1500ms, retention: 7d }
+                callbacks: { timeout: 90s, max_age: 1d, retry_initial_seconds: 2, retry_max_interval_seconds: 5m }
+                """)
+        #expect(config.alertRules.defaultExpiresIn == 300 && config.alertRules.maxExpiresIn == 3600)
+        #expect(config.alertRules.defaultDismissAfter == 1.5 && config.retentionSeconds == 604_800)
+        #expect(config.callbacks.timeout == 90 && config.callbacks.maxAge == 86_400 && config.callbacks.retryMaxIntervalSeconds == 300)
+        #expect {
+            try Config.parse(yaml: "alerts: { retention: 5 min }")
+        } throws: { error in
+            "\(error)".contains("alerts.retention") && "\(error)".contains("90s, 5m")
+        }
+    }
+
+    @Test(
         "an unknown or misplaced key is an error that names it",
         arguments: [
             ("listn: x", "listn"),

@@ -41,7 +41,7 @@ struct OutboxRow {
 @Suite("The callback outbox")
 struct OutboxTests {
     static let config = """
-        callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }
+        callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", allow: ["127.0.0.0/8"] }
         webhooks:
           - { client: ops, url: "http://127.0.0.1:9000/config-hook", secret: "config secret" }
         """

@@ -35,7 +35,7 @@ struct DeliveryTargetTests {
     static func hex(_ secret: String) -> String { Token.hex(Array(SHA256.hash(data: Array(secret.utf8)))) }
 
     static let hooks = """
-        callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }
+        callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", allow: ["127.0.0.1"] }
         webhooks:
           - { client: ops, url: "http://hook:p4ss@127.0.0.1:9/config-hook?token=s3cret#f", secret: "s" }
         """

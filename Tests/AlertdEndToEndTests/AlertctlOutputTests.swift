@@ -108,7 +108,7 @@ struct AlertctlOutputTests {
         let ctl = Alertctl(url: daemon.baseURL)
         let answered = try await ctl.run("choose", "ops", "--current", "No")
         #expect(answered.status == 0 && answered.stdout.hasPrefix(id(first)) && answered.stdout.contains("→ No"), "\(answered)")
-        let byIndex = try await ctl.run("choose", "ops", "--current", "0", "--index")
+        let byIndex = try await ctl.run("choose", "ops", "--current", "1", "--number")
         #expect(byIndex.status == 0 && byIndex.stdout.hasPrefix(id(second)), "\(byIndex)")
         let none = try await ctl.run("choose", "ops", "--current", "Yes")
         #expect(none.status == 3 && none.stderr == "alertctl: ops displays no alert: nothing to answer\n", "\(none)")

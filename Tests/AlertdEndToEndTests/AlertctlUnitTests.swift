@@ -301,6 +301,47 @@ struct ConsoleStateTests {
         #expect(state.note?.text == "key x chooses nothing; 1 chooses")
     }
 
+    @Test("a token that may not answer is read-only from the start: the buttons without keys; a key says why and chooses nothing")
+    func readOnly() throws {
+        var state = ConsoleState(client: "ops")
+        let me = Identity(name: "wallboard", roles: ["read"], clients: ["ops"], auth: true)
+        state.readOnly = ConsoleState.readOnly(me)
+        #expect(ConsoleState.readOnly(Identity(name: "console", roles: ["read", "answer"], clients: ["ops"], auth: true)) == nil)
+        #expect(ConsoleState.readOnly(Identity(name: nil, roles: ["read", "post", "answer", "admin"], clients: ["*"], auth: false)) == nil)
+        let alert = Self.alert(buttons: [.default("Restart"), .destructive("Drop tables"), .cancel("Keep")], title: "Wipe staging?")
+        state.show(alert)
+        let frame = Self.visible(state.frame(now: Date()))
+        let screen = frame.joined(separator: "\n")
+        #expect(frame.first?.hasPrefix("alertd · ops · read-only") == true, "\(screen)")
+        // The status line, wrapped at 80 columns.
+        #expect(screen.contains("read-only: token wallboard (roles: read) may not answer;") && screen.contains("that needs the"), "\(screen)")
+        #expect(screen.contains("· Restart") && screen.contains("· Drop tables  (destructive)") && screen.contains("· Keep  (cancel)"))
+        #expect(!screen.contains("[1]") && !screen.contains("Esc") && frame.last == "q quit", "\(screen)")
+        for key in ["1", "2", "\u{1B}"] {
+            #expect(state.press(Array(key.utf8)) == .none)
+            #expect(state.note?.text.hasSuffix("may not answer; that needs the answer role; nothing was chosen") == true)
+        }
+        #expect(state.confirming == nil)
+    }
+
+    @Test("an alert that leaves without this console's answer is told with who answered it; one answered here is not told twice")
+    func answeredElsewhere() {
+        var state = ConsoleState(client: "ops")
+        let first = Self.alert(buttons: [.default("Deploy")], title: "Deploy?")
+        state.show(first)
+        var next = Self.alert(buttons: [.default("OK")], title: "Next")
+        next.id = "01M00000000000000000000001"
+        let left = state.show(next)
+        #expect(left?.id == first.id)
+        var decided = first
+        decided.state = .answered
+        decided.result = AlertResult(outcome: .answered, button: "Deploy", buttonIndex: 0, decidedBy: "alice")
+        state.left(decided)
+        #expect(state.note?.text == "“Deploy?” was answered “Deploy” by alice")
+        state.answered(next, with: .default("OK"))
+        #expect(state.show(nil) == nil, "answered here: the console already said so")
+    }
+
     @Test("a refused token fills the screen, whole, and the keys offer only q")
     func denied() throws {
         var state = ConsoleState(client: "ops")

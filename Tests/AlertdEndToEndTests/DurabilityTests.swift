@@ -106,7 +106,7 @@ struct DurabilityTests {
     @Test("the callback events of an acknowledged choice survive kill -9 right after it")
     func outboxSurvives() async throws {
         let config = """
-            callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }
+            callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", allow: ["127.0.0.1"] }
             webhooks:
               - { client: ops, url: "http://127.0.0.1:9/hook", secret: "s" }
             """

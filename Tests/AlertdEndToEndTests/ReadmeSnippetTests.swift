@@ -22,6 +22,26 @@ struct ReadmeSnippetTests {
         return section.components(separatedBy: "```\(language)\n").dropFirst().map { $0.components(separatedBy: "\n```").first ?? "" }
     }
 
+    @Test("the completions block, run with alertctl on PATH and a fresh HOME, writes bash, zsh and fish completions")
+    func completionsFromSource() async throws {
+        // The section's first block (the search for the next "### " runs past the "## " that ends it).
+        let block = try #require(try Self.shellBlocks(under: "### Shell completions when built from source").first)
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("completions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bin = URL(fileURLWithPath: try Alertctl.binary()).deletingLastPathComponent().path
+        let script = "export HOME='\(home.path)' PATH='\(bin):'\"$PATH\"\n" + block
+        let run = try await Program.run("/bin/sh", ["-e", "-c", script], timeout: .seconds(30))
+        #expect(run.status == 0 && run.stderr.isEmpty, "\(run)")
+        for (path, marker) in [
+            (".local/share/bash-completion/completions/alertctl", "complete -"), (".zfunc/_alertctl", "#compdef alertctl"),
+            (".config/fish/completions/alertctl.fish", "__alertctl"),
+        ] {
+            let text = (try? String(contentsOf: home.appendingPathComponent(path), encoding: .utf8)) ?? ""
+            #expect(text.contains(marker), "\(path): \(text.prefix(200))")
+        }
+    }
+
     @Test(
         "the walk-through pasted into one shell: the id is kept in $id, every body ends with a newline, the choice answers both long-polls")
     func walkThrough() async throws {

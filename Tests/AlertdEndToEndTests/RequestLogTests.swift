@@ -43,7 +43,7 @@ struct RequestLogTests {
         let first = try await Daemon.start(.init(config: "callbacks: { signing_secret: s3cret }\n"))
         defer { first.cleanup() }
         let alert = try await first.client().postAlert(
-            "ops", #"{"title": "T", "buttons": [{"title": "ok"}], "callback_url": "http://127.0.0.1:1/cb"}"#)
+            "ops", #"{"title": "T", "buttons": [{"title": "ok"}], "callback_url": "http://hooks.example.com:1/cb"}"#)
         // Restarted without callbacks.signing_secret: the callback cannot be signed, and the choice says so.
         try first.rewriteConfig("log: { level: info }\n")
         let daemon = try await first.restart()

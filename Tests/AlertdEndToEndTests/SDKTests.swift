@@ -160,7 +160,8 @@ struct SDKTests {
 
     @Test("webhooks and deliveries: register (secret shown once), list, get, deliveries of a decided alert, remove")
     func webhooksAndDeliveries() async throws {
-        let daemon = try await Daemon.start()
+        // A loopback target: callbacks.deny refuses it unless callbacks.allow names it.
+        let daemon = try await Daemon.start(.init(config: "callbacks: { allow: [\"127.0.0.1\"] }\n"))
         defer { daemon.cleanup() }
         let alertd = try AlertdClient(url: daemon.baseURL)
         let hook = try await alertd.addWebhook(on: "ops", url: "http://127.0.0.1:1/hook")

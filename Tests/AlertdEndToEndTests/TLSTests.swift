@@ -92,6 +92,71 @@ struct TLSTests {
         #expect(!daemon.stderrText.contains("watchdog probe failed"))
     }
 
+    @Test("README's openssl command makes a certificate alertd serves and alertctl trusts with --cacert, by name and by address")
+    func readmeCertificate() async throws {
+        let readme = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../README.md").standardized,
+            encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## TLS\n").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let command = try #require(section.components(separatedBy: "```sh\n").dropFirst().first?.components(separatedBy: "```").first)
+        #expect(command.contains("subjectAltName"))
+        let directory = try ScratchDirectory()
+        let made = try await run("/bin/sh", ["-c", "cd \"$0\" && " + command, directory.url.path])
+        try #require(made.status == 0, "\(command)→ \(made.output)")
+        // As README goes on: the files beside the config, named relatively.
+        let daemon = try await Daemon.start(
+            .init(config: "tls: { cert_file: \"\(directory.url.path)/cert.pem\", key_file: \"\(directory.url.path)/key.pem\" }\n"))
+        defer { daemon.cleanup() }
+        for host in ["localhost", "127.0.0.1"] {
+            let ctl = Alertctl(url: "https://\(host):\(daemon.port)")
+            let whoami = try await ctl.run("--cacert", directory.url.appendingPathComponent("cert.pem").path, "whoami")
+            #expect(whoami.status == 0 && whoami.stdout.contains("url:     https://\(host):\(daemon.port)"), "\(host): \(whoami)")
+        }
+    }
+
+    @Test("alertctl with an http:// URL for a TLS port asks: is it https? (once)")
+    func plainHTTPToTLS() async throws {
+        let material = try await SelfSigned()
+        defer { material.remove() }
+        let daemon = try await Daemon.start(.init(config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n"))
+        defer { daemon.cleanup() }
+        let ctl = Alertctl(url: "http://127.0.0.1:\(daemon.port)")
+        let run = try await ctl.run("clients")
+        #expect(run.status == 4, "\(run)")
+        #expect(run.stderr.contains("is it https?") && run.stderr.contains("try https://127.0.0.1:\(daemon.port)"), "\(run)")
+        #expect(run.stderr.components(separatedBy: "is it https?").count == 2, "said once: \(run.stderr)")
+        // A daemon that is not there at all is not asked about https.
+        let nobody = try await Alertctl(url: "http://127.0.0.1:1").run("clients")
+        #expect(nobody.status == 4 && !nobody.stderr.contains("https"), "\(nobody)")
+    }
+
+    @Test("an encrypted private key is named as encrypted, at start and by check-config")
+    func encryptedKey() async throws {
+        let material = try await SelfSigned()
+        defer { material.remove() }
+        let encrypted = material.directory.appendingPathComponent("encrypted.pem").path
+        let traditional = material.directory.appendingPathComponent("traditional.pem").path
+        let pkcs8 = try await run(
+            "/usr/bin/openssl", ["pkey", "-in", material.key, "-aes256", "-passout", "pass:secret", "-out", encrypted])
+        try #require(pkcs8.status == 0, "\(pkcs8.output)")
+        let old = try await run(
+            "/usr/bin/openssl", ["rsa", "-in", material.key, "-aes256", "-traditional", "-passout", "pass:secret", "-out", traditional])
+        try #require(old.status == 0, "\(old.output)")
+        for key in [encrypted, traditional] {
+            let config = "tls: { cert_file: \"\(material.cert)\", key_file: \"\(key)\" }\n"
+            await #expect {
+                try await Daemon.start(.init(config: config))
+            } throws: { error in
+                let stderr = (error as? ProcessError)?.stderr ?? ""
+                return stderr.contains("tls.key_file: \(key) is an encrypted private key") && stderr.contains("openssl pkey")
+            }
+            let file = material.directory.appendingPathComponent("alertd.yaml")
+            try Data("state_dir: \(material.directory.path)/state\n\(config)".utf8).write(to: file)
+            let checked = try await Program.alertd(["check-config", file.path])
+            #expect(checked.status == 1 && checked.stderr.contains("is an encrypted private key"), "\(checked.stderr)")
+        }
+    }
+
     @Test("a tls section without both files, or with a file that is not PEM, is refused at start")
     func badTLSConfig() async throws {
         await #expect(throws: ProcessError.self) { try await Daemon.start(.init(config: "tls: { cert_file: /nonexistent.pem }\n")) }

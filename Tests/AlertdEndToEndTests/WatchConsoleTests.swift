@@ -139,6 +139,29 @@ struct WatchConsoleTests {
         }
     }
 
+    @Test("a token that may not answer shows read-only up front and offers no keys; an alert answered elsewhere says by whom")
+    func readOnlyToken() async throws {
+        let (daemon, secrets) = try await AuthTests.start()
+        defer { daemon.cleanup() }
+        let root = try AlertdClient(url: daemon.baseURL, token: secrets["root"]!)
+        let alert = try await root.post(ChooseConfirmTests.wipe, to: "ops")
+        let tmux = try await TmuxSession.start(
+            [try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": secrets["reader"]!])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen {
+            $0.contains("alertd · ops · read-only") && $0.contains("· Restart") && $0.contains("· Drop tables  (destructive)")
+                && $0.contains("read-only: token reader (roles: read) may not answer")
+        }
+        #expect(!(await tmux.screen()).contains("[1]"))
+        try await tmux.send("1")
+        try await tmux.awaitScreen { $0.contains("nothing was chosen") }
+        let screen = await tmux.screen()
+        #expect(screen.components(separatedBy: "may not").count == 2, "said once: \(screen)")
+        #expect(try await root.alert(on: "ops", id: alert.id).state == .displayed)
+        _ = try await root.choose(on: "ops", id: alert.id, button: "Restart")
+        try await tmux.awaitScreen { $0.contains("“Wipe staging?” was answered “Restart” by root") && $0.contains("Nothing displayed") }
+    }
+
     @Test("twelve buttons and a long message: every button with its key (letters after 9), the message scrolls, a wrong key is named")
     func manyButtons() async throws {
         let daemon = try await Daemon.start()

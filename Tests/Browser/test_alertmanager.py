@@ -68,7 +68,12 @@ class AlertmanagerAlertTests(unittest.TestCase):
         self.assertTrue(shown["message"].endswith(
             '\n\nA silence matches: alertname="DiskWillFillIn4Hours", instance="db-1.eu-west:9100"'), shown["message"])
         self.assertEqual([b["title"] for b in shown["buttons"]], ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
-        metadata = json.loads(self.driver.find_element("css selector", ".dialog-metadata").get_attribute("textContent"))
+        # Alertmanager's labels read as labels (name and value); the rest is in the raw JSON.
+        names = [e.get_attribute("textContent") for e in self.driver.find_elements("css selector", ".dialog-labels .label-name")]
+        values = [e.get_attribute("textContent") for e in self.driver.find_elements("css selector", ".dialog-labels .label-value")]
+        self.assertEqual(dict(zip(names, values)), LABELS)
+        self.assertEqual(self.driver.find_elements("css selector", ".dialog-metadata dt"), [], "no other member to list")
+        metadata = json.loads(self.driver.find_element("css selector", ".dialog-metadata-raw").get_attribute("textContent"))
         self.assertEqual(metadata["alertmanager"]["labels"], LABELS)
         self.assertEqual(metadata["alertmanager"]["silence_matchers"], ["alertname", "instance"])
         self.assertEqual(metadata["alertmanager"]["fingerprint"], "5a95f7672ad6df90")

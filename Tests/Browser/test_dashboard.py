@@ -75,6 +75,27 @@ class OpenDaemonTests(unittest.TestCase):
     def shows(self, alert_id, timeout=5, driver=None):
         until(driver or self.driver, lambda d: dialog_id(d) == alert_id, timeout, f"alert {alert_id} displayed")
 
+    def test_a_1200_px_window_with_history_rows_has_no_horizontal_scrolling(self):
+        client = "narrow"
+        for index in range(6):
+            posted = self.daemon.post(client, {
+                "title": f"Deploy build {index} of payments-api to production eu-west-1?",
+                "buttons": [{"title": "Deploy everything now", "style": "destructive"}, {"title": "Cancel", "style": "cancel"}],
+            })
+            self.assertEqual(self.daemon.choose(client, posted["id"], "Deploy everything now")[0], 200)
+        self.daemon.post(client, DEPLOY)
+        driver = browser(width=1200, height=800)
+        try:
+            driver.get(f"{self.daemon.base}/#/clients/{client}")
+            until(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-body tr")) == 6, 10, "six history rows")
+            widths = driver.execute_script(
+                "const wrap = document.querySelector('.table-wrap');"
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth, wrap.scrollWidth, wrap.clientWidth];")
+            self.assertLessEqual(widths[0], widths[1], f"the page scrolls sideways: {widths}")
+            self.assertLessEqual(widths[2], widths[3], f"the history table scrolls sideways: {widths}")
+        finally:
+            driver.quit()
+
     def test_a_posted_alert_appears_a_click_answers_it_and_the_next_one_appears(self):
         self.open("flow")
         first = self.daemon.post("flow", DEPLOY)
@@ -110,7 +131,10 @@ class OpenDaemonTests(unittest.TestCase):
             self.shows(first["id"])
             self.shows(first["id"], driver=other)
 
+            # Reject is destructive: a click asks, the confirm button chooses.
             self.driver.find_element(By.XPATH, "//button[.//span[text()='Reject']]").click()
+            until(self.driver, lambda d: visible(d, "confirm-yes"))
+            self.driver.find_element(By.ID, "confirm-yes").click()
             wait_for(lambda: self.daemon.alert("pair", first["id"])["state"] == "answered", 5, "the choice committed")
             self.shows(second["id"], timeout=SOON, driver=other)
             until(other, lambda d: "answered “Reject”" in text_of(d, "flash"), SOON)
@@ -152,9 +176,12 @@ class OpenDaemonTests(unittest.TestCase):
         self.shows(numbered["id"])
         shown = dialog(self.driver)
         self.assertTrue(shown["focused"], "focus lands on the alertdialog")
-        # Displayed order: Later, Restart, then the cancel button last; key 2 is Restart.
+        # Displayed order: Later, Restart, then the cancel button last; key 2 is Restart,
+        # destructive: it asks first, and y chooses it.
         self.assertEqual([b["title"] for b in shown["buttons"]], ["Later", "Restart", "Not now"])
         keys.send_keys("2").perform()
+        until(self.driver, lambda d: visible(d, "confirm") and "“Restart” is destructive" in text_of(d, "confirm"))
+        keys.send_keys("y").perform()
         answered = wait_for(lambda: (a := self.daemon.alert("keys", numbered["id"]))["result"] and a, 5, "key 2")
         self.assertEqual(answered["result"]["button"], "Restart")
 
@@ -169,6 +196,84 @@ class OpenDaemonTests(unittest.TestCase):
         keys.send_keys(Keys.ENTER).perform()
         answered = wait_for(lambda: (a := self.daemon.alert("keys", entered["id"]))["result"] and a, 5, "Enter")
         self.assertEqual(answered["result"]["button"], "Rotate", "Enter chooses the first default button")
+
+    def test_a_destructive_button_asks_to_confirm_by_key_and_by_mouse_and_cancel_never_does(self):
+        self.open("confirm")
+        buttons = [{"title": "Keep", "style": "cancel"}, {"title": "Restart"}, {"title": "Wipe", "style": "destructive"}]
+        first = self.daemon.post("confirm", {"title": "Wipe staging?", "buttons": buttons})
+        second = self.daemon.post("confirm", {"title": "Wipe staging again?", "buttons": buttons})
+        third = self.daemon.post("confirm", {"title": "Wipe staging once more?", "buttons": buttons})
+        keys = ActionChains(self.driver)
+        asking = lambda d: visible(d, "confirm") and "“Wipe” is destructive" in text_of(d, "confirm")
+        kept = lambda d: not visible(d, "confirm") and "Kept: “Wipe” was not chosen" in text_of(d, "flash")
+        self.shows(first["id"])
+        self.assertEqual([b["title"] for b in dialog(self.driver)["buttons"]], ["Restart", "Wipe", "Keep"])
+
+        # Key 2 (Wipe) asks; any key but y keeps the alert: 2 again, Escape (which then
+        # chooses nothing, not the cancel button), Enter on the focused Keep button.
+        for keep_key in ("2", Keys.ESCAPE, Keys.ENTER):
+            keys.send_keys("2").perform()
+            until(self.driver, asking)
+            self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed")
+            keys.send_keys(keep_key).perform()
+            until(self.driver, kept)
+            self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed", f"after {keep_key!r}")
+            self.driver.execute_script("document.getElementById('flash').textContent = ''")
+
+        # The mouse alike: a click asks, a second click on the same button (a double click)
+        # is not the confirmation, the confirm button is.
+        wipe = self.driver.find_element(By.XPATH, "//div[@role='alertdialog']//button[.//span[text()='Wipe']]")
+        wipe.click()
+        until(self.driver, asking)
+        wipe.click()
+        self.assertTrue(visible(self.driver, "confirm"))
+        self.assertEqual(self.daemon.alert("confirm", first["id"])["state"], "displayed")
+        self.driver.find_element(By.ID, "confirm-yes").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", first["id"]))["result"] and a, 5, "the confirmed choice")
+        self.assertEqual(answered["result"]["button"], "Wipe")
+
+        # The cancel button never asks: Escape chooses it at once.
+        self.shows(second["id"], timeout=SOON)
+        keys.send_keys(Keys.ESCAPE).perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", second["id"]))["result"] and a, 5, "Esc")
+        self.assertEqual(answered["result"]["button"], "Keep")
+        self.assertFalse(visible(self.driver, "confirm"))
+
+        # An alert answered elsewhere while its confirmation is open: nothing is chosen here, and the page says so.
+        self.shows(third["id"], timeout=SOON)
+        keys.send_keys("2").perform()
+        until(self.driver, asking)
+        status, _ = self.daemon.choose("confirm", third["id"], "Restart")
+        self.assertEqual(status, 200)
+        until(self.driver, lambda d: not visible(d, "confirm") and "was answered “Restart”" in text_of(d, "flash")
+              and "“Wipe” was not confirmed here" in text_of(d, "flash"), SOON)
+        fourth = self.daemon.post("confirm", {"title": "Wipe staging at last?", "buttons": buttons})
+
+        # Key 2 then y chooses it, as in alertctl watch.
+        self.shows(fourth["id"], timeout=SOON)
+        keys.send_keys("2").perform()
+        until(self.driver, asking)
+        keys.send_keys("y").perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("confirm", fourth["id"]))["result"] and a, 5, "2 then y")
+        self.assertEqual(answered["result"]["button"], "Wipe")
+
+    def test_before_the_first_answer_nothing_claims_the_client_is_empty(self):
+        driver = browser()
+        try:
+            # The client's requests are held by the browser, never answered: the page shows
+            # what it shows before alertd said anything about the client.
+            driver.execute_cdp_cmd("Fetch.enable", {"patterns": [{"urlPattern": "*/v1/clients/held/*"}]})
+            driver.get(f"{self.daemon.base}/#/clients/held")
+            until(driver, lambda d: text_of(d, "client-title") == "held" and visible(d, "client-view"))
+            self.assertIn("Loading…", text_of(driver, "stage"))
+            self.assertEqual(text_of(driver, "client-summary"), "")
+            self.assertFalse(visible(driver, "queue-empty"))
+            self.assertFalse(visible(driver, "history-empty"))
+            page = driver.find_element(By.TAG_NAME, "body").text
+            for claim in ("0 pending", "Nothing queued", "No decided alerts yet", "Nothing to answer"):
+                self.assertNotIn(claim, page)
+        finally:
+            driver.quit()
 
     def test_alert_and_action_sheet_layouts(self):
         for past in ({"title": "Scale web to 12 instances?", "buttons": [{"title": "Scale"}]},
@@ -192,9 +297,16 @@ class OpenDaemonTests(unittest.TestCase):
         dialog_middle = shown["rect"]["y"] + shown["rect"]["height"] / 2
         stage_middle = shown["stage"]["y"] + shown["stage"]["height"] / 2
         self.assertAlmostEqual(dialog_middle, stage_middle, delta=20, msg="an alert is centered")
-        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata").get_attribute("textContent")
-        self.assertEqual(json.loads(metadata), DEPLOY["metadata"])
+        # Metadata reads as keys and values; the raw JSON waits one click away.
+        keys = [e.get_attribute("textContent") for e in self.driver.find_elements(By.CSS_SELECTOR, ".dialog-metadata dt")]
+        values = [e.get_attribute("textContent") for e in self.driver.find_elements(By.CSS_SELECTOR, ".dialog-metadata dd")]
+        self.assertEqual(list(zip(keys, values)), [("build", "1234"), ("branch", "main"), ("requested_by", "ci")])
+        raw = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata-raw")
+        self.assertFalse(raw.is_displayed(), "the raw JSON is behind a click")
         screenshot(self.driver, "dashboard-alert.png")
+        self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata-json summary").click()
+        until(self.driver, lambda d: raw.is_displayed(), 5, "the raw JSON shown after one click")
+        self.assertEqual(json.loads(raw.get_attribute("textContent")), DEPLOY["metadata"])
         self.assertEqual(self.daemon.choose("ops", two["id"], "Deploy")[0], 200)
         self.assertEqual(self.daemon.choose("ops", rotate["id"], "Rotate")[0], 200)
 
@@ -259,8 +371,10 @@ class OpenDaemonTests(unittest.TestCase):
         self.assertEqual(shown["message"], hostile["message"])
         self.assertEqual([b["title"] for b in shown["buttons"]], [b["title"] for b in hostile["buttons"]])
         self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "#stage-content img, #stage-content script, #stage-content svg, #stage-content b"), [])
-        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata").get_attribute("textContent")
+        metadata = self.driver.find_element(By.CSS_SELECTOR, ".dialog-metadata-raw").get_attribute("textContent")
         self.assertEqual(json.loads(metadata), hostile["metadata"])
+        values = [e.get_attribute("textContent") for e in self.driver.find_elements(By.CSS_SELECTOR, ".dialog-metadata dd")]
+        self.assertEqual(values, ["<svg onload=alert(5)>", '{"list":[1,"two"]}'], "values as text, objects as compact JSON")
         self.assertIn('\n  "html": "<svg onload=alert(5)>"', metadata, "formatted JSON, as text")
         # Answer it, so the title also goes through the history and the flash.
         self.driver.find_element(By.CSS_SELECTOR, "button.action[data-index='0']").click()
@@ -478,6 +592,27 @@ class TokenTests(unittest.TestCase):
         # Still displayed: the API agrees nothing was chosen.
         self.assertEqual(self.daemon.alert("ops", posted["id"], self.ADMIN)["state"], "displayed")
         screenshot(self.driver, "dashboard-read-only.png")
+
+    def test_a_client_the_token_may_not_read_shows_what_to_do_instead_of_empty_panels(self):
+        # db has an answered alert: whatever the panels would say about it, "nothing" would be false.
+        posted = self.daemon.post("db", DEPLOY, token=self.ADMIN)
+        status, _ = self.daemon.choose("db", posted["id"], "Deploy", token=self.ADMIN)
+        self.assertEqual(status, 200)
+        self.driver.get(self.daemon.base + "/#/clients/db")
+        self.sign_in(self.VIEWER)
+        until(self.driver, lambda d: "may not read db" in text_of(d, "client-error"), SOON)
+        error = text_of(self.driver, "client-error")
+        self.assertIn("wallboard", error)
+        self.assertIn("ops, team-*", error)
+        self.assertIn("whose clients include db", error)
+        self.assertFalse(visible(self.driver, "client-panels"))
+        page = self.driver.find_element(By.TAG_NAME, "body").text
+        for claim in ("Loading…", "pending", "Nothing queued", "No decided alerts yet", "Nothing to answer"):
+            self.assertNotIn(claim, page)
+        # A client it may read shows its panels again.
+        self.driver.get(self.daemon.base + "/#/clients/ops")
+        until(self.driver, lambda d: visible(d, "client-panels") and "Nothing to answer" in text_of(d, "stage"))
+        self.assertEqual(text_of(self.driver, "client-error"), "")
 
     def test_a_token_refused_later_brings_the_prompt_back(self):
         self.driver.get(self.daemon.base + "/#/clients/ops")

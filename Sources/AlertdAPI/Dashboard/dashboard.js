@@ -31,8 +31,12 @@
     controller: null,
     /** The alert the client view shows (null: none; undefined: not known yet). */
     shown: undefined,
-    /** The client's pending alerts in display order, from the last refresh. */
-    pending: [],
+    /** The client's pending alerts in display order, from the last refresh (null: not known yet). */
+    pending: null,
+    /** A destructive button pressed once, waiting for its confirmation: {alertId, button, client}. */
+    confirming: null,
+    /** The confirmation that was open when its alert left the display, until that is reported. */
+    unconfirmed: null,
     busy: false,
     /** Server time minus browser time (ms), when they differ by more than the Date header's resolution. */
     skew: 0,
@@ -411,12 +415,14 @@
     $("client-summary").textContent = "";
     $("flash").textContent = "";
     state.shown = undefined;
-    state.pending = [];
+    state.pending = null;
+    show("client-panels", true);
     renderStage(client, null);
-    renderQueue([]);
-    renderHistory([]);
+    // Nothing is known yet: no "0 pending", no "Nothing queued" until alertd said so.
+    renderQueue(null);
+    renderHistory(null);
     if (!CLIENT_ID.test(client)) {
-      $("client-error").textContent = `“${client}” is not a client id.`;
+      refused(`“${client}” is not a client id.`);
       return;
     }
     refreshQueue(client, generation);
@@ -447,12 +453,32 @@
           connectionLost(error, delay);
           await sleep(delay, generation);
         } else {
-          // 400 or 403: retrying will not help.
-          $("client-error").textContent = `Cannot follow ${client}: ${error.message}`;
+          // 400 or 403: retrying will not help. What the panels would show is not known:
+          // they make way for what to do.
+          refused(whatToDo(client, error));
           return;
         }
       }
     }
+  }
+
+  /** The client cannot be shown: the panels go, the reason and what to do stay; every loop stops. */
+  function refused(text) {
+    stopLoops();
+    show("client-panels", false);
+    $("client-summary").textContent = "";
+    $("client-error").textContent = text;
+  }
+
+  function whatToDo(client, error) {
+    const me = state.me;
+    if (error instanceof HTTPError && error.status === 403 && me && me.auth) {
+      return (
+        `Token ${me.name} may not read ${client}: its clients are ${me.clients.join(", ")}. ` +
+        `Sign out and sign in with a token whose clients include ${client}, or open one of its clients.`
+      );
+    }
+    return `Cannot follow ${client}: ${error.message}`;
   }
 
   /** The displayed alert left: say how (answered here or elsewhere, dismissed, expired, withdrawn, covered). */
@@ -460,7 +486,9 @@
     try {
       const alert = await api(clientPath(client, "/" + encodeURIComponent(previous.id)), { signal: state.controller.signal });
       if (generation !== state.generation) return;
-      $("flash").textContent = describeDecision(alert);
+      const unconfirmed = state.unconfirmed && state.unconfirmed.alertId === previous.id ? state.unconfirmed : null;
+      $("flash").textContent =
+        describeDecision(alert) + (unconfirmed ? ` “${unconfirmed.button.title}” was not confirmed here: nothing was chosen from this page.` : "");
     } catch (error) {
       // The history shows it anyway.
     }
@@ -495,7 +523,7 @@
     try {
       const data = await api(clientPath(client, "?limit=100"), { signal: state.controller.signal });
       if (generation !== state.generation) return;
-      const before = new Set(state.pending.map((alert) => alert.id));
+      const before = new Set((state.pending || []).map((alert) => alert.id));
       state.pending = data.alerts;
       renderQueue(data.alerts, data.next_cursor !== null);
       renderPosition();
@@ -535,6 +563,9 @@
     clearInterval(state.countdownTimer);
     state.countdownTimer = 0;
     state.busy = false;
+    // A confirmation left open when its alert goes: reportPrevious says so with what became of it.
+    state.unconfirmed = state.confirming && (!alert || alert.id !== state.confirming.alertId) ? state.confirming : null;
+    state.confirming = null;
     const stage = $("stage");
     const content = $("stage-content");
     if (!alert) {
@@ -564,7 +595,7 @@
           "data-index": button.index,
           "data-style": button.style,
           disabled: !mayAnswer,
-          onclick: () => choose(client, alert, button),
+          onclick: () => press(client, alert, button),
         },
         position < 9 ? el("kbd", { class: "key", "aria-hidden": "true", text: String(position + 1) }) : null,
         el("span", { class: "action-title", text: button.title }),
@@ -576,7 +607,7 @@
       { class: "dialog-body" },
       el("h2", { id: "dialog-title", class: "dialog-title", text: alert.title }),
       alert.message ? el("p", { id: "dialog-message", class: "dialog-message", text: alert.message }) : null,
-      alert.metadata ? el("pre", { class: "dialog-metadata", "aria-label": "metadata", text: JSON.stringify(alert.metadata, null, 2) }) : null,
+      alert.metadata ? metadataElement(alert.metadata) : null,
       alert.buttons.length === 0 ? countdownElement() : null,
     );
     const note = mayAnswer
@@ -617,6 +648,7 @@
         note,
       );
     }
+    dialog.append(el("div", { id: "confirm", class: "confirm", hidden: true }));
     replaceChildren(content, dialog);
     renderPosition();
     if (alert.buttons.length === 0) startCountdown(alert);
@@ -627,6 +659,12 @@
     const position = $("stage-position");
     const summary = $("client-summary");
     const alert = state.shown;
+    if (state.pending === null) {
+      // Not known yet: say nothing rather than "0 pending".
+      summary.textContent = "";
+      position.textContent = "";
+      return;
+    }
     const pendingCount = state.pending.length;
     summary.textContent = `${pendingCount} pending`;
     if (!alert) {
@@ -667,6 +705,68 @@
     state.countdownTimer = setInterval(tick, 200);
   }
 
+  /**
+   * A button pressed, by click or key. A destructive one is not chosen at once: the first press
+   * asks (as alertctl watch does), y or the confirm button chooses it, anything else keeps the
+   * alert. Every other button, cancel among them, is chosen at once.
+   */
+  function press(client, alert, button) {
+    if (state.busy || !canAnswer() || !state.shown || state.shown.id !== alert.id) return;
+    if (button.style !== "destructive") {
+      keep(false);
+      choose(client, alert, button);
+      return;
+    }
+    // A second press of the same button (a double click) is not the confirmation: that is y or the confirm button, elsewhere.
+    if (state.confirming && state.confirming.alertId === alert.id && state.confirming.button.index === button.index) return;
+    state.confirming = { alertId: alert.id, button, client };
+    const box = $("confirm");
+    replaceChildren(
+      box,
+      el("p", { class: "confirm-text", id: "confirm-text", text: `“${button.title}” is destructive. Choose it?` }),
+      el(
+        "div",
+        { class: "confirm-buttons" },
+        el("button", { type: "button", id: "confirm-keep", class: "confirm-keep", onclick: () => keep(true) },
+          el("kbd", { class: "key", "aria-hidden": "true", text: "Esc" }), "Keep the alert"),
+        el("button", { type: "button", id: "confirm-yes", class: "confirm-yes", onclick: confirmed },
+          el("kbd", { class: "key", "aria-hidden": "true", text: "y" }), `Choose “${button.title}”`),
+      ),
+    );
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-labelledby", "confirm-text");
+    box.hidden = false;
+    for (const b of document.querySelectorAll("#stage-content button.action")) {
+      b.classList.toggle("armed", b.dataset.index === String(button.index));
+    }
+    // Enter on the focused button keeps the alert: only y or a deliberate click chooses.
+    $("confirm-keep").focus({ preventScroll: true });
+  }
+
+  function confirmed() {
+    const pending = state.confirming;
+    if (!pending) return;
+    keep(false);
+    choose(pending.client, state.shown, pending.button);
+  }
+
+  /** Leaves the confirmation; `said` tells the person nothing was chosen. */
+  function keep(said) {
+    const pending = state.confirming;
+    state.confirming = null;
+    const box = $("confirm");
+    if (box) {
+      box.hidden = true;
+      replaceChildren(box);
+    }
+    for (const b of document.querySelectorAll("#stage-content button.action.armed")) b.classList.remove("armed");
+    if (pending && said) {
+      $("flash").textContent = `Kept: “${pending.button.title}” was not chosen.`;
+      const dialog = document.querySelector("#stage-content [role=alertdialog]");
+      if (dialog) dialog.focus({ preventScroll: true });
+    }
+  }
+
   async function choose(client, alert, button) {
     if (state.busy || !canAnswer() || !state.shown || state.shown.id !== alert.id) return;
     state.busy = true;
@@ -705,6 +805,15 @@
     if (target instanceof Element && target.closest("input, textarea, select")) return;
     const dialog = document.querySelector("#stage-content [role=alertdialog]");
     if (!dialog) return;
+    if (state.confirming) {
+      // Same rule as alertctl watch: y chooses the destructive button, any other key keeps the alert.
+      if (["Shift", "Control", "Alt", "Meta", "CapsLock", "Tab"].includes(event.key)) return;
+      if ((event.key === "Enter" || event.key === " ") && target instanceof Element && target.closest("button")) return;
+      event.preventDefault();
+      if (event.key === "y" || event.key === "Y") confirmed();
+      else keep(true);
+      return;
+    }
     const buttons = [...dialog.querySelectorAll("button.action")];
     let chosen = null;
     if (/^[1-9]$/.test(event.key)) {
@@ -723,9 +832,49 @@
     if (!chosen.disabled) chosen.click();
   }
 
+  /**
+   * An alert's metadata as a person reads it: Alertmanager's labels as labels, every
+   * other member as a key and its value (a string as it is, anything else as compact
+   * JSON), and the raw JSON one click away ("Raw JSON", a <details>). All text nodes.
+   */
+  function metadataElement(metadata) {
+    const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+    const alertmanager = isObject(metadata.alertmanager) ? metadata.alertmanager : null;
+    const labels = alertmanager && isObject(alertmanager.labels) ? alertmanager.labels : null;
+    const members = Object.entries(metadata).filter(([key]) => !(labels && key === "alertmanager"));
+    const shown = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+    return el(
+      "div",
+      { class: "dialog-metadata-box" },
+      labels
+        ? el(
+            "ul",
+            { class: "dialog-labels", "aria-label": "Alertmanager labels" },
+            ...Object.entries(labels).map(([name, value]) =>
+              el("li", { class: "label" }, el("span", { class: "label-name", text: name }), el("span", { class: "label-value", text: shown(value) })),
+            ),
+          )
+        : null,
+      members.length > 0
+        ? el("dl", { class: "dialog-metadata", "aria-label": "metadata" }, ...members.flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { text: shown(value) })]))
+        : null,
+      el(
+        "details",
+        { class: "dialog-metadata-json" },
+        el("summary", { text: "Raw JSON" }),
+        el("pre", { class: "dialog-metadata-raw", "aria-label": "metadata as JSON", text: JSON.stringify(metadata, null, 2) }),
+      ),
+    );
+  }
+
   // MARK: - Queue and history
 
   function renderQueue(alerts, more) {
+    if (alerts === null) {
+      replaceChildren($("queue-list"));
+      show("queue-empty", false);
+      return;
+    }
     const queued = alerts.filter((alert) => alert.state === "queued");
     replaceChildren(
       $("queue-list"),
@@ -749,6 +898,14 @@
   }
 
   function renderHistory(alerts) {
+    if (alerts === null) {
+      replaceChildren($("history-body"));
+      replaceChildren($("chart"));
+      $("chart-caption").textContent = "";
+      show("history-empty", false);
+      show("history-table", false);
+      return;
+    }
     // The list comes newest-created first; people read it by decision time.
     const decided = [...alerts].sort((a, b) => Date.parse(b.decided_at) - Date.parse(a.decided_at));
     replaceChildren(
