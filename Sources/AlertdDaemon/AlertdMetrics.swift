@@ -169,8 +169,10 @@ final class AlertdMetrics: Sendable {
         "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
         "alertd_waiters": "Requests parked in long-polls.",
         "alertd_deliveries_pending": "Callback deliveries not yet made, by state: waiting (for their time) or in_flight.",
-        "alertd_store_commit_duration_seconds": "Time to commit one group of writes (fsync included; on PostgreSQL, a flush from BEGIN to COMMIT).",
-        "alertd_store_changes_total": "Changes committed by the PostgreSQL store's flushes (divide by the commit count for changes per flush).",
+        "alertd_store_commit_duration_seconds":
+            "Time to commit one group of writes (fsync included; on PostgreSQL, a flush from BEGIN to COMMIT).",
+        "alertd_store_changes_total":
+            "Changes committed by the PostgreSQL store's flushes (divide by the commit count for changes per flush).",
         "alertd_store_round_trips_total": "Round trips to PostgreSQL made by the store's flushes (BEGIN and COMMIT included).",
         "alertd_deliveries_total": "Callback delivery attempts, by result: delivered, retry, failed.",
         "alertd_delivery_latency_seconds": "Time from a terminal event to its delivery.",

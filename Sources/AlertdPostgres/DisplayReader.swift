@@ -108,8 +108,7 @@ final class DisplayReader: Sendable {
         let versions = pairs.map { $0.version ?? -1 }
         var changed: [Int: VersionedDisplay] = [:]
         do {
-            for try await row in try await store.client.execute(Check(clients: names, versions: versions), logger: logger)
-            {
+            for try await row in try await store.client.execute(Check(clients: names, versions: versions), logger: logger) {
                 let cells = row.makeRandomAccess()
                 let index = Int(try cells[18].decode(Int64.self)) - 1
                 let version = try cells[19].decode(Int64?.self)

@@ -272,11 +272,13 @@ final class Flushes: Sendable {
         var order: [String: Int] = [:]
         var slots: [Slot] = []
         for (index, operation) in flush.enumerated() {
-            let at = order[operation.client] ?? {
-                slots.append(Slot(client: operation.client))
-                order[operation.client] = slots.count - 1
-                return slots.count - 1
-            }()
+            let at =
+                order[operation.client]
+                ?? {
+                    slots.append(Slot(client: operation.client))
+                    order[operation.client] = slots.count - 1
+                    return slots.count - 1
+                }()
             slots[at].operations.append(index)
         }
         let settings = store.settings.withLockedValue { $0 }
@@ -455,7 +457,9 @@ final class Flushes: Sendable {
             held = got
             sequences = values
         }
-        guard sequences.count == count else { throw AlertRow.Corrupt(description: "alert_order gave \(sequences.count) of \(count) values") }
+        guard sequences.count == count else {
+            throw AlertRow.Corrupt(description: "alert_order gave \(sequences.count) of \(count) values")
+        }
         return (Set(held), sequences.sorted())
     }
 
@@ -465,7 +469,9 @@ final class Flushes: Sendable {
         for try await values in try await connection.execute(Lock(clients: clients, count: count), logger: logger) {
             sequences = values
         }
-        guard sequences.count == count else { throw AlertRow.Corrupt(description: "alert_order gave \(sequences.count) of \(count) values") }
+        guard sequences.count == count else {
+            throw AlertRow.Corrupt(description: "alert_order gave \(sequences.count) of \(count) values")
+        }
         return sequences.sorted()
     }
 
@@ -491,7 +497,8 @@ final class Flushes: Sendable {
             if let key = try cells[2].decode(String?.self) {
                 guard let alertID = AlertID(try cells[3].decode(String.self)) else { continue }
                 slots[index].records[key] = IdempotencyRecord(
-                    client: slots[index].client, key: key, alertID: alertID, bodyDigest: [UInt8](bytea: try cells[4].decode(ByteBuffer.self)),
+                    client: slots[index].client, key: key, alertID: alertID,
+                    bodyDigest: [UInt8](bytea: try cells[4].decode(ByteBuffer.self)),
                     createdAt: Timestamp(milliseconds: try cells[5].decode(Int64.self)))
                 continue
             }
@@ -613,7 +620,8 @@ final class Flushes: Sendable {
         grown.pending += max(0, pending.count - before)
         if before == 0, !pending.isEmpty { grown.clients += 1 }
         let kept = pending.isEmpty ? nil : Queue(version: written, settings: settings, board: board, pending: pending)
-        return ClientResult(client: client, shown: board.displayed(on: client), queue: kept, step: written.map { VersionStep(from: version, to: $0) })
+        return ClientResult(
+            client: client, shown: board.displayed(on: client), queue: kept, step: written.map { VersionStep(from: version, to: $0) })
     }
 }
 
@@ -788,41 +796,45 @@ extension Flushes {
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 6)
-            bindings.append(Self.json(clients) { json, client in
-                json.key("id"); json.string(client.id)
-                json.key("created_at"); json.int64(client.now.milliseconds)
-                json.key("version"); json.int64(client.version)
-            })
+            bindings.append(
+                Self.json(clients) { json, client in
+                    json.key("id"); json.string(client.id)
+                    json.key("created_at"); json.int64(client.now.milliseconds)
+                    json.key("version"); json.int64(client.version)
+                })
             bindings.append(Self.json(alerts) { json, row in AlertRow.write(row.alert, version: row.version, into: &json) })
-            bindings.append(Self.json(keys) { json, record in
-                json.key("client"); json.string(record.client)
-                json.key("key"); json.string(record.key)
-                json.key("alert_id"); json.string(record.alertID.description)
-                json.key("digest"); json.string(Data(record.bodyDigest).base64EncodedString())
-                json.key("created_at"); json.int64(record.createdAt.milliseconds)
-            })
-            bindings.append(Self.json(events) { json, event in
-                json.key("id"); json.string(event.id)
-                json.key("alert_id"); json.string(event.alertID.description)
-                json.key("client"); json.string(event.client)
-                json.key("type"); json.string(event.type)
-                json.key("created_at"); json.int64(event.createdAt.milliseconds)
-                json.key("body"); json.string(Data(event.body).base64EncodedString())
-            })
+            bindings.append(
+                Self.json(keys) { json, record in
+                    json.key("client"); json.string(record.client)
+                    json.key("key"); json.string(record.key)
+                    json.key("alert_id"); json.string(record.alertID.description)
+                    json.key("digest"); json.string(Data(record.bodyDigest).base64EncodedString())
+                    json.key("created_at"); json.int64(record.createdAt.milliseconds)
+                })
+            bindings.append(
+                Self.json(events) { json, event in
+                    json.key("id"); json.string(event.id)
+                    json.key("alert_id"); json.string(event.alertID.description)
+                    json.key("client"); json.string(event.client)
+                    json.key("type"); json.string(event.type)
+                    json.key("created_at"); json.int64(event.createdAt.milliseconds)
+                    json.key("body"); json.string(Data(event.body).base64EncodedString())
+                })
             bindings.append(instance)
             let deliveries = events.flatMap { event in event.deliveries.map { (event, $0) } }
-            bindings.append(Self.json(deliveries) { json, pair in
-                let (event, delivery) = pair
-                json.key("id"); json.string(delivery.id)
-                json.key("event_id"); json.string(event.id)
-                json.key("alert_id"); json.string(event.alertID.description)
-                json.key("target"); json.string(delivery.target)
-                json.key("webhook_id"); json.string(delivery.webhookID)
-                json.key("secret"); json.string(delivery.secret)
-                json.key("next_attempt_at"); json.int64(event.createdAt.milliseconds)
-                json.key("lease_until")
-                json.int64(event.createdAt.adding(milliseconds: PostgresAlertStore.retryLeaseMilliseconds).milliseconds)
-            })
+            bindings.append(
+                Self.json(deliveries) { json, pair in
+                    let (event, delivery) = pair
+                    json.key("id"); json.string(delivery.id)
+                    json.key("event_id"); json.string(event.id)
+                    json.key("alert_id"); json.string(event.alertID.description)
+                    json.key("target"); json.string(delivery.target)
+                    json.key("webhook_id"); json.string(delivery.webhookID)
+                    json.key("secret"); json.string(delivery.secret)
+                    json.key("next_attempt_at"); json.int64(event.createdAt.milliseconds)
+                    json.key("lease_until")
+                    json.int64(event.createdAt.adding(milliseconds: PostgresAlertStore.retryLeaseMilliseconds).milliseconds)
+                })
             return bindings
         }
 

@@ -132,8 +132,12 @@ struct FlushFaultTests {
         /// The answer, or nil when none came within `seconds` (a bound for a hang).
         func answer(_ stream: AsyncStream<Result<AlertID, EngineError>>, within seconds: Int) async -> Result<AlertID, EngineError>? {
             await withTaskGroup(of: Result<AlertID, EngineError>?.self) { group in
-                group.addTask { for await result in stream { return result }; return nil }
-                group.addTask { try? await Task.sleep(for: .seconds(seconds)); return nil }
+                group.addTask {
+                    for await result in stream { return result }; return nil
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(seconds)); return nil
+                }
                 let first = await group.next() ?? nil
                 group.cancelAll()
                 return first

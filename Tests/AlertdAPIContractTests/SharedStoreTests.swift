@@ -110,7 +110,8 @@ struct SharedStoreTests {
                     for copy in 0..<3 {
                         group.addTask {
                             let instance: any TestClient = (key + copy).isMultiple(of: 2) ? a : b
-                            let response = try await instance.post(client, Contract.alert("k\(key)"), headers: [("Idempotency-Key", "k\(key)")])
+                            let response = try await instance.post(
+                                client, Contract.alert("k\(key)"), headers: [("Idempotency-Key", "k\(key)")])
                             return ("k\(key)", response.status, Contract.id(try response.jsonObject()))
                         }
                     }

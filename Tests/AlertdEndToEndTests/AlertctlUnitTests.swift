@@ -314,7 +314,8 @@ struct ConsoleStateTests {
         let screen = frame.joined(separator: "\n")
         #expect(frame.first?.hasPrefix("alertd · ops · read-only") == true, "\(screen)")
         // The status line, wrapped at 80 columns.
-        #expect(screen.contains("read-only: token wallboard (roles: read) may not answer;") && screen.contains("that needs the"), "\(screen)")
+        #expect(
+            screen.contains("read-only: token wallboard (roles: read) may not answer;") && screen.contains("that needs the"), "\(screen)")
         #expect(screen.contains("· Restart") && screen.contains("· Drop tables  (destructive)") && screen.contains("· Keep  (cancel)"))
         #expect(!screen.contains("[1]") && !screen.contains("Esc") && frame.last == "q quit", "\(screen)")
         for key in ["1", "2", "\u{1B}"] {
