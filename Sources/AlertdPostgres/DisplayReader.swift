@@ -73,7 +73,7 @@ final class DisplayReader: Sendable {
     struct Check: PostgresPreparedStatement {
         static let name = "alertd_display_check_v1"
         static let sql = """
-            SELECT \(AlertRow.columns.split(separator: ",").map { "a." + $0.filter { $0 != " " } }.joined(separator: ", ")), r.i, c.version
+            SELECT \(AlertRow.qualified("a")), r.i, c.version
             FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS r(id, known, i)
             LEFT JOIN clients c ON c.id = r.id
             LEFT JOIN alerts a ON a.client = r.id AND a.state = 'displayed'

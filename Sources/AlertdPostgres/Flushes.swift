@@ -627,10 +627,25 @@ final class Flushes: Sendable {
 
 // MARK: - The statements of a flush
 
+/// A statement that locks a flush's clients and draws `count` values of `alert_order`.
+protocol LockStatement: PostgresPreparedStatement {
+    var clients: [String] { get }
+    var count: Int { get }
+}
+
+extension LockStatement {
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(clients)
+        bindings.append(Int32(count))
+        return bindings
+    }
+}
+
 extension Flushes {
     /// The flush's clients locked (sorted by lock key: one order in every instance),
     /// then one value of `alert_order` per change, drawn after the locks.
-    struct Lock: PostgresPreparedStatement {
+    struct Lock: LockStatement {
         static let name = "alertd_flush_lock_v1"
         static let sql = """
             WITH locked AS MATERIALIZED (
@@ -646,19 +661,12 @@ extension Flushes {
         var clients: [String]
         var count: Int
 
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(clients)
-            bindings.append(Int32(count))
-            return bindings
-        }
-
         func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
     }
 
     /// The flush's clients' locks tried, none waited for (so in any order), then one value
     /// of `alert_order` per change, drawn after every try (`count(*)` reads them all).
-    struct TryLock: PostgresPreparedStatement {
+    struct TryLock: LockStatement {
         static let name = "alertd_flush_try_lock_v1"
         static let sql = """
             WITH tried AS MATERIALIZED (
@@ -676,13 +684,6 @@ extension Flushes {
         var clients: [String]
         var count: Int
 
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(clients)
-            bindings.append(Int32(count))
-            return bindings
-        }
-
         func decodeRow(_ row: PostgresRow) throws -> ([String], [Int64]) { try row.decode(([String], [Int64]).self) }
     }
 
@@ -696,7 +697,7 @@ extension Flushes {
         static let name = "alertd_flush_read_v1"
         static let alertColumn = 6
         static let sql = """
-            SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(qualified("a"))
+            SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(AlertRow.qualified("a"))
             FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) AS r(client, since)
             LEFT JOIN clients c ON c.id = r.client
             LEFT JOIN LATERAL (
@@ -707,7 +708,7 @@ extension Flushes {
                 WHERE alerts.client = r.client AND r.since < 0 AND alerts.state IN ('queued', 'displayed')
             ) AS a ON true
             UNION ALL
-            SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, \(nulls)
+            SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, \(AlertRow.nulls)
             FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::text[])) AS q(client, key)
             JOIN idempotency_keys k ON k.client = q.client AND k.key = q.key
             """
@@ -729,13 +730,6 @@ extension Flushes {
 
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 
-        private static func qualified(_ table: String) -> String {
-            AlertRow.columns.split(separator: ",").map { "\(table)." + $0.filter { $0 != " " } }.joined(separator: ", ")
-        }
-
-        private static var nulls: String {
-            Array(repeating: "NULL", count: AlertRow.columns.split(separator: ",").count).joined(separator: ", ")
-        }
     }
 
     /// Every write of a flush in one statement: the rows

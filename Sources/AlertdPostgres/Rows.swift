@@ -12,6 +12,15 @@ enum AlertRow {
         displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by
         """
 
+    /// The names of ``columns``, in order.
+    static let names = columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+
+    /// ``columns`` qualified with a table's name or alias (`a.id, a.client, …`).
+    static func qualified(_ table: String) -> String { names.map { "\(table).\($0)" }.joined(separator: ", ") }
+
+    /// A NULL for each of ``columns`` (the other rows of a `UNION` that reads alerts).
+    static let nulls = Array(repeating: "NULL", count: names.count).joined(separator: ", ")
+
     struct Corrupt: Error, CustomStringConvertible {
         let description: String
     }
@@ -30,7 +39,6 @@ enum AlertRow {
     /// The alert of an object ``write(_:version:into:)`` wrote (a notification carries it).
     static func alert(json bytes: [UInt8]) throws -> Alert {
         guard case .object(let fields) = try JSONParser.parse(bytes) else { throw Corrupt(description: "not an alert row object") }
-        let names = columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         return try alert { index in
             switch fields[names[index]] {
             case .string(let text)?: .text(text)
