@@ -1,3 +1,4 @@
+import AlertdPostgres
 import AlertdEngine
 import AlertdWire
 import Foundation
@@ -70,6 +71,9 @@ extension Config {
         }
         if metricsRequireToken, tokens.isEmpty {
             check.warnings.append("metrics.require_token with no auth.tokens: no request can read /metrics")
+        }
+        if case .postgres(let url, _) = store, let warning = url.unverifiedTLSWarning {
+            check.warnings.append(warning)
         }
         return check
     }

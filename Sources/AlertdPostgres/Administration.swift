@@ -24,8 +24,11 @@ public enum PostgresAdministration {
         try await withClient(url, logger: logger) { client in
             try await Schema.migrate(client, logger: logger)
             try await client.withTransaction(logger: logger) { connection in
+                // A copy may take longer than a statement may (PostgresURL.sessionParameters).
+                try await connection.run("SET LOCAL statement_timeout = 0", logger: logger)
+                try await connection.run("SET LOCAL lock_timeout = 0", logger: logger)
                 // Checked in the transaction that writes, under a lock two copies would share.
-                try await connection.run("SELECT pg_advisory_xact_lock(\(Schema.migrationLock))", logger: logger)
+                try await connection.run("SELECT pg_catalog.pg_advisory_xact_lock(\(Schema.migrationLock))", logger: logger)
                 for table in ["clients", "alerts", "idempotency_keys", "webhooks", "events", "deliveries"] {
                     for try await _ in try await connection.query(
                         PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger)
@@ -39,7 +42,7 @@ public enum PostgresAdministration {
                     var names = columns
                     if table == "alerts" { names += ["seq", "dismiss_at"] }
                     var placeholders = (1...columns.count).map { "$\($0)" }
-                    if table == "alerts" { placeholders += ["nextval('alert_order')", "$\(columns.count + 1)"] }
+                    if table == "alerts" { placeholders += ["pg_catalog.nextval('alert_order'::regclass)", "$\(columns.count + 1)"] }
                     let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
                     for row in dump.rows[table] ?? [] {
                         var binds = PostgresBindings(capacity: row.count + 1)

@@ -19,7 +19,7 @@ extension PostgresAlertStore {
                     UPDATE deliveries SET lease_until = \(until.milliseconds), leased_by = \(instance)
                     WHERE id = \(deliveryID) AND state = 'pending'
                       AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by = \(instance))
-                    RETURNING (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)
+                    RETURNING (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)
                     """, logger: logger
                 ).decode(Int.self) {
                     attempts = count
@@ -46,7 +46,7 @@ extension PostgresAlertStore {
                           AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
                         ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                     RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
-                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type
+                        (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type
                     """, logger: logger)
                 for try await (id, event, target, secret, body, created, due, attempts, type) in rows.decode(
                     (String, String, String, String, ByteBuffer, Int64, Int64?, Int, String).self)

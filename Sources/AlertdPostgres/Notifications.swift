@@ -89,7 +89,7 @@ final class Notifications: Sendable {
     /// NOTIFYs `entries` in the transaction `connection` runs, in as few payloads as fit.
     static func send(_ entries: [String], from instance: String, on connection: PostgresConnection, logger: Logger) async throws {
         for payload in payloads(entries, from: instance) {
-            try await connection.run("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+            try await connection.run("SELECT pg_catalog.pg_notify(\(channel), \(payload))", logger: logger)
         }
     }
 

@@ -152,20 +152,20 @@ public final class PostgresAlertStore: AlertStore, Service {
         var byClient: [String: Int] = [:]
         var pending = 0
         for try await (client, count) in try await client.query(
-            "SELECT client, count(*) FROM alerts WHERE state IN ('queued', 'displayed') GROUP BY client", logger: logger
+            "SELECT client, pg_catalog.count(*) FROM alerts WHERE state IN ('queued', 'displayed') GROUP BY client", logger: logger
         ).decode((String, Int).self) {
             byClient[client] = count
             pending += count
         }
         var clients = 0
-        for try await count in try await client.query("SELECT count(*) FROM clients", logger: logger).decode(Int.self) {
+        for try await count in try await client.query("SELECT pg_catalog.count(*) FROM clients", logger: logger).decode(Int.self) {
             clients = count
         }
         var next: Int64?
         for try await (expiry, dismissal) in try await client.query(
             """
-            SELECT (SELECT min(expires_at) FROM alerts WHERE state IN ('queued', 'displayed')),
-                   (SELECT min(dismiss_at) FROM alerts WHERE state = 'displayed')
+            SELECT (SELECT pg_catalog.min(expires_at) FROM alerts WHERE state IN ('queued', 'displayed')),
+                   (SELECT pg_catalog.min(dismiss_at) FROM alerts WHERE state = 'displayed')
             """, logger: logger
         ).decode((Int64?, Int64?).self) {
             next = [expiry, dismissal].compactMap { $0 }.min()
@@ -298,18 +298,18 @@ public final class PostgresAlertStore: AlertStore, Service {
         let query: PostgresQuery =
             stack
             ? """
-            SELECT count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
+            SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
               AND (priority > \(alert.priority) OR (priority = \(alert.priority) AND seq > \(alert.sequence)))
             """
             : """
-            SELECT count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
+            SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
               AND (priority > \(alert.priority) OR (priority = \(alert.priority) AND seq < \(alert.sequence)))
             """
         var ahead = 0
         for try await count in try await client.query(query, logger: logger).decode(Int.self) { ahead = count }
         var displayed = 0
         for try await count in try await client.query(
-            "SELECT count(*) FROM alerts WHERE client = \(alert.client) AND state = 'displayed'", logger: logger
+            "SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'displayed'", logger: logger
         ).decode(Int.self) {
             displayed = count
         }
@@ -373,7 +373,7 @@ public final class PostgresAlertStore: AlertStore, Service {
                 var chunk: [(String, Int)] = []
                 for try await row in try await client.query(
                     """
-                    SELECT c.id, (SELECT count(*) FROM alerts a WHERE a.client = c.id AND a.state IN ('queued', 'displayed'))
+                    SELECT c.id, (SELECT pg_catalog.count(*) FROM alerts a WHERE a.client = c.id AND a.state IN ('queued', 'displayed'))
                     FROM clients c WHERE c.id > \(last) ORDER BY c.id LIMIT 500
                     """, logger: logger
                 ).decode((String, Int).self) {
@@ -495,7 +495,7 @@ public final class PostgresAlertStore: AlertStore, Service {
                     for try await id in try await connection.query(
                         """
                         DELETE FROM clients c WHERE NOT EXISTS (SELECT 1 FROM alerts a WHERE a.client = c.id)
-                        AND pg_try_advisory_xact_lock(hashtextextended(c.id, 0)) RETURNING c.id
+                        AND pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(c.id, 0::int8)) RETURNING c.id
                         """, logger: logger
                     ).decode(String.self) {
                         forgotten.append(id)

@@ -11,8 +11,8 @@ enum Schema {
 
     // Ids compare as bytes (COLLATE "C"): they sort by creation as plain strings, and
     // client ids page in the same order everywhere, whatever the database's locale.
-    static let migrations: [(version: Int, name: String, statements: [String])] = [
-        (
+    static let migrations: [Migration] = [
+        Migration(
             1, "clients, alerts, idempotency keys, webhooks, the outbox",
             [
                 """
@@ -111,7 +111,7 @@ enum Schema {
                 """,
             ]
         ),
-        (
+        Migration(
             2, "queue versions: an instance reads only what changed since its copy",
             [
                 "ALTER TABLE clients ADD COLUMN version bigint NOT NULL DEFAULT 0",
@@ -119,36 +119,146 @@ enum Schema {
                 "CREATE INDEX alerts_by_version ON alerts (client, version)",
             ]
         ),
-        (
+        Migration(
             3, "what a delivery produced (an Alertmanager silence id)",
             ["ALTER TABLE deliveries ADD COLUMN result text"]
         ),
     ]
 
+    /// The advisory lock (session-level) an index build takes, so that one instance builds it.
+    static let indexLock: Int64 = migrationLock + 1
+
     /// Brings the database up to date; returns the versions it applied.
+    ///
+    /// Statements run in one transaction under ``migrationLock``, up to the first index
+    /// migration not yet applied; that index is built outside any transaction
+    /// (``buildIndex(_:on:logger:)``), then the next migrations follow the same way.
+    /// Migrations may take longer than the session's `statement_timeout` and wait for
+    /// locks beyond its `lock_timeout` (``PostgresURL/sessionParameters``): both are
+    /// lifted for them.
     @discardableResult
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
-        try await client.withTransaction(logger: logger) { connection in
-            try await connection.run("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
-            try await connection.query(
-                """
-                CREATE TABLE IF NOT EXISTS alertd_migrations (
-                    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-                """, logger: logger)
-            var applied = Set<Int>()
-            for try await version in try await connection.query("SELECT version FROM alertd_migrations", logger: logger).decode(Int.self) {
-                applied.insert(version)
-            }
-            var done: [Int] = []
-            for migration in migrations where !applied.contains(migration.version) {
-                for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
+    static func migrate(_ client: PostgresClient, migrations: [Migration] = migrations, logger: Logger) async throws -> [Int] {
+        var done: [Int] = []
+        while true {
+            let (applied, index) = try await client.withTransaction(logger: logger) { connection -> ([Int], Migration?) in
+                try await connection.run("SET LOCAL statement_timeout = 0", logger: logger)
+                try await connection.run("SET LOCAL lock_timeout = 0", logger: logger)
+                try await connection.run("SELECT pg_catalog.pg_advisory_xact_lock(\(migrationLock))", logger: logger)
                 try await connection.query(
-                    "INSERT INTO alertd_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
-                done.append(migration.version)
+                    """
+                    CREATE TABLE IF NOT EXISTS alertd_migrations (
+                        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT pg_catalog.now())
+                    """, logger: logger)
+                let already = try await appliedVersions(connection, logger: logger)
+                var applied: [Int] = []
+                for migration in migrations where !already.contains(migration.version) {
+                    guard case .statements(let statements) = migration.body else { return (applied, migration) }
+                    for statement in statements {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO alertd_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+                    applied.append(migration.version)
+                }
+                return (applied, nil)
             }
-            return done
+            done += applied
+            guard let index else { return done }
+            if try await client.withConnection({ try await buildIndex(index, on: $0, logger: logger) }) { done.append(index.version) }
         }
+    }
+
+    private static func appliedVersions(_ connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
+        var applied = Set<Int>()
+        for try await version in try await connection.query("SELECT version FROM alertd_migrations", logger: logger).decode(Int.self) {
+            applied.insert(version)
+        }
+        return applied
+    }
+
+    /// Builds an index migration's index with `CREATE INDEX CONCURRENTLY`, outside any
+    /// transaction: the table takes writes all along (a plain `CREATE INDEX` blocks
+    /// them until it ends, and on a busy table during a rolling upgrade every instance
+    /// still running would stall). One instance builds, under ``indexLock``, tried
+    /// without waiting: an instance that waited for the lock in a statement would hold
+    /// a snapshot the build itself waits for. The others look every second until the
+    /// migration is recorded. A build that was interrupted (a crash, a cancel) leaves
+    /// an invalid index under the name, which `IF NOT EXISTS` would take as built: it
+    /// is dropped and built again. True when this instance built it.
+    static func buildIndex(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        guard case .index(let name, let definition) = migration.body else { return false }
+        func recorded() async throws -> Bool {
+            try await appliedVersions(connection, logger: logger).contains(migration.version)
+        }
+        while true {
+            if try await recorded() { return false }
+            var held = false
+            for try await got in try await connection.query(
+                "SELECT pg_catalog.pg_try_advisory_lock(\(indexLock))", logger: logger
+            ).decode(Bool.self) {
+                held = got
+            }
+            if held { break }
+            try await Task.sleep(for: .seconds(1))
+        }
+        do {
+            try await connection.run("SET statement_timeout = 0", logger: logger)
+            if try await recorded() {
+                try await release(connection, logger: logger)
+                return false
+            }
+            var valid: Bool?
+            for try await state in try await connection.query(
+                "SELECT i.indisvalid FROM pg_catalog.pg_index i WHERE i.indexrelid = pg_catalog.to_regclass(\(name))", logger: logger
+            ).decode(Bool.self) {
+                valid = state
+            }
+            if valid == false {
+                logger.warning("an earlier build of index \(name) did not finish: building it again")
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(name)"), logger: logger)
+            }
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(name) \(definition)"), logger: logger)
+            try await connection.query(
+                "INSERT INTO alertd_migrations (version, name) VALUES (\(migration.version), \(migration.name)) ON CONFLICT DO NOTHING",
+                logger: logger)
+            try await release(connection, logger: logger)
+            return true
+        } catch {
+            try? await release(connection, logger: logger)
+            throw error
+        }
+    }
+
+    /// Gives back the index lock and the session's own statement timeout (the
+    /// connection goes back to the pool).
+    private static func release(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.run("RESET statement_timeout", logger: logger)
+        try await connection.run("SELECT pg_catalog.pg_advisory_unlock(\(indexLock))", logger: logger)
+    }
+}
+
+/// One step of the schema, applied once.
+struct Migration: Sendable {
+    let version: Int
+    let name: String
+    let body: Body
+
+    enum Body: Sendable {
+        /// Statements run in the migrations' transaction.
+        case statements([String])
+        /// One index (`name`, and its definition after the name: `ON table (columns) WHERE …`),
+        /// built concurrently, in a migration of its own.
+        case index(name: String, definition: String)
+    }
+
+    init(_ version: Int, _ name: String, _ statements: [String]) {
+        self.init(version, name, body: .statements(statements))
+    }
+
+    init(_ version: Int, _ name: String, body: Body) {
+        self.version = version
+        self.name = name
+        self.body = body
     }
 }

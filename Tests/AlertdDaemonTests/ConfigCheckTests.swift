@@ -122,4 +122,29 @@ struct StartCheckTests {
         #expect(check.errors.isEmpty)
         #expect(check.warnings.count == 2)
     }
+
+    @Test(
+        "a PostgreSQL server beyond this machine, not verified, is warned of loudly; a local or verified one is not",
+        arguments: [
+            ("postgres://alertd@db.internal/alertd", "sslmode=prefer"),
+            ("postgres://alertd@10.0.0.5/alertd?sslmode=disable", "without TLS"),
+            ("postgres://alertd@db.internal/alertd?sslmode=require", "not verifying the server's certificate"),
+            ("host=db.internal dbname=alertd sslmode=verify-ca", "verifying the certificate's chain but not its name"),
+            ("postgres://alertd@db.internal/alertd?sslmode=verify-full", nil),
+            ("postgres://alertd@127.0.0.1/alertd", nil),
+            ("postgres://alertd@localhost/alertd?sslmode=disable", nil),
+            ("host=/run/postgresql dbname=alertd", nil),
+        ] as [(String, String?)])
+    func unverifiedDatabase(url: String, warning: String?) throws {
+        var config = try Config.parse(yaml: "store: { backend: postgres, postgres: { url: \"\(url)\" } }")
+        config.stateDir = NSTemporaryDirectory()
+        let warnings = config.startCheck().warnings
+        if let warning {
+            #expect(warnings.count == 1)
+            #expect(warnings.first?.contains(warning) == true, "\(warnings)")
+            #expect(warnings.first?.contains("sslmode=verify-full") == true)
+        } else {
+            #expect(warnings.isEmpty, "\(warnings)")
+        }
+    }
 }
