@@ -112,6 +112,17 @@ public struct PostgresURL: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Takes the password from the first line of the file at `path` (as
+    /// `alertd migrate-store --password-file`), over any in the string or the environment.
+    public mutating func readPassword(fromFile path: String) throws(Invalid) {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw Invalid(description: "cannot read the password file \(path)")
+        }
+        let trimmed = String(text.prefix { !$0.isNewline })
+        guard !trimmed.isEmpty else { throw Invalid(description: "the password file \(path) has no password on its first line") }
+        password = trimmed
+    }
+
     /// libpq's parameters, which an error may name: any other key may be part of a
     /// value that a space or a quote split (a password), and is not repeated.
     private static let libpqKeys: Set<String> = [

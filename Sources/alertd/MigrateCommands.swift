@@ -44,24 +44,48 @@ struct MigrateStoreCommand: ParsableCommand {
     @Option(help: ArgumentHelp("sqlite:DIR, the state directory alertd ran on.", valueName: "sqlite:dir"))
     var from: String
 
-    @Option(help: ArgumentHelp("The PostgreSQL connection URL (as store.postgres.url).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The PostgreSQL connection URL (as store.postgres.url), best without its password: "
+                + "PGPASSWORD or --password-file supplies it.", valueName: "url"))
     var to: String
+
+    @Option(
+        help: ArgumentHelp(
+            "A file whose first line is the database password (a command line is visible to every user of the machine).",
+            valueName: "file"))
+    var passwordFile: String?
 
     func validate() throws {
         guard from.hasPrefix("sqlite:"), from.count > "sqlite:".count else {
             throw ValidationError("--from must be sqlite:DIR (the state directory), not \(from)")
         }
+        let url: PostgresURL
         do {
-            _ = try PostgresURL(to)
+            url = try PostgresURL(to, environment: [:])
         } catch {
             throw ValidationError("--to: \(error)")
+        }
+        if url.password != nil {
+            FileHandle.standardError.write(
+                Data(
+                    ("alertd migrate-store: warning: the password in --to is visible to every user of this machine while this runs "
+                        + "(ps, /proc); give it in PGPASSWORD or --password-file instead\n").utf8))
         }
     }
 
     func run() throws {
         let directory = String(from.dropFirst("sqlite:".count))
-        let url = try PostgresURL(to)
-        print(try blocking { try await StoreMaintenance.copy(sqlite: directory, to: url, logger: commandLogger()) })
+        var url = try PostgresURL(to)
+        if let passwordFile {
+            do {
+                try url.readPassword(fromFile: passwordFile)
+            } catch {
+                throw ValidationError("--password-file: \(error)")
+            }
+        }
+        let target = url
+        print(try blocking { try await StoreMaintenance.copy(sqlite: directory, to: target, logger: commandLogger()) })
     }
 }
 

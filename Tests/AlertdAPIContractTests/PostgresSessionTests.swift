@@ -8,6 +8,7 @@ import AlertdCore
 import AlertdEngine
 import AlertdTestSupport
 import AlertdWire
+import Foundation
 import Logging
 import PostgresNIO
 import Testing
@@ -46,6 +47,24 @@ struct PostgresSessionTests {
         #expect(try PostgresURL("postgres://alertd:inline@db/alertd", environment: ["PGPASSWORD": "from-env"]).password == "inline")
         #expect(try PostgresURL("postgres://alertd@db/alertd", environment: [:]).password == nil)
         #expect(!(try PostgresURL("postgres://alertd@db/alertd", environment: ["PGPASSWORD": "from-env"])).description.contains("from-env"))
+    }
+
+    @Test("a password file's first line is the password, over the string's; an empty or missing file is refused, named")
+    func passwordFile() throws {
+        let directory = try ScratchDirectory()
+        let file = directory.url.appendingPathComponent("password").path
+        var url = try PostgresURL("postgres://alertd:inline@db/alertd", environment: [:])
+        try Data("from-file\r\nsecond line\n".utf8).write(to: URL(fileURLWithPath: file))
+        try url.readPassword(fromFile: file)
+        #expect(url.password == "from-file")
+        try Data("\n".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(throws: PostgresURL.Invalid.self) { try url.readPassword(fromFile: file) }
+        do {
+            try url.readPassword(fromFile: file + ".missing")
+            Issue.record("a missing file was read")
+        } catch {
+            #expect(error.description.contains("password.missing"))
+        }
     }
 
     @Test("every connection, pooled or single, starts with alertd's search_path and timeouts")

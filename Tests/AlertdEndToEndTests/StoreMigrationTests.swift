@@ -42,6 +42,25 @@ struct StoreMigrationTests {
         #expect(ContinuousClock.now - started < .seconds(15), "not after postgres-nio's minute of retries")
     }
 
+    @Test("migrate-store warns of a password on its command line, and names a password file it cannot read")
+    func passwordOnTheCommandLine() async throws {
+        let closed = try ReservedPort()
+        defer { closed.release() }
+        let scratch = try ScratchDirectory()
+        let inline = try await Program.alertd([
+            "migrate-store", "--from", "sqlite:\(scratch.url.path)", "--to", "postgres://alertd:hunter2@127.0.0.1:\(closed.port)/alertd",
+        ])
+        #expect(inline.stderr.contains("the password in --to is visible to every user"), "\(inline.stderr)")
+        #expect(!inline.stderr.contains("hunter2"), "\(inline.stderr)")
+        let missing = try await Program.alertd([
+            "migrate-store", "--from", "sqlite:\(scratch.url.path)", "--to", "postgres://alertd@127.0.0.1:\(closed.port)/alertd",
+            "--password-file", scratch.url.path + "/nowhere",
+        ])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("--password-file: cannot read the password file"), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("visible to every user"))
+    }
+
     @Test("alertd migrate on the embedded store migrates the state directory, and refuses one alertd is running on")
     func migrateEmbedded() async throws {
         let scratch = try ScratchDirectory()
