@@ -278,6 +278,13 @@ struct Call: Sendable {
     let responder: Responder
     let finish: @Sendable (HTTPResponse) -> HTTPResponse
 
+    /// Whether an alert's `callback_url` is shown whole: to `admin` and `post` tokens,
+    /// and to everyone without tokens; redacted for `read`, `answer` and `alertmanager`
+    /// (``Redaction``).
+    var seesCallbackURLs: Bool {
+        principal.map { $0.roles.contains(.admin) || $0.roles.contains(.post) } ?? true
+    }
+
     /// The route's `{client}`, checked against the client id pattern.
     func client() throws(Problem) -> String {
         let client = captures["client"] ?? ""

@@ -49,7 +49,8 @@ extension API {
         }
         engine.awaitCurrent(client: client, wait: wait, after: after, owner: call.principal?.name) { [self] result in
             switch result {
-            case .success(let body?): call.reply { [self] in json(200, body) }
+            case .success(let body?):
+                call.reply { [self] in json(200, call.seesCallbackURLs ? body : Redaction.alertJSON(body)) }
             case .success(nil): call.reply { HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]) }
             case .failure(let error): call.reply { [self] in render(Problem(error)) }
             }
@@ -62,7 +63,7 @@ extension API {
         let wait = try call.query(["wait"]).wait()
         let id = try call.alertID(on: client)
         engine.awaitAlert(id, on: client, wait: wait, owner: call.principal?.name) { [self] result in
-            call.reply { [self] in alertResponse(result) }
+            call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
         }
     }
 
@@ -72,7 +73,7 @@ extension API {
         _ = try call.query()
         let id = try call.alertID(on: client)
         engine.withdraw(id, on: client, by: call.principal?.name, requestID: call.requestID) { [self] result in
-            call.reply { [self] in alertResponse(result) }
+            call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
         }
     }
 
@@ -84,7 +85,7 @@ extension API {
         let selection = try Self.selection(call.request.body)
         let id = try call.alertID(on: client)
         engine.choose(selection, alert: id, on: client, by: call.principal?.name, requestID: call.requestID) { [self] result in
-            call.reply { [self] in alertResponse(result) }
+            call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
         }
     }
 
@@ -137,7 +138,10 @@ extension API {
                     out.beginObject()
                     out.key("alerts")
                     out.beginArray()
-                    for item in page.alerts { item.alert.write(position: item.position, into: &out) }
+                    let whole = call.seesCallbackURLs
+                    for item in page.alerts {
+                        (whole ? item.alert : Redaction.alert(item.alert)).write(position: item.position, into: &out)
+                    }
                     out.endArray()
                     out.key("next_cursor")
                     out.string(page.next?.text)
@@ -150,10 +154,17 @@ extension API {
         }
     }
 
-    func alertResponse(_ result: Result<PositionedAlert, EngineError>) -> HTTPResponse {
+    /// The alert, or the problem (which may carry the alert: `already-decided`);
+    /// `whole`: the callback URL as posted (``Call/seesCallbackURLs``).
+    func alertResponse(_ result: Result<PositionedAlert, EngineError>, whole: Bool) -> HTTPResponse {
         switch result {
-        case .success(let found): alert(200, found)
-        case .failure(let error): render(Problem(error))
+        case .success(var found):
+            if !whole { found.alert = Redaction.alert(found.alert) }
+            return alert(200, found)
+        case .failure(let error):
+            var problem = Problem(error)
+            if !whole, let decided = problem.alert { problem.alert = Redaction.alert(decided) }
+            return render(problem)
         }
     }
 

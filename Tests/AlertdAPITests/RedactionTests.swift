@@ -83,3 +83,83 @@ struct DeliveryTargetTests {
         #expect(try await targets(config: Self.hooks, as: nil) == whole)
     }
 }
+
+@Suite("An alert's callback_url is whole for admin and post tokens, redacted for the others")
+struct AlertCallbackURLTests {
+    static let tokens = """
+        callbacks: { signing_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", allow: ["127.0.0.1"] }
+        auth:
+          tokens:
+            - { name: root, sha256: "\(DeliveryTargetTests.hex("root-secret"))", roles: [admin], clients: ["*"] }
+            - { name: poster, sha256: "\(DeliveryTargetTests.hex("poster-secret"))", roles: [post], clients: ["*"] }
+            - { name: wall, sha256: "\(DeliveryTargetTests.hex("wall-secret"))", roles: [read], clients: ["*"] }
+            - { name: desk, sha256: "\(DeliveryTargetTests.hex("desk-secret"))", roles: [answer], clients: ["*"] }
+        """
+    static let url = "https://u:pw@127.0.0.1:9/cb?sig=abc"
+    static let redacted = "https://***@127.0.0.1:9/***?sig=***"
+
+    /// Every way the alert is read, as `secret`'s token sees its callback_url.
+    func seen(as secret: String) async throws -> [String: String] {
+        let daemon = try await InProcessDaemon(config: Self.tokens)
+        defer { daemon.cleanUp() }
+        let poster = [("Authorization", "Bearer poster-secret")]
+        let reader = [("Authorization", "Bearer \(secret)")]
+        // The title and the metadata hold the key's own text: only the resource's own value is touched.
+        let posted = try await daemon.send(
+            "POST", "/v1/clients/ops/alerts",
+            json:
+                #"{"title":"\"callback_url\":\"x\"","buttons":[{"title":"OK"}],"callback_url":"\#(Self.url)","metadata":{"callback_url":"keep"}}"#,
+            headers: poster)
+        let id = try #require(try posted.object()["id"] as? String, "\(posted.text)")
+        var seen: [String: String] = [:]
+        let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current", headers: reader)
+        seen["current"] = try current.object()["callback_url"] as? String
+        #expect(try current.object()["title"] as? String == #""callback_url":"x""#)
+        #expect((try current.object()["metadata"] as? [String: Any])?["callback_url"] as? String == "keep")
+        let one = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)", headers: reader)
+        seen["get"] = try one.object()["callback_url"] as? String
+        let list = try await daemon.send("GET", "/v1/clients/ops/alerts", headers: reader)
+        seen["list"] = (try list.object()["alerts"] as? [[String: Any]])?.first?["callback_url"] as? String
+        let withdrawn = try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)", headers: reader)
+        if withdrawn.status == 200 {
+            seen["withdraw"] = try withdrawn.object()["callback_url"] as? String
+        } else {
+            #expect(try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)", headers: poster).status == 200)
+        }
+        // Choosing an alert already withdrawn: 409 already-decided, carrying the alert.
+        let late = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: reader)
+        if late.status == 409 {
+            seen["already-decided"] = (try late.object()["alert"] as? [String: Any])?["callback_url"] as? String
+        }
+        return seen
+    }
+
+    @Test("read and answer tokens see it redacted wherever the alert is read")
+    func redactedForReaders() async throws {
+        for secret in ["wall-secret", "desk-secret"] {
+            let seen = try await seen(as: secret)
+            var expected = ["current": Self.redacted, "get": Self.redacted, "list": Self.redacted]
+            if secret == "desk-secret" { expected["already-decided"] = Self.redacted }
+            #expect(seen == expected, "\(secret): \(seen)")
+        }
+    }
+
+    @Test("admin and post tokens see it whole")
+    func wholeForPosters() async throws {
+        let admin = try await seen(as: "root-secret")
+        #expect(admin == ["current": Self.url, "get": Self.url, "list": Self.url, "withdraw": Self.url, "already-decided": Self.url])
+        let poster = try await seen(as: "poster-secret")
+        #expect(poster == ["current": Self.url, "get": Self.url, "list": Self.url, "withdraw": Self.url])
+    }
+
+    @Test("the current alert's bytes: only the resource's own callback_url changes; none, and nothing changes")
+    func alertJSON() {
+        let body = Array(
+            #"{"id":"x","title":"a\"callback_url\":\"no","callback_url":"http://h/s3cret?k=v","metadata":{"callback_url":"m"}}"#.utf8)
+        #expect(
+            String(decoding: Redaction.alertJSON(body), as: UTF8.self)
+                == #"{"id":"x","title":"a\"callback_url\":\"no","callback_url":"http://h/***?k=***","metadata":{"callback_url":"m"}}"#)
+        let none = Array(#"{"id":"x","callback_url":null,"metadata":{"callback_url":"m"}}"#.utf8)
+        #expect(Redaction.alertJSON(none) == none)
+    }
+}

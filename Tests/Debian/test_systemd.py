@@ -305,6 +305,19 @@ class UnderSystemd(unittest.TestCase):
         self.assertEqual(self.c.http("GET", "/v1/clients", token="secret-new")["status"], 200)
         self.assertEqual(self.sh("stat -c '%U:%G %a' /etc/alertd/alertd.yaml"), "root:alertd 640")
 
+    def test_09b_configure_never_follows_a_symlink_in_etc_alertd(self):
+        # A config path replaced by a symlink (to a file only root may read): postinst's
+        # chgrp and chmod would follow it and hand the target to the alertd group.
+        self.c.sh("install -m 0600 -o root -g root /dev/null /root/victim && echo secret > /root/victim")
+        self.c.sh("mv /etc/alertd/alertd.yaml /etc/alertd/alertd.yaml.real && ln -s /root/victim /etc/alertd/alertd.yaml")
+        try:
+            out = self.sh(f"/var/lib/dpkg/info/alertd.postinst configure {self.version} 2>&1")
+            self.assertEqual(self.sh("stat -c '%U:%G %a' /root/victim"), "root:root 600")
+            self.assertIn("/etc/alertd/alertd.yaml is a symbolic link", out)
+        finally:
+            self.c.sh("rm -f /etc/alertd/alertd.yaml /root/victim && mv /etc/alertd/alertd.yaml.real /etc/alertd/alertd.yaml")
+        self.assertEqual(self.sh("stat -c '%U:%G %a' /etc/alertd/alertd.yaml"), "root:alertd 640")
+
     def test_10_remove_stops_alertd_and_purge_leaves_the_system_as_before(self):
         self.c.sh("systemctl start alertd.service")
         self.c.sh("dpkg -r alertd", timeout=120)
