@@ -44,6 +44,9 @@ struct Connection: ParsableArguments {
     /// A client for the settings in force. With `--json` it keeps the daemon's answers, for ``printAnswer(_:)``.
     func client() throws(Failure) -> AlertdClient {
         let settings = try settings()
+        for warning in settings.warnings() {
+            FileHandle.standardError.write(Data("alertctl: warning: \(warning)\n".utf8))
+        }
         let trust = try settings.trust()
         var client: AlertdClient
         do {
@@ -170,6 +173,43 @@ struct Settings: Equatable {
         // --insecure for one command wins over a CA from the environment or the file.
         if settings.insecure { settings.cacert = nil }
         return settings
+    }
+
+    /// What puts the token at risk in these settings, one line each (alertctl prints them
+    /// on stderr and goes on): a token on the command line, a token sent in clear to
+    /// another machine, a file holding the token that other users may read. `mode` reads a
+    /// file's permission bits (stands for `stat` in tests).
+    func warnings(mode: (String) -> mode_t? = Settings.mode(of:)) -> [String] {
+        guard token != nil, let source = tokenSource else { return [] }
+        var warnings: [String] = []
+        if source == "--token" {
+            warnings.append(
+                "a token given with --token is visible to every user of this machine (ps, /proc) and stays in the shell's "
+                    + "history; give it in $ALERTD_TOKEN or token_file in alertctl.yaml")
+        }
+        if let components = URLComponents(string: url), components.scheme?.lowercased() == "http", let host = components.host,
+            !Self.isLoopback(host)
+        {
+            warnings.append(
+                "the token goes to \(host) over plain http: anyone on the path can read it and act as you; use https")
+        }
+        if source.hasPrefix("/"), let bits = mode(source), bits & 0o044 != 0 {
+            warnings.append(
+                "\(source) holds the token and other users may read it (mode \(String(bits & 0o777, radix: 8))): chmod 600 \(source)")
+        }
+        return warnings
+    }
+
+    /// A file's permission bits; nil when it cannot be read.
+    static func mode(of path: String) -> mode_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_mode & 0o7777 : nil
+    }
+
+    /// `localhost` (and `*.localhost`), 127.0.0.0/8 and ::1: this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return name == "localhost" || name.hasSuffix(".localhost") || name == "::1" || name.hasPrefix("127.")
     }
 
     func trust() throws(Failure) -> CertificateTrust {

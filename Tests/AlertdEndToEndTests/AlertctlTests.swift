@@ -229,6 +229,8 @@ struct AlertctlTests {
         #expect(refused.status == 3 && refused.stderr.contains("Forbidden: "), "\(refused)")
         let flag = try await reader.run("post", "ops", "--title", "x", "--token", secrets["deployer"]!)
         #expect(flag.status == 0, "\(flag)")
+        #expect(flag.stderr.hasPrefix("alertctl: warning: a token given with --token is visible to every user"), "\(flag.stderr)")
+        #expect(!refused.stderr.contains("warning"), "a token from the environment, to loopback: \(refused.stderr)")
         let wrong = try await Alertctl(url: daemon.baseURL, token: "nope").run("clients")
         #expect(wrong.status == 3 && wrong.stderr.contains("Unauthorized: "), "\(wrong)")
     }

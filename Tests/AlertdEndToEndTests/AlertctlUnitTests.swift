@@ -93,6 +93,38 @@ struct SettingsTests {
         }
     }
 
+    @Test("a token on the command line, sent in clear beyond this machine, or in a file others may read is warned of")
+    func warnings() throws {
+        let modes: [String: mode_t] = ["/c/alertctl.yaml": 0o644, "/c/private.yaml": 0o600, "/c/group.yaml": 0o640]
+        func warnings(_ settings: Settings) -> [String] { settings.warnings { modes[$0] } }
+        let flag = try Settings.resolve(flags: flags("--token", "t", "--url", "https://alertd.example"), environment: [:], file: nil)
+        #expect(warnings(flag).count == 1 && warnings(flag)[0].contains("--token is visible to every user"), "\(warnings(flag))")
+        let clear = try Settings.resolve(
+            flags: flags(), environment: ["ALERTD_TOKEN": "t", "ALERTD_URL": "http://alertd.example:8080"], file: nil)
+        #expect(
+            warnings(clear) == [
+                "the token goes to alertd.example over plain http: anyone on the path can read it and act as you; use https"
+            ])
+        for local in [
+            "http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "http://dash.localhost", "https://alertd.example",
+        ] {
+            let fine = try Settings.resolve(flags: flags(), environment: ["ALERTD_TOKEN": "t", "ALERTD_URL": local], file: nil)
+            #expect(warnings(fine).isEmpty, "\(local): \(warnings(fine))")
+        }
+        let open = try Settings.resolve(flags: flags("--url", "https://a.example"), environment: [:], file: file)
+        #expect(warnings(open) == ["/c/alertctl.yaml holds the token and other users may read it (mode 644): chmod 600 /c/alertctl.yaml"])
+        for path in ["/c/private.yaml"] {
+            var closed = file
+            closed.path = path
+            #expect(warnings(try Settings.resolve(flags: flags("--url", "https://a.example"), environment: [:], file: closed)).isEmpty)
+        }
+        var group = file
+        group.path = "/c/group.yaml"
+        #expect(warnings(try Settings.resolve(flags: flags("--url", "https://a.example"), environment: [:], file: group)).count == 1)
+        let none = try Settings.resolve(flags: flags("--url", "http://alertd.example"), environment: [:], file: nil)
+        #expect(warnings(none).isEmpty, "no token, nothing to warn of")
+    }
+
     @Test("--insecure drops a CA from the environment or the file; with --cacert it is bad usage")
     func insecure() throws {
         let settings = try Settings.resolve(flags: flags("--insecure"), environment: ["ALERTD_CACERT": "/env/ca.pem"], file: file)
