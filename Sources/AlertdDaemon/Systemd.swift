@@ -108,7 +108,7 @@ struct WatchdogService: Service {
     let logger: Logger
 
     func run() async throws {
-        let sslContext = tls ? try Self.sslContext() : nil
+        let sslContext = try tls ? Self.sslContext() : nil
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let started = ContinuousClock.now
@@ -198,7 +198,7 @@ struct WatchdogService: Service {
         }
 
         func channelActive(context: ChannelHandlerContext) {
-            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/healthz")
+            var head = NIOHTTP1.HTTPRequestHead(version: .http1_1, method: .GET, uri: "/healthz")
             head.headers.add(name: "Host", value: "localhost")
             head.headers.add(name: HTTPServer.probeHeader, value: token)
             head.headers.add(name: "Connection", value: "close")

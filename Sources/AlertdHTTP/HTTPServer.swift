@@ -375,7 +375,7 @@ public final class HTTPServer: Sendable {
     /// answers them. The caller closes each returned descriptor.
     public func addProbeConnections() -> [Int32] {
         let handles = daemons.withLockedValue { $0 }
-        return handles.map { handle in
+        return handles.map { handle -> Int32 in
             var pair: [Int32] = [-1, -1]
             guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return -1 }
             let added = AcceptGate.probeAddress.withUnsafeBytes { raw in

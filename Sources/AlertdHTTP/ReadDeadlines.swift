@@ -5,8 +5,9 @@ import struct NIOConcurrencyHelpers.NIOLockedValueBox
 public import ServiceLifecycle
 import Synchronization
 
-/// The read timeout of every open connection: a whole request must arrive within
-/// `timeout` of the connection opening or of its previous answer.
+/// The deadlines of every open connection: its first byte within `firstByteTimeout`
+/// of opening; a whole request within `timeout` of the connection opening or of its
+/// previous answer; an answer taken by the client within `writeTimeout` of being queued.
 ///
 /// libmicrohttpd 0.9.75 only has an idle timeout, which every trickled byte
 /// resets, so a client sending one header byte a minute holds a connection
@@ -15,6 +16,8 @@ import Synchronization
 /// leaves the descriptor to libmicrohttpd) once it passes, and libmicrohttpd
 /// then closes the connection as if the client had hung up. While a request is
 /// being answered, or parked in a long-poll, the connection has no deadline.
+/// Whether a new connection sent anything is the kernel's count of bytes it
+/// received (`TCP_INFO`), since libmicrohttpd says nothing before a whole head.
 ///
 /// With a per-address limit, the registry also counts the open connections of
 /// each client address; a connection that opens over the limit is marked, and the
