@@ -109,7 +109,11 @@ public final class TokenConcurrency: Sendable {
         }
 
         public func release() {
-            guard !released.withLockedValue({ released in defer { released = true }; return released }) else { return }
+            guard
+                !released.withLockedValue({ released in
+                    defer { released = true }; return released
+                })
+            else { return }
             owner.inFlight.withLockedValue { counts in
                 let left = counts[token, default: 1] - 1
                 counts[token] = left > 0 ? left : nil

@@ -180,8 +180,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// The certificate, key and priority string as C strings, alive as long as the server.
-    private nonisolated(unsafe) let tlsStrings:
-        (UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>)?
+    private nonisolated(unsafe) let tlsStrings: (UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>)?
 
     /// What the server counts, for `/metrics`.
     public struct Counts: Sendable {
@@ -431,7 +430,8 @@ public final class HTTPServer: Sendable {
             context.isProbe = Self.isProbe(connection, token: probeToken)
             if !context.isProbe, readDeadlines.takeClientSlot(connection) > configuration.maxConnections {
                 context.phase = .answered
-                return queue(handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, context: context, close: true)
+                return queue(
+                    handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, context: context, close: true)
             }
             let framing = Framing(connection)
             // The request line and headers live in the connection's memory pool,

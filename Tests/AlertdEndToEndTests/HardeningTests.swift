@@ -55,7 +55,9 @@ struct HardeningTests {
         #expect(connection.isOpen)
     }
 
-    @Test("limits.max_connections_per_ip: a connection over it is closed as it is accepted, before it sends a byte; a freed slot serves again")
+    @Test(
+        "limits.max_connections_per_ip: a connection over it is closed as it is accepted, before it sends a byte; a freed slot serves again"
+    )
     func connectionsPerAddress() async throws {
         let daemon = try await Daemon.start(.init(config: "limits: { max_connections_per_ip: 2, first_byte_timeout_seconds: 30 }\n"))
         defer { daemon.cleanup() }

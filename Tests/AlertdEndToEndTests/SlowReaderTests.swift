@@ -107,7 +107,9 @@ struct SlowReaderTests {
         #expect(try await daemon.client().get("/healthz").status == 200)
     }
 
-    @Test("limits.max_requests_per_token: a third request while two answers are not taken is 429 rate-limited; parked long-polls do not count")
+    @Test(
+        "limits.max_requests_per_token: a third request while two answers are not taken is 429 rate-limited; parked long-polls do not count"
+    )
     func requestsPerToken() async throws {
         let (poster, other) = ("poster-secret-1", "other-secret-2")
         let (posterHex, otherHex) = (await Program.sha256Hex(poster), await Program.sha256Hex(other))
@@ -129,12 +131,15 @@ struct SlowReaderTests {
         let parked = try await [daemon.rawConnection(), daemon.rawConnection()]
         for connection in parked {
             try await connection.send(
-                Array("GET /v1/clients/idle/alerts/current?wait=30 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(poster)\r\n\r\n".utf8))
+                Array(
+                    "GET /v1/clients/idle/alerts/current?wait=30 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(poster)\r\n\r\n"
+                        .utf8))
         }
         _ = try await awaitMetrics(daemon) { metric($0, "alertd_waiters") == 2 }
         #expect(try await http.get("/v1/clients/ops/alerts?limit=1", headers: bearer).status == 200)
         // Two pages of 5.7 MB that their readers never take: the token's two requests in flight.
-        let page = "GET /v1/clients/ops/alerts?limit=\(Self.pageAlerts) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(poster)\r\n\r\n"
+        let page =
+            "GET /v1/clients/ops/alerts?limit=\(Self.pageAlerts) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(poster)\r\n\r\n"
         let readers = try [SlowReader(port: daemon.port, request: page), SlowReader(port: daemon.port, request: page)]
         _ = try await awaitMetrics(daemon) { metric($0, #"alertd_http_requests_total{route="list_alerts",status="200"}"#) == 3 }
         let refused = try await http.get("/v1/clients/ops/alerts?limit=1", headers: bearer)
