@@ -449,6 +449,8 @@ public final class HTTPServer: Sendable {
                 context.phase = .answered
                 return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection, context: context)
             }
+            // The accept policy closes connections over the per-address limit; two accepted at
+            // once by two threads can both pass it, and the later one is refused here.
             if !context.isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
                 context.phase = .answered
                 return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, context: context, close: true)
