@@ -59,6 +59,25 @@ struct ConnectionFloodTests {
         #expect((metric(metrics, #"alertd_http_connections_refused_total{reason="capacity"}"#) ?? 0) >= 1, "\(metrics)")
     }
 
+    @Test("socket-activated (one libmicrohttpd daemon with a pool of threads): the watchdog keeps pinging under an idle flood")
+    func watchdogUnderIdleFloodSocketActivated() async throws {
+        let (fd, _) = try SystemdProtocolTests.listeningSocket()
+        defer { close(fd) }
+        let notify = try FakeNotifySocket()
+        var options = Daemon.Options(
+            config: "limits: { max_connections: 2, first_byte_timeout_seconds: 30 }\n",
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
+        options.inheritedSocket = fd
+        let daemon = try await Daemon.start(options)
+        defer { daemon.cleanup() }
+        _ = await notify.receive(until: "READY=1", timeout: .seconds(10))
+        let flood = try (0..<200).map { _ in try IdleSocket(port: daemon.port) }
+        _ = await notify.receive(until: "nothing", timeout: .milliseconds(500))
+        let pings = await notify.receive(until: "nothing", timeout: .seconds(3)).filter { $0.contains("WATCHDOG=1") }.count
+        #expect(pings >= 3, "\(daemon.stderrText.suffix(800))")
+        withExtendedLifetime(flood) {}
+    }
+
     @Test("limits.first_byte_timeout_seconds: a connection that sends nothing is closed after it; one that began a request is not")
     func firstByteDeadline() async throws {
         let daemon = try await Daemon.start(.init(config: "limits: { first_byte_timeout_seconds: 1, read_timeout_seconds: 30 }\n"))
