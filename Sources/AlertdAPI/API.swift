@@ -25,11 +25,17 @@ public final class API: HTTPHandler {
         public var rateLimiter: RateLimiter?
         /// `Host` and `Origin` checks while the API is anonymous.
         public var hosts: HostPolicy
+        /// Requests one token may have in flight at once; nil: no bound.
+        public var concurrency: TokenConcurrency?
 
-        public init(auth: Authenticator = Authenticator(tokens: []), rateLimiter: RateLimiter? = nil, hosts: HostPolicy = HostPolicy()) {
+        public init(
+            auth: Authenticator = Authenticator(tokens: []), rateLimiter: RateLimiter? = nil, hosts: HostPolicy = HostPolicy(),
+            concurrency: TokenConcurrency? = nil
+        ) {
             self.auth = auth
             self.rateLimiter = rateLimiter
             self.hosts = hosts
+            self.concurrency = concurrency
         }
     }
     private let access: NIOLockedValueBox<Access>
@@ -94,7 +100,18 @@ public final class API: HTTPHandler {
             render(
                 Problem(
                     .unavailable, "alertd holds its maximum of \(limit) connections (limits.max_connections); retry later", retryAfter: 1))
+        case .responseBytesInFlight(let limit):
+            render(
+                Problem(
+                    .unavailable,
+                    "alertd holds its maximum of \(limit) bytes of answers not yet taken by their clients "
+                        + "(limits.max_response_bytes_in_flight); retry later, or ask for a smaller page (limit=)",
+                    retryAfter: 1))
         }
+    }
+
+    public func finished(_ admission: any AnyObject & Sendable) {
+        (admission as? Admitted)?.slot?.release()
     }
 
     /// What ``admit(_:)`` found in a request's head, carried to ``handle(_:responder:)``.
@@ -104,13 +121,19 @@ public final class API: HTTPHandler {
         let route: Route
         let captures: Captures
         let principal: Principal?
+        /// The token's place among its requests in flight (``TokenConcurrency``).
+        let slot: TokenConcurrency.Slot?
 
-        init(requestID: String, started: UInt64, route: Route, captures: Captures, principal: Principal?) {
+        init(
+            requestID: String, started: UInt64, route: Route, captures: Captures, principal: Principal?,
+            slot: TokenConcurrency.Slot? = nil
+        ) {
             self.requestID = requestID
             self.started = started
             self.route = route
             self.captures = captures
             self.principal = principal
+            self.slot = slot
         }
     }
 
@@ -138,7 +161,7 @@ public final class API: HTTPHandler {
                 requestID: requestID, route: found?.route.name ?? "unmatched", method: head.method, path: head.path, started: started)
             return .failure(Refusal(response: finish(render(problem))))
         }
-        let (auth, rateLimiter, hosts) = access.withLockedValue { ($0.auth, $0.rateLimiter, $0.hosts) }
+        let (auth, rateLimiter, hosts, concurrency) = access.withLockedValue { ($0.auth, $0.rateLimiter, $0.hosts, $0.concurrency) }
         let isAPI = head.path == "/v1" || head.path.hasPrefix("/v1/")
         let metricsGuarded = metricsNeedToken && head.path == "/metrics"
         var principal: Principal?
@@ -174,15 +197,22 @@ public final class API: HTTPHandler {
             problem.headers = [("Allow", allow.joined(separator: ", "))]
             return refuse(problem)
         case .found(let route, let captures):
+            var slot: TokenConcurrency.Slot?
             if let principal {
                 do {
                     try Self.authorize(principal, route.permission, client: captures["client"])
                 } catch {
                     return refuse(error)
                 }
+                if let concurrency {
+                    switch concurrency.take(principal.name) {
+                    case .success(let taken): slot = taken
+                    case .failure(let problem): return refuse(problem)
+                    }
+                }
             }
             return .success(
-                Admitted(requestID: requestID, started: started, route: route, captures: captures, principal: principal))
+                Admitted(requestID: requestID, started: started, route: route, captures: captures, principal: principal, slot: slot))
         }
     }
 
@@ -203,7 +233,7 @@ public final class API: HTTPHandler {
             started: admitted.started)
         let call = Call(
             request: request, captures: admitted.captures, principal: admitted.principal, requestID: admitted.requestID,
-            responder: responder, finish: finish)
+            responder: responder, finish: finish, slot: admitted.slot)
         do {
             try admitted.route.handler(self)(call)
         } catch {
@@ -277,6 +307,12 @@ struct Call: Sendable {
     let requestID: String
     let responder: Responder
     let finish: @Sendable (HTTPResponse) -> HTTPResponse
+    /// The token's place among its requests in flight, if counted.
+    var slot: TokenConcurrency.Slot? = nil
+
+    /// A long-poll is about to park: it leaves its token's requests in flight
+    /// (`limits.max_waiters_per_token` bounds parked ones).
+    func parking() { slot?.release() }
 
     /// Whether an alert's `callback_url` is shown whole: to `admin` and `post` tokens,
     /// and to everyone without tokens; redacted for `read`, `answer` and `alertmanager`

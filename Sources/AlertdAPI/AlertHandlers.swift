@@ -47,6 +47,7 @@ extension API {
             guard let id = AlertID(text) else { throw Problem(.badRequest, "after must be an alert id, not \(text)") }
             after = id
         }
+        if wait > 0 { call.parking() }
         engine.awaitCurrent(client: client, wait: wait, after: after, owner: call.principal?.name) { [self] result in
             switch result {
             case .success(let body?):
@@ -62,6 +63,7 @@ extension API {
         let client = try call.client()
         let wait = try call.query(["wait"]).wait()
         let id = try call.alertID(on: client)
+        if wait > 0 { call.parking() }
         engine.awaitAlert(id, on: client, wait: wait, owner: call.principal?.name) { [self] result in
             call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
         }

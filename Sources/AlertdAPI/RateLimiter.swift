@@ -83,3 +83,63 @@ extension Double {
         self == rounded() && abs(self) < 1e15 ? String(Int64(self)) : String(self)
     }
 }
+
+/// How many requests each token has in flight — admitted, and not yet answered
+/// and taken by its client — bounded per token, so that one token (a leaked
+/// one, a runaway script) cannot hold every connection and every byte of
+/// answers the daemon keeps for slow readers. A long-poll leaves the count
+/// while it is parked (``Call/parking()``): `limits.max_waiters_per_token`
+/// bounds those.
+public final class TokenConcurrency: Sendable {
+    public let limit: Int
+    private let inFlight = NIOLockedValueBox<[String: Int]>([:])
+
+    public init(limit: Int) { self.limit = max(1, limit) }
+
+    /// One request's place in its token's count; released once, whichever comes first
+    /// (parked, or finished).
+    public final class Slot: Sendable {
+        private let owner: TokenConcurrency
+        private let token: String
+        private let released = NIOLockedValueBox(false)
+
+        fileprivate init(owner: TokenConcurrency, token: String) {
+            self.owner = owner
+            self.token = token
+        }
+
+        public func release() {
+            guard
+                !released.withLockedValue({ released in
+                    defer { released = true }; return released
+                })
+            else { return }
+            owner.inFlight.withLockedValue { counts in
+                let left = counts[token, default: 1] - 1
+                counts[token] = left > 0 ? left : nil
+            }
+        }
+    }
+
+    /// A slot for one more request of `token`, or 429 rate-limited when it has `limit` in flight.
+    func take(_ token: String) -> Result<Slot, Problem> {
+        let taken = inFlight.withLockedValue { counts -> Bool in
+            let now = counts[token, default: 0]
+            guard now < limit else { return false }
+            counts[token] = now + 1
+            return true
+        }
+        guard taken else {
+            return .failure(
+                Problem(
+                    .rateLimited,
+                    "token \(token) has its maximum of \(limit) requests in flight (limits.max_requests_per_token); "
+                        + "wait for an answer before sending more",
+                    retryAfter: 1))
+        }
+        return .success(Slot(owner: self, token: token))
+    }
+
+    /// Requests in flight for `token` (tests).
+    func count(_ token: String) -> Int { inFlight.withLockedValue { $0[token, default: 0] } }
+}

@@ -2,6 +2,7 @@ import AlertdAPI
 import AlertdCallbacks
 import AlertdCore
 import AlertdEngine
+import AlertdHTTP
 import AlertdPostgres
 import AlertdVersion
 import AlertdWire
@@ -41,6 +42,29 @@ final class AlertdMetrics: Sendable {
     /// The shared store's flushes: the changes they committed and their round trips to the database.
     let flushedChanges: CoreMetrics.Counter
     let roundTrips: CoreMetrics.Counter
+    /// The HTTP server's own counts, once it exists (it is made after the API).
+    private let server = NIOLockedValueBox<(@Sendable () -> HTTPServer.Counts)?>(nil)
+
+    func observeServer(_ counts: @escaping @Sendable () -> HTTPServer.Counts) { server.withLockedValue { $0 = counts } }
+
+    /// The server's counts in the text format (none before the server exists).
+    private func serverExposition() -> String {
+        guard let counts = server.withLockedValue({ $0 })?() else { return "" }
+        var lines = [
+            "# HELP alertd_http_response_bytes_in_flight Bytes of answers queued and not yet taken by their clients (limits.max_response_bytes_in_flight bounds them).",
+            "# TYPE alertd_http_response_bytes_in_flight gauge",
+            "alertd_http_response_bytes_in_flight \(counts.responseBytesInFlight)",
+            "# HELP alertd_http_connections_cut_total Connections closed for a passed deadline, by what they were waiting for: first_byte, request (the rest of one), answer (the client to take it).",
+            "# TYPE alertd_http_connections_cut_total counter",
+        ]
+        lines += counts.cut.map { "alertd_http_connections_cut_total{waiting=\"\($0.waiting)\"} \($0.count)" }
+        lines += [
+            "# HELP alertd_http_connections_refused_total Connections closed as they were accepted, by reason: address (limits.max_connections_per_ip), capacity (every slot taken).",
+            "# TYPE alertd_http_connections_refused_total counter",
+        ]
+        lines += counts.refused.map { "alertd_http_connections_refused_total{reason=\"\($0.reason)\"} \($0.count)" }
+        return lines.joined(separator: "\n") + "\n"
+    }
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -150,7 +174,7 @@ final class AlertdMetrics: Sendable {
             text += line + "\n"
         }
         while text.hasSuffix("\n\n") { text.removeLast() }
-        return Array((text + Self.buildInfo + ProcessMetrics.exposition()).utf8)
+        return Array((text + Self.buildInfo + serverExposition() + ProcessMetrics.exposition()).utf8)
     }
 
     /// Which alertd answers: one series, always 1, its version a label (to join on, and to see a rollout).

@@ -163,11 +163,15 @@ public struct Alertd: Sendable {
     public func releaseStateDirectory() { lock?.release() }
 
     /// Tokens, rate limits and the anonymous host policy of a config.
-    static func access(_ config: Config, tls: Bool, keeping limiter: RateLimiter? = nil) -> API.Access {
-        API.Access(
+    static func access(
+        _ config: Config, tls: Bool, keeping limiter: RateLimiter? = nil, concurrency: TokenConcurrency? = nil
+    ) -> API.Access {
+        let perToken = config.limits.maxRequestsPerToken
+        return API.Access(
             auth: Authenticator(tokens: config.tokens),
             rateLimiter: limiter ?? RateLimiter(ratePerSecond: config.limits.ratePerSecond, burst: config.limits.rateBurst),
-            hosts: HostPolicy(allowedHosts: config.allowedHosts, tls: tls))
+            hosts: HostPolicy(allowedHosts: config.allowedHosts, tls: tls),
+            concurrency: perToken == 0 ? nil : concurrency ?? TokenConcurrency(limit: perToken))
     }
 
     /// The config's webhooks, with ids that stay the same across restarts.
@@ -210,19 +214,32 @@ public enum Application {
         if !check.errors.isEmpty { throw ConfigErrors(errors: check.errors, partial: config) }
         let tls = try config.tls.map { files in
             let (certificate, key) = try files.read()
-            return HTTPServerConfiguration.TLSMaterial(certificatePEM: certificate, keyPEM: key)
+            return HTTPServerConfiguration.TLSMaterial(
+                certificatePEM: certificate, keyPEM: key,
+                priorities: files.priorities ?? HTTPServerConfiguration.TLSMaterial.defaultPriorities)
         }
         logger.info(
             "config", metadata: ["file": "\(config.source ?? "none: built-in defaults (no --config, no \(Config.defaultPath))")"])
         raiseOpenFileLimit(logger: logger)
         let alertd = try Alertd.open(config: config, clock: SystemClock(), logger: logger)
+        // The per-address limit is on by default once alertd listens beyond loopback.
+        let perAddress = config.limits.connectionsPerIP(listeningOnLoopback: Config.isLoopback(host))
+        if config.limits.maxConnectionsPerIP == nil, let perAddress {
+            logger.info(
+                "connections per client address limited by default: alertd listens beyond loopback",
+                metadata: ["max_connections_per_ip": "\(perAddress)"])
+        }
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: listen,
                 maxConnections: config.limits.maxConnections,
                 readTimeoutSeconds: config.limits.readTimeoutSeconds,
-                maxBodyBytes: config.limits.maxBodyBytes, maxConnectionsPerAddress: config.limits.maxConnectionsPerIP, tls: tls),
+                firstByteTimeoutSeconds: config.limits.firstByteTimeoutSeconds,
+                writeTimeoutSeconds: config.limits.writeTimeoutSeconds,
+                maxResponseBytesInFlight: config.limits.maxResponseBytesInFlight,
+                maxBodyBytes: config.limits.maxBodyBytes, maxConnectionsPerAddress: perAddress, tls: tls),
             handler: alertd.api, logger: logger)
+        alertd.metrics.observeServer { server.counts }
         // systemd: ready once listening with the store open; the watchdog pings
         // only while the server answers.
         let notifier = Systemd.Notifier()

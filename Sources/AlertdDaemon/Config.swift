@@ -63,6 +63,14 @@ public struct Config: Sendable {
     public struct TLSFiles: Sendable, Hashable {
         public var certFile: String
         public var keyFile: String
+        /// `tls.priorities`: a GnuTLS priority string; nil: ``HTTPServerConfiguration/TLSMaterial/defaultPriorities``.
+        public var priorities: String?
+
+        public init(certFile: String, keyFile: String, priorities: String? = nil) {
+            self.certFile = certFile
+            self.keyFile = keyFile
+            self.priorities = priorities
+        }
 
         /// Reads both files; the error names the file and why.
         public func read() throws -> (certificate: String, key: String) {
@@ -109,10 +117,31 @@ public struct Config: Sendable {
         /// Pending alerts across every client: beyond it a post is 429 queue-full.
         public var maxPendingTotal = 200_000
         public var maxConnections = 30_000
-        /// Connections one client address may hold open; nil: no per-address limit.
+        /// Connections one client address may hold open; 0: no per-address limit;
+        /// nil (absent): ``defaultConnectionsPerIP`` when listening beyond loopback, else none.
         public var maxConnectionsPerIP: Int?
         /// Seconds a connection has to deliver a whole request, from opening or from its previous answer.
         public var readTimeoutSeconds: Double = 30
+        /// Seconds a new connection has to send its first byte.
+        public var firstByteTimeoutSeconds: Double = 5
+        /// Seconds a client has to take a whole answer once it is ready.
+        public var writeTimeoutSeconds: Double = 60
+        /// Bytes of answers queued and not yet taken by their clients, all connections together.
+        public var maxResponseBytesInFlight = 128 << 20
+        /// Requests one token may have in flight at once (parked long-polls aside); 0: no bound.
+        public var maxRequestsPerToken = 256
+
+        /// The per-address limit when `max_connections_per_ip` is absent and alertd listens beyond loopback.
+        public static let defaultConnectionsPerIP = 1024
+
+        /// The per-address connection limit in force; nil: none.
+        public func connectionsPerIP(listeningOnLoopback: Bool) -> Int? {
+            switch maxConnectionsPerIP {
+            case nil: listeningOnLoopback ? nil : Self.defaultConnectionsPerIP
+            case 0?: nil
+            case let limit?: limit
+            }
+        }
         /// Requests a second per token, on average; nil: no rate limit.
         public var ratePerSecond: Double?
         /// Requests a token may make at once; defaults to one second's worth (at least 1).

@@ -152,7 +152,8 @@ extension Config {
             limits.only([
                 "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
                 "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
-                "max_clients", "max_pending_total",
+                "max_clients", "max_pending_total", "first_byte_timeout_seconds", "write_timeout_seconds",
+                "max_response_bytes_in_flight", "max_requests_per_token",
             ])
             problems.check { if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v } }
             problems.check { if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v } }
@@ -162,8 +163,16 @@ extension Config {
             problems.check { if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v } }
             problems.check { if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v } }
             problems.check { if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v } }
-            problems.check { if let v = try limits.int("max_connections_per_ip", min: 1) { config.limits.maxConnectionsPerIP = v } }
+            problems.check { if let v = try limits.int("max_connections_per_ip", min: 0) { config.limits.maxConnectionsPerIP = v } }
             problems.check { if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v } }
+            problems.check {
+                if let v = try limits.positiveNumber("first_byte_timeout_seconds") { config.limits.firstByteTimeoutSeconds = v }
+            }
+            problems.check { if let v = try limits.positiveNumber("write_timeout_seconds") { config.limits.writeTimeoutSeconds = v } }
+            problems.check {
+                if let v = try limits.int("max_response_bytes_in_flight", min: 1 << 20) { config.limits.maxResponseBytesInFlight = v }
+            }
+            problems.check { if let v = try limits.int("max_requests_per_token", min: 0) { config.limits.maxRequestsPerToken = v } }
             problems.check { if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v } }
             problems.check { if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v } }
             if limits.has("rate_burst"), !limits.has("rate_per_second") {
@@ -171,11 +180,13 @@ extension Config {
             }
         }
         if let tls = problems.check({ try root.section("tls") }) ?? nil {
-            tls.only(["cert_file", "key_file"])
+            tls.only(["cert_file", "key_file", "priorities"])
             let cert = problems.check { try tls.string("cert_file") } ?? nil
             let key = problems.check { try tls.string("key_file") } ?? nil
+            let priorities = problems.check { try tls.string("priorities") } ?? nil
+            if priorities?.isEmpty == true { problems.add(tls.error("priorities", "must not be empty (leave it out for the default)")) }
             if let cert, let key {
-                config.tls = TLSFiles(certFile: problems.path(cert), keyFile: problems.path(key))
+                config.tls = TLSFiles(certFile: problems.path(cert), keyFile: problems.path(key), priorities: priorities)
             } else if !problems.has("tls.cert_file"), !problems.has("tls.key_file") {
                 problems.add(ConfigError("\(source): tls needs both cert_file and key_file (PEM files)", key: "tls"))
             }

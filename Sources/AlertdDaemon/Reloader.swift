@@ -39,7 +39,11 @@ final class Reloader: Sendable {
         let keepLimiter = new.limits.ratePerSecond == old.limits.ratePerSecond && new.limits.rateBurst == old.limits.rateBurst
         alertd.api.updateAccess { access in
             // TLS is as alertd started: a change takes effect at the next start.
-            access = Alertd.access(new, tls: access.hosts.scheme == "https", keeping: keepLimiter ? access.rateLimiter : nil)
+            // The requests in flight stay counted unless the bound changed.
+            let keepConcurrency = access.concurrency?.limit == new.limits.maxRequestsPerToken
+            access = Alertd.access(
+                new, tls: access.hosts.scheme == "https", keeping: keepLimiter ? access.rateLimiter : nil,
+                concurrency: keepConcurrency ? access.concurrency : nil)
         }
         let engine = alertd.engine
         engine.replaceConfigWebhooks(with: Alertd.configWebhooks(new, at: engine.now()))
@@ -58,6 +62,13 @@ final class Reloader: Sendable {
         if new.limits.maxConnections != old.limits.maxConnections { atStart.append("limits.max_connections") }
         if new.limits.maxConnectionsPerIP != old.limits.maxConnectionsPerIP { atStart.append("limits.max_connections_per_ip") }
         if new.limits.readTimeoutSeconds != old.limits.readTimeoutSeconds { atStart.append("limits.read_timeout_seconds") }
+        if new.limits.firstByteTimeoutSeconds != old.limits.firstByteTimeoutSeconds {
+            atStart.append("limits.first_byte_timeout_seconds")
+        }
+        if new.limits.writeTimeoutSeconds != old.limits.writeTimeoutSeconds { atStart.append("limits.write_timeout_seconds") }
+        if new.limits.maxResponseBytesInFlight != old.limits.maxResponseBytesInFlight {
+            atStart.append("limits.max_response_bytes_in_flight")
+        }
         if new.alertRules != old.alertRules { atStart.append("alerts") }
         let (a, b) = (new.callbacks, old.callbacks)
         if a.signingSecret != b.signingSecret || a.timeout != b.timeout || a.maxAge != b.maxAge

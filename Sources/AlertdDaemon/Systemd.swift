@@ -1,10 +1,11 @@
 import AlertdHTTP
-import AsyncHTTPClient
 import Foundation
 import Glibc
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 import ServiceLifecycle
 
@@ -89,24 +90,25 @@ enum Systemd {
 }
 
 /// Pings the watchdog at half its interval, but only after proving the server
-/// answers: a real `GET /healthz` over a new connection to its own address,
-/// through the HTTP client alertd already has (AsyncHTTPClient).
-/// A server that stops answering stops the pings, and systemd restarts it.
+/// answers: a real `GET /healthz` to each of its polling threads, over a
+/// connection handed to libmicrohttpd directly (``HTTPServer/addProbeConnections()``)
+/// into slots clients cannot take, so neither a full listen backlog, nor
+/// every connection slot held by silent sockets, nor a per-address limit on
+/// loopback can make a busy daemon look hung. A server that stops answering
+/// stops the pings, and systemd restarts it.
 struct WatchdogService: Service {
     let notifier: Systemd.Notifier
     let interval: Double
-    /// The server to probe, on its own address. Its ``HTTPServer/probeToken``
-    /// goes with the probe, which is served even when every connection slot is
-    /// taken, so a busy daemon is not restarted.
+    /// The server to probe. Its ``HTTPServer/probeToken`` goes with the probe,
+    /// which then does not count as one of the clients' connections.
     let server: HTTPServer
     /// Whether the server speaks HTTPS: then the probe does too (without checking
-    /// the certificate: it talks to itself on its own address).
+    /// the certificate: it talks to itself).
     let tls: Bool
     let logger: Logger
 
     func run() async throws {
-        let client = Self.client()
-        let (address, probeToken) = (server.boundAddress, server.probeToken)
+        let sslContext = try tls ? Self.sslContext() : nil
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let started = ContinuousClock.now
@@ -114,56 +116,109 @@ struct WatchdogService: Service {
                 // passed without one, so a probe may take most of a half interval (a
                 // loaded machine answers slowly, and a slow answer is still an answer).
                 let probeTimeout = max(0.05, interval * 0.4)
-                let healthy =
-                    (try? await Self.probe(
-                        address, scheme: tls ? "https" : "http", client: client, timeout: probeTimeout, token: probeToken
-                    ).get()) ?? false
+                let connections = server.addProbeConnections()
+                let probes = connections.map { fd in
+                    Self.probe(fd: fd, ssl: sslContext, timeout: probeTimeout, token: server.probeToken)
+                }
+                var healthy = !probes.isEmpty
+                for probe in probes { healthy = (try? await probe.get()) == true && healthy }
                 if healthy {
                     notifier.send("WATCHDOG=1")
                 } else {
-                    logger.warning("watchdog probe failed: not pinging systemd", metadata: ["address": "\(address)"])
+                    logger.warning("watchdog probe failed: not pinging systemd", metadata: ["address": "\(server.boundAddress)"])
                 }
                 // The next probe half an interval after this one began, however long it took.
                 try? await Task.sleep(until: started + .milliseconds(Int(interval * 500)))
             }
         }
-        try? await client.shutdown()
     }
 
-    /// The probe's client: no redirects, no certificate check (it calls itself).
-    static func client() -> HTTPClient {
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.certificateVerification = .none
-        configuration.tlsConfiguration = tls
-        configuration.tracing.tracer = nil
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    /// The probe's TLS: no certificate check (it calls itself, over a socket pair).
+    static func sslContext() throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.certificateVerification = .none
+        return try NIOSSLContext(configuration: configuration)
     }
 
-    /// Whether `GET scheme://address/healthz` answers 200 within `timeout` seconds,
-    /// on a connection of its own (`Connection: close`: an idle pooled one would
-    /// hold a client's slot between probes). A future, not an async function: its
-    /// deadline runs on the client's event loop, whatever the cooperative pool is doing.
+    /// Whether `GET /healthz` over the connected socket `fd` answers 200 within
+    /// `timeout` seconds. Takes `fd` over (closes it); -1 fails at once. A future,
+    /// not an async function: its deadline runs on an event loop, whatever the
+    /// cooperative pool is doing.
     static func probe(
-        _ address: String, scheme: String, client: HTTPClient, timeout: Double, token: String = ""
+        fd: Int32, ssl: NIOSSLContext?, timeout: Double, token: String,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) -> EventLoopFuture<Bool> {
-        let eventLoop = client.eventLoopGroup.any()
-        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil else {
-            return eventLoop.makeSucceededFuture(false)
+        let eventLoop = group.next()
+        guard fd >= 0 else { return eventLoop.makeSucceededFuture(false) }
+        let outcome = ProbeOutcome(eventLoop.makePromise(of: Bool.self))
+        let connected = ClientBootstrap(group: eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let ssl { try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: ssl, serverHostname: nil)) }
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(ProbeHandler(outcome: outcome, token: token))
+                }
+            }
+            .withConnectedSocket(fd)
+        // On failure NIO closed the socket (or never took it over: a descriptor then leaks, never closes twice).
+        connected.whenFailure { _ in outcome.finish(false) }
+        let deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(timeout * 1000))) { outcome.finish(false) }
+        return outcome.promise.futureResult.always { _ in
+            deadline.cancel()
+            connected.whenSuccess { $0.close(promise: nil) }
         }
-        var host = String(address[..<colon])
-        let port = address[address.index(after: colon)...]
-        if host == "0.0.0.0" { host = "127.0.0.1" }
-        if host == "::" || host == "[::]" { host = "[::1]" }
-        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
-        var headers = HTTPHeaders()
-        headers.add(name: HTTPServer.probeHeader, value: token)
-        headers.add(name: "Connection", value: "close")
-        guard let request = try? HTTPClient.Request(url: "\(scheme)://\(host):\(port)/healthz", method: .GET, headers: headers) else {
-            return eventLoop.makeSucceededFuture(false)
+    }
+
+    /// The probe's answer: the first of 200, another answer, a closed connection or the deadline.
+    final class ProbeOutcome: Sendable {
+        let promise: EventLoopPromise<Bool>
+        private let done = NIOLockedValueBox(false)
+
+        init(_ promise: EventLoopPromise<Bool>) { self.promise = promise }
+
+        func finish(_ healthy: Bool) {
+            let first = done.withLockedValue { done in
+                defer { done = true }
+                return !done
+            }
+            if first { promise.succeed(healthy) }
         }
-        return client.execute(request: request, eventLoop: .indifferent, deadline: .now() + .milliseconds(Int64(timeout * 1000)))
-            .map { $0.status == .ok }
-            .recover { _ in false }
+    }
+
+    /// Sends the probe's request once the connection is up and reads the status of its answer.
+    final class ProbeHandler: ChannelInboundHandler, Sendable {
+        typealias InboundIn = HTTPClientResponsePart
+        typealias OutboundOut = HTTPClientRequestPart
+        let outcome: ProbeOutcome
+        let token: String
+
+        init(outcome: ProbeOutcome, token: String) {
+            self.outcome = outcome
+            self.token = token
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            var head = NIOHTTP1.HTTPRequestHead(version: .http1_1, method: .GET, uri: "/healthz")
+            head.headers.add(name: "Host", value: "localhost")
+            head.headers.add(name: HTTPServer.probeHeader, value: token)
+            head.headers.add(name: "Connection", value: "close")
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            context.fireChannelActive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if case .head(let head) = unwrapInboundIn(data) { outcome.finish(head.status == .ok) }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            outcome.finish(false)
+            context.fireChannelInactive()
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            outcome.finish(false)
+            context.close(promise: nil)
+        }
     }
 }

@@ -131,6 +131,13 @@ public protocol HTTPHandler: Sendable {
     func handle(_ request: HTTPRequest, responder: Responder)
     /// The answer for a request the server refuses before routing it.
     func reject(_ rejection: HTTPRejection) -> HTTPResponse
+    /// The request admitted with `admission` is over: its answer was taken, or
+    /// its connection closed. Called once per admitted request, on an MHD thread.
+    func finished(_ admission: any AnyObject & Sendable)
+}
+
+extension HTTPHandler {
+    public func finished(_ admission: any AnyObject & Sendable) {}
 }
 
 /// Why the server refused a request before it reached the handler.
@@ -147,4 +154,6 @@ public enum HTTPRejection: Sendable, Equatable {
     case tooManyConnections(limit: Int)
     /// More connections are open from the client's address than the per-address limit allows.
     case tooManyConnectionsFromAddress(limit: Int)
+    /// The answer would take the bytes of answers not yet taken by their clients beyond the limit.
+    case responseBytesInFlight(limit: Int)
 }

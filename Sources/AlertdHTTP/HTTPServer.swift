@@ -35,22 +35,44 @@ public struct HTTPServerConfiguration: Sendable {
     /// idle timeout alone does not (each trickled byte resets it), and idle
     /// keep-alive connections. A request being answered or parked is not timed.
     public var readTimeoutSeconds: Double
+    /// A new connection must send its first byte within this many seconds (at most
+    /// `readTimeoutSeconds`), or it is closed: connections opened and left silent
+    /// (an idle-socket flood) hold libmicrohttpd's slots only this long.
+    public var firstByteTimeoutSeconds: Double
+    /// A client must take a whole answer within this many seconds of its being
+    /// ready, or the connection is closed: a reader that never reads holds the
+    /// answer's bytes and its connection only this long.
+    public var writeTimeoutSeconds: Double
+    /// Bytes of answers queued and not yet taken by their clients, across all
+    /// connections. An answer larger than ``smallAnswerBytes`` that would go
+    /// beyond it is replaced by a refusal (``HTTPRejection/answerBytesInFlight(limit:)``).
+    public var maxResponseBytesInFlight: Int
     /// A request body is refused with 413 once it would exceed this.
     public var maxBodyBytes: Int
-    /// Connections one client address may hold open (the rest are refused at
-    /// their first request and closed); nil: no per-address limit.
+    /// Connections one client address may hold open: the ones beyond it are
+    /// closed as they are accepted; nil: no per-address limit.
     public var maxConnectionsPerAddress: Int?
     /// Serve HTTPS with this certificate chain and key (PEM); nil: plain HTTP.
     public var tls: TLSMaterial?
 
-    /// A certificate chain and its private key, both PEM text.
+    /// A certificate chain, its private key (both PEM text) and the GnuTLS
+    /// priority string that says which protocol versions and ciphers are offered.
     public struct TLSMaterial: Sendable {
         public var certificatePEM: String
         public var keyPEM: String
-        public init(certificatePEM: String, keyPEM: String) {
+        public var priorities: String
+        public init(certificatePEM: String, keyPEM: String, priorities: String = TLSMaterial.defaultPriorities) {
             self.certificatePEM = certificatePEM
             self.keyPEM = keyPEM
+            self.priorities = priorities
         }
+
+        /// TLS 1.3 and 1.2 only; AEAD ciphers (AES-GCM, ChaCha20-Poly1305) only;
+        /// forward-secret key exchange only (no static RSA, no finite-field DHE);
+        /// the server's order of preference.
+        public static let defaultPriorities =
+            "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-GCM"
+            + ":-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-SHA1:%SERVER_PRECEDENCE"
     }
 
     public init(
@@ -60,12 +82,18 @@ public struct HTTPServerConfiguration: Sendable {
         connectionMemoryLimit: Int = 8 * 1024,
         connectionTimeoutSeconds: Int = 120,
         readTimeoutSeconds: Double = 30,
+        firstByteTimeoutSeconds: Double = 5,
+        writeTimeoutSeconds: Double = 60,
+        maxResponseBytesInFlight: Int = 128 << 20,
         maxBodyBytes: Int = 64 * 1024,
         maxConnectionsPerAddress: Int? = nil,
         tls: TLSMaterial? = nil
     ) {
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.readTimeoutSeconds = readTimeoutSeconds
+        self.firstByteTimeoutSeconds = firstByteTimeoutSeconds
+        self.writeTimeoutSeconds = writeTimeoutSeconds
+        self.maxResponseBytesInFlight = maxResponseBytesInFlight
         self.tls = tls
         self.listen = listen
         self.threads = threads
@@ -99,6 +127,21 @@ public final class HTTPServer: Sendable {
     /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
     /// that those over the bound get a 503 instead of waiting unaccepted.
     static let connectionHeadroom = 64
+    /// Connections of each libmicrohttpd daemon that only the watchdog's probe may
+    /// take (``addProbeConnections()``): connections from the network are closed
+    /// as they are accepted once the others are taken, so a flood of silent
+    /// sockets can fill every slot but these.
+    static let probeReserve = 4
+    /// Answers this small are queued even beyond `maxResponseBytesInFlight`
+    /// (they still count): refusals are this small, and so is almost every answer.
+    public static let smallAnswerBytes = 16 * 1024
+    /// Bytes of answers queued and not yet taken by their clients.
+    private let bytesInFlight = Atomic<Int>(0)
+    /// Connections closed as they were accepted: over the per-address limit, or with every slot taken.
+    private let refusedForAddress = Atomic<Int>(0)
+    private let refusedForCapacity = Atomic<Int>(0)
+    /// One gate per running MHD daemon, retained while it runs (its accept policy's context).
+    private let gates = NIOLockedValueBox<[Unmanaged<AcceptGate>]>([])
     /// Requests whose connection is suspended, so a shutdown can answer them.
     let suspended = SuspendedConnections()
     /// The server as libmicrohttpd's callbacks see it: retained while any MHD
@@ -122,20 +165,45 @@ public final class HTTPServer: Sendable {
         self.handler = handler
         self.logger = logger
         readDeadlines = ReadDeadlines(
-            timeout: configuration.readTimeoutSeconds, perAddressLimit: configuration.maxConnectionsPerAddress)
-        tlsStrings = configuration.tls.map { (strdup($0.certificatePEM)!, strdup($0.keyPEM)!) }
+            timeout: configuration.readTimeoutSeconds, firstByteTimeout: configuration.firstByteTimeoutSeconds,
+            writeTimeout: configuration.writeTimeoutSeconds, perAddressLimit: configuration.maxConnectionsPerAddress)
+        tlsStrings = configuration.tls.map { (strdup($0.certificatePEM)!, strdup($0.keyPEM)!, strdup($0.priorities)!) }
     }
 
     deinit {
         // libmicrohttpd reads the PEM text while daemons run; they are stopped by now.
-        if let (certificate, key) = tlsStrings {
+        if let (certificate, key, priorities) = tlsStrings {
             free(certificate)
             free(key)
+            free(priorities)
         }
     }
 
-    /// The certificate and key as C strings, alive as long as the server.
-    private nonisolated(unsafe) let tlsStrings: (UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>)?
+    /// The certificate, key and priority string as C strings, alive as long as the server.
+    private nonisolated(unsafe) let tlsStrings: (UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>, UnsafeMutablePointer<CChar>)?
+
+    /// What the server counts, for `/metrics`.
+    public struct Counts: Sendable {
+        /// Bytes of answers queued and not yet taken by their clients.
+        public var responseBytesInFlight: Int
+        /// Connections cut since start, by what they were waiting for: `first_byte`, `request`, `answer`.
+        public var cut: [(waiting: String, count: Int)]
+        /// Connections closed as they were accepted, by reason: `address` (its address's limit), `capacity`.
+        public var refused: [(reason: String, count: Int)]
+    }
+
+    public var counts: Counts {
+        Counts(
+            responseBytesInFlight: bytesInFlight.load(ordering: .relaxed),
+            cut: [
+                ("first_byte", readDeadlines.connectionsCut(waiting: .firstByte)),
+                ("request", readDeadlines.connectionsCut(waiting: .request)),
+                ("answer", readDeadlines.connectionsCut(waiting: .answer)),
+            ],
+            refused: [
+                ("address", refusedForAddress.load(ordering: .relaxed)), ("capacity", refusedForCapacity.load(ordering: .relaxed)),
+            ])
+    }
 
     /// `host:port` the server listens on, once started.
     public var boundAddress: String { _boundAddress.withLockedValue { $0 } }
@@ -173,27 +241,26 @@ public final class HTTPServer: Sendable {
                     if started.isEmpty { _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) } }
                     started.append(
                         try startDaemon(
-                            on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom))
+                            on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom,
+                            reserve: Self.probeReserve))
                 }
             case .socket(let fd):
                 _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) }
                 started.append(
                     try startDaemon(
-                        on: fd, poolSize: threads, connectionLimit: configuration.maxConnections + Self.connectionHeadroom * threads))
+                        on: fd, poolSize: threads, connectionLimit: configuration.maxConnections + Self.connectionHeadroom * threads,
+                        reserve: Self.probeReserve * threads))
             }
         } catch {
             for handle in started { MHD_stop_daemon(handle.pointer) }
-            retainedForMHD.withLockedValue { retained in
-                retained?.release()
-                retained = nil
-            }
+            releaseForMHD()
             throw error
         }
         daemons.withLockedValue { $0 = started }
         logger.debug("http server started", metadata: ["address": "\(boundAddress)", "threads": "\(threads)"])
     }
 
-    private func startDaemon(on fd: Int32, poolSize: Int, connectionLimit: Int) throws -> DaemonHandle {
+    private func startDaemon(on fd: Int32, poolSize: Int, connectionLimit: Int, reserve: Int) throws -> DaemonHandle {
         var flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
@@ -209,7 +276,7 @@ public final class HTTPServer: Sendable {
             // The logger first, or MHD logs the options before it on its own.
             MHD_OptionItem(option: .EXTERNAL_LOGGER, value: alertd_mhd_logger_address(), ptr_value: this),
             item(.LISTEN_SOCKET, Int(fd)),
-            item(.CONNECTION_LIMIT, connectionLimit),
+            item(.CONNECTION_LIMIT, connectionLimit + reserve),
             item(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
             item(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
             item(.LISTEN_BACKLOG_SIZE, 1024),
@@ -217,17 +284,26 @@ public final class HTTPServer: Sendable {
             MHD_OptionItem(option: .NOTIFY_CONNECTION, value: unsafeBitCast(connectionNotified, to: Int.self), ptr_value: this),
         ]
         if poolSize > 1 { options.append(item(.THREAD_POOL_SIZE, poolSize)) }
-        if let (certificate, key) = tlsStrings {
+        if let (certificate, key, priorities) = tlsStrings {
             options.append(MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
             options.append(MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(certificate)))
+            options.append(MHD_OptionItem(option: .HTTPS_PRIORITIES, value: 0, ptr_value: UnsafeMutableRawPointer(priorities)))
         }
         options.append(item(.END, 0))
+        // Retained while the daemon runs; it learns the daemon's pointer once started
+        // (connections accepted before that are let in: the daemon is empty then).
+        let gate = Unmanaged.passRetained(AcceptGate(server: self, clientLimit: connectionLimit))
         let daemon = options.withUnsafeMutableBufferPointer { buffer in
-            alertd_start_daemon(UInt32(flags), accessHandler, this, buffer.baseAddress)
+            alertd_start_daemon(UInt32(flags), acceptPolicy, gate.toOpaque(), accessHandler, this, buffer.baseAddress)
         }
         guard let daemon else {
-            throw HTTPServerError(description: "libmicrohttpd did not start on \(Self.localAddress(of: fd))")
+            gate.release()
+            throw HTTPServerError(
+                description: "libmicrohttpd did not start on \(Self.localAddress(of: fd))"
+                    + (tlsStrings == nil ? "" : " (is the TLS priority string valid? libmicrohttpd's log line above says)"))
         }
+        gate.takeUnretainedValue().started(daemon)
+        gates.withLockedValue { $0.append(gate) }
         return DaemonHandle(pointer: daemon)
     }
 
@@ -272,9 +348,61 @@ public final class HTTPServer: Sendable {
             return handles
         }
         for handle in handles { MHD_stop_daemon(handle.pointer) }
+        releaseForMHD()
+        return true
+    }
+
+    /// Once every MHD daemon has stopped: the references their callbacks held.
+    private func releaseForMHD() {
         retainedForMHD.withLockedValue { retained in
             retained?.release()
             retained = nil
+        }
+        for gate in gates.withLockedValue({ gates in
+            defer { gates = [] }
+            return gates
+        }) {
+            gate.release()
+        }
+    }
+
+    /// Hands each MHD daemon one end of a new socket pair as a connection of its
+    /// own (`MHD_add_connection`), into the slots kept for it (``probeReserve``),
+    /// and returns the other ends, one per daemon (-1 where that failed): the
+    /// watchdog's probe reaches every polling thread however many connections
+    /// the network holds, and shares nothing with clients but the code that
+    /// answers them. The caller closes each returned descriptor.
+    public func addProbeConnections() -> [Int32] {
+        let handles = daemons.withLockedValue { $0 }
+        return handles.map { handle -> Int32 in
+            var pair: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return -1 }
+            let added = AcceptGate.probeAddress.withUnsafeBytes { raw in
+                MHD_add_connection(
+                    handle.pointer, pair[1], raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+            }
+            // libmicrohttpd closes its end either way.
+            guard added == .YES else {
+                close(pair[0])
+                return -1
+            }
+            return pair[0]
+        }
+    }
+
+    /// The accept policy (libmicrohttpd calls it for every connection it accepts,
+    /// before the connection takes a slot): closes connections from an address
+    /// at its limit, and, once all but ``probeReserve`` slots are taken, every
+    /// connection but the watchdog's.
+    fileprivate func accepts(_ gate: AcceptGate, address: UnsafePointer<sockaddr>, length: socklen_t) -> Bool {
+        if AcceptGate.isProbe(address, length) { return true }
+        if let daemon = gate.daemon, Int(alertd_daemon_connections(daemon)) >= gate.clientLimit {
+            refusedForCapacity.add(1, ordering: .relaxed)
+            return false
+        }
+        if readDeadlines.perAddressLimit != nil, let peer = AcceptGate.ipBytes(address, length), !readDeadlines.admits(address: peer) {
+            refusedForAddress.add(1, ordering: .relaxed)
+            return false
         }
         return true
     }
@@ -302,7 +430,8 @@ public final class HTTPServer: Sendable {
             context.isProbe = Self.isProbe(connection, token: probeToken)
             if !context.isProbe, readDeadlines.takeClientSlot(connection) > configuration.maxConnections {
                 context.phase = .answered
-                return queue(handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, close: true)
+                return queue(
+                    handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, context: context, close: true)
             }
             let framing = Framing(connection)
             // The request line and headers live in the connection's memory pool,
@@ -310,19 +439,21 @@ public final class HTTPServer: Sendable {
             let headerLimit = configuration.connectionMemoryLimit * 3 / 4
             if strlen(url) + framing.headerBytes > headerLimit {
                 context.phase = .answered
-                return queue(handler.reject(.headersTooLarge(limit: headerLimit)), on: connection, close: true)
+                return queue(handler.reject(.headersTooLarge(limit: headerLimit)), on: connection, context: context, close: true)
             }
             if let problem = framing.problem {
                 context.phase = .answered
-                return queue(handler.reject(.badFraming(problem)), on: connection, close: true)
+                return queue(handler.reject(.badFraming(problem)), on: connection, context: context, close: true)
             }
             if let declared = framing.contentLength, declared > configuration.maxBodyBytes {
                 context.phase = .answered
-                return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
+                return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection, context: context)
             }
+            // The accept policy closes connections over the per-address limit; two accepted at
+            // once by two threads can both pass it, and the later one is refused here.
             if !context.isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
                 context.phase = .answered
-                return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, close: true)
+                return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, context: context, close: true)
             }
             // Who may send a body is decided before a byte of it is read.
             let head = HTTPRequestHead(
@@ -342,7 +473,7 @@ public final class HTTPServer: Sendable {
                     return .YES
                 }
                 context.phase = .answered
-                return queue(response, on: connection, close: true)
+                return queue(response, on: connection, context: context, close: true)
             }
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
@@ -354,12 +485,12 @@ public final class HTTPServer: Sendable {
         case .refused(let response):
             uploadDataSize.pointee = 0
             context.phase = .answered
-            return queue(response, on: connection)
+            return queue(response, on: connection, context: context)
         case .parked(let responder):
             // Resumed: the answer is ready.
             guard let response = responder.takeResumedResponse() else { return .YES }
             context.phase = .answered
-            return queue(response, on: connection)
+            return queue(response, on: connection, context: context)
         case .reading:
             break
         }
@@ -391,7 +522,7 @@ public final class HTTPServer: Sendable {
         readDeadlines.requestRead(connection)
         if context.tooLarge {
             context.phase = .answered
-            return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection)
+            return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection, context: context)
         }
         let head = context.head
         context.head = nil  // so that appending below does not copy the array
@@ -410,7 +541,7 @@ public final class HTTPServer: Sendable {
         handler.handle(request, responder: responder)
         if let response = responder.afterHandler() {
             context.phase = .answered
-            return queue(response, on: connection)
+            return queue(response, on: connection, context: context)
         }
         context.phase = .parked(responder)
         return .YES
@@ -420,8 +551,12 @@ public final class HTTPServer: Sendable {
         // Answered: the next request on this connection has its own time to arrive.
         if let connection { readDeadlines.answered(connection) }
         guard let contextSlot, let raw = contextSlot.pointee else { return }
-        Unmanaged<RequestContext>.fromOpaque(raw).release()
+        let context = Unmanaged<RequestContext>.fromOpaque(raw)
         contextSlot.pointee = nil
+        let request = context.takeUnretainedValue()
+        if request.answerBytes > 0 { bytesInFlight.subtract(request.answerBytes, ordering: .relaxed) }
+        if let admission = request.admission { handler.finished(admission) }
+        context.release()
         active.subtract(1, ordering: .relaxed)
     }
 
@@ -437,7 +572,24 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool = false) -> MHD_Result {
+    /// Queues an answer. It counts against `maxResponseBytesInFlight` until the
+    /// request completes (``completed(_:_:)``): a large answer beyond it is
+    /// replaced by a refusal. From here the client has `writeTimeoutSeconds` to take it.
+    private func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext, close: Bool = false)
+        -> MHD_Result
+    {
+        var response = response
+        let limit = configuration.maxResponseBytesInFlight
+        if response.body.count > Self.smallAnswerBytes,
+            bytesInFlight.add(response.body.count, ordering: .relaxed).newValue > limit
+        {
+            bytesInFlight.subtract(response.body.count, ordering: .relaxed)
+            response = handler.reject(.responseBytesInFlight(limit: limit))
+            bytesInFlight.add(response.body.count, ordering: .relaxed)
+        } else if response.body.count <= Self.smallAnswerBytes {
+            bytesInFlight.add(response.body.count, ordering: .relaxed)
+        }
+        context.answerBytes = response.body.count
         let mhdResponse = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count,
@@ -457,7 +609,9 @@ public final class HTTPServer: Sendable {
         if close || draining.load(ordering: .relaxed) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
-        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        let queued = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        if queued == .YES { readDeadlines.responding(connection) }
+        return queued
     }
 
     // MARK: - Helpers
@@ -624,6 +778,53 @@ private final class RequestContext {
     var discarded = 0
     /// The watchdog's own probe (``HTTPServer/probeToken``).
     var isProbe = false
+    /// The queued answer's size, counted in the server's bytes in flight until completion.
+    var answerBytes = 0
+}
+
+/// What a libmicrohttpd daemon's accept policy needs: the server, the daemon
+/// once started, and how many connections from the network it may hold.
+private final class AcceptGate: Sendable {
+    unowned let server: HTTPServer
+    /// The MHD daemon (its pointer's bits; 0 until it started).
+    private let daemonBits = Atomic<Int>(0)
+    /// Connections the daemon may hold besides the probe's reserve.
+    let clientLimit: Int
+
+    init(server: HTTPServer, clientLimit: Int) {
+        self.server = server
+        self.clientLimit = clientLimit
+    }
+
+    func started(_ daemon: OpaquePointer) { daemonBits.store(Int(bitPattern: UnsafeRawPointer(daemon)), ordering: .relaxed) }
+    var daemon: OpaquePointer? { OpaquePointer(bitPattern: daemonBits.load(ordering: .relaxed)) }
+
+    /// The address the watchdog's probe connections are added with: an abstract
+    /// unix socket name no peer can have (socket pairs have no name at all).
+    static let probeAddress: [UInt8] = {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let name = Array("\0alertd-watchdog-probe".utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in name.enumerated() { raw[index] = byte }
+        }
+        let length = MemoryLayout<sa_family_t>.size + name.count
+        return withUnsafeBytes(of: &address) { Array($0.prefix(length)) }
+    }()
+
+    static func isProbe(_ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Bool {
+        Int(length) == probeAddress.count && memcmp(address, probeAddress, probeAddress.count) == 0
+    }
+
+    /// An IPv4 or IPv6 address's bytes, as ``ReadDeadlines/peerAddress(of:)`` gives them; nil for anything else.
+    static func ipBytes(_ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> [UInt8]? {
+        let raw = UnsafeRawBufferPointer(start: address, count: Int(length))
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET where raw.count >= 8: return Array(raw[4..<8])
+        case AF_INET6 where raw.count >= 24: return Array(raw[8..<24])
+        default: return nil
+        }
+    }
 }
 
 /// The MHD daemon pointer. Guarantee relied on: MHD's API for a daemon is
@@ -634,6 +835,12 @@ private struct DaemonHandle: @unchecked Sendable {
 }
 
 // Non-capturing C callbacks: the server travels in `cls`.
+
+private let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, length in
+    guard let cls, let address else { return .YES }
+    let gate = Unmanaged<AcceptGate>.fromOpaque(cls).takeUnretainedValue()
+    return gate.server.accepts(gate, address: address, length: length) ? .YES : .NO
+}
 
 private let accessHandler: MHD_AccessHandlerCallback = {
     cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in

@@ -5,8 +5,9 @@ import struct NIOConcurrencyHelpers.NIOLockedValueBox
 public import ServiceLifecycle
 import Synchronization
 
-/// The read timeout of every open connection: a whole request must arrive within
-/// `timeout` of the connection opening or of its previous answer.
+/// The deadlines of every open connection: its first byte within `firstByteTimeout`
+/// of opening; a whole request within `timeout` of the connection opening or of its
+/// previous answer; an answer taken by the client within `writeTimeout` of being queued.
 ///
 /// libmicrohttpd 0.9.75 only has an idle timeout, which every trickled byte
 /// resets, so a client sending one header byte a minute holds a connection
@@ -15,6 +16,8 @@ import Synchronization
 /// leaves the descriptor to libmicrohttpd) once it passes, and libmicrohttpd
 /// then closes the connection as if the client had hung up. While a request is
 /// being answered, or parked in a long-poll, the connection has no deadline.
+/// Whether a new connection sent anything is the kernel's count of bytes it
+/// received (`TCP_INFO`), since libmicrohttpd says nothing before a whole head.
 ///
 /// With a per-address limit, the registry also counts the open connections of
 /// each client address; a connection that opens over the limit is marked, and the
@@ -28,11 +31,27 @@ import Synchronization
 /// no lock: each connection's entry travels in libmicrohttpd's socket context and
 /// its deadline is an atomic. Only opening, closing and the sweep lock the registry.
 final class ReadDeadlines: Sendable {
+    /// What a connection's deadline waits for; packed into the low two bits of
+    /// the deadline (nanoseconds, so the bits cost nothing), so that one atomic
+    /// holds both and the sweep can replace them together or not at all.
+    enum Wait: UInt64, CaseIterable {
+        /// The first byte of a new connection (``ReadDeadlines/firstByteTimeout``).
+        case firstByte = 0
+        /// The rest of a request (``ReadDeadlines/timeout``).
+        case request = 1
+        /// The client to take an answer (``ReadDeadlines/writeTimeout``).
+        case answer = 2
+        /// The daemon: answering, or parked. Never cut.
+        case daemon = 3
+    }
+
     /// One open connection.
     final class Entry: Sendable {
         let fd: Int32
-        /// Uptime nanoseconds (`DispatchTime`); `.max` while the daemon, not the client, has the next move.
+        /// Uptime nanoseconds (`DispatchTime`) with a ``Wait`` in the low two bits; `.max` while the daemon has the next move.
         let deadline: Atomic<UInt64>
+        /// When it opened (uptime nanoseconds): a request's time is counted from then.
+        let openedAt: UInt64
         let cut = Atomic<Bool>(false)
         /// The client's address (its bytes), when connections are counted per address.
         let address: [UInt8]?
@@ -41,9 +60,10 @@ final class ReadDeadlines: Sendable {
         /// A client's request arrived on it: it holds one of `max_connections`' slots.
         let holdsClientSlot = Atomic<Bool>(false)
 
-        init(fd: Int32, deadline: UInt64, address: [UInt8]? = nil, overLimit: Bool = false) {
+        init(fd: Int32, deadline: UInt64, openedAt: UInt64 = 0, address: [UInt8]? = nil, overLimit: Bool = false) {
             self.fd = fd
             self.deadline = Atomic(deadline)
+            self.openedAt = openedAt
             self.address = address
             self.overLimit = overLimit
         }
@@ -56,25 +76,51 @@ final class ReadDeadlines: Sendable {
     }
 
     private let timeout: UInt64
+    private let firstByteTimeout: UInt64
+    private let writeTimeout: UInt64
     /// Connections one client address may hold open; nil: no limit.
-    private let perAddressLimit: Int?
+    let perAddressLimit: Int?
     private let registry = NIOLockedValueBox(Registry())
-    /// Connections cut for being too slow, since start.
-    private let cutCount = Atomic<Int>(0)
+    /// Connections cut since start, by what they were waiting for (``Wait``'s raw value).
+    private let cutWaitingFirstByte = Atomic<Int>(0)
+    private let cutWaitingRequest = Atomic<Int>(0)
+    private let cutWaitingAnswer = Atomic<Int>(0)
     /// Open connections that have carried a client's request (not the watchdog's probe).
     private let clientSlots = Atomic<Int>(0)
+    /// Reads the bytes a peer sent so far (-1: unknown); tests pass their own.
+    private let bytesReceived: @Sendable (Int32) -> Int64
 
-    init(timeout seconds: Double, perAddressLimit: Int? = nil) {
-        timeout = UInt64(max(0.05, seconds) * 1e9)
+    init(
+        timeout seconds: Double, firstByteTimeout firstByte: Double? = nil, writeTimeout write: Double? = nil,
+        perAddressLimit: Int? = nil, bytesReceived: @escaping @Sendable (Int32) -> Int64 = { Int64(alertd_tcp_bytes_received($0)) }
+    ) {
+        timeout = Self.nanoseconds(seconds)
+        firstByteTimeout = min(timeout, Self.nanoseconds(firstByte ?? seconds))
+        writeTimeout = Self.nanoseconds(write ?? seconds)
         self.perAddressLimit = perAddressLimit
+        self.bytesReceived = bytesReceived
     }
 
-    var connectionsCut: Int { cutCount.load(ordering: .relaxed) }
+    private static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(max(0.05, seconds) * 1e9) }
+
+    private static func pack(_ deadline: UInt64, _ wait: Wait) -> UInt64 { wait == .daemon ? .max : (deadline & ~3) | wait.rawValue }
+
+    /// Connections cut since start, waiting for the client's first byte, the rest of a request, or to take an answer.
+    var connectionsCut: Int { Wait.allCases.reduce(0) { $0 + connectionsCut(waiting: $1) } }
+    func connectionsCut(waiting wait: Wait) -> Int {
+        switch wait {
+        case .firstByte: cutWaitingFirstByte.load(ordering: .relaxed)
+        case .request: cutWaitingRequest.load(ordering: .relaxed)
+        case .answer: cutWaitingAnswer.load(ordering: .relaxed)
+        case .daemon: 0
+        }
+    }
 
     /// A connection opened: its entry is kept in `context` (libmicrohttpd's socket context).
     func opened(fd: Int32, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard fd >= 0 else { return }
-        let deadline = DispatchTime.now().uptimeNanoseconds + timeout
+        let now = DispatchTime.now().uptimeNanoseconds
+        let deadline = Self.pack(now + firstByteTimeout, .firstByte)
         let address = perAddressLimit == nil ? nil : Self.peerAddress(of: fd)
         let entry = registry.withLockedValue { registry -> Entry in
             var overLimit = false
@@ -83,11 +129,18 @@ final class ReadDeadlines: Sendable {
                 registry.perAddress[address] = open
                 overLimit = open > limit
             }
-            let entry = Entry(fd: fd, deadline: deadline, address: address, overLimit: overLimit)
+            let entry = Entry(fd: fd, deadline: deadline, openedAt: now, address: address, overLimit: overLimit)
             registry.entries[ObjectIdentifier(entry)] = entry
             return entry
         }
         context.pointee = Unmanaged.passRetained(entry).toOpaque()
+    }
+
+    /// Whether a connection from `address` (the peer's IP bytes) may be accepted:
+    /// its address holds fewer open connections than the per-address limit.
+    func admits(address: [UInt8]) -> Bool {
+        guard let limit = perAddressLimit else { return true }
+        return registry.withLockedValue { $0.perAddress[address, default: 0] < limit }
     }
 
     /// Whether the connection opened while its address held the per-address limit.
@@ -102,7 +155,7 @@ final class ReadDeadlines: Sendable {
     /// watchdog's probe out of the count for its whole life — accepted but not
     /// yet read, answered but not yet closed — so it never takes a client's slot
     /// and a client never takes its. Connections that send nothing are bounded
-    /// by libmicrohttpd's own limit and cut by the read timeout.
+    /// by libmicrohttpd's own limit and cut by the first-byte timeout.
     func takeClientSlot(_ connection: OpaquePointer) -> Int {
         guard let entry = Self.entry(of: connection) else { return clientSlots.load(ordering: .relaxed) }
         if entry.holdsClientSlot.exchange(true, ordering: .relaxed) { return clientSlots.load(ordering: .relaxed) }
@@ -132,9 +185,16 @@ final class ReadDeadlines: Sendable {
         Self.entry(of: connection)?.deadline.store(.max, ordering: .relaxed)
     }
 
+    /// An answer was queued: the client has `writeTimeout` to take all of it.
+    func responding(_ connection: OpaquePointer) {
+        Self.entry(of: connection)?.deadline.store(
+            Self.pack(DispatchTime.now().uptimeNanoseconds + writeTimeout, .answer), ordering: .relaxed)
+    }
+
     /// The answer went out: the client has `timeout` to send the next request.
     func answered(_ connection: OpaquePointer) {
-        Self.entry(of: connection)?.deadline.store(DispatchTime.now().uptimeNanoseconds + timeout, ordering: .relaxed)
+        Self.entry(of: connection)?.deadline.store(
+            Self.pack(DispatchTime.now().uptimeNanoseconds + timeout, .request), ordering: .relaxed)
     }
 
     func closed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
@@ -151,19 +211,32 @@ final class ReadDeadlines: Sendable {
     }
 
     /// Shuts down every connection past its deadline; returns how many.
+    ///
+    /// A new connection past its first-byte deadline that did send something (a
+    /// request head still on its way) is not cut: it gets the rest of the read
+    /// timeout, counted from when it opened.
     @discardableResult
     func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int {
-        let cut = registry.withLockedValue { registry -> Int in
-            var cut = 0
-            for entry in registry.entries.values where entry.deadline.load(ordering: .relaxed) <= now {
+        var cut = [0, 0, 0]
+        registry.withLockedValue { registry in
+            for entry in registry.entries.values {
+                let deadline = entry.deadline.load(ordering: .relaxed)
+                guard deadline <= now, let wait = Wait(rawValue: deadline & 3), wait != .daemon else { continue }
+                if wait == .firstByte, bytesReceived(entry.fd) != 0 {
+                    // Only if nothing moved meanwhile (the request came in: `.max`).
+                    _ = entry.deadline.compareExchange(
+                        expected: deadline, desired: Self.pack(entry.openedAt + timeout, .request), ordering: .relaxed)
+                    continue
+                }
                 guard !entry.cut.exchange(true, ordering: .relaxed) else { continue }
                 Glibc.shutdown(entry.fd, Int32(SHUT_RDWR))
-                cut += 1
+                cut[Int(wait.rawValue)] += 1
             }
-            return cut
         }
-        if cut > 0 { cutCount.add(cut, ordering: .relaxed) }
-        return cut
+        if cut[0] > 0 { cutWaitingFirstByte.add(cut[0], ordering: .relaxed) }
+        if cut[1] > 0 { cutWaitingRequest.add(cut[1], ordering: .relaxed) }
+        if cut[2] > 0 { cutWaitingAnswer.add(cut[2], ordering: .relaxed) }
+        return cut.reduce(0, +)
     }
 
     /// The entry libmicrohttpd keeps for an open connection. It lives until the
@@ -172,8 +245,10 @@ final class ReadDeadlines: Sendable {
         alertd_connection_context(connection).map { Unmanaged<Entry>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// How often ``ReadDeadlineSweeper`` sweeps: ten times per timeout, at most once a second.
-    var sweepInterval: Duration { .nanoseconds(Int64(min(1_000_000_000, max(1_000_000, timeout / 10)))) }
+    /// How often ``ReadDeadlineSweeper`` sweeps: ten times per shortest timeout, at most once a second.
+    var sweepInterval: Duration {
+        .nanoseconds(Int64(min(1_000_000_000, max(1_000_000, min(timeout, firstByteTimeout, writeTimeout) / 10))))
+    }
 }
 
 /// Cuts connections past their read deadline (``ReadDeadlines``), on a loop of

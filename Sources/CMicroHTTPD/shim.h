@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <microhttpd.h>
 
 /// Implemented in Swift (AlertdHTTP): receives one formatted libmicrohttpd message.
@@ -31,11 +32,33 @@ static inline intptr_t alertd_mhd_logger_address(void) {
 }
 
 static inline struct MHD_Daemon *alertd_start_daemon(unsigned int flags,
+                                                     MHD_AcceptPolicyCallback accept_policy,
+                                                     void *accept_policy_cls,
                                                      MHD_AccessHandlerCallback handler,
                                                      void *handler_cls,
                                                      const struct MHD_OptionItem *options) {
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(flags, 0, accept_policy, accept_policy_cls, handler, handler_cls,
                             MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+/// Connections a daemon holds now (MHD_get_daemon_info is variadic).
+static inline unsigned int alertd_daemon_connections(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info == NULL ? 0 : info->num_connections;
+}
+
+/// Bytes the peer has sent on a TCP socket so far, or -1 when the kernel does not say.
+/// tcpi_bytes_received (Linux 4.1+) sits at byte 128 of struct tcp_info in
+/// <linux/tcp.h>, which cannot be included beside glibc's <netinet/tcp.h>; the
+/// struct only ever grows at its end, so the offset is stable.
+static inline long long alertd_tcp_bytes_received(int fd) {
+    unsigned char info[256];
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, 6 /* IPPROTO_TCP */, 11 /* TCP_INFO */, info, &length) != 0 || length < 136) return -1;
+    unsigned long long value;
+    memcpy(&value, info + 128, sizeof value);
+    return (long long)value;
 }
 
 /// The connection's socket (MHD_get_connection_info is variadic).

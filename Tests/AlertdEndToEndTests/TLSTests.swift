@@ -170,4 +170,51 @@ struct TLSTests {
             (error as? ProcessError)?.stderr.contains("not a PEM file") == true
         }
     }
+
+    /// Whether `openssl s_client` completes a handshake with the daemon offering only what `arguments` allow.
+    private static func handshakes(_ port: Int, _ arguments: [String]) async throws -> Bool {
+        try await run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost"] + arguments, stdin: "")
+            .status == 0
+    }
+
+    /// A client limited to TLS 1.0 or 1.1, or to ciphers without forward secrecy or with CBC and SHA-1;
+    /// `@SECLEVEL=0` so that openssl itself offers what it would otherwise refuse to.
+    static let weak: [[String]] = [
+        ["-tls1", "-cipher", "DEFAULT@SECLEVEL=0"],
+        ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"],
+        ["-tls1_2", "-cipher", "AES128-SHA@SECLEVEL=0"],
+        ["-tls1_2", "-cipher", "AES256-GCM-SHA384"],
+        ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA@SECLEVEL=0"],
+        ["-tls1_2", "-cipher", "DHE-RSA-AES128-GCM-SHA256"],
+    ]
+
+    @Test("by default only TLS 1.2 and 1.3 with forward-secret AEAD ciphers: openssl offering less is refused")
+    func securePriorities() async throws {
+        let material = try await SelfSigned()
+        defer { material.remove() }
+        let daemon = try await Daemon.start(.init(config: "tls: { cert_file: \"\(material.cert)\", key_file: \"\(material.key)\" }\n"))
+        defer { daemon.cleanup() }
+        #expect(try await Self.handshakes(daemon.port, ["-tls1_3"]))
+        #expect(try await Self.handshakes(daemon.port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"]))
+        #expect(try await Self.handshakes(daemon.port, ["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"]))
+        for arguments in Self.weak {
+            #expect(try await !Self.handshakes(daemon.port, arguments), "accepted: \(arguments.joined(separator: " "))")
+        }
+        #expect(try await Program.run("/usr/bin/curl", ["-sk", "https://127.0.0.1:\(daemon.port)/healthz"]).stdout.contains("ok"))
+    }
+
+    @Test("tls.priorities replaces the default: with NORMAL a static-RSA CBC cipher is accepted; a bad string stops the start")
+    func configuredPriorities() async throws {
+        let material = try await SelfSigned()
+        defer { material.remove() }
+        let files = "cert_file: \"\(material.cert)\", key_file: \"\(material.key)\""
+        let daemon = try await Daemon.start(.init(config: "tls: { \(files), priorities: \"NORMAL\" }\n"))
+        defer { daemon.cleanup() }
+        #expect(try await Self.handshakes(daemon.port, ["-tls1_2", "-cipher", "AES128-SHA@SECLEVEL=0"]))
+        await #expect {
+            try await Daemon.start(.init(config: "tls: { \(files), priorities: \"NO-SUCH-KEYWORD\" }\n"))
+        } throws: { error in
+            (error as? ProcessError)?.stderr.contains("priority") == true
+        }
+    }
 }
