@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdAlertmanager", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire", "AlertdDelivery",
+                "AlertdAlertmanager", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,4 @@
-import AlertdDelivery
+import AlertdCore
 import AlertdWire
 import Foundation
 import Glibc

@@ -1,4 +1,4 @@
-public import AlertdDelivery
+public import AlertdCore
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

@@ -1,3 +1,5 @@
+public import AlertdCore
+
 /// The callback targets alertd refuses to call: `callbacks.deny` in the config.
 ///
 /// Each entry is one of

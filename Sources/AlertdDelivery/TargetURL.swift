@@ -1,3 +1,5 @@
+public import AlertdCore
+
 /// A callback URL taken apart, so that an attempt can connect to the address
 /// it checked against the deny list while the receiver still sees its own name.
 ///

@@ -1,3 +1,4 @@
+import AlertdCore
 import AlertdDelivery
 import AsyncHTTPClient
 import Logging

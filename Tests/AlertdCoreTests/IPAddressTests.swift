@@ -1,4 +1,4 @@
-import AlertdDelivery
+import AlertdCore
 import Testing
 
 @Suite("IP addresses parse strictly and print canonically")
