@@ -409,6 +409,11 @@ public final class HTTPServer: Sendable {
 
     // MARK: - The access handler, on an MHD thread
 
+    /// libmicrohttpd's access handler, called several times per request: once the
+    /// head is in (``headArrived(_:url:method:contextSlot:)``), then with each
+    /// piece of the body (``bodyArrived(_:size:context:)``), then once more when the
+    /// body is complete (``requestComplete(_:url:method:context:)``), and again after
+    /// a parked request is resumed. What a request has reached is its context's phase.
     fileprivate func access(
         connection: OpaquePointer,
         url: UnsafePointer<CChar>,
@@ -418,63 +423,7 @@ public final class HTTPServer: Sendable {
         contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = contextSlot.pointee else {
-            // First call: headers are in. Validate what is cheap and allocate the
-            // request's context. Never answer a good request here: in 0.9.75 that
-            // forces `Connection: close`.
-            let context = RequestContext()
-            contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-            active.add(1, ordering: .relaxed)
-            // Over limits.max_connections: a 503 that closes the connection, not
-            // a connection left unaccepted in the backlog. The watchdog's probe
-            // is the exception: it does not compete with clients for a slot.
-            context.isProbe = Self.isProbe(connection, token: probeToken)
-            if !context.isProbe, readDeadlines.takeClientSlot(connection) > configuration.maxConnections {
-                context.phase = .answered
-                return queue(
-                    handler.reject(.tooManyConnections(limit: configuration.maxConnections)), on: connection, context: context, close: true)
-            }
-            let framing = Framing(connection)
-            // The request line and headers live in the connection's memory pool,
-            // and so must the answer's header: refuse while there is room to answer.
-            let headerLimit = configuration.connectionMemoryLimit * 3 / 4
-            if strlen(url) + framing.headerBytes > headerLimit {
-                context.phase = .answered
-                return queue(handler.reject(.headersTooLarge(limit: headerLimit)), on: connection, context: context, close: true)
-            }
-            if let problem = framing.problem {
-                context.phase = .answered
-                return queue(handler.reject(.badFraming(problem)), on: connection, context: context, close: true)
-            }
-            if let declared = framing.contentLength, declared > configuration.maxBodyBytes {
-                context.phase = .answered
-                return queue(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), on: connection, context: context)
-            }
-            // The accept policy closes connections over the per-address limit; two accepted at
-            // once by two threads can both pass it, and the later one is refused here.
-            if !context.isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
-                context.phase = .answered
-                return queue(handler.reject(.tooManyConnectionsFromAddress(limit: limit)), on: connection, context: context, close: true)
-            }
-            // Who may send a body is decided before a byte of it is read.
-            let head = HTTPRequestHead(
-                method: String(cString: method), path: String(cString: url),
-                lowercasedHeaders: Self.firstValues(connection, named: Self.headFields), hasBody: framing.hasBody)
-            switch handler.admit(head) {
-            case .proceed(let admission):
-                context.admission = admission
-                context.head = head
-                return .YES
-            case .refuse(let response):
-                // A body would follow: answer now, which closes the connection
-                // after the answer instead of reading the body. Without one,
-                // answer on the next call and keep the connection alive.
-                guard head.hasBody else {
-                    context.phase = .refused(response)
-                    return .YES
-                }
-                context.phase = .answered
-                return queue(response, on: connection, context: context, close: true)
-            }
+            return headArrived(connection, url: url, method: method, contextSlot: contextSlot)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
 
@@ -498,27 +447,98 @@ public final class HTTPServer: Sendable {
         let size = uploadDataSize.pointee
         if size > 0 {
             uploadDataSize.pointee = 0
-            if context.tooLarge {
-                context.discarded += size
-                // Read and drop the rest so the client gets its 413; past a generous
-                // margin, hang up instead of reading a body nobody wants.
-                return context.discarded > max(16 << 20, 4 * configuration.maxBodyBytes) ? .NO : .YES
-            }
-            if context.body.count + size > configuration.maxBodyBytes {
-                context.tooLarge = true
-                context.body = []
-                context.discarded = size
+            return bodyArrived(uploadData, size: size, context: context)
+        }
+        return requestComplete(connection, url: url, method: method, context: context)
+    }
+
+    /// The first call: the request line and headers are in. Validates what is cheap,
+    /// and decides who may send a body before a byte of it is read. Never answers a
+    /// good request here: in 0.9.75 that forces `Connection: close`.
+    private func headArrived(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+        contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let context = RequestContext()
+        contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+        active.add(1, ordering: .relaxed)
+        /// Answers at once with `response` (closing the connection unless `close` is false).
+        func refuse(_ response: HTTPResponse, close: Bool = true) -> MHD_Result {
+            context.phase = .answered
+            return queue(response, on: connection, context: context, close: close)
+        }
+        // Over limits.max_connections: a 503 that closes the connection, not
+        // a connection left unaccepted in the backlog. The watchdog's probe
+        // is the exception: it does not compete with clients for a slot.
+        context.isProbe = Self.isProbe(connection, token: probeToken)
+        if !context.isProbe, readDeadlines.takeClientSlot(connection) > configuration.maxConnections {
+            return refuse(handler.reject(.tooManyConnections(limit: configuration.maxConnections)))
+        }
+        let framing = Framing(connection)
+        // The request line and headers live in the connection's memory pool,
+        // and so must the answer's header: refuse while there is room to answer.
+        let headerLimit = configuration.connectionMemoryLimit * 3 / 4
+        if strlen(url) + framing.headerBytes > headerLimit {
+            return refuse(handler.reject(.headersTooLarge(limit: headerLimit)))
+        }
+        if let problem = framing.problem {
+            return refuse(handler.reject(.badFraming(problem)))
+        }
+        if let declared = framing.contentLength, declared > configuration.maxBodyBytes {
+            return refuse(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), close: false)
+        }
+        // The accept policy closes connections over the per-address limit; two accepted at
+        // once by two threads can both pass it, and the later one is refused here.
+        if !context.isProbe, let limit = configuration.maxConnectionsPerAddress, readDeadlines.isOverAddressLimit(connection) {
+            return refuse(handler.reject(.tooManyConnectionsFromAddress(limit: limit)))
+        }
+        let head = HTTPRequestHead(
+            method: String(cString: method), path: String(cString: url),
+            lowercasedHeaders: Self.firstValues(connection, named: Self.headFields), hasBody: framing.hasBody)
+        switch handler.admit(head) {
+        case .proceed(let admission):
+            context.admission = admission
+            context.head = head
+            return .YES
+        case .refuse(let response):
+            // A body would follow: answer now, which closes the connection
+            // after the answer instead of reading the body. Without one,
+            // answer on the next call and keep the connection alive.
+            guard head.hasBody else {
+                context.phase = .refused(response)
                 return .YES
             }
-            if let uploadData {
-                uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
-                    context.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
-                }
-            }
+            return refuse(response)
+        }
+    }
+
+    /// A piece of the body: kept while the body fits `maxBodyBytes`, read and dropped
+    /// beyond it (so the client gets its 413), and the connection cut past a margin.
+    private func bodyArrived(_ data: UnsafePointer<CChar>?, size: Int, context: RequestContext) -> MHD_Result {
+        if context.tooLarge {
+            context.discarded += size
+            // Past a generous margin, hang up instead of reading a body nobody wants.
+            return context.discarded > max(16 << 20, 4 * configuration.maxBodyBytes) ? .NO : .YES
+        }
+        if context.body.count + size > configuration.maxBodyBytes {
+            context.tooLarge = true
+            context.body = []
+            context.discarded = size
             return .YES
         }
+        if let data {
+            data.withMemoryRebound(to: UInt8.self, capacity: size) {
+                context.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+            }
+        }
+        return .YES
+    }
 
-        // The request is complete: from here on the connection waits for us, not for the client.
+    /// The whole request is in: the handler answers now, or parks it (suspended).
+    private func requestComplete(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, context: RequestContext
+    ) -> MHD_Result {
+        // From here on the connection waits for us, not for the client.
         readDeadlines.requestRead(connection)
         if context.tooLarge {
             context.phase = .answered

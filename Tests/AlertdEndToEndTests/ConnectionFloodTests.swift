@@ -82,10 +82,11 @@ struct ConnectionFloodTests {
     func firstByteDeadline() async throws {
         let daemon = try await Daemon.start(.init(config: "limits: { first_byte_timeout_seconds: 1, read_timeout_seconds: 30 }\n"))
         defer { daemon.cleanup() }
+        // Taken before the idle connection opens: it must not be closed sooner than 1 s after.
+        let opened = ContinuousClock.now
         let idle = try IdleSocket(port: daemon.port)
         let started = try await daemon.rawConnection()
         try await started.send(Array("GET /healthz HTTP/1.1\r\nHost: local".utf8))
-        let opened = ContinuousClock.now
         // Without the first-byte deadline it stayed until read_timeout_seconds (30 s).
         #expect(await idle.awaitClose(timeout: .seconds(6)), "an idle connection outlived a 1 s first-byte timeout")
         #expect(ContinuousClock.now - opened >= .milliseconds(900))
