@@ -152,7 +152,7 @@ extension Config {
             limits.only([
                 "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
                 "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
-                "max_clients", "max_pending_total",
+                "max_clients", "max_pending_total", "max_pending_bytes",
             ])
             problems.check { if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v } }
             problems.check { if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v } }
@@ -161,6 +161,8 @@ extension Config {
             problems.check { if let v = try limits.int("max_waiters_per_token", min: 0) { config.limits.maxWaitersPerToken = v } }
             problems.check { if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v } }
             problems.check { if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v } }
+            // At least one alert of the largest kind (about 26 KiB of text, 4-byte characters).
+            problems.check { if let v = try limits.int("max_pending_bytes", min: 65_536) { config.limits.maxPendingBytes = v } }
             problems.check { if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v } }
             problems.check { if let v = try limits.int("max_connections_per_ip", min: 1) { config.limits.maxConnectionsPerIP = v } }
             problems.check { if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v } }
@@ -209,11 +211,12 @@ extension Config {
             problems.check { if let v = try metrics.bool("require_token") { config.metricsRequireToken = v } }
         }
         if let alerts = problems.check({ try root.section("alerts") }) ?? nil {
-            alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention"])
+            alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention", "retention_max"])
             problems.check { if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v } }
             problems.check { if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v } }
             problems.check { if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v } }
             problems.check { if let v = try alerts.seconds("retention") { config.retentionSeconds = v } }
+            problems.check { if let v = try alerts.int("retention_max", min: 1) { config.retentionMax = v } }
             if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
                 problems.add(alerts.error("default_expires_in", "is greater than alerts.max_expires_in"))
             }
@@ -247,7 +250,10 @@ extension Config {
             }
         }
         if let callbacks = problems.check({ try root.section("callbacks") }) ?? nil {
-            callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow"])
+            callbacks.only([
+                "signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow",
+                "max_pending_per_client",
+            ])
             problems.check {
                 if let secret = try callbacks.string("signing_secret") {
                     do {
@@ -264,6 +270,7 @@ extension Config {
             problems.check {
                 if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
             }
+            problems.check { if let v = try callbacks.int("max_pending_per_client", min: 1) { config.callbacks.maxPendingPerClient = v } }
             problems.check {
                 if let v = try callbacks.strings("deny") {
                     do {
