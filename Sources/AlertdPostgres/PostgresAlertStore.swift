@@ -564,7 +564,8 @@ public final class PostgresAlertStore: AlertStore, Service {
             for try await bytes in try await client.query(
                 """
                 SELECT coalesce(sum(pg_catalog.pg_total_relation_size(c.oid)), 0)::bigint FROM pg_catalog.pg_class c
-                WHERE c.relkind = 'r' AND c.relnamespace = pg_catalog.to_regnamespace(pg_catalog.current_schema())::oid
+                WHERE c.relkind = 'r'
+                  AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = pg_catalog.current_schema())
                 """, logger: logger
             ).decode(Int.self) {
                 measuredBytes.withLockedValue { $0 = bytes }

@@ -1,3 +1,4 @@
+import AlertdCallbacks
 import AlertdEngine
 import AlertdHTTP
 import Crypto

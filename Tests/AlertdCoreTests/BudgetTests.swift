@@ -22,12 +22,12 @@ struct PendingBytesTests {
 
     @Test("A post beyond the budget is queue-full, however few alerts are pending; deciding one makes room")
     func budget() throws {
-        var board = AlertBoard(settings: QueueSettings(maxPendingBytes: 100_000))
+        var board = AlertBoard(settings: QueueSettings(maxPendingBytes: 70_000))
         var posted: [Alert] = []
-        // Three of the largest fit in 100 000 bytes, the fourth does not; the count limits are far away.
+        // Three of the largest (22 806 bytes each) fit in 70 000 bytes, the fourth does not; the count limits are far away.
         for n in 0..<3 { posted.append(try board.postCommitted(Self.largest, to: "c\(n)", now: at(Int64(n)))) }
         #expect(board.pendingBytes == posted.map(\.footprint).reduce(0, +))
-        #expect(posted[0].footprint > 26_000)
+        #expect(posted[0].footprint == 22_806)
         let error = #expect(throws: BoardError.self) { try board.post(Self.largest, to: "c3", now: at(5)) }
         #expect(error?.code == .queueFull)
         #expect(error?.detail.contains("limits.max_pending_bytes") == true)
