@@ -38,7 +38,7 @@ struct MemoryBudgetTests {
     @Test("at the default limits, a post beyond the pending-bytes budget is 429 queue-full, and RSS stays under half of MemoryMax")
     func defaultBudget() async throws {
         let memoryMax = try Self.unitMemoryMax()
-        let daemon = try await Daemon.start(.init(config: "log: { level: warning }\n"))
+        let daemon = try await Daemon.start(.init())
         defer { daemon.cleanup() }
         let http = daemon.client(timeout: .seconds(60))
         // Eight posters, a client each (max_pending_per_client stays out of the way), until one is refused.
