@@ -47,7 +47,8 @@ struct BoundsTests {
     /// The largest alert §2 allows, in 4-byte characters: about 27 KB of JSON, a footprint of about 23 KB.
     static let largest: String = {
         let buttons = (0..<16).map { #"{"title":"\#($0)\#(String(repeating: "🔘", count: 60))"}"# }.joined(separator: ",")
-        return #"{"title":"\#(String(repeating: "🚨", count: 256))","message":"\#(String(repeating: "📟", count: 4096))","buttons":[\#(buttons)]}"#
+        return
+            #"{"title":"\#(String(repeating: "🚨", count: 256))","message":"\#(String(repeating: "📟", count: 4096))","buttons":[\#(buttons)]}"#
     }()
 
     @Test("limits.max_pending_bytes: a post beyond the bytes pending alerts may take is 429 queue-full and stores nothing")

@@ -15,7 +15,8 @@ struct MemoryBudgetTests {
     static let largest: String = {
         let buttons = (0..<16).map { #"{"title":"\#($0)\#(String(repeating: "🔘", count: 60))"}"# }.joined(separator: ",")
         let metadata = #"{"pad":"\#(String(repeating: "x", count: 4080))"}"#
-        return #"{"title":"\#(String(repeating: "🚨", count: 256))","message":"\#(String(repeating: "📟", count: 4096))","buttons":[\#(buttons)],"metadata":\#(metadata)}"#
+        return
+            #"{"title":"\#(String(repeating: "🚨", count: 256))","message":"\#(String(repeating: "📟", count: 4096))","buttons":[\#(buttons)],"metadata":\#(metadata)}"#
     }()
 
     /// `MemoryMax=` of systemd/alertd.service, in bytes.
