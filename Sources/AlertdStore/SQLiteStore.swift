@@ -222,17 +222,25 @@ public final class SQLiteStore: PersistentStore {
                     sql: "INSERT OR IGNORE INTO temp.purged SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
                     arguments: [decidedBefore.milliseconds])
                 // Beyond each client's newest keepPerClient terminal alerts (by id, the order
-                // its list pages in): the index by client and id walks keepPerClient entries
-                // to the first one that goes, then the rest.
-                try db.execute(
+                // its list pages in): per client, the index by client and id walks
+                // keepPerClient entries to the first one that goes, then the rest. (One
+                // statement with the cutoff as a correlated subquery ran it again for every
+                // row: minutes, with the writer held, once a client had a few thousand.)
+                let clients = try String.fetchAll(db, sql: "SELECT id FROM clients")
+                let cutoff = try db.cachedStatement(
+                    sql: """
+                        SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL
+                        ORDER BY id DESC LIMIT 1 OFFSET ?
+                        """)
+                let beyond = try db.cachedStatement(
                     sql: """
                         INSERT OR IGNORE INTO temp.purged
-                        SELECT a.id FROM clients c JOIN alerts a ON a.client = c.id
-                        WHERE a.decided_at IS NOT NULL AND a.id <= (
-                            SELECT b.id FROM alerts b WHERE b.client = c.id AND b.decided_at IS NOT NULL
-                            ORDER BY b.id DESC LIMIT 1 OFFSET ?)
-                        """,
-                    arguments: [keepPerClient])
+                        SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND id <= ?
+                        """)
+                for client in clients {
+                    guard let last = try String.fetchOne(cutoff, arguments: [client, keepPerClient]) else { continue }
+                    try beyond.execute(arguments: [client, last])
+                }
                 try db.execute(
                     sql: """
                         DELETE FROM temp.purged WHERE EXISTS
