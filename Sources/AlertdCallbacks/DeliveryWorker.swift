@@ -120,6 +120,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let pinned: PinnedClients
     private let resolver: CachingResolver
     private let keys = NIOLockedValueBox<[String: WebhookKey]>([:])
+    /// Refused targets already warned about.
+    private let refusals = NIOLockedValueBox(RefusalLog())
     /// Targets parsed and checked by name; see `check(_:)`.
     private let targets = NIOLockedValueBox<[String: CheckedTarget]>([:])
     private let log: any DeliveryLog
@@ -182,6 +184,11 @@ public final class DeliveryWorker: @unchecked Sendable {
             return state.queue.nextDue
         }
         if let next { wake(for: next) }
+    }
+
+    /// Callback deliveries of `client`'s alerts waiting or in flight (``DeliveryQueue/backlog(of:)``).
+    public func backlog(of client: String) -> Int {
+        state.withLockedValue { $0.queue.backlog(of: client) }
     }
 
     /// Deliveries waiting and attempts in flight.
@@ -353,10 +360,15 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
     }
 
-    /// Logs a refusal with its whole reason (the recorded one may say less).
+    /// Logs a refusal with its whole reason (the recorded one may say less): a warning the
+    /// first time for its target and reason, a debug line at every retry after (``RefusalLog``).
     private func refused(_ delivery: PendingDelivery, because reason: String) {
-        logger.warning(
-            "callback target refused", metadata: ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"])
+        let metadata: Logger.Metadata = ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"]
+        if refusals.withLockedValue({ $0.isFirst(target: delivery.target, reason: reason) }) {
+            logger.warning("callback target refused (its retries are logged at debug)", metadata: metadata)
+        } else {
+            logger.debug("callback target refused", metadata: metadata)
+        }
     }
 
     /// The outcome of an attempt that ended in `error`: described in words for

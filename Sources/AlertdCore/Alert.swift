@@ -58,6 +58,30 @@ public struct Alert: Sendable, Hashable {
     }
 
     public var isPending: Bool { !state.isTerminal }
+
+    /// The memory one pending alert is budgeted at (`limits.max_pending_bytes`): what its
+    /// text takes in UTF-8 — title, message, button titles, callback URL, metadata — plus
+    /// ``fixedFootprint`` for the rest. A budget, not a measurement of the process: see
+    /// README's limits for what it came to in RSS.
+    public var footprint: Int {
+        Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata)
+    }
+
+    /// The ``footprint`` of an alert with these fields (a draft's, before it is one).
+    public static func footprint(
+        title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?
+    ) -> Int {
+        var bytes = fixedFootprint + title.utf8.count + (message?.utf8.count ?? 0) + (callbackURL?.utf8.count ?? 0)
+        bytes += metadata?.bytes.count ?? 0
+        for button in buttons { bytes += buttonFootprint + button.title.utf8.count }
+        return bytes
+    }
+
+    /// What an alert holds besides its text: its fields, its place in the queue, its
+    /// deadlines and the store's row (1 KiB; measured in bench/RESULTS.md, issue 27).
+    public static let fixedFootprint = 1024
+    /// What a button holds besides its title.
+    public static let buttonFootprint = 32
 }
 
 /// A client id: `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.

@@ -19,6 +19,11 @@ public struct AlertBoard: Sendable {
     private var sortedClients: [String] = []
     /// Pending alerts in every queue.
     public private(set) var pendingTotal = 0
+    /// Their ``Alert/footprint``s together (`limits.max_pending_bytes`).
+    public private(set) var pendingBytes = 0
+    /// What a shared store's board does not hold of the footprints: those of the
+    /// other clients' pending alerts (its last reading of them), as ``elsewhere``.
+    public var elsewhereBytes = 0
     /// What a shared store's board, which holds only the clients of one
     /// transaction, does not: the pending alerts and clients of the others (its
     /// last count of them), so `limits.max_pending_total` and `max_clients` still bind.
@@ -267,6 +272,15 @@ public struct AlertBoard: Sendable {
             throw BoardError(
                 .queueFull, "alertd holds its maximum of \(settings.maxPendingTotal) pending alerts (limits.max_pending_total)")
         }
+        let metadata = draft.metadata.map(CompactJSON.init)
+        let footprint = Alert.footprint(
+            title: draft.title, message: draft.message, buttons: draft.buttons, callbackURL: draft.callbackURL, metadata: metadata)
+        guard pendingBytes + elsewhereBytes + footprint <= settings.maxPendingBytes else {
+            throw BoardError(
+                .queueFull,
+                "alertd holds its maximum of \(settings.maxPendingBytes) bytes of pending alerts (limits.max_pending_bytes); "
+                    + "this one takes \(footprint)")
+        }
         if queues[client] == nil {
             guard queues.count + elsewhere.clients < settings.maxClients else {
                 throw BoardError(
@@ -286,7 +300,7 @@ public struct AlertBoard: Sendable {
         let alert = Alert(
             id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style,
             buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL,
-            metadata: draft.metadata.map(CompactJSON.init),
+            metadata: metadata,
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
             sequence: sequences.isEmpty ? 0 : sequences.removeFirst()
@@ -296,6 +310,7 @@ public struct AlertBoard: Sendable {
         deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
         let display = queues[client]!.insert(entry(alert))
         pendingTotal += 1
+        pendingBytes += footprint
         change.saved.append(alert)
         apply(display, on: client, now: now, into: &change, &before)
         finish(&change, before)
@@ -437,6 +452,7 @@ public struct AlertBoard: Sendable {
             queues[client]!.take(entry(old))
             alerts[alert.id] = nil
             pendingTotal -= 1
+            pendingBytes -= old.footprint
             visiblePending[client, default: 0] -= 1
         }
         // Displayed ones first, so that a queue never holds two displayed alerts.
@@ -458,6 +474,7 @@ public struct AlertBoard: Sendable {
             addSorted(alert.client)
         }
         pendingTotal += 1
+        pendingBytes += alert.footprint
         visiblePending[alert.client, default: 0] += 1
         var restored = alert
         let shown = alert.state == .displayed && queues[alert.client]!.displayed == nil
@@ -590,6 +607,7 @@ public struct AlertBoard: Sendable {
         let wasDisplayed = alert.state == .displayed
         let display = queues[alert.client]!.remove(entry(alert))
         pendingTotal -= 1
+        pendingBytes -= alert.footprint
         touched.insert(alert.client)
         if wasDisplayed { change.displayChanged.append(alert.client) }
         apply(display, on: alert.client, now: now, into: &change, &before)

@@ -18,15 +18,22 @@ public struct QueueSettings: Sendable, Hashable {
     public var maxClients: Int
     /// Pending alerts across every client (`limits.max_pending_total`).
     public var maxPendingTotal: Int
+    /// The memory pending alerts across every client may take, by ``Alert/footprint``
+    /// (`limits.max_pending_bytes`): a count alone lets large alerts grow without bound.
+    public var maxPendingBytes: Int
+
+    /// The default of `limits.max_pending_bytes`: 256 MiB.
+    public static let defaultMaxPendingBytes = 256 << 20
 
     public init(
         standard: ClientSettings = ClientSettings(), clients: [String: ClientSettings] = [:], maxClients: Int = 10_000,
-        maxPendingTotal: Int = 200_000
+        maxPendingTotal: Int = 200_000, maxPendingBytes: Int = QueueSettings.defaultMaxPendingBytes
     ) {
         self.standard = standard
         self.clients = clients
         self.maxClients = maxClients
         self.maxPendingTotal = maxPendingTotal
+        self.maxPendingBytes = maxPendingBytes
     }
 
     public subscript(client: String) -> ClientSettings { clients[client] ?? standard }

@@ -97,11 +97,14 @@ public struct PendingDelivery: Sendable, Hashable {
     public var due: Timestamp
     /// A callback, or a request to an integration (by its event's type).
     public var kind: DeliveryKind
+    /// The client of the event's alert: deliveries pending are bounded per client.
+    public var client: String
 
     public init(
         id: String, eventID: String, target: String, secret: String, body: [UInt8], eventCreatedAt: Timestamp, attemptsMade: Int,
-        due: Timestamp, kind: DeliveryKind = .callback
+        due: Timestamp, kind: DeliveryKind = .callback, client: String = ""
     ) {
+        self.client = client
         self.id = id
         self.eventID = eventID
         self.target = target
@@ -120,7 +123,7 @@ extension OutboxEvent {
         deliveries.map {
             PendingDelivery(
                 id: $0.id, eventID: id, target: $0.target, secret: $0.secret, body: body, eventCreatedAt: createdAt, attemptsMade: 0,
-                due: createdAt, kind: DeliveryKind(eventType: type))
+                due: createdAt, kind: DeliveryKind(eventType: type), client: client)
         }
     }
 }

@@ -35,6 +35,8 @@ final class AlertdMetrics: Sendable {
     let commitDuration: CoreMetrics.Timer
     let deliveryLatency: CoreMetrics.Timer
     let pending: CoreMetrics.Gauge
+    /// The store's size: its files, or its tables in PostgreSQL.
+    let storeBytes: CoreMetrics.Gauge
     let waiters: CoreMetrics.Gauge
     /// Deliveries not yet made: waiting for their time, and attempts in flight.
     let deliveriesWaiting: CoreMetrics.Gauge
@@ -81,6 +83,7 @@ final class AlertdMetrics: Sendable {
         commitDuration = CoreMetrics.Timer(label: "alertd_store_commit_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         deliveryLatency = CoreMetrics.Timer(label: "alertd_delivery_latency_seconds", preferredDisplayUnit: .seconds, factory: factory)
         pending = CoreMetrics.Gauge(label: "alertd_alerts_pending", factory: factory)
+        storeBytes = CoreMetrics.Gauge(label: "alertd_store_bytes", factory: factory)
         waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
         deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
         deliveriesInFlight = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "in_flight")], factory: factory)
@@ -155,6 +158,7 @@ final class AlertdMetrics: Sendable {
             request: { [self] route, status, nanoseconds in request(route: route, status: status, nanoseconds: nanoseconds) },
             exposition: { [self] in
                 pending.record(engine.pendingTotal)
+                if let bytes = engine.storeBytes { storeBytes.record(bytes) }
                 waiters.record(engine.waiterCount)
                 let (waiting, inFlight) = deliveries.counts
                 deliveriesWaiting.record(waiting)
@@ -191,6 +195,8 @@ final class AlertdMetrics: Sendable {
         "alertd_alerts_created_total": "Alerts created.",
         "alertd_alerts_terminal_total": "Alerts that reached a terminal state, by outcome.",
         "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
+        "alertd_store_bytes":
+            "Bytes the store takes: the SQLite database with its WAL, or alertd's tables in PostgreSQL (measured at each purge).",
         "alertd_waiters": "Requests parked in long-polls.",
         "alertd_deliveries_pending": "Callback deliveries not yet made, by state: waiting (for their time) or in_flight.",
         "alertd_store_commit_duration_seconds":

@@ -128,10 +128,11 @@ public struct Alertd: Sendable {
                     maxWaitSeconds: config.limits.maxWaitSeconds, maxWaiters: config.limits.maxWaiters,
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
                     signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager,
-                    callbackDeny: try config.callbacks.denyList()),
+                    callbackDeny: try config.callbacks.denyList(), retentionMax: config.retentionMax,
+                    maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
-                deliver: { deliveries.enqueue($0) })
+                deliver: { deliveries.enqueue($0) }, backlog: { deliveries.backlog(of: $0) })
             let api = API(
                 engine: engine, access: access(config, tls: config.tls != nil),
                 metrics: metrics.api(engine: engine, deliveries: deliveries),

@@ -4,6 +4,7 @@ public import AlertdCore
 public import AlertdDelivery
 public import AlertdPostgres
 public import AlertdStore
+import AlertdEngine
 import AlertdWire
 import Foundation
 public import Logging
@@ -23,6 +24,8 @@ public struct Config: Sendable {
     public var alertRules = AlertRules()
     /// Seconds terminal alerts stay readable.
     public var retentionSeconds: Double = 604_800
+    /// Terminal alerts kept per client (`alerts.retention_max`); the oldest go first.
+    public var retentionMax = Engine.Settings.defaultRetentionMax
     public var clients: [String: ClientSettings] = [:]
     public var allowAnonymous = false
     /// `tls`: serve HTTPS with these PEM files; nil: plain HTTP.
@@ -116,6 +119,9 @@ public struct Config: Sendable {
         public var maxClients = 10_000
         /// Pending alerts across every client: beyond it a post is 429 queue-full.
         public var maxPendingTotal = 200_000
+        /// What pending alerts across every client may take in memory, by their
+        /// footprint (text in UTF-8 plus 1 KiB each): beyond it a post is 429 queue-full.
+        public var maxPendingBytes = QueueSettings.defaultMaxPendingBytes
         public var maxConnections = 30_000
         /// Connections one client address may hold open; 0: no per-address limit;
         /// nil (absent): ``defaultConnectionsPerIP`` when listening beyond loopback, else none.
@@ -155,6 +161,8 @@ public struct Config: Sendable {
         public var maxAge: Double = 86_400
         public var retryInitialSeconds: Double = 1
         public var retryMaxIntervalSeconds: Double = 300
+        /// Callback deliveries one client may have waiting or in flight: at it, its posts are 429 queue-full.
+        public var maxPendingPerClient = 10_000
         public var deny = DenyList.defaultEntries
         /// Exceptions to `deny`: address blocks and host globs a callback may reach all the same.
         public var allow: [String] = []
@@ -176,7 +184,8 @@ public struct Config: Sendable {
     public var queueSettings: QueueSettings {
         QueueSettings(
             standard: ClientSettings(policy: .fifo, maxPending: limits.maxPendingPerClient),
-            clients: clients, maxClients: limits.maxClients, maxPendingTotal: limits.maxPendingTotal)
+            clients: clients, maxClients: limits.maxClients, maxPendingTotal: limits.maxPendingTotal,
+            maxPendingBytes: limits.maxPendingBytes)
     }
 }
 

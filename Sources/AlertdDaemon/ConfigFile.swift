@@ -152,7 +152,7 @@ extension Config {
             limits.only([
                 "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
                 "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
-                "max_clients", "max_pending_total", "first_byte_timeout_seconds", "write_timeout_seconds",
+                "max_clients", "max_pending_total", "max_pending_bytes", "first_byte_timeout_seconds", "write_timeout_seconds",
                 "max_response_bytes_in_flight", "max_requests_per_token",
             ])
             problems.check { if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v } }
@@ -162,6 +162,8 @@ extension Config {
             problems.check { if let v = try limits.int("max_waiters_per_token", min: 0) { config.limits.maxWaitersPerToken = v } }
             problems.check { if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v } }
             problems.check { if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v } }
+            // At least one alert of the largest kind (about 26 KiB of text, 4-byte characters).
+            problems.check { if let v = try limits.int("max_pending_bytes", min: 65_536) { config.limits.maxPendingBytes = v } }
             problems.check { if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v } }
             problems.check { if let v = try limits.int("max_connections_per_ip", min: 0) { config.limits.maxConnectionsPerIP = v } }
             problems.check { if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v } }
@@ -220,11 +222,12 @@ extension Config {
             problems.check { if let v = try metrics.bool("require_token") { config.metricsRequireToken = v } }
         }
         if let alerts = problems.check({ try root.section("alerts") }) ?? nil {
-            alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention"])
+            alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention", "retention_max"])
             problems.check { if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v } }
             problems.check { if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v } }
             problems.check { if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v } }
             problems.check { if let v = try alerts.seconds("retention") { config.retentionSeconds = v } }
+            problems.check { if let v = try alerts.int("retention_max", min: 1) { config.retentionMax = v } }
             if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
                 problems.add(alerts.error("default_expires_in", "is greater than alerts.max_expires_in"))
             }
@@ -258,7 +261,10 @@ extension Config {
             }
         }
         if let callbacks = problems.check({ try root.section("callbacks") }) ?? nil {
-            callbacks.only(["signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow"])
+            callbacks.only([
+                "signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow",
+                "max_pending_per_client",
+            ])
             problems.check {
                 if let secret = try callbacks.string("signing_secret") {
                     do {
@@ -275,6 +281,7 @@ extension Config {
             problems.check {
                 if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
             }
+            problems.check { if let v = try callbacks.int("max_pending_per_client", min: 1) { config.callbacks.maxPendingPerClient = v } }
             problems.check {
                 if let v = try callbacks.strings("deny") {
                     do {

@@ -49,7 +49,8 @@ final class Reloader: Sendable {
         engine.replaceConfigWebhooks(with: Alertd.configWebhooks(new, at: engine.now()))
         engine.update(
             maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters,
-            maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds)
+            maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds,
+            retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient)
         if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
         LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
         current.withLockedValue { $0 = new }

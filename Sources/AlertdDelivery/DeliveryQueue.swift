@@ -16,6 +16,14 @@ public import AlertdWire
 /// go in order of due time, then of arrival (so events due at once leave in
 /// the order they were handed over).
 ///
+/// Integration requests (Alertmanager silences) go in a lane of their own,
+/// with their own global bound (``maxInFlightIntegrations``), taken first:
+/// callbacks to slow receivers never delay a silence, nor silences callbacks.
+/// The queue also counts each client's callback deliveries
+/// (``backlog(of:)``): the engine refuses a client's posts while its backlog
+/// is at `callbacks.max_pending_per_client`, so one client's dead receiver
+/// cannot fill the outbox and memory for everyone.
+///
 /// Pure and single-threaded: the worker keeps it under its lock.
 ///
 /// ```swift
@@ -29,8 +37,12 @@ public import AlertdWire
 public struct DeliveryQueue: Sendable {
     /// The most attempts in flight to one target at once.
     public let maxInFlightPerTarget: Int
-    /// The most attempts in flight altogether.
+    /// The most callback attempts in flight altogether.
     public let maxInFlight: Int
+    /// The most integration requests (Alertmanager silences) in flight altogether: a lane of
+    /// their own, so a flood of callbacks to slow receivers never holds up a silence an
+    /// operator asked for, and integrations never take the callbacks' slots.
+    public let maxInFlightIntegrations: Int
 
     /// A heap entry: small and cheap to move, compared without touching the delivery.
     fileprivate struct Entry: Comparable, Sendable {
@@ -52,36 +64,62 @@ public struct DeliveryQueue: Sendable {
         var inFlight = 0
     }
 
-    private var targets: [String: Target] = [:]
+    /// Targets with a global bound on their attempts in flight: callbacks, or integrations.
+    fileprivate struct Lane: Sendable {
+        let maxInFlight: Int
+        var targets: [String: Target] = [:]
+        var inFlightCount = 0
+        /// Where ``take(now:limit:perTarget:)`` starts among the targets, moved on every
+        /// call: when the global bound leaves room for only a few attempts, the same
+        /// targets are not always first in line.
+        var rotation = 0
+
+        init(maxInFlight: Int) { self.maxInFlight = maxInFlight }
+    }
+
+    private var callbacks: Lane
+    private var integrations: Lane
     /// Ids waiting or in flight: a delivery handed over twice (by a restore and
     /// by a commit racing it) is taken once.
     private var known: Set<String> = []
     private var sequence: UInt64 = 0
-    /// Where ``takeDue(now:limit:)`` starts among the targets, moved on every
-    /// call: when the global bound leaves room for only a few attempts, the
-    /// same targets are not always first in line.
-    private var rotation = 0
+    /// Callback deliveries waiting or in flight, by the client of their alert.
+    private var byClient: [String: Int] = [:]
 
     /// Deliveries waiting for an attempt.
     public private(set) var waitingCount = 0
     /// Attempts taken and not yet ``finished(_:)``.
-    public private(set) var inFlightCount = 0
+    public var inFlightCount: Int { callbacks.inFlightCount + integrations.inFlightCount }
 
-    /// - Precondition: `maxInFlightPerTarget > 0` and `maxInFlight > 0`.
-    public init(maxInFlightPerTarget: Int, maxInFlight: Int = .max) {
+    /// - Precondition: every bound is above 0.
+    public init(maxInFlightPerTarget: Int, maxInFlight: Int = .max, maxInFlightIntegrations: Int = 8) {
         precondition(maxInFlightPerTarget > 0, "at least one attempt per target must be allowed")
-        precondition(maxInFlight > 0, "at least one attempt must be allowed")
+        precondition(maxInFlight > 0 && maxInFlightIntegrations > 0, "at least one attempt must be allowed")
         self.maxInFlightPerTarget = maxInFlightPerTarget
         self.maxInFlight = maxInFlight
+        self.maxInFlightIntegrations = maxInFlightIntegrations
+        callbacks = Lane(maxInFlight: maxInFlight)
+        integrations = Lane(maxInFlight: maxInFlightIntegrations)
     }
+
+    /// Callback deliveries of `client`'s alerts waiting or in flight (the integrations'
+    /// requests are not counted: an operator's silence is never refused for a backlog).
+    public func backlog(of client: String) -> Int { byClient[client] ?? 0 }
 
     /// Adds a delivery, due at `delivery.due`. False if it is already waiting or in flight.
     @discardableResult
     public mutating func add(_ delivery: PendingDelivery) -> Bool {
         guard known.insert(delivery.id).inserted else { return false }
         sequence &+= 1
-        targets[Self.host(of: delivery.target), default: Target()].waiting.insert(
-            Entry(due: delivery.due, sequence: sequence, box: Box(delivery)))
+        let entry = Entry(due: delivery.due, sequence: sequence, box: Box(delivery))
+        let host = Self.host(of: delivery.target)
+        switch delivery.kind {
+        case .callback:
+            callbacks.targets[host, default: Target()].waiting.insert(entry)
+            byClient[delivery.client, default: 0] += 1
+        case .alertmanagerSilence:
+            integrations.targets[host, default: Target()].waiting.insert(entry)
+        }
         waitingCount += 1
         return true
     }
@@ -93,24 +131,12 @@ public struct DeliveryQueue: Sendable {
     }
 
     /// Takes every delivery due at `now` whose target has a free slot, at most
-    /// `limit` and at most as many as the global bound leaves room for, and
-    /// counts them in flight.
+    /// `limit` and at most as many as the global bounds leave room for (the
+    /// integrations' lane first), and counts them in flight.
     public mutating func takeDue(now: Timestamp, limit: Int = .max) -> [PendingDelivery] {
-        let budget = min(limit, maxInFlight - inFlightCount)
-        guard budget > 0, !targets.isEmpty else { return [] }
-        var taken: [PendingDelivery] = []
-        // A copy of the keys, not a view: a view would keep the storage shared
-        // and make the first mutation below copy every target's heap.
-        let keys = Array(targets.keys)
-        let start = rotation % keys.count
-        rotation = (rotation &+ 1) & Int.max
-        for offset in 0..<keys.count {
-            guard taken.count < budget else { break }
-            let key = keys[(start + offset) % keys.count]
-            targets[key]!.take(into: &taken, now: now, max: maxInFlightPerTarget, limit: budget)
-        }
+        var taken = integrations.take(now: now, limit: limit, perTarget: maxInFlightPerTarget)
+        taken += callbacks.take(now: now, limit: limit - taken.count, perTarget: maxInFlightPerTarget)
         waitingCount -= taken.count
-        inFlightCount += taken.count
         return taken
     }
 
@@ -119,25 +145,23 @@ public struct DeliveryQueue: Sendable {
     public mutating func finished(_ delivery: PendingDelivery) {
         guard known.remove(delivery.id) != nil else { return }
         let key = Self.host(of: delivery.target)
-        guard targets[key] != nil else { return }
-        targets[key]!.inFlight -= 1
-        inFlightCount -= 1
-        if targets[key]!.inFlight == 0 && targets[key]!.waiting.isEmpty { targets[key] = nil }
+        switch delivery.kind {
+        case .callback:
+            if let count = byClient[delivery.client] { byClient[delivery.client] = count > 1 ? count - 1 : nil }
+            callbacks.finished(key)
+        case .alertmanagerSilence:
+            integrations.finished(key)
+        }
     }
 
     /// The earliest due time among targets with a free slot; nil if nothing
-    /// can be taken (the global bound is reached, or every due target is full).
+    /// can be taken (the global bounds are reached, or every due target is full).
     public var nextDue: Timestamp? {
-        guard inFlightCount < maxInFlight else { return nil }
-        var next: Timestamp?
-        for target in targets.values where target.inFlight < maxInFlightPerTarget {
-            if let due = target.waiting.min?.due, next == nil || due < next! { next = due }
-        }
-        return next
+        [callbacks.nextDue(perTarget: maxInFlightPerTarget), integrations.nextDue(perTarget: maxInFlightPerTarget)].compactMap { $0 }.min()
     }
 
-    /// Attempts in flight to the target of `url`.
-    public func inFlight(to url: String) -> Int { targets[Self.host(of: url)]?.inFlight ?? 0 }
+    /// Callback attempts in flight to the target of `url`.
+    public func inFlight(to url: String) -> Int { callbacks.targets[Self.host(of: url)]?.inFlight ?? 0 }
 
     /// The host of a URL, lowercased, without user info, port, the brackets
     /// of an IPv6 literal or a trailing dot: what counts as one receiver.
@@ -168,6 +192,42 @@ public struct DeliveryQueue: Sendable {
         }
         if host.last == UInt8(ascii: ".") { host = host.dropLast() }
         return String(decoding: host, as: UTF8.self).lowercased()
+    }
+}
+
+extension DeliveryQueue.Lane {
+    fileprivate mutating func take(now: Timestamp, limit: Int, perTarget: Int) -> [PendingDelivery] {
+        let budget = min(limit, maxInFlight - inFlightCount)
+        guard budget > 0, !targets.isEmpty else { return [] }
+        var taken: [PendingDelivery] = []
+        // A copy of the keys, not a view: a view would keep the storage shared
+        // and make the first mutation below copy every target's heap.
+        let keys = Array(targets.keys)
+        let start = rotation % keys.count
+        rotation = (rotation &+ 1) & Int.max
+        for offset in 0..<keys.count {
+            guard taken.count < budget else { break }
+            let key = keys[(start + offset) % keys.count]
+            targets[key]!.take(into: &taken, now: now, max: perTarget, limit: budget)
+        }
+        inFlightCount += taken.count
+        return taken
+    }
+
+    fileprivate mutating func finished(_ key: String) {
+        guard targets[key] != nil else { return }
+        targets[key]!.inFlight -= 1
+        inFlightCount -= 1
+        if targets[key]!.inFlight == 0 && targets[key]!.waiting.isEmpty { targets[key] = nil }
+    }
+
+    fileprivate func nextDue(perTarget: Int) -> Timestamp? {
+        guard inFlightCount < maxInFlight else { return nil }
+        var next: Timestamp?
+        for target in targets.values where target.inFlight < perTarget {
+            if let due = target.waiting.min?.due, next == nil || due < next! { next = due }
+        }
+        return next
     }
 }
 

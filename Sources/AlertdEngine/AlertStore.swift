@@ -94,6 +94,9 @@ public protocol AlertStore: DeliveryLog, AnyObject {
         completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void)
     /// Pending alerts on every client (a shared store's last count of them).
     var pendingTotal: Int { get }
+    /// The bytes the store takes (the SQLite files; the PostgreSQL tables, as last
+    /// measured by a purge); nil: not known.
+    var storeBytes: Int? { get }
 
     // MARK: Webhooks and deliveries
 
@@ -114,12 +117,15 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     // MARK: Upkeep
 
-    /// Deletes terminal alerts decided before `decidedBefore` (and their
-    /// events) and idempotency keys created before `keysBefore`; then forgets
-    /// the clients left with nothing pending and nothing retained. Completes
-    /// with the clients forgotten.
+    /// Deletes terminal alerts decided before `decidedBefore`, and those of each
+    /// client beyond its newest `keepPerClient` (by id: the order its list pages
+    /// in), with their events; and idempotency keys created before `keysBefore`;
+    /// then forgets the clients left with nothing pending and nothing retained.
+    /// A terminal alert with a delivery still pending stays until it is settled.
+    /// Completes with the clients forgotten.
     func purge(
-        decidedBefore: Timestamp, keysBefore: Timestamp, completion: @escaping @Sendable (Result<[String], EngineError>) -> Void)
+        decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp,
+        completion: @escaping @Sendable (Result<[String], EngineError>) -> Void)
 
     /// Probes whether the store takes writes (for readiness). After failed
     /// commits, once one goes through again, the store rebuilds what it holds

@@ -29,6 +29,11 @@ public final class Engine: Sendable {
         public var maxWaitersPerToken: Int
         /// Seconds terminal alerts stay readable.
         public var retentionSeconds: Double
+        /// Terminal alerts kept per client at most (`alerts.retention_max`): the oldest go first.
+        public var retentionMax: Int
+        /// Callback deliveries a client may have waiting or in flight
+        /// (`callbacks.max_pending_per_client`): at it, the client's posts are 429 queue-full.
+        public var maxPendingDeliveriesPerClient: Int
         /// Signs deliveries to an alert's `callback_url`; without it no alert may have one.
         public var signingSecret: String?
         /// `integrations.alertmanager`: nil, the receiver is off (docs/alertmanager.md).
@@ -39,16 +44,23 @@ public final class Engine: Sendable {
 
         public init(
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
-            signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil, callbackDeny: DenyList? = nil
+            signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil, callbackDeny: DenyList? = nil,
+            retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000
         ) {
+            self.maxPendingDeliveriesPerClient = maxPendingDeliveriesPerClient
             self.maxWaitSeconds = maxWaitSeconds
             self.maxWaiters = maxWaiters
             self.maxWaitersPerToken = maxWaitersPerToken
             self.retentionSeconds = retentionSeconds
+            self.retentionMax = retentionMax
             self.signingSecret = signingSecret
             self.alertmanager = alertmanager
             self.callbackDeny = callbackDeny
         }
+
+        /// The default of `alerts.retention_max`: 100 000 terminal alerts per client, about
+        /// 100 MB of store for alerts of a few hundred bytes (bench/RESULTS.md, issue 27).
+        public static let defaultRetentionMax = 100_000
     }
 
     /// What the engine tells the metrics (counts only; no client id is ever a label).
@@ -81,6 +93,8 @@ public final class Engine: Sendable {
     /// runs, and whether another must follow it (`Changes.swift`).
     let webhookRereads = NIOLockedValueBox((running: false, again: false))
     let outbox: Outbox
+    /// A client's callback deliveries not yet made (``Settings/maxPendingDeliveriesPerClient``).
+    let backlog: @Sendable (String) -> Int
     let alarm = Alarm()
     let timers: Timers
     private let _settings: NIOLockedValueBox<Settings>
@@ -92,10 +106,13 @@ public final class Engine: Sendable {
     /// - Parameters:
     ///   - webhooks: the config file's webhooks; the API's are read from the store.
     ///   - deliver: takes the deliveries of committed events (the delivery worker's queue).
+    ///   - backlog: a client's callback deliveries waiting or in flight (the worker's count).
     public init(
         store: any AlertStore, clock: any WallClock, rules: AlertRules, settings: Settings, configWebhooks: [Webhook] = [],
-        logger: Logger, observer: Observer = Observer(), deliver: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in }
+        logger: Logger, observer: Observer = Observer(), deliver: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in },
+        backlog: @escaping @Sendable (String) -> Int = { _ in 0 }
     ) {
+        self.backlog = backlog
         self.store = store
         self.clock = clock
         self.rules = rules
@@ -165,8 +182,13 @@ public final class Engine: Sendable {
 
     /// Applies a reloaded config's waiter limits and retention. The signing
     /// secret is kept: events already written were signed for their targets.
-    public func update(maxWaitSeconds: Int, maxWaiters: Int, maxWaitersPerToken: Int, retentionSeconds: Double) {
+    public func update(
+        maxWaitSeconds: Int, maxWaiters: Int, maxWaitersPerToken: Int, retentionSeconds: Double,
+        retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000
+    ) {
         _settings.withLockedValue {
+            $0.retentionMax = retentionMax
+            $0.maxPendingDeliveriesPerClient = maxPendingDeliveriesPerClient
             $0.maxWaitSeconds = maxWaitSeconds
             $0.maxWaiters = maxWaiters
             $0.maxWaitersPerToken = maxWaitersPerToken

@@ -75,6 +75,17 @@ extension Engine {
                         ])))
         }
         if let refusal = refusal() { return respond(.failure(refusal)) }
+        let limit = settings.maxPendingDeliveriesPerClient
+        if backlog(client) >= limit {
+            // Its receivers do not keep up (or are down): its next alerts' events would only
+            // add to what waits, in the outbox and in memory, for up to callbacks.max_age.
+            return respond(
+                .failure(
+                    EngineError(
+                        .queueFull,
+                        "client \(client) has \(limit) callback deliveries pending (callbacks.max_pending_per_client); "
+                            + "posts are taken again as they are delivered or given up")))
+        }
         enum Outcome: Sendable {
             /// The alert as this transaction committed it, and its position.
             case created(PositionedAlert)

@@ -13,6 +13,9 @@ extension Engine {
     /// Pending alerts on every client.
     public var pendingTotal: Int { store.pendingTotal }
 
+    /// The bytes the store takes (for `/metrics`); nil: not known yet.
+    public var storeBytes: Int? { store.storeBytes }
+
     /// The deliveries of an alert's events (§5), for an alert of `client`.
     public func deliveries(
         of id: AlertID, on client: String, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void

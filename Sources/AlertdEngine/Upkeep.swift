@@ -45,7 +45,8 @@ extension Engine {
         alarm.ring(ifBefore: monotonicNow() + UInt64(milliseconds) * 1_000_000)
     }
 
-    /// Deletes terminal alerts past retention and idempotency keys past a day;
+    /// Deletes terminal alerts past retention (older than `alerts.retention`, or beyond
+    /// the newest `alerts.retention_max` of their client) and idempotency keys past a day;
     /// the clients left with nothing are forgotten (`GET /v1/clients` no longer
     /// lists them, they no longer count against `limits.max_clients`; a later
     /// post creates them again).
@@ -54,7 +55,8 @@ extension Engine {
         let now = clock.now()
         let forgotten = await withCheckedContinuation { (continuation: CheckedContinuation<[String], Never>) in
             store.purge(
-                decidedBefore: now.adding(seconds: -settings.retentionSeconds), keysBefore: now.adding(seconds: -86_400)
+                decidedBefore: now.adding(seconds: -settings.retentionSeconds), keepPerClient: settings.retentionMax,
+                keysBefore: now.adding(seconds: -86_400)
             ) { result in
                 continuation.resume(returning: (try? result.get()) ?? [])
             }

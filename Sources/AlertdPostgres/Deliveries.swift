@@ -46,16 +46,16 @@ extension PostgresAlertStore {
                           AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
                         ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                     RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
-                        (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type
+                        (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type, e.client
                     """, logger: logger)
-                for try await (id, event, target, secret, body, created, due, attempts, type) in rows.decode(
-                    (String, String, String, String, ByteBuffer, Int64, Int64?, Int, String).self)
+                for try await (id, event, target, secret, body, created, due, attempts, type, client) in rows.decode(
+                    (String, String, String, String, ByteBuffer, Int64, Int64?, Int, String, String).self)
                 {
                     taken.append(
                         PendingDelivery(
                             id: id, eventID: event, target: target, secret: secret, body: [UInt8](bytea: body),
                             eventCreatedAt: Timestamp(milliseconds: created), attemptsMade: attempts,
-                            due: Timestamp(milliseconds: due ?? created), kind: DeliveryKind(eventType: type)))
+                            due: Timestamp(milliseconds: due ?? created), kind: DeliveryKind(eventType: type), client: client))
                 }
                 completion(.success(taken))
             } catch {

@@ -335,7 +335,7 @@ final class Flushes: Sendable {
                 for slot in slots where slot.since < 0 { taken[slot.client] = nil }
                 var results: [ClientResult] = []
                 var writes = Write(instance: store.instance)
-                var grown = (pending: 0, clients: 0)
+                var grown = (pending: 0, clients: 0, bytes: 0)
                 var drawn = sequences[...]
                 for slot in slots {
                     let mine = Array(drawn.prefix(slot.operations.count))
@@ -528,7 +528,7 @@ final class Flushes: Sendable {
     /// Runs a client's changes on its board; adds their writes to the flush's.
     private static func apply(
         _ slot: Slot, cached: consuming Queue?, flush: [Operation], sequences: [Int64], settings: QueueSettings, store: PostgresAlertStore,
-        grown: inout (pending: Int, clients: Int), writes: inout Write, outcomes: NIOLockedValueBox<[Outcome]>
+        grown: inout (pending: Int, clients: Int, bytes: Int), writes: inout Write, outcomes: NIOLockedValueBox<[Outcome]>
     ) -> ClientResult {
         let client = slot.client
         let version = slot.version
@@ -557,6 +557,8 @@ final class Flushes: Sendable {
         let before = pending.count
         let elsewhere = store.elsewhere(of: client)
         board.elsewhere = (elsewhere.pending + grown.pending, elsewhere.clients + grown.clients)
+        board.elsewhereBytes = elsewhere.bytes + grown.bytes
+        let bytesBefore = board.pendingBytes
         board.sequences = sequences
         var records = slot.records
         var saved: [AlertID: Alert] = [:]
@@ -618,6 +620,7 @@ final class Flushes: Sendable {
             pending[id] = alert.isPending ? alert : nil
         }
         grown.pending += max(0, pending.count - before)
+        grown.bytes += max(0, board.pendingBytes - bytesBefore)
         if before == 0, !pending.isEmpty { grown.clients += 1 }
         let kept = pending.isEmpty ? nil : Queue(version: written, settings: settings, board: board, pending: pending)
         return ClientResult(

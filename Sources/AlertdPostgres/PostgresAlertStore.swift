@@ -50,6 +50,8 @@ public final class PostgresAlertStore: AlertStore, Service {
     let notifications: Notifications
     let displayReader: DisplayReader
     private let counts = NIOLockedValueBox(Counts())
+    /// alertd's tables with their indexes and TOAST, as the last purge measured them.
+    private let measuredBytes = NIOLockedValueBox<Int?>(nil)
     private let healthy = Atomic<Bool>(true)
     /// Set as the pool starts running: nothing leases a connection before (postgres-nio warns).
     private let clientRunning = Atomic<Bool>(false)
@@ -63,6 +65,9 @@ public final class PostgresAlertStore: AlertStore, Service {
         var clients = 0
         var nextDeadline: Timestamp?
         var pendingByClient: [String: Int] = [:]
+        /// The pending alerts' ``Alert/footprint``s together, and by client.
+        var bytes = 0
+        var bytesByClient: [String: Int] = [:]
         /// Counts the deadlines this instance noted: a reading that began before
         /// one was noted must not forget it.
         var noted = 0
@@ -150,12 +155,23 @@ public final class PostgresAlertStore: AlertStore, Service {
     func readCounts() async throws {
         let noted = counts.withLockedValue { $0.noted }
         var byClient: [String: Int] = [:]
+        var bytesByClient: [String: Int] = [:]
         var pending = 0
-        for try await (client, count) in try await client.query(
-            "SELECT client, pg_catalog.count(*) FROM alerts WHERE state IN ('queued', 'displayed') GROUP BY client", logger: logger
-        ).decode((String, Int).self) {
+        var bytes = 0
+        // The footprint as Alert.footprint adds it up, from the stored columns (buttons as
+        // their JSON: a few bytes more per button than the budget counts).
+        for try await (client, count, size) in try await client.query(
+            """
+            SELECT client, pg_catalog.count(*), \(Alert.fixedFootprint)::bigint * pg_catalog.count(*) + coalesce(pg_catalog.sum(
+                pg_catalog.octet_length(title) + coalesce(pg_catalog.octet_length(message), 0) + coalesce(pg_catalog.octet_length(callback_url), 0)
+                + coalesce(pg_catalog.octet_length(metadata), 0) + pg_catalog.octet_length(buttons)), 0)::bigint
+            FROM alerts WHERE state IN ('queued', 'displayed') GROUP BY client
+            """, logger: logger
+        ).decode((String, Int, Int).self) {
             byClient[client] = count
+            bytesByClient[client] = size
             pending += count
+            bytes += size
         }
         var clients = 0
         for try await count in try await client.query("SELECT pg_catalog.count(*) FROM clients", logger: logger).decode(Int.self) {
@@ -173,15 +189,20 @@ public final class PostgresAlertStore: AlertStore, Service {
         counts.withLockedValue { counts in
             var read = next.map(Timestamp.init(milliseconds:))
             if counts.noted != noted, let sooner = counts.nextDeadline, read.map({ sooner < $0 }) ?? true { read = sooner }
-            counts = Counts(pending: pending, clients: clients, nextDeadline: read, pendingByClient: byClient, noted: counts.noted)
+            counts = Counts(
+                pending: pending, clients: clients, nextDeadline: read, pendingByClient: byClient, bytes: bytes,
+                bytesByClient: bytesByClient, noted: counts.noted)
         }
     }
 
     /// What the bounds see outside one client's transaction.
-    func elsewhere(of client: String) -> (pending: Int, clients: Int) {
+    func elsewhere(of client: String) -> (pending: Int, clients: Int, bytes: Int) {
         counts.withLockedValue { counts in
             let own = counts.pendingByClient[client] ?? 0
-            return (max(0, counts.pending - own), max(0, counts.clients - (own > 0 ? 1 : 0)))
+            return (
+                max(0, counts.pending - own), max(0, counts.clients - (own > 0 ? 1 : 0)),
+                max(0, counts.bytes - (counts.bytesByClient[client] ?? 0))
+            )
         }
     }
 
@@ -414,6 +435,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     }
 
     public var pendingTotal: Int { counts.withLockedValue { $0.pending } }
+    public var storeBytes: Int? { measuredBytes.withLockedValue { $0 } }
 
     // MARK: - Webhooks
 
@@ -464,31 +486,20 @@ public final class PostgresAlertStore: AlertStore, Service {
     // MARK: - Upkeep
 
     public func purge(
-        decidedBefore: Timestamp, keysBefore: Timestamp, completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
+        decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp,
+        completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
     ) {
         Task {
             do {
+                // Batches of 10 000 alerts, a transaction each, until one is short: a busy
+                // instance decides more than 10 000 alerts a minute (at most 100 batches a round).
+                var batches = 0
+                var full = true
+                while full, batches < 100 {
+                    batches += 1
+                    full = try await purgeBatch(decidedBefore: decidedBefore, keepPerClient: keepPerClient) == 10_000
+                }
                 let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
-                    // Events, deliveries and attempts go with their alert; an alert with a
-                    // delivery still pending stays until it is settled.
-                    var purged: [String] = []
-                    for try await id in try await connection.query(
-                        """
-                        SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < \(decidedBefore.milliseconds)
-                        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')
-                        LIMIT 10000
-                        """, logger: logger
-                    ).decode(String.self) {
-                        purged.append(id)
-                    }
-                    if !purged.isEmpty {
-                        try await connection.query(
-                            "DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE alert_id = ANY(\(purged)))",
-                            logger: logger)
-                        try await connection.query("DELETE FROM deliveries WHERE alert_id = ANY(\(purged))", logger: logger)
-                        try await connection.query("DELETE FROM events WHERE alert_id = ANY(\(purged))", logger: logger)
-                        try await connection.query("DELETE FROM alerts WHERE id = ANY(\(purged))", logger: logger)
-                    }
                     try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
                     // Clients with nothing left: forgotten, unless one is in a transaction now.
                     var forgotten: [String] = []
@@ -502,10 +513,65 @@ public final class PostgresAlertStore: AlertStore, Service {
                     }
                     return forgotten
                 }
+                await measureSize()
                 completion(.success(forgotten))
             } catch {
                 completion(.failure(unavailable(error)))
             }
+        }
+    }
+
+    /// Deletes up to 10 000 terminal alerts past retention — decided before `decidedBefore`,
+    /// or beyond their client's newest `keepPerClient` (by id) — with their events,
+    /// deliveries and attempts, in one transaction; how many.
+    private func purgeBatch(decidedBefore: Timestamp, keepPerClient: Int) async throws -> Int {
+        try await client.withTransaction(logger: logger) { [logger] connection -> Int in
+            // An alert with a delivery still pending stays until it is settled. The index of
+            // decided alerts by (client, id) walks keepPerClient entries per client to the
+            // first one that goes.
+            var purged: [String] = []
+            for try await id in try await connection.query(
+                """
+                SELECT id FROM (
+                    SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < \(decidedBefore.milliseconds)
+                    UNION
+                    SELECT a.id FROM clients c
+                    CROSS JOIN LATERAL (
+                        SELECT b.id FROM alerts b WHERE b.client = c.id AND b.decided_at IS NOT NULL
+                        ORDER BY b.id DESC OFFSET \(keepPerClient) LIMIT 1) cut
+                    JOIN alerts a ON a.client = c.id AND a.decided_at IS NOT NULL AND a.id <= cut.id
+                ) p
+                WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = p.id AND d.state = 'pending')
+                LIMIT 10000
+                """, logger: logger
+            ).decode(String.self) {
+                purged.append(id)
+            }
+            guard !purged.isEmpty else { return 0 }
+            try await connection.query(
+                "DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE alert_id = ANY(\(purged)))",
+                logger: logger)
+            try await connection.query("DELETE FROM deliveries WHERE alert_id = ANY(\(purged))", logger: logger)
+            try await connection.query("DELETE FROM events WHERE alert_id = ANY(\(purged))", logger: logger)
+            try await connection.query("DELETE FROM alerts WHERE id = ANY(\(purged))", logger: logger)
+            return purged.count
+        }
+    }
+
+    /// Reads the size of alertd's tables (indexes and TOAST included) for `/metrics`.
+    private func measureSize() async {
+        do {
+            for try await bytes in try await client.query(
+                """
+                SELECT coalesce(pg_catalog.sum(pg_catalog.pg_total_relation_size(c.oid)), 0)::bigint FROM pg_catalog.pg_class c
+                WHERE c.relkind = 'r'
+                  AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = pg_catalog.current_schema())
+                """, logger: logger
+            ).decode(Int.self) {
+                measuredBytes.withLockedValue { $0 = bytes }
+            }
+        } catch {
+            logger.debug("the store's size was not read", metadata: ["error": "\(error)"])
         }
     }
 

@@ -7,8 +7,9 @@ public enum StoreWrite: Sendable {
     /// Inserts or replaces the alert.
     case alert(Alert)
     case idempotency(IdempotencyRecord)
-    /// Deletes terminal alerts decided before the first time and keys created before the second.
-    case purge(decidedBefore: Timestamp, keysBefore: Timestamp)
+    /// Deletes terminal alerts decided before `decidedBefore` or beyond each client's newest
+    /// `keepPerClient`, and keys created before `keysBefore`.
+    case purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp)
     /// Registers an API webhook.
     case webhook(Webhook)
     /// Removes an API webhook.
@@ -67,8 +68,11 @@ public protocol PersistentStore: Sendable {
     /// Whether a commit of about `bytes` goes through now: after a failed commit
     /// (a full disk), a probe that a small write passing says little about.
     func hasRoom(forBytes bytes: Int) -> Bool
+    /// The bytes the store takes on disk; nil: not known.
+    var sizeInBytes: Int? { get }
 }
 
 extension PersistentStore {
     public func hasRoom(forBytes bytes: Int) -> Bool { isWritable() }
+    public var sizeInBytes: Int? { nil }
 }

@@ -260,6 +260,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     }
 
     public var pendingTotal: Int { state.withLockedValue { $0.board.pendingTotal } }
+    public var storeBytes: Int? { persistent.sizeInBytes }
 
     // MARK: - Webhooks and deliveries
 
@@ -289,9 +290,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
     // MARK: - Upkeep
 
     public func purge(
-        decidedBefore: Timestamp, keysBefore: Timestamp, completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
+        decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp,
+        completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
     ) {
-        write([.purge(decidedBefore: decidedBefore, keysBefore: keysBefore)]) { [self] result in
+        write([.purge(decidedBefore: decidedBefore, keepPerClient: keepPerClient, keysBefore: keysBefore)]) { [self] result in
             completion(result.map { forgetIdleClients() })
         }
     }

@@ -44,6 +44,16 @@ public final class SQLiteStore: PersistentStore {
         try Self.migrator.migrate(pool)
     }
 
+    /// The database, its WAL and its shared-memory index, as the file system counts them.
+    public var sizeInBytes: Int? {
+        var total = 0
+        for suffix in ["", "-wal", "-shm"] {
+            var info = stat()
+            if stat(pool.path + suffix, &info) == 0 { total += Int(info.st_size) }
+        }
+        return total
+    }
+
     /// Creates `path` 0600 if missing; tightens an existing one (and its -wal, -shm) to 0600.
     static func restrictFile(_ path: String) throws {
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
@@ -201,23 +211,50 @@ public final class SQLiteStore: PersistentStore {
                 for client in clients {
                     try db.cachedStatement(sql: "DELETE FROM clients WHERE id = ?").execute(arguments: [client])
                 }
-            case .purge(let decidedBefore, let keysBefore):
+            case .purge(let decidedBefore, let keepPerClient, let keysBefore):
                 // Events, deliveries and attempts go with their alert; an alert
                 // with a delivery still pending stays until it is settled
                 // (retention shorter than callbacks.max_age loses nothing).
-                let purged = """
-                    SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?
-                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')
-                    """
+                // The ids are gathered once, in a table of this (the writer's) connection.
+                try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS purged (id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
+                try db.execute(sql: "DELETE FROM temp.purged")
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO temp.purged SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
+                    arguments: [decidedBefore.milliseconds])
+                // Beyond each client's newest keepPerClient terminal alerts (by id, the order
+                // its list pages in): per client, the index by client and id walks
+                // keepPerClient entries to the first one that goes, then the rest. (One
+                // statement with the cutoff as a correlated subquery ran it again for every
+                // row: minutes, with the writer held, once a client had a few thousand.)
+                let clients = try String.fetchAll(db, sql: "SELECT id FROM clients")
+                let cutoff = try db.cachedStatement(
+                    sql: """
+                        SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL
+                        ORDER BY id DESC LIMIT 1 OFFSET ?
+                        """)
+                let beyond = try db.cachedStatement(
+                    sql: """
+                        INSERT OR IGNORE INTO temp.purged
+                        SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND id <= ?
+                        """)
+                for client in clients {
+                    guard let last = try String.fetchOne(cutoff, arguments: [client, keepPerClient]) else { continue }
+                    try beyond.execute(arguments: [client, last])
+                }
+                try db.execute(
+                    sql: """
+                        DELETE FROM temp.purged WHERE EXISTS
+                            (SELECT 1 FROM deliveries d WHERE d.alert_id = purged.id AND d.state = 'pending')
+                        """)
                 try db.execute(
                     sql: """
                         DELETE FROM delivery_attempts WHERE delivery_id IN
-                            (SELECT id FROM deliveries WHERE alert_id IN (\(purged)))
-                        """,
-                    arguments: [decidedBefore.milliseconds])
-                try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
-                try db.execute(sql: "DELETE FROM events WHERE alert_id IN (\(purged))", arguments: [decidedBefore.milliseconds])
-                try db.execute(sql: "DELETE FROM alerts WHERE id IN (\(purged))", arguments: [decidedBefore.milliseconds])
+                            (SELECT id FROM deliveries WHERE alert_id IN (SELECT id FROM temp.purged))
+                        """)
+                try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (SELECT id FROM temp.purged)")
+                try db.execute(sql: "DELETE FROM events WHERE alert_id IN (SELECT id FROM temp.purged)")
+                try db.execute(sql: "DELETE FROM alerts WHERE id IN (SELECT id FROM temp.purged)")
+                try db.execute(sql: "DELETE FROM temp.purged")
                 try db.execute(
                     sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
             }
@@ -313,7 +350,7 @@ public final class SQLiteStore: PersistentStore {
                 db,
                 sql: """
                     SELECT d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
-                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type
+                        (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type, e.client
                     FROM deliveries d JOIN events e ON e.id = d.event_id
                     WHERE d.state = 'pending'
                     ORDER BY d.next_attempt_at, d.id
@@ -335,7 +372,7 @@ public final class SQLiteStore: PersistentStore {
                     PendingDelivery(
                         id: row[0], eventID: eventID, target: row[2], secret: row[3], body: body, eventCreatedAt: created,
                         attemptsMade: row[7], due: (row[6] as Int64?).map { Timestamp(milliseconds: $0) } ?? created,
-                        kind: DeliveryKind(eventType: row[8])))
+                        kind: DeliveryKind(eventType: row[8]), client: row[9]))
             }
             return pending
         }

@@ -64,6 +64,9 @@ final class InProcessAlertd: TestClient, @unchecked Sendable {
         try await InProcessAlertd(config: yaml)
     }
 
+    /// One round of the purge (`PurgeService` runs it once a minute).
+    func purge() async { await alertd.engine.purge() }
+
     /// Answers parked waiters, commits what is queued and stops alertd's loops and threads.
     func shutdown() async {
         for loop in loops { loop.cancel() }

@@ -141,7 +141,9 @@ struct PostgresSessionTests {
             logger: Self.quiet)
         let running = Task { try await store.run() }
         let forgotten = await withCheckedContinuation { done in
-            store.purge(decidedBefore: Timestamp(milliseconds: 0), keysBefore: Timestamp(milliseconds: 0)) { done.resume(returning: $0) }
+            store.purge(decidedBefore: Timestamp(milliseconds: 0), keepPerClient: 100_000, keysBefore: Timestamp(milliseconds: 0)) {
+                done.resume(returning: $0)
+            }
         }
         #expect((try? forgotten.get()) == ["gone"], "\(forgotten)")
         running.cancel()

@@ -1,3 +1,4 @@
+import AlertdCallbacks
 import AlertdEngine
 import AlertdHTTP
 import Crypto
@@ -41,6 +42,52 @@ struct BoundsTests {
         #expect(try Self.code(refused) == "queue-full")
         #expect(try await daemon.send("DELETE", "/v1/clients/a/alerts/\(first["id"] as! String)").status == 200)
         #expect(try await daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"4"}"#).status == 201)
+    }
+
+    /// The largest alert §2 allows, in 4-byte characters: about 27 KB of JSON, a footprint of about 23 KB.
+    static let largest: String = {
+        let buttons = (0..<16).map { #"{"title":"\#($0)\#(String(repeating: "🔘", count: 60))"}"# }.joined(separator: ",")
+        return
+            #"{"title":"\#(String(repeating: "🚨", count: 256))","message":"\#(String(repeating: "📟", count: 4096))","buttons":[\#(buttons)]}"#
+    }()
+
+    @Test("limits.max_pending_bytes: a post beyond the bytes pending alerts may take is 429 queue-full and stores nothing")
+    func maxPendingBytes() async throws {
+        let daemon = try await InProcessDaemon(config: "limits: { max_pending_bytes: 65536 }")
+        defer { daemon.cleanUp() }
+        let first = try await daemon.post("a", Self.largest)
+        _ = try await daemon.post("b", Self.largest)
+        let refused = try await daemon.send("POST", "/v1/clients/c/alerts", json: Self.largest)
+        #expect(refused.status == 429)
+        #expect(try Self.code(refused) == "queue-full")
+        #expect((try refused.object()["detail"] as? String ?? "").contains("limits.max_pending_bytes"))
+        let listed = try await daemon.send("GET", "/v1/clients").object()["clients"] as! [[String: Any]]
+        #expect(listed.map { $0["client"] as? String } == ["a", "b"], "the refused post created nothing")
+        // Small ones still fit; withdrawing a large one makes room for another.
+        #expect(try await daemon.send("POST", "/v1/clients/c/alerts", json: #"{"title":"small"}"#).status == 201)
+        #expect(try await daemon.send("DELETE", "/v1/clients/a/alerts/\(first["id"] as! String)").status == 200)
+        #expect(try await daemon.send("POST", "/v1/clients/c/alerts", json: Self.largest).status == 201)
+    }
+
+    @Test("callbacks.max_pending_per_client: while a client's callbacks wait undelivered, its posts are 429; others' are not")
+    func deliveriesPerClient() async throws {
+        // Port 9 on loopback refuses the connection: each delivery fails and waits for a
+        // retry the manual clock never reaches.
+        let daemon = try await InProcessDaemon(
+            config: """
+                callbacks: { signing_secret: s3cret-signing, allow: ["127.0.0.1/32"], max_pending_per_client: 2 }
+                """)
+        defer { daemon.cleanUp() }
+        for _ in 0..<2 {
+            let alert = try await daemon.post("noisy", #"{"title":"x","callback_url":"http://127.0.0.1:9/h"}"#)
+            #expect(try await daemon.send("DELETE", "/v1/clients/noisy/alerts/\(alert["id"] as! String)").status == 200)
+        }
+        #expect(daemon.alertd.deliveries.backlog(of: "noisy") == 2)
+        let refused = try await daemon.send("POST", "/v1/clients/noisy/alerts", json: #"{"title":"more"}"#)
+        #expect(refused.status == 429)
+        #expect(try Self.code(refused) == "queue-full")
+        #expect((try refused.object()["detail"] as? String ?? "").contains("callbacks.max_pending_per_client"))
+        #expect(try await daemon.send("POST", "/v1/clients/quiet/alerts", json: #"{"title":"fine"}"#).status == 201)
     }
 
     @Test("a client with nothing pending and nothing retained is forgotten at the purge, also in the store")

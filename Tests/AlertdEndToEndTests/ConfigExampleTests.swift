@@ -19,10 +19,10 @@ struct ConfigExampleTests {
         "default_expires_in", "default_priority", "deny", "durability", "expires_in", "first_byte_timeout_seconds", "http",
         "integrations", "key_file", "level",
         "limits", "listen", "log", "matcher_labels", "max_age", "max_body_bytes", "max_clients", "max_connections",
-        "max_connections_per_ip", "max_expires_in", "max_pending", "max_pending_per_client", "max_pending_total",
+        "max_connections_per_ip", "max_expires_in", "max_pending", "max_pending_bytes", "max_pending_per_client", "max_pending_total",
         "max_requests_per_token", "max_response_bytes_in_flight", "priorities", "write_timeout_seconds",
         "max_wait_seconds", "max_waiters", "max_waiters_per_token", "metrics", "name", "password", "policy", "pool_size",
-        "postgres", "rate_burst", "rate_per_second", "read_timeout_seconds", "require_token", "retention",
+        "postgres", "rate_burst", "rate_per_second", "read_timeout_seconds", "require_token", "retention", "retention_max",
         "retry_initial_seconds", "retry_max_interval_seconds", "roles", "secret", "severity_priority", "signing_secret",
         "silence", "state_dir", "store", "style", "timeout", "title", "tls", "tokens", "url", "username", "webhooks",
     ]

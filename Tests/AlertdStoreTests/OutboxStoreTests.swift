@@ -72,7 +72,7 @@ struct OutboxStoreTests {
         var alert = makeAlert(alertID, state: .answered)
         alert.decidedAt = created
         try store.commit([.alert(alert), .event(event(alertID, id: "msg_2", targets: ["http://a/", "http://b/"]))])
-        let purge = StoreWrite.purge(decidedBefore: created.adding(seconds: 1), keysBefore: created)
+        let purge = StoreWrite.purge(decidedBefore: created.adding(seconds: 1), keepPerClient: .max, keysBefore: created)
         func settle(_ id: String, _ number: Int, _ state: DeliveryState) -> StoreWrite {
             .attempt(
                 AttemptRecord(

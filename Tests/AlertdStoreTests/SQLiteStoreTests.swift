@@ -154,7 +154,9 @@ struct SQLiteStoreTests {
         #expect(try store.idempotency(client: "ops", key: "k-1") == record)
         #expect(try store.idempotency(client: "other", key: "k-1") == nil)
 
-        try store.commit([.purge(decidedBefore: Timestamp(milliseconds: 5_000_000), keysBefore: Timestamp(milliseconds: 5_000_000))])
+        try store.commit([
+            .purge(decidedBefore: Timestamp(milliseconds: 5_000_000), keepPerClient: .max, keysBefore: Timestamp(milliseconds: 5_000_000))
+        ])
         #expect(try store.alert(oldID) == nil)
         #expect(try store.alert(newID) != nil)
         #expect(try store.alert(pendingID) != nil, "pending alerts are never purged")
