@@ -13,13 +13,7 @@ final class SlowReader: Sendable {
         // Before connect, so the window the client advertises stays small.
         var size: Int32 = 2048
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let connected = connectLoopback(fd, port: port)
         try #require(fd >= 0 && connected == 0, "cannot connect to 127.0.0.1:\(port)")
         let bytes = Array(request.utf8)
         try #require(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count)
