@@ -301,6 +301,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The store port's contract (AlertdEngine.AlertStore): one suite, run against
+        // SQLite and against a real PostgreSQL; a store that breaks the contract fails it.
+        .testTarget(
+            name: "AlertdStorePortTests",
+            dependencies: [
+                "AlertdCore", "AlertdEngine", "AlertdPostgres", "AlertdStore", "AlertdTestSupport", "AlertdWire",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         // Only what needs the process: sockets and framing, signals, systemd, TLS, kill -9,
         // reload, limits and slow clients, the CLI and the dashboard.
         .testTarget(

@@ -180,6 +180,21 @@ public struct AlertBoard: Sendable {
         queues[client]?.displayed.flatMap { alerts[$0.id] }
     }
 
+    /// The displayed alert of a client as readers see it: the committed version. While a
+    /// display change commits (a decision, a covering post), the alert displayed before it.
+    public func visibleDisplayed(on client: String) -> Alert? {
+        if let live = queues[client]?.displayed {
+            if case .alert(let alert) = visible(live.id), alert.state == .displayed { return alert }
+        } else if inFlight.isEmpty {
+            return nil
+        }
+        // The live display is not committed yet: the one committed, if any, has writes in flight too.
+        for flight in inFlight.values {
+            if let committed = flight.committed, committed.client == client, committed.state == .displayed { return committed }
+        }
+        return nil
+    }
+
     /// Pending alerts of a client in display order.
     public func pending(on client: String) -> [Alert] {
         queues[client]?.inDisplayOrder.compactMap { alerts[$0.id] } ?? []

@@ -228,13 +228,13 @@ public final class SQLiteAlertStore: AlertStore, Service {
         state.withLockedValue { $0.board.settings[client].policy }
     }
 
-    /// Every client's displayed alert at once: memory holds committed state after a
-    /// start or a rebuild (the displays a commit changes come with its completion).
+    /// Every client's displayed alert at once, as committed: a display change still
+    /// committing is not read (the displays a commit changes come with its completion).
     public func displays(
         of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
     ) {
         let displays = state.withLockedValue { state in
-            (clients ?? state.board.clients).map { (client: $0, alert: state.board.displayed(on: $0)) }
+            (clients ?? state.board.clients).map { (client: $0, alert: state.board.visibleDisplayed(on: $0)) }
         }
         completion(.success(displays))
     }

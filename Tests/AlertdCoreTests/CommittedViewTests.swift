@@ -178,7 +178,7 @@ struct VisiblePositionTests {
     }
 
     @Test(
-        "random posts, choices and withdrawals with commits lagging: positions and lists are those of the committed state",
+        "random posts, choices and withdrawals with commits lagging: positions, lists and the display are those of the committed state",
         arguments: [QueuePolicy.fifo, .stack], 0..<2)
     func randomAgainstCommittedState(policy: QueuePolicy, seed: UInt64) throws {
         var random = XorShift(seed: seed &+ 1)
@@ -220,6 +220,8 @@ struct VisiblePositionTests {
             let listed = board.visiblePending(on: "ops")
             try #require(listed.map(\.id) == expected.map(\.id), "step \(step): the list")
             try #require(listed.map(\.state) == expected.map(\.state), "step \(step): the states")
+            let shown = expected.first { $0.state == .displayed }
+            try #require(board.visibleDisplayed(on: "ops")?.id == shown?.id, "step \(step): the display")
             for (index, alert) in expected.enumerated() {
                 try #require(board.visiblePosition(of: alert) == index, "step \(step): \(alert.title) is at \(index)")
             }
