@@ -121,203 +121,235 @@ extension Config {
                 config.durability = durability
             }
         }
-        if let store = problems.check({ try root.section("store") }) ?? nil {
-            store.only(["backend", "postgres"])
-            let backend = (problems.check { try store.string("backend") } ?? nil) ?? "sqlite"
-            let postgres = problems.check { try store.section("postgres") } ?? nil
-            switch backend {
-            case "sqlite":
-                if postgres != nil { problems.add(store.error("postgres", "is read only with store.backend: postgres")) }
-            case "postgres":
-                guard let postgres else {
-                    problems.add(store.error("postgres", "is required with store.backend: postgres (url, pool_size)"))
-                    break
-                }
-                postgres.only(["url", "pool_size"])
-                let pool = (problems.check { try postgres.int("pool_size", min: 1, max: 1000) } ?? nil) ?? 8
-                if let text = problems.check({ try postgres.string("url") }) ?? nil {
-                    do {
-                        config.store = .postgres(url: try PostgresURL(text), poolSize: pool)
-                    } catch {
-                        problems.add(postgres.error("url", "\(error)", separator: ": "))
-                    }
-                } else if !problems.has("store.postgres.url") {
-                    problems.add(postgres.error("url", "is required: postgres://user@host/db?sslmode=… or host=/run/postgresql dbname=…"))
-                }
-            default:
-                problems.add(store.error("backend", "must be sqlite or postgres, not \(backend)"))
-            }
-        }
-        if let limits = problems.check({ try root.section("limits") }) ?? nil {
-            limits.only([
-                "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
-                "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
-                "max_clients", "max_pending_total", "max_pending_bytes", "first_byte_timeout_seconds", "write_timeout_seconds",
-                "max_response_bytes_in_flight", "max_requests_per_token",
-            ])
-            problems.check { if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v } }
-            problems.check { if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v } }
-            problems.check { if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v } }
-            problems.check { if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v } }
-            problems.check { if let v = try limits.int("max_waiters_per_token", min: 0) { config.limits.maxWaitersPerToken = v } }
-            problems.check { if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v } }
-            problems.check { if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v } }
-            // At least one alert of the largest kind (about 26 KiB of text, 4-byte characters).
-            problems.check { if let v = try limits.int("max_pending_bytes", min: 65_536) { config.limits.maxPendingBytes = v } }
-            problems.check { if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v } }
-            problems.check { if let v = try limits.int("max_connections_per_ip", min: 0) { config.limits.maxConnectionsPerIP = v } }
-            problems.check { if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v } }
-            problems.check {
-                if let v = try limits.positiveNumber("first_byte_timeout_seconds") { config.limits.firstByteTimeoutSeconds = v }
-            }
-            problems.check { if let v = try limits.positiveNumber("write_timeout_seconds") { config.limits.writeTimeoutSeconds = v } }
-            problems.check {
-                if let v = try limits.int("max_response_bytes_in_flight", min: 1 << 20) { config.limits.maxResponseBytesInFlight = v }
-            }
-            problems.check { if let v = try limits.int("max_requests_per_token", min: 0) { config.limits.maxRequestsPerToken = v } }
-            problems.check { if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v } }
-            problems.check { if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v } }
-            if limits.has("rate_burst"), !limits.has("rate_per_second") {
-                problems.add(limits.error("rate_burst", "needs limits.rate_per_second"))
-            }
-        }
-        if let tls = problems.check({ try root.section("tls") }) ?? nil {
-            tls.only(["cert_file", "key_file", "priorities"])
-            let cert = problems.check { try tls.string("cert_file") } ?? nil
-            let key = problems.check { try tls.string("key_file") } ?? nil
-            let priorities = problems.check { try tls.string("priorities") } ?? nil
-            if priorities?.isEmpty == true { problems.add(tls.error("priorities", "must not be empty (leave it out for the default)")) }
-            if let cert, let key {
-                config.tls = TLSFiles(certFile: problems.path(cert), keyFile: problems.path(key), priorities: priorities)
-            } else if !problems.has("tls.cert_file"), !problems.has("tls.key_file") {
-                problems.add(ConfigError("\(source): tls needs both cert_file and key_file (PEM files)", key: "tls"))
-            }
-        }
-        if let http = problems.check({ try root.section("http") }) ?? nil {
-            http.only(["allowed_hosts"])
-            for name in (problems.check { try http.strings("allowed_hosts") } ?? nil) ?? [] {
-                guard HostPolicy.isHostName(name) else {
-                    problems.add(
-                        http.error(
-                            "allowed_hosts", "\(name) is not a host name (no port, no scheme; IP addresses need no entry)", separator: ": ")
-                    )
-                    continue
-                }
-                config.allowedHosts.append(name)
-            }
-        }
-        if let log = problems.check({ try root.section("log") }) ?? nil {
-            log.only(["level"])
-            problems.check {
-                if let v = try log.string("level") {
-                    guard let level = Logger.Level(configName: v) else {
-                        throw log.error("level", "must be debug, info, warning or error, not \(v)")
-                    }
-                    config.logLevel = level
-                }
-            }
-        }
-        if let metrics = problems.check({ try root.section("metrics") }) ?? nil {
-            metrics.only(["require_token"])
-            problems.check { if let v = try metrics.bool("require_token") { config.metricsRequireToken = v } }
-        }
-        if let alerts = problems.check({ try root.section("alerts") }) ?? nil {
-            alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention", "retention_max"])
-            problems.check { if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v } }
-            problems.check { if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v } }
-            problems.check { if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v } }
-            problems.check { if let v = try alerts.seconds("retention") { config.retentionSeconds = v } }
-            problems.check { if let v = try alerts.int("retention_max", min: 1) { config.retentionMax = v } }
-            if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
-                problems.add(alerts.error("default_expires_in", "is greater than alerts.max_expires_in"))
-            }
-        }
-        if let clients = problems.check({ try root.section("clients") }) ?? nil {
-            for name in clients.keys {
-                guard ClientID.isValid(name) else {
-                    problems.add(clients.error(name, "is not a valid client id", separator: ": "))
-                    continue
-                }
-                guard let client = problems.check({ try clients.section(name) }) ?? nil else { continue }
-                client.only(["policy", "max_pending"])
-                var settings = ClientSettings(policy: .fifo, maxPending: config.limits.maxPendingPerClient)
-                problems.check {
-                    if let v = try client.string("policy") {
-                        guard let policy = QueuePolicy(rawValue: v) else { throw client.error("policy", "must be fifo or stack, not \(v)") }
-                        settings.policy = policy
-                    }
-                }
-                // max_pending defaults to limits.max_pending_per_client, wherever limits is in the file.
-                problems.check { if let v = try client.int("max_pending", min: 1) { settings.maxPending = v } }
-                config.clients[name] = settings
-            }
-        }
-        if let auth = problems.check({ try root.section("auth") }) ?? nil {
-            auth.only(["allow_anonymous", "tokens"])
-            problems.check { if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v } }
-            for (index, node) in ((problems.check { try auth.list("tokens") } ?? nil) ?? []).enumerated() {
-                guard let entry = problems.section(node, path: "auth.tokens[\(index)]", source: source) else { continue }
-                problems.check { config.tokens.append(try Self.token(entry, existing: config.tokens)) }
-            }
-        }
-        if let callbacks = problems.check({ try root.section("callbacks") }) ?? nil {
-            callbacks.only([
-                "signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow",
-                "max_pending_per_client",
-            ])
-            problems.check {
-                if let secret = try callbacks.string("signing_secret") {
-                    do {
-                        _ = try WebhookKey(secret: secret)
-                    } catch {
-                        throw callbacks.error("signing_secret", "\(error)", separator: ": ")
-                    }
-                    config.callbacks.signingSecret = secret
-                }
-            }
-            problems.check { if let v = try callbacks.seconds("timeout") { config.callbacks.timeout = v } }
-            problems.check { if let v = try callbacks.seconds("max_age") { config.callbacks.maxAge = v } }
-            problems.check { if let v = try callbacks.seconds("retry_initial_seconds") { config.callbacks.retryInitialSeconds = v } }
-            problems.check {
-                if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
-            }
-            problems.check { if let v = try callbacks.int("max_pending_per_client", min: 1) { config.callbacks.maxPendingPerClient = v } }
-            problems.check {
-                if let v = try callbacks.strings("deny") {
-                    do {
-                        _ = try DenyList(v)
-                    } catch {
-                        throw callbacks.error("deny", "\(error)", separator: ": ")
-                    }
-                    config.callbacks.deny = v
-                }
-            }
-            problems.check {
-                if let v = try callbacks.strings("allow") {
-                    do {
-                        _ = try DenyList([], allow: v)
-                    } catch {
-                        throw callbacks.error("allow", "\(error)", separator: ": ")
-                    }
-                    config.callbacks.allow = v
-                }
-            }
-            if config.callbacks.retryMaxIntervalSeconds < config.callbacks.retryInitialSeconds {
-                problems.add(
-                    callbacks.error(
-                        "retry_max_interval_seconds",
-                        "must be at least callbacks.retry_initial_seconds (\(config.callbacks.retryInitialSeconds))"))
-            }
+        // A function per section, in this order: `clients` take their default from `limits`,
+        // the Alertmanager integration its expiry from `alerts`.
+        let sections: [(key: String, read: (Section, inout Config, String, Problems) -> Void)] = [
+            ("store", readStore), ("limits", readLimits), ("tls", readTLS), ("http", readHTTP), ("log", readLogging),
+            ("metrics", readMetrics), ("alerts", readAlerts), ("clients", readClients), ("auth", readAuth),
+            ("callbacks", readCallbacks), ("integrations", readIntegrations),
+        ]
+        for (key, read) in sections {
+            if let section = problems.check({ try root.section(key) }) ?? nil { read(section, &config, source, problems) }
         }
         for (index, node) in ((problems.check { try root.list("webhooks") } ?? nil) ?? []).enumerated() {
             guard let entry = problems.section(node, path: "webhooks[\(index)]", source: source) else { continue }
             problems.check { config.webhooks.append(try Self.webhook(entry)) }
         }
-        if let integrations = problems.check({ try root.section("integrations") }) ?? nil {
-            integrations.only(["alertmanager"])
-            if let alertmanager = problems.check({ try integrations.section("alertmanager") }) ?? nil {
-                config.alertmanager = Self.alertmanager(alertmanager, rules: config.alertRules, problems)
+    }
+
+    /// `store`: the backend, and PostgreSQL's connection.
+    private static func readStore(_ store: Section, into config: inout Config, source: String, _ problems: Problems) {
+        store.only(["backend", "postgres"])
+        let backend = (problems.check { try store.string("backend") } ?? nil) ?? "sqlite"
+        let postgres = problems.check { try store.section("postgres") } ?? nil
+        switch backend {
+        case "sqlite":
+            if postgres != nil { problems.add(store.error("postgres", "is read only with store.backend: postgres")) }
+        case "postgres":
+            guard let postgres else {
+                problems.add(store.error("postgres", "is required with store.backend: postgres (url, pool_size)"))
+                break
             }
+            postgres.only(["url", "pool_size"])
+            let pool = (problems.check { try postgres.int("pool_size", min: 1, max: 1000) } ?? nil) ?? 8
+            if let text = problems.check({ try postgres.string("url") }) ?? nil {
+                do {
+                    config.store = .postgres(url: try PostgresURL(text), poolSize: pool)
+                } catch {
+                    problems.add(postgres.error("url", "\(error)", separator: ": "))
+                }
+            } else if !problems.has("store.postgres.url") {
+                problems.add(postgres.error("url", "is required: postgres://user@host/db?sslmode=… or host=/run/postgresql dbname=…"))
+            }
+        default:
+            problems.add(store.error("backend", "must be sqlite or postgres, not \(backend)"))
+        }
+    }
+
+    /// `limits`: the bounds on what callers can grow.
+    private static func readLimits(_ limits: Section, into config: inout Config, source: String, _ problems: Problems) {
+        limits.only([
+            "max_body_bytes", "max_pending_per_client", "max_wait_seconds", "max_waiters", "max_connections",
+            "rate_per_second", "rate_burst", "read_timeout_seconds", "max_connections_per_ip", "max_waiters_per_token",
+            "max_clients", "max_pending_total", "max_pending_bytes", "first_byte_timeout_seconds", "write_timeout_seconds",
+            "max_response_bytes_in_flight", "max_requests_per_token",
+        ])
+        problems.check { if let v = try limits.int("max_body_bytes", min: 1024, max: 16 << 20) { config.limits.maxBodyBytes = v } }
+        problems.check { if let v = try limits.int("max_pending_per_client", min: 1) { config.limits.maxPendingPerClient = v } }
+        problems.check { if let v = try limits.int("max_wait_seconds", min: 0, max: 3600) { config.limits.maxWaitSeconds = v } }
+        problems.check { if let v = try limits.int("max_waiters", min: 0) { config.limits.maxWaiters = v } }
+        problems.check { if let v = try limits.int("max_waiters_per_token", min: 0) { config.limits.maxWaitersPerToken = v } }
+        problems.check { if let v = try limits.int("max_clients", min: 1) { config.limits.maxClients = v } }
+        problems.check { if let v = try limits.int("max_pending_total", min: 1) { config.limits.maxPendingTotal = v } }
+        // At least one alert of the largest kind (about 26 KiB of text, 4-byte characters).
+        problems.check { if let v = try limits.int("max_pending_bytes", min: 65_536) { config.limits.maxPendingBytes = v } }
+        problems.check { if let v = try limits.int("max_connections", min: 1) { config.limits.maxConnections = v } }
+        problems.check { if let v = try limits.int("max_connections_per_ip", min: 0) { config.limits.maxConnectionsPerIP = v } }
+        problems.check { if let v = try limits.positiveNumber("read_timeout_seconds") { config.limits.readTimeoutSeconds = v } }
+        problems.check {
+            if let v = try limits.positiveNumber("first_byte_timeout_seconds") { config.limits.firstByteTimeoutSeconds = v }
+        }
+        problems.check { if let v = try limits.positiveNumber("write_timeout_seconds") { config.limits.writeTimeoutSeconds = v } }
+        problems.check {
+            if let v = try limits.int("max_response_bytes_in_flight", min: 1 << 20) { config.limits.maxResponseBytesInFlight = v }
+        }
+        problems.check { if let v = try limits.int("max_requests_per_token", min: 0) { config.limits.maxRequestsPerToken = v } }
+        problems.check { if let v = try limits.positiveNumber("rate_per_second") { config.limits.ratePerSecond = v } }
+        problems.check { if let v = try limits.int("rate_burst", min: 1) { config.limits.rateBurst = v } }
+        if limits.has("rate_burst"), !limits.has("rate_per_second") {
+            problems.add(limits.error("rate_burst", "needs limits.rate_per_second"))
+        }
+    }
+
+    /// `tls`: HTTPS's certificate, key and priorities.
+    private static func readTLS(_ tls: Section, into config: inout Config, source: String, _ problems: Problems) {
+        tls.only(["cert_file", "key_file", "priorities"])
+        let cert = problems.check { try tls.string("cert_file") } ?? nil
+        let key = problems.check { try tls.string("key_file") } ?? nil
+        let priorities = problems.check { try tls.string("priorities") } ?? nil
+        if priorities?.isEmpty == true { problems.add(tls.error("priorities", "must not be empty (leave it out for the default)")) }
+        if let cert, let key {
+            config.tls = TLSFiles(certFile: problems.path(cert), keyFile: problems.path(key), priorities: priorities)
+        } else if !problems.has("tls.cert_file"), !problems.has("tls.key_file") {
+            problems.add(ConfigError("\(source): tls needs both cert_file and key_file (PEM files)", key: "tls"))
+        }
+    }
+
+    /// `http`: the host names the API answers to.
+    private static func readHTTP(_ http: Section, into config: inout Config, source: String, _ problems: Problems) {
+        http.only(["allowed_hosts"])
+        for name in (problems.check { try http.strings("allowed_hosts") } ?? nil) ?? [] {
+            guard HostPolicy.isHostName(name) else {
+                problems.add(
+                    http.error(
+                        "allowed_hosts", "\(name) is not a host name (no port, no scheme; IP addresses need no entry)", separator: ": ")
+                )
+                continue
+            }
+            config.allowedHosts.append(name)
+        }
+    }
+
+    /// `log`: the level.
+    private static func readLogging(_ log: Section, into config: inout Config, source: String, _ problems: Problems) {
+        log.only(["level"])
+        problems.check {
+            if let v = try log.string("level") {
+                guard let level = Logger.Level(configName: v) else {
+                    throw log.error("level", "must be debug, info, warning or error, not \(v)")
+                }
+                config.logLevel = level
+            }
+        }
+    }
+
+    /// `metrics`: whether /metrics needs a token.
+    private static func readMetrics(_ metrics: Section, into config: inout Config, source: String, _ problems: Problems) {
+        metrics.only(["require_token"])
+        problems.check { if let v = try metrics.bool("require_token") { config.metricsRequireToken = v } }
+    }
+
+    /// `alerts`: expiry and dismissal defaults, retention.
+    private static func readAlerts(_ alerts: Section, into config: inout Config, source: String, _ problems: Problems) {
+        alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention", "retention_max"])
+        problems.check { if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v } }
+        problems.check { if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v } }
+        problems.check { if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v } }
+        problems.check { if let v = try alerts.seconds("retention") { config.retentionSeconds = v } }
+        problems.check { if let v = try alerts.int("retention_max", min: 1) { config.retentionMax = v } }
+        if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
+            problems.add(alerts.error("default_expires_in", "is greater than alerts.max_expires_in"))
+        }
+    }
+
+    /// `clients`: per-client policies and limits (after `limits`, whose default they take).
+    private static func readClients(_ clients: Section, into config: inout Config, source: String, _ problems: Problems) {
+        for name in clients.keys {
+            guard ClientID.isValid(name) else {
+                problems.add(clients.error(name, "is not a valid client id", separator: ": "))
+                continue
+            }
+            guard let client = problems.check({ try clients.section(name) }) ?? nil else { continue }
+            client.only(["policy", "max_pending"])
+            var settings = ClientSettings(policy: .fifo, maxPending: config.limits.maxPendingPerClient)
+            problems.check {
+                if let v = try client.string("policy") {
+                    guard let policy = QueuePolicy(rawValue: v) else { throw client.error("policy", "must be fifo or stack, not \(v)") }
+                    settings.policy = policy
+                }
+            }
+            // max_pending defaults to limits.max_pending_per_client, wherever limits is in the file.
+            problems.check { if let v = try client.int("max_pending", min: 1) { settings.maxPending = v } }
+            config.clients[name] = settings
+        }
+    }
+
+    /// `auth`: anonymous access and tokens.
+    private static func readAuth(_ auth: Section, into config: inout Config, source: String, _ problems: Problems) {
+        auth.only(["allow_anonymous", "tokens"])
+        problems.check { if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v } }
+        for (index, node) in ((problems.check { try auth.list("tokens") } ?? nil) ?? []).enumerated() {
+            guard let entry = problems.section(node, path: "auth.tokens[\(index)]", source: source) else { continue }
+            problems.check { config.tokens.append(try Self.token(entry, existing: config.tokens)) }
+        }
+    }
+
+    /// `callbacks`: signing, retries, the deny and allow lists.
+    private static func readCallbacks(_ callbacks: Section, into config: inout Config, source: String, _ problems: Problems) {
+        callbacks.only([
+            "signing_secret", "timeout", "max_age", "retry_initial_seconds", "retry_max_interval_seconds", "deny", "allow",
+            "max_pending_per_client",
+        ])
+        problems.check {
+            if let secret = try callbacks.string("signing_secret") {
+                do {
+                    _ = try WebhookKey(secret: secret)
+                } catch {
+                    throw callbacks.error("signing_secret", "\(error)", separator: ": ")
+                }
+                config.callbacks.signingSecret = secret
+            }
+        }
+        problems.check { if let v = try callbacks.seconds("timeout") { config.callbacks.timeout = v } }
+        problems.check { if let v = try callbacks.seconds("max_age") { config.callbacks.maxAge = v } }
+        problems.check { if let v = try callbacks.seconds("retry_initial_seconds") { config.callbacks.retryInitialSeconds = v } }
+        problems.check {
+            if let v = try callbacks.seconds("retry_max_interval_seconds") { config.callbacks.retryMaxIntervalSeconds = v }
+        }
+        problems.check { if let v = try callbacks.int("max_pending_per_client", min: 1) { config.callbacks.maxPendingPerClient = v } }
+        problems.check {
+            if let v = try callbacks.strings("deny") {
+                do {
+                    _ = try DenyList(v)
+                } catch {
+                    throw callbacks.error("deny", "\(error)", separator: ": ")
+                }
+                config.callbacks.deny = v
+            }
+        }
+        problems.check {
+            if let v = try callbacks.strings("allow") {
+                do {
+                    _ = try DenyList([], allow: v)
+                } catch {
+                    throw callbacks.error("allow", "\(error)", separator: ": ")
+                }
+                config.callbacks.allow = v
+            }
+        }
+        if config.callbacks.retryMaxIntervalSeconds < config.callbacks.retryInitialSeconds {
+            problems.add(
+                callbacks.error(
+                    "retry_max_interval_seconds",
+                    "must be at least callbacks.retry_initial_seconds (\(config.callbacks.retryInitialSeconds))"))
+        }
+    }
+
+    /// `integrations`: Alertmanager.
+    private static func readIntegrations(_ integrations: Section, into config: inout Config, source: String, _ problems: Problems) {
+        integrations.only(["alertmanager"])
+        if let alertmanager = problems.check({ try integrations.section("alertmanager") }) ?? nil {
+            config.alertmanager = Self.alertmanager(alertmanager, rules: config.alertRules, problems)
         }
     }
 
