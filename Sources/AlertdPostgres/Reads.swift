@@ -1,0 +1,193 @@
+public import AlertdCore
+public import AlertdEngine
+public import AlertdWire
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import Synchronization
+
+/// Reads of what is committed, each on a pooled connection: answers come from the
+/// database, never from an instance's cache.
+extension PostgresAlertStore {
+
+    public func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void) {
+        read(completion) { [self] in
+            guard let alert = try await one("SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE id = \(id.description)") else {
+                return nil
+            }
+            guard alert.isPending else { return PositionedAlert(alert, position: nil) }
+            return PositionedAlert(alert, position: try await position(of: alert))
+        }
+    }
+
+    /// 0 displayed; else 1 + the queued alerts ahead in the client's policy's order.
+    func position(of alert: Alert) async throws -> Int {
+        if alert.state == .displayed { return 0 }
+        let stack = policy(of: alert.client) == .stack
+        let query: PostgresQuery =
+            stack
+            ? """
+            SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
+              AND (priority > \(alert.priority) OR (priority = \(alert.priority) AND seq > \(alert.sequence)))
+            """
+            : """
+            SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
+              AND (priority > \(alert.priority) OR (priority = \(alert.priority) AND seq < \(alert.sequence)))
+            """
+        var ahead = 0
+        for try await count in try await client.query(query, logger: logger).decode(Int.self) { ahead = count }
+        var displayed = 0
+        for try await count in try await client.query(
+            "SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'displayed'", logger: logger
+        ).decode(Int.self) {
+            displayed = count
+        }
+        return ahead + displayed
+    }
+
+    public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {
+        read(completion) { [self] in
+            let alerts = try await all(
+                "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')")
+            var board = AlertBoard(settings: settings.withLockedValue { $0 }, rules: rules)
+            _ = board.restore(clients: [client], pending: alerts, now: clock.now())
+            return board.pending(on: client).enumerated().map { PositionedAlert($0.element, position: $0.offset) }
+        }
+    }
+
+    public func policy(of client: String) -> QueuePolicy {
+        settings.withLockedValue { $0[client].policy }
+    }
+
+    public func displays(
+        of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
+    ) {
+        read(completion) { [self] in
+            let names: [String]
+            if let clients {
+                names = clients
+            } else {
+                names =
+                    []
+                    + (try await strings("SELECT id FROM clients ORDER BY id"))
+            }
+            guard !names.isEmpty else { return [] }
+            var shown: [String: Alert] = [:]
+            for alert in try await all(
+                "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = ANY(\(names)) AND state = 'displayed'")
+            {
+                shown[alert.client] = alert
+            }
+            return names.map { (client: $0, alert: shown[$0]) }
+        }
+    }
+
+    /// Batched with the other reads waiting (``DisplayReader``): one statement for all.
+    public func refreshDisplays(
+        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
+    ) {
+        guard !known.isEmpty else { return completion(.success([])) }
+        displayReader.read(known, completion: completion)
+    }
+
+    public func clients(
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
+        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void
+    ) {
+        read(completion) { [self] in
+            var page: [(client: String, pending: Int)] = []
+            var last = after ?? ""
+            // In chunks, until the page is full of clients the token may see.
+            while true {
+                var chunk: [(String, Int)] = []
+                for try await row in try await client.query(
+                    """
+                    SELECT c.id, (SELECT pg_catalog.count(*) FROM alerts a WHERE a.client = c.id AND a.state IN ('queued', 'displayed'))
+                    FROM clients c WHERE c.id > \(last) ORDER BY c.id LIMIT 500
+                    """, logger: logger
+                ).decode((String, Int).self) {
+                    chunk.append(row)
+                }
+                for (name, pending) in chunk where include(name) {
+                    if page.count == limit { return (page, true) }
+                    page.append((name, pending))
+                }
+                guard chunk.count == 500, let next = chunk.last?.0 else { return (page, false) }
+                last = next
+            }
+        }
+    }
+
+    public func decided(
+        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
+        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void
+    ) {
+        let wanted = states.filter(\.isTerminal).map(\.rawValue).sorted()
+        guard !wanted.isEmpty, limit > 0 else { return completion(.success([])) }
+        read(completion) { [self] in
+            if let before {
+                return try await all(
+                    """
+                    SELECT \(unescaped: AlertRow.columns) FROM alerts
+                    WHERE client = \(client) AND decided_at IS NOT NULL AND state = ANY(\(wanted)) AND id < \(before.description)
+                    ORDER BY id DESC LIMIT \(limit)
+                    """)
+            }
+            return try await all(
+                """
+                SELECT \(unescaped: AlertRow.columns) FROM alerts
+                WHERE client = \(client) AND decided_at IS NOT NULL AND state = ANY(\(wanted))
+                ORDER BY id DESC LIMIT \(limit)
+                """)
+        }
+    }
+
+    public var pendingTotal: Int { counts.withLockedValue { $0.pending } }
+    public var storeBytes: Int? { measuredBytes.withLockedValue { $0 } }
+
+    func read<T: Sendable>(
+        _ completion: @escaping @Sendable (Result<T, EngineError>) -> Void, _ body: @escaping @Sendable () async throws -> T
+    ) {
+        Task {
+            do {
+                completion(.success(try await body()))
+            } catch {
+                completion(.failure(unavailable(error)))
+            }
+        }
+    }
+
+    func write(
+        _ completion: @escaping @Sendable (Result<Void, EngineError>) -> Void, notify: [String],
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
+    ) {
+        Task {
+            do {
+                try await client.withTransaction(logger: logger) { [instance, logger] connection in
+                    try await body(connection)
+                    try await Notifications.send(notify, from: instance, on: connection, logger: logger)
+                }
+                completion(.success(()))
+            } catch {
+                completion(.failure(unavailable(error)))
+            }
+        }
+    }
+
+    func one(_ query: PostgresQuery) async throws -> Alert? {
+        for try await row in try await client.query(query, logger: logger) { return try AlertRow.alert(row) }
+        return nil
+    }
+
+    func all(_ query: PostgresQuery) async throws -> [Alert] {
+        var alerts: [Alert] = []
+        for try await row in try await client.query(query, logger: logger) { alerts.append(try AlertRow.alert(row)) }
+        return alerts
+    }
+
+    func strings(_ query: PostgresQuery) async throws -> [String] {
+        var values: [String] = []
+        for try await value in try await client.query(query, logger: logger).decode(String.self) { values.append(value) }
+        return values
+    }
+}

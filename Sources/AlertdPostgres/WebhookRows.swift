@@ -1,0 +1,55 @@
+public import AlertdCore
+public import AlertdEngine
+import AlertdWire
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import Synchronization
+
+/// The API's webhooks, and what other instances change.
+extension PostgresAlertStore {
+
+    public func webhooks() async throws(EngineError) -> [Webhook] {
+        do {
+            var webhooks: [Webhook] = []
+            for try await (id, client, url, secret, created) in try await client.query(
+                "SELECT id, client, url, secret, created_at FROM webhooks ORDER BY id", logger: logger
+            ).decode((String, String, String, String, Int64).self) {
+                webhooks.append(
+                    Webhook(id: id, client: client, url: url, secret: secret, createdAt: Timestamp(milliseconds: created), source: .api))
+            }
+            return webhooks
+        } catch {
+            throw unavailable(error)
+        }
+    }
+
+    public func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        write(completion, notify: ["w"]) { connection in
+            let rows = try await connection.query(
+                """
+                INSERT INTO webhooks (id, client, url, secret, created_at)
+                VALUES (\(webhook.id), \(webhook.client), \(webhook.url), \(webhook.secret), \(webhook.createdAt.milliseconds))
+                ON CONFLICT (client, url) DO NOTHING RETURNING id
+                """, logger: self.logger)
+            var inserted = false
+            for try await _ in rows { inserted = true }
+            // Another instance registered the URL at the same moment.
+            if !inserted {
+                throw EngineError(.webhookExists, "client \(webhook.client) already has a webhook for \(webhook.url)")
+            }
+        }
+    }
+
+    public func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+        write(completion, notify: ["w"]) { connection in
+            try await connection.query("DELETE FROM webhooks WHERE id = \(id)", logger: self.logger)
+        }
+    }
+
+    // MARK: - Changes made elsewhere
+
+    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {
+        notifications.handler.withLockedValue { $0 = handler }
+    }
+}
