@@ -105,14 +105,7 @@ extension JSONWriter {
     /// `[{"title": …, "style": …}, …]`: how buttons look in the API and in the store.
     public mutating func buttons(_ buttons: [Button]) {
         beginArray()
-        for button in buttons {
-            beginObject()
-            key("title")
-            string(button.title)
-            key("style")
-            string(button.style.rawValue)
-            endObject()
-        }
+        for button in buttons { button.write(into: &self) }
         endArray()
     }
 }

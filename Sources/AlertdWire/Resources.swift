@@ -157,6 +157,40 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// // json.bytes == body
     /// ```
     public func write(into json: inout JSONWriter) {
+        Self.write(
+            id: id, client: client, state: state, position: position, title: title, message: message, style: style, buttons: buttons,
+            priority: priority, expiresIn: .seconds(expiresIn), dismissAfter: dismissAfter.map(Interval.seconds),
+            callbackURL: callbackURL, metadata: metadata.map(CompactJSON.init), createdAt: createdAt, displayedAt: displayedAt,
+            decidedAt: decidedAt, expiresAt: expiresAt, result: result, into: &json)
+    }
+
+    /// A duration of the resource (`expires_in`, `dismiss_after`): the daemon keeps
+    /// milliseconds, a decoded resource seconds.
+    public enum Interval: Sendable {
+        case milliseconds(Int64)
+        case seconds(Double)
+
+        func write(into json: inout JSONWriter) {
+            switch self {
+            case .seconds(let seconds):
+                json.seconds(seconds)
+            case .milliseconds(let milliseconds):
+                // Whole seconds as an integer, otherwise seconds with milliseconds.
+                if milliseconds % 1000 == 0 { json.int64(milliseconds / 1000) } else { json.double(Double(milliseconds) / 1000) }
+            }
+        }
+    }
+
+    /// The one writer of the alert resource (§2): the daemon's answers, `current`, the
+    /// callback events and the MCP server write it here, and so does ``write(into:)``.
+    /// Every member in ``memberNames`` order, `null` for what is absent; `position` only
+    /// while pending; times as RFC 3339 with milliseconds; metadata as posted (compacted).
+    public static func write(
+        id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
+        buttons: [Button], priority: Int, expiresIn: Interval, dismissAfter: Interval?, callbackURL: String?, metadata: CompactJSON?,
+        createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp, result: AlertResult?,
+        into json: inout JSONWriter
+    ) {
         json.beginObject()
         for key in CodingKeys.allCases {
             json.key(key.rawValue)
@@ -164,7 +198,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
             case .id: json.string(id)
             case .client: json.string(client)
             case .state: json.string(state.rawValue)
-            case .position: json.int(position)
+            case .position: json.int(state.isTerminal ? nil : position)
             case .title: json.string(title)
             case .message: json.string(message)
             case .style: json.string(style.rawValue)
@@ -173,11 +207,12 @@ public struct AlertResource: Sendable, Hashable, Codable {
                 for button in buttons { button.write(into: &json) }
                 json.endArray()
             case .priority: json.int(priority)
-            case .expiresIn: json.seconds(expiresIn)
-            case .dismissAfter: json.seconds(dismissAfter)
+            case .expiresIn: expiresIn.write(into: &json)
+            case .dismissAfter:
+                if let dismissAfter { dismissAfter.write(into: &json) } else { json.null() }
             case .callbackURL: json.string(callbackURL)
             case .metadata:
-                if let metadata { json.value(.object(metadata)) } else { json.null() }
+                if let metadata { json.raw(metadata.bytes) } else { json.null() }
             case .createdAt: json.timestamp(createdAt)
             case .displayedAt: json.timestamp(displayedAt)
             case .decidedAt: json.timestamp(decidedAt)

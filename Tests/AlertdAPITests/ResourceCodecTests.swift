@@ -13,9 +13,11 @@ import Testing
 // states, results, buttons, metadata built by the daemon's own parser) is most
 // of it, and it belongs next to the properties that use it.
 
-/// The alert resource is written twice: by the daemon's hand-written renderer, straight
-/// from its domain `Alert`, and as the Wire types the SDK decodes. These properties
-/// hold the two to one shape, byte for byte, over random valid alerts.
+/// The alert resource has one writer (AlertdWire's `AlertResource.write`, which the
+/// daemon calls straight from its domain `Alert`) and one reader (the SDK's Codable
+/// decode). These properties hold the pair to one shape over random valid alerts: the
+/// daemon's bytes decode into what the alert says, and the decoded value writes back to
+/// the same bytes (metadata through the SDK's `JSONObject` included).
 @Suite("The daemon's alert resource and the SDK's Wire types are one codec")
 struct ResourceCodecTests {
     @Test("a random valid alert, rendered, decodes as the SDK decodes it into what the alert says, and writes back to the same bytes")
@@ -38,7 +40,7 @@ struct ResourceCodecTests {
         }
     }
 
-    @Test("the renderer writes the members of the resource, its result and its buttons in the Wire types' order")
+    @Test("the writer writes the members of the resource, its result and its buttons in the order the Wire types name them")
     func memberOrder() async {
         await propertyCheck(count: 100, input: RandomAlert.generator) { sample in
             let bytes = sample.alert.json(position: sample.position)
