@@ -137,17 +137,12 @@ extension API {
                 switch result {
                 case .success(let page):
                     var out = JSONWriter(capacity: 256 + page.alerts.count * 512)
-                    out.beginObject()
-                    out.key("alerts")
-                    out.beginArray()
                     let whole = call.seesCallbackURLs
-                    for item in page.alerts {
-                        (whole ? item.alert : Redaction.alert(item.alert)).write(position: item.position, into: &out)
+                    AlertPage.write(nextCursor: page.next?.text, into: &out) { out in
+                        for item in page.alerts {
+                            (whole ? item.alert : Redaction.alert(item.alert)).write(position: item.position, into: &out)
+                        }
                     }
-                    out.endArray()
-                    out.key("next_cursor")
-                    out.string(page.next?.text)
-                    out.endObject()
                     return json(200, out.bytes)
                 case .failure(let error):
                     return render(Problem(error))

@@ -25,40 +25,17 @@ public struct Problem: Error, Sendable {
         if let retryAfter { headers = [("Retry-After", String(retryAfter))] }
     }
 
-    static let typeBase = "https://alertd.dev/problems/"
+    static let typeBase = ProblemDocument.typeBase
 
     /// The problem+json response. `render` writes an embedded alert.
     func response(render: (inout JSONWriter, Alert) -> Void) -> HTTPResponse {
         var json = JSONWriter(capacity: 256)
-        json.beginObject()
-        json.key("type")
-        json.string(Self.typeBase + code.rawValue)
-        json.key("title")
-        json.string(code.title)
-        json.key("status")
-        json.int(code.status)
-        json.key("detail")
-        json.string(detail)
-        json.key("code")
-        json.string(code.rawValue)
-        if code == .invalidAlert {
-            json.key("errors")
-            json.beginArray()
-            for error in errors {
-                json.beginObject()
-                json.key("field")
-                json.string(error.field)
-                json.key("reason")
-                json.string(error.reason)
-                json.endObject()
-            }
-            json.endArray()
+        let alert = self.alert
+        withoutActuallyEscaping(render) { render in
+            ProblemDocument.write(
+                code: code, detail: detail, errors: code == .invalidAlert ? errors : nil, into: &json,
+                alert: alert.map { alert in { render(&$0, alert) } })
         }
-        if let alert {
-            json.key("alert")
-            render(&json, alert)
-        }
-        json.endObject()
         return HTTPResponse(
             status: code.status,
             headers: [("Content-Type", "application/problem+json")] + headers,

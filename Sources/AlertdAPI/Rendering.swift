@@ -1,7 +1,9 @@
 import AlertdCore
+import AlertdEngine
 import AlertdWire
 
-/// The API's other resources, written straight to JSON bytes (the alert's is `Alert.json(position:)`).
+/// The API's other resources, as AlertdWire's types write them (the alert's is
+/// `Alert.json(position:)`): one writer per shape, shared with the SDK's reader.
 enum Rendering {
     /// `{"deliveries": [...]}`: each target of an alert's event, its attempts and next try.
     ///
@@ -10,70 +12,51 @@ enum Rendering {
     ///   through ``Redaction/callbackURL(_:)``.
     static func deliveries(_ records: [DeliveryRecord], wholeTargets: Bool) -> [UInt8] {
         var out = JSONWriter(capacity: 256 + records.count * 256)
-        out.beginObject()
-        out.key("deliveries")
-        out.beginArray()
-        for record in records {
-            out.beginObject()
-            out.key("id")
-            out.string(record.id)
-            out.key("event_id")
-            out.string(record.eventID)
-            out.key("type")
-            out.string(record.type)
-            out.key("target")
-            out.string(wholeTargets ? record.target : Redaction.callbackURL(record.target))
-            out.key("webhook_id")
-            out.string(record.webhookID)
-            out.key("state")
-            out.string(record.state.rawValue)
-            out.key("attempts")
-            out.beginArray()
-            for attempt in record.attempts {
-                out.beginObject()
-                out.key("at")
-                out.timestamp(attempt.at)
-                out.key("status_code")
-                if let code = attempt.statusCode { out.int(code) } else { out.null() }
-                out.key("error")
-                out.string(attempt.error)
-                out.endObject()
+        let shown =
+            wholeTargets
+            ? records
+            : records.map { record in
+                var shown = record
+                shown.target = Redaction.callbackURL(record.target)
+                return shown
             }
-            out.endArray()
-            out.key("next_attempt_at")
-            out.timestamp(record.state == .pending ? record.nextAttemptAt : nil)
-            out.key("silence_id")
-            out.string(record.silenceID)
-            out.endObject()
-        }
-        out.endArray()
-        out.endObject()
+        DeliveryList(deliveries: shown).write(into: &out)
         return out.bytes
     }
 
     /// A webhook as listed: never its secret.
-    static func write(_ webhook: Webhook, into out: inout JSONWriter) {
-        out.beginObject()
-        out.key("id")
-        out.string(webhook.id)
-        out.key("url")
-        out.string(webhook.url)
-        out.key("source")
-        out.string(webhook.source.rawValue)
-        out.endObject()
+    static func listed(_ webhook: Webhook) -> WebhookResource {
+        WebhookResource(id: webhook.id, url: webhook.url, source: webhook.source.rawValue)
+    }
+
+    /// `{"webhooks": [...]}`, without secrets.
+    static func webhooks(_ webhooks: [Webhook]) -> [UInt8] {
+        var out = JSONWriter(capacity: 64 + webhooks.count * 128)
+        WebhookList(webhooks: webhooks.map(listed)).write(into: &out)
+        return out.bytes
+    }
+
+    /// A single webhook as listed.
+    static func webhook(_ webhook: Webhook) -> [UInt8] {
+        var out = JSONWriter(capacity: 128)
+        listed(webhook).write(into: &out)
+        return out.bytes
     }
 
     /// The answer to a registration: the only time the secret is shown.
     static func createdWebhook(_ webhook: Webhook) -> [UInt8] {
         var out = JSONWriter(capacity: 256)
-        out.beginObject()
-        out.key("id")
-        out.string(webhook.id)
-        out.key("url")
-        out.string(webhook.url)
-        out.key("secret")
-        out.string(webhook.secret)
-        out.endObject()
+        WebhookResource(id: webhook.id, url: webhook.url, secret: webhook.secret).write(into: &out)
+        return out.bytes
+    }
+
+    /// `{"clients": [...], "next_cursor": …}`: the cursor names the page's last client when more follow.
+    static func clients(_ page: [Engine.ClientSummary], more: Bool) -> [UInt8] {
+        var out = JSONWriter(capacity: 64 + page.count * 64)
+        ClientList(
+            clients: page.map { ClientSummary(client: $0.client, pending: $0.pending, displayed: $0.displayed?.description) },
+            nextCursor: more ? page.last.map { "c." + $0.client } : nil
+        ).write(into: &out)
         return out.bytes
     }
 }

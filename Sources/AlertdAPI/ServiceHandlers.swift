@@ -92,32 +92,10 @@ extension API {
         engine.clients(after: after, limit: limit, where: { principal?.mayTouch($0) ?? true }) { [self] result in
             call.reply { [self] in
                 switch result {
-                case .success(let (page, more)): json(200, Self.clientsPage(page, more: more))
+                case .success(let (page, more)): json(200, Rendering.clients(page, more: more))
                 case .failure(let error): render(Problem(error))
                 }
             }
         }
-    }
-
-    static func clientsPage(_ page: [Engine.ClientSummary], more: Bool) -> [UInt8] {
-        var out = JSONWriter(capacity: 64 + page.count * 64)
-        out.beginObject()
-        out.key("clients")
-        out.beginArray()
-        for summary in page {
-            out.beginObject()
-            out.key("client")
-            out.string(summary.client)
-            out.key("pending")
-            out.int(summary.pending)
-            out.key("displayed")
-            out.string(summary.displayed?.description)
-            out.endObject()
-        }
-        out.endArray()
-        out.key("next_cursor")
-        out.string(more ? page.last.map { "c." + $0.client } : nil)
-        out.endObject()
-        return out.bytes
     }
 }

@@ -35,14 +35,7 @@ extension API {
             call.reply { [self] in
                 switch result {
                 case .success(let webhooks):
-                    var out = JSONWriter(capacity: 64 + webhooks.count * 128)
-                    out.beginObject()
-                    out.key("webhooks")
-                    out.beginArray()
-                    for webhook in webhooks { Rendering.write(webhook, into: &out) }
-                    out.endArray()
-                    out.endObject()
-                    return json(200, out.bytes)
+                    return json(200, Rendering.webhooks(webhooks))
                 case .failure(let error):
                     return render(Problem(error))
                 }
@@ -62,9 +55,7 @@ extension API {
                     guard let webhook = webhooks.first(where: { $0.id == id }) else {
                         return render(Problem(.notFound, "no webhook \(id) on client \(client)"))
                     }
-                    var out = JSONWriter(capacity: 128)
-                    Rendering.write(webhook, into: &out)
-                    return json(200, out.bytes)
+                    return json(200, Rendering.webhook(webhook))
                 case .failure(let error):
                     return render(Problem(error))
                 }

@@ -183,6 +183,18 @@ public struct DeliveryAttempt: Sendable, Hashable, Codable {
         case at, error
         case statusCode = "status_code"
     }
+
+    /// `{"at":…,"status_code":…,"error":…}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("at")
+        json.timestamp(at)
+        json.key("status_code")
+        json.int(statusCode)
+        json.key("error")
+        json.string(error)
+        json.endObject()
+    }
 }
 
 /// A delivery of an alert's terminal event to one target, as the deliveries API shows it.
@@ -223,12 +235,39 @@ public struct DeliveryRecord: Sendable, Hashable, Codable {
         self.silenceID = silenceID
     }
 
-    enum CodingKeys: String, CodingKey {
-        case id, target, state, attempts, type
+    /// The member names, in the order the daemon writes them.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case id
         case eventID = "event_id"
+        case type, target
         case webhookID = "webhook_id"
+        case state, attempts
         case nextAttemptAt = "next_attempt_at"
         case silenceID = "silence_id"
+    }
+
+    /// Writes the record as the deliveries API answers it: every member in order, `null`
+    /// for what is absent, `next_attempt_at` only while pending.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        for key in CodingKeys.allCases {
+            json.key(key.rawValue)
+            switch key {
+            case .id: json.string(id)
+            case .eventID: json.string(eventID)
+            case .type: json.string(type)
+            case .target: json.string(target)
+            case .webhookID: json.string(webhookID)
+            case .state: json.string(state.rawValue)
+            case .attempts:
+                json.beginArray()
+                for attempt in attempts { attempt.write(into: &json) }
+                json.endArray()
+            case .nextAttemptAt: json.timestamp(state == .pending ? nextAttemptAt : nil)
+            case .silenceID: json.string(silenceID)
+            }
+        }
+        json.endObject()
     }
 }
 

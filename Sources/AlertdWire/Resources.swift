@@ -274,6 +274,26 @@ public struct AlertPage: Sendable, Hashable, Codable {
         case alerts
         case nextCursor = "next_cursor"
     }
+
+    /// Writes the page: `{"alerts":[…],"next_cursor":…}`.
+    public func write(into json: inout JSONWriter) {
+        Self.write(nextCursor: nextCursor, into: &json) { json in
+            for alert in alerts { alert.write(into: &json) }
+        }
+    }
+
+    /// The one writer of a page: `alerts` writes each alert resource in turn (the daemon
+    /// writes them from its domain alerts, the decoded page from its resources).
+    public static func write(nextCursor: String?, into json: inout JSONWriter, alerts: (inout JSONWriter) -> Void) {
+        json.beginObject()
+        json.key(CodingKeys.alerts.rawValue)
+        json.beginArray()
+        alerts(&json)
+        json.endArray()
+        json.key(CodingKeys.nextCursor.rawValue)
+        json.string(nextCursor)
+        json.endObject()
+    }
 }
 
 /// One client in `GET /v1/clients`.
@@ -310,6 +330,27 @@ public struct ClientList: Sendable, Hashable, Codable {
         case clients
         case nextCursor = "next_cursor"
     }
+
+    /// Writes the page as the daemon answers it: `{"clients":[{"client":…,"pending":…,"displayed":…}],"next_cursor":…}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key(CodingKeys.clients.rawValue)
+        json.beginArray()
+        for summary in clients {
+            json.beginObject()
+            json.key("client")
+            json.string(summary.client)
+            json.key("pending")
+            json.int(summary.pending)
+            json.key("displayed")
+            json.string(summary.displayed)
+            json.endObject()
+        }
+        json.endArray()
+        json.key(CodingKeys.nextCursor.rawValue)
+        json.string(nextCursor)
+        json.endObject()
+    }
 }
 
 /// `POST /v1/clients/{client}/webhooks`: a URL and, optionally, the secret to sign with.
@@ -336,18 +377,72 @@ public struct WebhookResource: Sendable, Hashable, Codable {
     public var secret: String?
     /// `api` or `config`: where the webhook was registered. Nil in the registration's answer.
     public var source: String?
+
+    /// A value with every field given.
+    public init(id: String, url: String, secret: String? = nil, source: String? = nil) {
+        self.id = id
+        self.url = url
+        self.secret = secret
+        self.source = source
+    }
+
+    /// Writes the webhook as the daemon answers it: `id`, `url`, then `secret` and
+    /// `source` where they are given (the registration's answer has the secret, a list
+    /// the source).
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("id")
+        json.string(id)
+        json.key("url")
+        json.string(url)
+        if let secret {
+            json.key("secret")
+            json.string(secret)
+        }
+        if let source {
+            json.key("source")
+            json.string(source)
+        }
+        json.endObject()
+    }
 }
 
 /// `GET /v1/clients/{client}/webhooks`.
 public struct WebhookList: Sendable, Hashable, Codable {
     /// The client's webhooks, without secrets.
     public var webhooks: [WebhookResource]
+
+    /// A value with every field given.
+    public init(webhooks: [WebhookResource]) { self.webhooks = webhooks }
+
+    /// `{"webhooks":[…]}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("webhooks")
+        json.beginArray()
+        for webhook in webhooks { webhook.write(into: &json) }
+        json.endArray()
+        json.endObject()
+    }
 }
 
 /// `GET /v1/clients/{client}/alerts/{id}/deliveries`.
 public struct DeliveryList: Sendable, Hashable, Codable {
     /// One per target of the alert's terminal event.
     public var deliveries: [DeliveryRecord]
+
+    /// A value with every field given.
+    public init(deliveries: [DeliveryRecord]) { self.deliveries = deliveries }
+
+    /// `{"deliveries":[…]}`, each as ``DeliveryRecord/write(into:)`` writes it.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("deliveries")
+        json.beginArray()
+        for record in deliveries { record.write(into: &json) }
+        json.endArray()
+        json.endObject()
+    }
 }
 
 /// A problem+json error body (RFC 9457) as alertd writes it.
@@ -366,6 +461,53 @@ public struct ProblemDocument: Sendable, Hashable, Codable {
     public var errors: [FieldError]?
     /// `already-decided`: the alert as it is.
     public var alert: AlertResource?
+
+    /// The base of every problem's `type` URI; the code follows it.
+    public static let typeBase = "https://alertd.dev/problems/"
+
+    /// Writes the document as the daemon answers it: `type`, `title`, `status`,
+    /// `detail`, `code`, then `errors` when given and `alert` when `alert` writes one.
+    public func write(into json: inout JSONWriter) {
+        Self.write(
+            code: ProblemCode(code, status, title), detail: detail, errors: errors, into: &json,
+            alert: alert.map { alert in { alert.write(into: &$0) } })
+    }
+
+    /// The one writer of a problem document (RFC 9457, §4).
+    public static func write(
+        code: ProblemCode, detail: String, errors: [FieldError]?, into json: inout JSONWriter,
+        alert: ((inout JSONWriter) -> Void)? = nil
+    ) {
+        json.beginObject()
+        json.key("type")
+        json.string(typeBase + code.rawValue)
+        json.key("title")
+        json.string(code.title)
+        json.key("status")
+        json.int(code.status)
+        json.key("detail")
+        json.string(detail)
+        json.key("code")
+        json.string(code.rawValue)
+        if let errors {
+            json.key("errors")
+            json.beginArray()
+            for error in errors {
+                json.beginObject()
+                json.key("field")
+                json.string(error.field)
+                json.key("reason")
+                json.string(error.reason)
+                json.endObject()
+            }
+            json.endArray()
+        }
+        if let alert {
+            json.key("alert")
+            alert(&json)
+        }
+        json.endObject()
+    }
 }
 
 /// The stable problem codes of §4, with their status and title.
