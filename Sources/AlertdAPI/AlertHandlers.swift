@@ -13,8 +13,8 @@ extension API {
         _ = try call.query()
         try Self.requireJSON(call.request)
         let key = try Self.idempotencyKey(call.request)
-        let draft: AlertDraft
-        switch AlertDraft.validate(try Self.parseJSON(call.request.body), rules: engine.rules) {
+        let draft: NewAlert
+        switch NewAlert.validate(try Self.parseJSON(call.request.body), rules: engine.rules) {
         case .success(let valid): draft = valid
         case .failure(let invalid):
             var problem = Problem(

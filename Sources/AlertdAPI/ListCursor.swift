@@ -1,3 +1,4 @@
+import AlertdWire
 import AlertdCore
 import AlertdEngine
 
@@ -15,7 +16,7 @@ extension Engine.ListCursor {
     /// nil for text this daemon never issues.
     init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        if parts.count == 3, parts[0] == "p", let priority = Int(parts[1]), AlertDraft.priorityRange.contains(priority),
+        if parts.count == 3, parts[0] == "p", let priority = Int(parts[1]), NewAlert.priorityRange.contains(priority),
             let id = AlertID(parts[2])
         {
             self = .pending(priority: priority, id: id)

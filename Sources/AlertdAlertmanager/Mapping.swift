@@ -1,5 +1,5 @@
 public import AlertdCore
-import AlertdWire
+public import AlertdWire
 import Crypto
 
 /// How an Alertmanager alert becomes an alertd alert, and how its repeats are
@@ -49,7 +49,7 @@ public enum AlertmanagerMapping {
     /// the other buttons only, and the message says why.
     public static func draft(
         for alert: AlertmanagerAlert, path: String, settings: AlertmanagerSettings
-    ) -> Result<AlertDraft, InvalidAlert> {
+    ) -> Result<NewAlert, InvalidAlert> {
         let title =
             nonEmpty(alert.annotations["summary"]) ?? nonEmpty(alert.label("alertname")) ?? "Alertmanager alert \(alert.fingerprint)"
         var buttons = settings.buttons.map(\.button)
@@ -73,32 +73,32 @@ public enum AlertmanagerMapping {
         let priority = alert.label("severity").flatMap { settings.severityPriority[$0] } ?? settings.defaultPriority
         var metadata = self.metadata(alert, generatorURL: true, silenceMatchers: silenceNames)
         var size = JSONValue.object(metadata).compactBytes().count
-        if size > AlertDraft.metadataLimit, alert.generatorURL != nil {
+        if size > NewAlert.metadataLimit, alert.generatorURL != nil {
             metadata = self.metadata(alert, generatorURL: false, silenceMatchers: silenceNames)
             size = JSONValue.object(metadata).compactBytes().count
         }
-        guard size <= AlertDraft.metadataLimit else {
+        guard size <= NewAlert.metadataLimit else {
             return .failure(
                 InvalidAlert(errors: [
                     FieldError(
                         field: "\(path).labels",
-                        reason: "take \(size) bytes as alertd metadata, over the \(AlertDraft.metadataLimit) bytes an alert may carry")
+                        reason: "take \(size) bytes as alertd metadata, over the \(NewAlert.metadataLimit) bytes an alert may carry")
                 ]))
         }
         return .success(
-            AlertDraft(
-                title: cut(title, to: AlertDraft.titleLimit), message: message, buttons: buttons,
-                priority: min(max(priority, AlertDraft.priorityRange.lowerBound), AlertDraft.priorityRange.upperBound),
+            NewAlert(
+                title: cut(title, to: NewAlert.titleLimit), message: message, buttons: buttons,
+                priority: min(max(priority, NewAlert.priorityRange.lowerBound), NewAlert.priorityRange.upperBound),
                 expiresIn: settings.expiresIn, metadata: metadata))
     }
 
     /// The description, then the note on silences as its own paragraph; the
     /// description is cut first when both pass the limit.
     static func message(_ description: String?, note: String?) -> String? {
-        guard let note else { return description.map { cut($0, to: AlertDraft.messageLimit) } }
-        let paragraph = cut(note, to: AlertDraft.messageLimit)
+        guard let note else { return description.map { cut($0, to: NewAlert.messageLimit) } }
+        let paragraph = cut(note, to: NewAlert.messageLimit)
         guard let description else { return paragraph }
-        let room = AlertDraft.messageLimit - paragraph.unicodeScalars.count - 2
+        let room = NewAlert.messageLimit - paragraph.unicodeScalars.count - 2
         guard room > 1 else { return paragraph }
         return cut(description, to: room) + "\n\n" + paragraph
     }

@@ -280,7 +280,7 @@ public struct AlertBoard: Sendable {
     // MARK: - Changing
 
     /// Posts a validated alert to a client's queue.
-    public mutating func post(_ draft: AlertDraft, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
+    public mutating func post(_ draft: NewAlert, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
         var change = BoardChange()
         let clientSettings = settings[client]
         guard pendingTotal + elsewhere.pending < settings.maxPendingTotal else {
@@ -289,7 +289,7 @@ public struct AlertBoard: Sendable {
         }
         let metadata = draft.metadata.map(CompactJSON.init)
         let footprint = Alert.footprint(
-            title: draft.title, message: draft.message, buttons: draft.buttons, callbackURL: draft.callbackURL, metadata: metadata)
+            title: draft.title, message: draft.message, buttons: draft.buttons ?? [], callbackURL: draft.callbackURL, metadata: metadata)
         guard pendingBytes + elsewhereBytes + footprint <= settings.maxPendingBytes else {
             throw BoardError(
                 .queueFull,
@@ -311,10 +311,10 @@ public struct AlertBoard: Sendable {
         }
         touched.insert(client)
         let expiresIn = min(draft.expiresIn ?? rules.defaultExpiresIn, rules.maxExpiresIn)
-        let dismissAfter = draft.buttons.isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
+        let dismissAfter = (draft.buttons ?? []).isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
         let alert = Alert(
-            id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style,
-            buttons: draft.buttons, priority: draft.priority, callbackURL: draft.callbackURL,
+            id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style ?? .alert,
+            buttons: draft.buttons ?? [], priority: draft.priority ?? 0, callbackURL: draft.callbackURL,
             metadata: metadata,
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },

@@ -1,36 +1,5 @@
 public import AlertdWire
 
-/// An alert as posted, validated, before the daemon gives it an id and a place.
-public struct AlertDraft: Sendable, Hashable {
-    public var title: String
-    public var message: String?
-    public var style: AlertStyle
-    public var buttons: [Button]
-    public var priority: Int
-    /// Seconds; nil: the configured default.
-    public var expiresIn: Double?
-    /// Seconds; nil: the configured default (buttonless alerts only).
-    public var dismissAfter: Double?
-    public var callbackURL: String?
-    public var metadata: JSONObject?
-
-    public init(
-        title: String, message: String? = nil, style: AlertStyle = .alert, buttons: [Button] = [],
-        priority: Int = 0, expiresIn: Double? = nil, dismissAfter: Double? = nil,
-        callbackURL: String? = nil, metadata: JSONObject? = nil
-    ) {
-        self.title = title
-        self.message = message
-        self.style = style
-        self.buttons = buttons
-        self.priority = priority
-        self.expiresIn = expiresIn
-        self.dismissAfter = dismissAfter
-        self.callbackURL = callbackURL
-        self.metadata = metadata
-    }
-}
-
 /// Every violation found in a posted alert (400 `invalid-alert`).
 public struct InvalidAlert: Error, Sendable, Hashable {
     public var errors: [FieldError]
@@ -51,7 +20,10 @@ public struct AlertRules: Sendable, Hashable {
     }
 }
 
-extension AlertDraft {
+/// An alert as posted (AlertdWire's `NewAlert`, the one model of it the SDK sends and
+/// the daemon reads): the limits of §2, and the validation that turns a body into one.
+/// A validated alert has its defaults filled in: `style`, `buttons` and `priority` are set.
+extension NewAlert {
     public static let titleLimit = 256
     public static let messageLimit = 4096
     public static let buttonLimit = 16
@@ -65,7 +37,7 @@ extension AlertDraft {
     static let buttonFields: Set<String> = ["title", "style"]
 
     /// Validates a posted body. Returns the draft, or every violation found.
-    public static func validate(_ body: JSONValue, rules: AlertRules) -> Result<AlertDraft, InvalidAlert> {
+    public static func validate(_ body: JSONValue, rules: AlertRules) -> Result<NewAlert, InvalidAlert> {
         var errors: [FieldError] = []
         guard case .object(let object) = body else {
             return .failure(InvalidAlert(errors: [FieldError(field: "", reason: "the alert must be a JSON object")]))
@@ -222,7 +194,7 @@ extension AlertDraft {
 
         guard errors.isEmpty else { return .failure(InvalidAlert(errors: errors)) }
         return .success(
-            AlertDraft(
+            NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority,
                 expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata
             )

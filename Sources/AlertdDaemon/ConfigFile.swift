@@ -410,8 +410,8 @@ extension Config {
         if let nodes = problems.check({ try section.list("buttons") }) ?? nil {
             var buttons: [AlertmanagerButton] = []
             var cancel = false
-            if nodes.isEmpty || nodes.count > AlertDraft.buttonLimit {
-                problems.add(section.error("buttons", "must list 1 to \(AlertDraft.buttonLimit) buttons"))
+            if nodes.isEmpty || nodes.count > NewAlert.buttonLimit {
+                problems.add(section.error("buttons", "must list 1 to \(NewAlert.buttonLimit) buttons"))
             }
             for (index, node) in nodes.enumerated() {
                 guard let entry = problems.section(node, path: "integrations.alertmanager.buttons[\(index)]", source: section.source)
@@ -424,8 +424,8 @@ extension Config {
                     continue
                 }
                 var button = AlertmanagerButton(title: title)
-                if !(1...AlertDraft.buttonTitleLimit).contains(title.unicodeScalars.count) {
-                    problems.add(entry.error("title", "must be 1 to \(AlertDraft.buttonTitleLimit) characters"))
+                if !(1...NewAlert.buttonTitleLimit).contains(title.unicodeScalars.count) {
+                    problems.add(entry.error("title", "must be 1 to \(NewAlert.buttonTitleLimit) characters"))
                 } else if buttons.contains(where: { $0.title == title }) {
                     problems.add(entry.error("title", "\(title) is the title of another button", separator: ": "))
                 }

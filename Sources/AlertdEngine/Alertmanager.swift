@@ -57,7 +57,7 @@ extension Engine {
         respond: @escaping @Sendable (Result<[AlertmanagerReceipt], EngineError>) -> Void
     ) {
         guard let integration = settings.alertmanager else { return respond(.failure(Self.alertmanagerOff)) }
-        var drafts: [AlertDraft?] = []
+        var drafts: [NewAlert?] = []
         var errors: [FieldError] = []
         for (index, alert) in notification.alerts.enumerated() {
             guard alert.status == .firing else {
@@ -107,7 +107,7 @@ extension Engine {
     /// One alert of a notification: one transaction of its client's queue. A resolution
     /// may withdraw an alert: its event goes to the webhooks as committed when it arrived.
     private func take(
-        _ alert: AlertmanagerAlert, draft: AlertDraft?, on client: String,
+        _ alert: AlertmanagerAlert, draft: NewAlert?, on client: String,
         completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
     ) {
         guard alert.status == .resolved else { return take(alert, draft: draft, on: client, webhooks: nil, completion: completion) }
@@ -120,7 +120,7 @@ extension Engine {
     }
 
     private func take(
-        _ alert: AlertmanagerAlert, draft: AlertDraft?, on client: String, webhooks: [Webhook]?,
+        _ alert: AlertmanagerAlert, draft: NewAlert?, on client: String, webhooks: [Webhook]?,
         completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
     ) {
         let now = clock.now()

@@ -1,7 +1,7 @@
 import AlertdAlertmanager
-public import AlertdCore
+import AlertdCore
 import AlertdDelivery
-import AlertdWire
+public import AlertdWire
 
 /// An `Idempotency-Key` as a post carries it: the key and a digest of the body.
 public struct IdempotencyKey: Sendable, Hashable {
@@ -43,7 +43,7 @@ extension Engine {
     /// key comes with it (§4): the same key and body within a day return the first
     /// alert and create nothing; the same key with another body is refused.
     public func post(
-        _ draft: AlertDraft, to client: String, idempotency: IdempotencyKey?,
+        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?,
         respond: @escaping @Sendable (Result<Posted, EngineError>) -> Void
     ) {
         if draft.callbackURL != nil, settings.signingSecret == nil {

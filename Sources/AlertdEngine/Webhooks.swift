@@ -73,7 +73,7 @@ extension Engine {
             return respond(.failure(EngineError(.invalidWebhook, "url \(refused)")))
         }
         if let secret {
-            // As in an alert's text (AlertDraft.validate): PostgreSQL's text cannot hold it.
+            // As in an alert's text (NewAlert.validate): PostgreSQL's text cannot hold it.
             if secret.unicodeScalars.contains("\u{0}") {
                 return respond(.failure(EngineError(.invalidWebhook, "secret must not contain U+0000")))
             }

@@ -37,7 +37,7 @@ struct FlushFaultTests {
             store.transact(client: client, now: SystemClock().now(), idempotencyKey: key) { board, _ throws(EngineError) in
                 let posted: (Alert, BoardChange)
                 do throws(BoardError) {
-                    posted = try board.post(AlertDraft(title: "t", buttons: [Button(title: "OK")]), to: client, now: SystemClock().now())
+                    posted = try board.post(NewAlert(title: "t", buttons: [Button(title: "OK")]), to: client, now: SystemClock().now())
                 } catch {
                     throw EngineError(error)
                 }
@@ -118,7 +118,7 @@ struct FlushFaultTests {
             let (answer, continuation) = AsyncStream.makeStream(of: Result<AlertID, EngineError>.self)
             store.transact(client: client, now: SystemClock().now(), idempotencyKey: nil) { board, _ throws(EngineError) in
                 do throws(BoardError) {
-                    let (alert, change) = try board.post(AlertDraft(title: "t"), to: client, now: SystemClock().now())
+                    let (alert, change) = try board.post(NewAlert(title: "t"), to: client, now: SystemClock().now())
                     return Mutation(alert.id, change: change)
                 } catch {
                     throw EngineError(error)

@@ -66,7 +66,7 @@ struct ResourceCodecTests {
             let alert = sample.alert
             let rules = AlertRules(maxExpiresIn: Double(RandomAlert.maxDurationMilliseconds) / 1000)
             let body = try JSONParser.parse(RandomAlert.postedBody(alert))
-            switch AlertDraft.validate(body, rules: rules) {
+            switch NewAlert.validate(body, rules: rules) {
             case .failure(let invalid):
                 Issue.record("invalid: \(invalid.errors)")
             case .success(let draft):
@@ -368,7 +368,7 @@ enum Metadata {
             }
             guard case .object(let object)? = try? JSONParser.parse(text, maxDepth: 63) else { continue }
             let compact = CompactJSON(object)
-            if compact.bytes.count <= AlertDraft.metadataLimit { return compact }
+            if compact.bytes.count <= NewAlert.metadataLimit { return compact }
         }
     }
 

@@ -8,7 +8,7 @@ private func parsed(_ alert: JSONValue = amAlert()) throws -> AlertmanagerAlert 
     try #require(try AlertmanagerNotification.parse(payload(alerts: [alert])).get().alerts.first)
 }
 
-private func draft(_ alert: JSONValue = amAlert(), settings: AlertmanagerSettings = AlertmanagerSettings()) throws -> AlertDraft {
+private func draft(_ alert: JSONValue = amAlert(), settings: AlertmanagerSettings = AlertmanagerSettings()) throws -> NewAlert {
     try AlertmanagerMapping.draft(for: try parsed(alert), path: "alerts[0]", settings: settings).get()
 }
 
@@ -20,8 +20,8 @@ struct MappingTests {
         #expect(result.title == "Disk full on db1")
         #expect(result.message == "/var is 99% full")
         #expect(result.priority == 50, "severity critical")
-        #expect(result.buttons.map(\.title) == ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
-        #expect(result.buttons.map(\.style) == [.default, .default, .default, .cancel])
+        #expect(result.buttons?.map(\.title) == ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
+        #expect(result.buttons?.map(\.style) == [.default, .default, .default, .cancel])
         #expect(result.expiresIn == nil, "alerts.default_expires_in")
         let metadata = try #require(result.metadata)
         #expect(
@@ -34,7 +34,7 @@ struct MappingTests {
                     ]
                 ])
         // It passes alertd's own rules for a posted alert.
-        let posted = AlertDraft.validate(.object(["title": .string(result.title), "metadata": .object(metadata)]), rules: AlertRules())
+        let posted = NewAlert.validate(.object(["title": .string(result.title), "metadata": .object(metadata)]), rules: AlertRules())
         #expect((try? posted.get()) != nil, "\(posted)")
     }
 
@@ -52,7 +52,7 @@ struct MappingTests {
         #expect(result.message == "\u{FFFD}")
         let named = try draft(amAlert(["annotations": nil, "labels": ["alertname": "Disk\u{0}Full"]]))
         #expect(named.title == "Disk\u{FFFD}Full")
-        let posted = AlertDraft.validate(
+        let posted = NewAlert.validate(
             .object(["title": .string(result.title), "message": .string(result.message ?? "")]), rules: AlertRules())
         #expect((try? posted.get()) != nil, "\(posted)")
     }
@@ -125,7 +125,7 @@ struct MappingTests {
         #expect(
             result.message
                 == "/var is 99% full\n\nA silence matches: alertname=\"DiskFull\", instance=\"db1:9100\", severity=\"critical\"")
-        #expect(result.buttons.map(\.title) == ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
+        #expect(result.buttons?.map(\.title) == ["Acknowledge", "Silence 1h", "Silence 24h", "Ignore"])
         #expect(result.metadata?["alertmanager"]?["silence_matchers"] == ["alertname", "instance", "severity"])
         let narrowed = try draft(settings: AlertmanagerSettings(url: "http://am:9093", matcherLabels: ["instance"]))
         #expect(narrowed.message?.hasSuffix("A silence matches: alertname=\"DiskFull\", instance=\"db1:9100\"") == true)
@@ -146,14 +146,14 @@ struct MappingTests {
         let result = try draft(
             amAlert(["labels": labels, "annotations": [:]]),
             settings: AlertmanagerSettings(url: "http://am:9093", matcherLabels: matcherLabels))
-        #expect(result.buttons.map(\.title) == ["Acknowledge", "Ignore"])
+        #expect(result.buttons?.map(\.title) == ["Acknowledge", "Ignore"])
         #expect(result.message?.hasPrefix("No silence from alertd: the alert has no label \(missing) (") == true, "\(result.message ?? "")")
         #expect(result.metadata?["alertmanager"]?["silence_matchers"] == nil)
         // Only silence buttons configured: the alert keeps one to acknowledge it with.
         let silencesOnly = AlertmanagerSettings(
             url: "http://am:9093", buttons: [AlertmanagerButton(title: "Mute", silenceSeconds: 60)], matcherLabels: matcherLabels)
         let acknowledged = try draft(amAlert(["labels": labels]), settings: silencesOnly)
-        #expect(acknowledged.buttons.map(\.title) == ["Acknowledge"])
+        #expect(acknowledged.buttons?.map(\.title) == ["Acknowledge"])
     }
 
     @Test("a long description is cut so that the note on silences stays whole")

@@ -10,15 +10,15 @@ private func answered(
 ) throws -> Alert {
     let alert = try #require(try AlertmanagerNotification.parse(payload()).get().alerts.first)
     let draft = try AlertmanagerMapping.draft(for: alert, path: "alerts[0]", settings: settings).get()
-    let index = button.flatMap { title in draft.buttons.firstIndex { $0.title == title } }
+    let index = button.flatMap { title in (draft.buttons ?? []).firstIndex { $0.title == title } }
     return Alert(
-        id: AlertID(high: 42, low: 7), client: "ops", title: draft.title, buttons: draft.buttons,
+        id: AlertID(high: 42, low: 7), client: "ops", title: draft.title, buttons: draft.buttons ?? [],
         metadata: draft.metadata.map(CompactJSON.init),
         state: button == nil ? .withdrawn : .answered, createdAt: Timestamp(milliseconds: 1_799_999_000_000), decidedAt: decidedAt,
         expiresAt: Timestamp(milliseconds: 1_900_000_000_000),
         result: AlertResult(
             outcome: button == nil ? .withdrawn : .answered, button: button, buttonIndex: index,
-            cancelled: index.map { draft.buttons[$0].style == .cancel } ?? false, decidedBy: decider))
+            cancelled: index.map { (draft.buttons ?? [])[$0].style == .cancel } ?? false, decidedBy: decider))
 }
 
 private func object(_ bytes: [UInt8]?) throws -> JSONObject {

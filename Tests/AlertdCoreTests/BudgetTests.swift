@@ -5,7 +5,7 @@ import Testing
 @Suite("limits.max_pending_bytes: pending alerts are budgeted by their size, not only counted")
 struct PendingBytesTests {
     /// An alert as large as §2 allows, in 4-byte characters: about 26 KiB of text.
-    static let largest = AlertDraft(
+    static let largest = NewAlert(
         title: String(repeating: "🚨", count: 256), message: String(repeating: "📟", count: 4096),
         buttons: (0..<16).map { Button(title: "\($0)" + String(repeating: "🔘", count: 60)) })
 

@@ -9,21 +9,21 @@ let start = Timestamp(milliseconds: 1_795_000_000_000)
 func at(_ milliseconds: Int64) -> Timestamp { start.adding(milliseconds: milliseconds) }
 
 /// An alert with two buttons, "Yes" (default) and "No" (cancel).
-func question(_ title: String, priority: Int = 0, expiresIn: Double? = nil) -> AlertDraft {
-    AlertDraft(
+func question(_ title: String, priority: Int = 0, expiresIn: Double? = nil) -> NewAlert {
+    NewAlert(
         title: title, buttons: [Button(title: "Yes"), Button(title: "No", style: .cancel)], priority: priority,
         expiresIn: expiresIn)
 }
 
 /// A buttonless alert, dismissed after it has been displayed for a while.
-func notice(_ title: String, priority: Int = 0, dismissAfter: Double? = nil, expiresIn: Double? = nil) -> AlertDraft {
-    AlertDraft(title: title, priority: priority, expiresIn: expiresIn, dismissAfter: dismissAfter)
+func notice(_ title: String, priority: Int = 0, dismissAfter: Double? = nil, expiresIn: Double? = nil) -> NewAlert {
+    NewAlert(title: title, priority: priority, expiresIn: expiresIn, dismissAfter: dismissAfter)
 }
 
 extension AlertBoard {
     /// Posts, commits the change at once, and returns the alert as posted.
     @discardableResult
-    mutating func postCommitted(_ draft: AlertDraft, to client: String = "ops", now: Timestamp) throws(BoardError) -> Alert {
+    mutating func postCommitted(_ draft: NewAlert, to client: String = "ops", now: Timestamp) throws(BoardError) -> Alert {
         let (alert, change) = try post(draft, to: client, now: now)
         committed(change)
         return alert

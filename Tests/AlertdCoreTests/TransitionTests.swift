@@ -3,7 +3,7 @@ import AlertdWire
 import Testing
 
 /// An alert with a default, a destructive and a cancel button.
-private let deploy = AlertDraft(
+private let deploy = NewAlert(
     title: "Deploy?",
     buttons: [Button(title: "Deploy"), Button(title: "Roll back", style: .destructive), Button(title: "Cancel", style: .cancel)])
 
@@ -171,9 +171,9 @@ struct ChoiceTests {
 struct StoredRepeatTests {
     private func answered(_ index: Int) -> Alert {
         var alert = Alert(
-            id: freshID(at: start), client: "ops", title: "Deploy?", buttons: deploy.buttons,
+            id: freshID(at: start), client: "ops", title: "Deploy?", buttons: deploy.buttons ?? [],
             state: .answered, createdAt: start, displayedAt: start, decidedAt: at(5), expiresAt: at(60_000))
-        alert.result = AlertResult(outcome: .answered, button: deploy.buttons[index].title, buttonIndex: index)
+        alert.result = AlertResult(outcome: .answered, button: deploy.buttons?[index].title, buttonIndex: index)
         return alert
     }
 

@@ -3,8 +3,8 @@ import AlertdWire
 import Testing
 
 /// Parses `text` as JSON and validates it as a posted alert.
-private func validate(_ text: String, rules: AlertRules = AlertRules()) throws -> Result<AlertDraft, InvalidAlert> {
-    AlertDraft.validate(try JSONParser.parse(text), rules: rules)
+private func validate(_ text: String, rules: AlertRules = AlertRules()) throws -> Result<NewAlert, InvalidAlert> {
+    NewAlert.validate(try JSONParser.parse(text), rules: rules)
 }
 
 /// The violations found in `text`; empty when it is a valid alert.
@@ -21,7 +21,7 @@ private func fields(_ text: String, rules: AlertRules = AlertRules()) throws -> 
 }
 
 /// The draft `text` validates to; throws the violations when it is invalid.
-private func draft(_ text: String, rules: AlertRules = AlertRules()) throws -> AlertDraft {
+private func draft(_ text: String, rules: AlertRules = AlertRules()) throws -> NewAlert {
     try validate(text, rules: rules).get()
 }
 
@@ -47,7 +47,7 @@ struct ValidAlertTests {
         let result = try draft(body)
         #expect(
             result
-                == AlertDraft(
+                == NewAlert(
                     title: "Deploy v2?", message: "Rolls out to prod", style: .actionSheet,
                     buttons: [
                         Button(title: "Deploy", style: .destructive), Button(title: "Cancel", style: .cancel),
@@ -65,13 +65,13 @@ struct ValidAlertTests {
     func dismissAfterWithoutButtons() throws {
         let result = try draft(#"{"title":"Backup done","dismiss_after":0.25}"#)
         #expect(result.dismissAfter == 0.25)
-        #expect(result.buttons.isEmpty)
+        #expect(result.buttons == [], "a validated alert has its defaults: no buttons is an empty list")
     }
 
     @Test("Absent fields take their defaults: style alert, button style default, priority 0")
     func defaults() throws {
         let result = try draft(#"{"title":"Hi","buttons":[{"title":"OK"}]}"#)
-        #expect(result == AlertDraft(title: "Hi", buttons: [Button(title: "OK", style: .default)]))
+        #expect(result == NewAlert(title: "Hi", style: .alert, buttons: [Button(title: "OK", style: .default)], priority: 0))
         #expect(result.style == .alert)
         #expect(result.priority == 0)
         #expect(result.message == nil && result.expiresIn == nil && result.dismissAfter == nil)
@@ -84,7 +84,7 @@ struct ValidAlertTests {
             {"title":"x","message":null,"style":null,"buttons":null,"priority":null,"expires_in":null,
              "dismiss_after":null,"callback_url":null,"metadata":null}
             """
-        #expect(try draft(body) == AlertDraft(title: "x"))
+        #expect(try draft(body) == NewAlert(title: "x", style: .alert, buttons: [], priority: 0))
         let withButton = try draft(#"{"title":"x","buttons":[{"title":"OK","style":null}]}"#)
         #expect(withButton.buttons == [Button(title: "OK", style: .default)])
     }
@@ -228,8 +228,8 @@ struct LengthTests {
 struct ButtonRuleTests {
     @Test("16 buttons are accepted, 17 are not")
     func buttonCount() throws {
-        #expect(try draft(alert(#""buttons":\#(buttonList(16))"#)).buttons.count == 16)
-        #expect(try draft(alert(#""buttons":[]"#)).buttons.isEmpty)
+        #expect(try draft(alert(#""buttons":\#(buttonList(16))"#)).buttons?.count == 16)
+        #expect(try draft(alert(#""buttons":[]"#)).buttons == [])
         #expect(try fields(alert(#""buttons":\#(buttonList(17))"#)) == ["buttons"])
     }
 
@@ -246,7 +246,7 @@ struct ButtonRuleTests {
         let body = alert(#""buttons":[{"title":"Stop","style":"cancel"},{"title":"OK"},{"title":"Abort","style":"cancel"}]"#)
         #expect(try fields(body) == ["buttons[2].style"])
         let one = alert(#""buttons":[{"title":"Stop","style":"cancel"},{"title":"Drop","style":"destructive"}]"#)
-        #expect(try draft(one).buttons.map(\.style) == [.cancel, .destructive])
+        #expect(try draft(one).buttons?.map(\.style) == [.cancel, .destructive])
     }
 }
 
@@ -299,7 +299,7 @@ struct WholeNumberPriorityTests {
 
     @Test("expires_in of exactly one millisecond is kept")
     func oneMillisecond() throws {
-        #expect(try draft(alert(#""expires_in":0.001"#)).expiresIn == AlertDraft.minimumSeconds)
+        #expect(try draft(alert(#""expires_in":0.001"#)).expiresIn == NewAlert.minimumSeconds)
     }
 }
 

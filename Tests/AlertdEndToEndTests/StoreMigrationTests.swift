@@ -39,7 +39,9 @@ struct StoreMigrationTests {
         let run = try await Program.alertd(["migrate", "--config", config.path])
         #expect(run.status == 1)
         #expect(run.stderr.contains("cannot connect to \(url)"), "\(run.stderr)")
-        #expect(ContinuousClock.now - started < .seconds(15), "not after postgres-nio's minute of retries")
+        // A bound for postgres-nio's minute of retries, not a benchmark: 16 s was seen on two
+        // cores shared with a benchmark and two builds.
+        #expect(ContinuousClock.now - started < .seconds(40), "not after postgres-nio's minute of retries")
     }
 
     @Test("migrate-store warns of a password on its command line, and names a password file it cannot read")

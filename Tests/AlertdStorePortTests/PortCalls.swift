@@ -18,7 +18,7 @@ extension AlertStore {
 
     /// Posts `draft` to `client` in a transaction of its own; with `key`, records the key with it.
     func post(
-        _ draft: AlertDraft, to client: String, now: Timestamp, key: String? = nil, posted: (@Sendable (Alert) -> Void)? = nil
+        _ draft: NewAlert, to client: String, now: Timestamp, key: String? = nil, posted: (@Sendable (Alert) -> Void)? = nil
     ) async -> Result<Alert, EngineError> {
         await commit(client, now: now, key: key) { board, _ throws(EngineError) in
             do throws(BoardError) {
@@ -98,8 +98,8 @@ extension AlertStore {
 }
 
 /// An alert with buttons, as a test posts it.
-func draft(_ title: String, priority: Int = 0, expiresIn: Double? = nil) -> AlertDraft {
-    AlertDraft(title: title, buttons: [Button(title: "OK")], priority: priority, expiresIn: expiresIn)
+func draft(_ title: String, priority: Int = 0, expiresIn: Double? = nil) -> NewAlert {
+    NewAlert(title: title, buttons: [Button(title: "OK")], priority: priority, expiresIn: expiresIn)
 }
 
 /// The terminal event of `alert` with one delivery: what the engine writes with a decision.

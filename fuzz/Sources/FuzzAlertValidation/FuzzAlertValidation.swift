@@ -8,8 +8,8 @@ import AlertdWire
 public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let body = try? JSONParser.parse(UnsafeRawBufferPointer(start: data, count: size)) else { return 0 }
     let rules = AlertRules()
-    let draft: AlertDraft
-    switch AlertDraft.validate(body, rules: rules) {
+    let draft: NewAlert
+    switch NewAlert.validate(body, rules: rules) {
     case .failure(let invalid):
         precondition(!invalid.errors.isEmpty, "a refusal without a reason")
         return 0
@@ -41,16 +41,20 @@ public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
 }
 
 /// §2's bounds, restated independently of the validator.
-private func check(_ draft: AlertDraft, _ rules: AlertRules) {
+private func check(_ draft: NewAlert, _ rules: AlertRules) {
+    // A validated alert has its defaults filled in.
+    guard let buttons = draft.buttons, let priority = draft.priority, draft.style != nil else {
+        preconditionFailure("a validated alert lacks a default")
+    }
     precondition((1...256).contains(draft.title.unicodeScalars.count), "title length")
     precondition((draft.message?.unicodeScalars.count ?? 0) <= 4096, "message length")
-    precondition(draft.buttons.count <= 16, "too many buttons")
-    precondition(Set(draft.buttons.map(\.title)).count == draft.buttons.count, "duplicate button titles")
-    precondition(draft.buttons.allSatisfy { (1...64).contains($0.title.unicodeScalars.count) }, "button title length")
-    precondition(draft.buttons.count(where: { $0.style == .cancel }) <= 1, "two cancel buttons")
-    precondition((-100...100).contains(draft.priority), "priority range")
+    precondition(buttons.count <= 16, "too many buttons")
+    precondition(Set(buttons.map(\.title)).count == buttons.count, "duplicate button titles")
+    precondition(buttons.allSatisfy { (1...64).contains($0.title.unicodeScalars.count) }, "button title length")
+    precondition(buttons.count(where: { $0.style == .cancel }) <= 1, "two cancel buttons")
+    precondition((-100...100).contains(priority), "priority range")
     if let expiresIn = draft.expiresIn { precondition(expiresIn > 0 && expiresIn <= rules.maxExpiresIn, "expires_in range") }
-    if let dismissAfter = draft.dismissAfter { precondition(dismissAfter > 0 && draft.buttons.isEmpty, "dismiss_after") }
+    if let dismissAfter = draft.dismissAfter { precondition(dismissAfter > 0 && buttons.isEmpty, "dismiss_after") }
     if let metadata = draft.metadata { precondition(JSONValue.object(metadata).compactBytes().count <= 4096, "metadata size") }
     if let url = draft.callbackURL?.lowercased() {
         precondition(url.hasPrefix("http://") || url.hasPrefix("https://"), "callback_url scheme")

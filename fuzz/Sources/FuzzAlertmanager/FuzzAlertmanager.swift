@@ -52,11 +52,11 @@ public func fuzzAlertmanager(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         case .failure(let invalid):
             precondition(!invalid.errors.isEmpty, "a mapping refused without a reason")
         case .success(let draft):
-            precondition((1...AlertDraft.titleLimit).contains(draft.title.unicodeScalars.count), "title length")
-            precondition((draft.message?.unicodeScalars.count ?? 0) <= AlertDraft.messageLimit, "message length")
-            precondition(AlertDraft.priorityRange.contains(draft.priority), "priority range")
+            precondition((1...NewAlert.titleLimit).contains(draft.title.unicodeScalars.count), "title length")
+            precondition((draft.message?.unicodeScalars.count ?? 0) <= NewAlert.messageLimit, "message length")
+            precondition(draft.priority.map(NewAlert.priorityRange.contains) == true, "priority range")
             if let metadata = draft.metadata {
-                precondition(JSONValue.object(metadata).compactBytes().count <= AlertDraft.metadataLimit, "metadata size")
+                precondition(JSONValue.object(metadata).compactBytes().count <= NewAlert.metadataLimit, "metadata size")
             }
             var board = AlertBoard(rules: AlertRules())
             let posted: Alert
@@ -70,7 +70,7 @@ public func fuzzAlertmanager(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
                 precondition(names.contains("alertname"), "a silence without alertname")
                 precondition(names.allSatisfy { name in alert.labels.contains { $0.name == name } }, "a matcher the alert lacks")
             }
-            let offersSilence = draft.buttons.contains { settings.button(titled: $0.title)?.silenceSeconds != nil }
+            let offersSilence = (draft.buttons ?? []).contains { settings.button(titled: $0.title)?.silenceSeconds != nil }
             precondition(offersSilence == (AlertmanagerMapping.silenceMatcherNames(of: posted) != nil), "silence buttons without matchers")
         }
     }
