@@ -34,17 +34,7 @@ public struct CallbackEvent: Sendable, Hashable {
         self.type = Self.type(for: state)
         self.timestamp = timestamp
         var writer = JSONWriter(capacity: renderedAlert.count + 96)
-        writer.beginObject()
-        writer.key("type")
-        writer.string(type)
-        writer.key("timestamp")
-        writer.timestamp(timestamp)
-        writer.key("data")
-        writer.beginObject()
-        writer.key("alert")
-        writer.raw(renderedAlert)
-        writer.endObject()
-        writer.endObject()
+        AlertEvent.write(type: type, timestamp: timestamp, into: &writer) { $0.raw(renderedAlert) }
         body = writer.bytes
     }
 

@@ -239,6 +239,58 @@ extension JSONWriter {
     }
 }
 
+/// The body of a callback or webhook delivery (§5): `{"type":"alert.<state>",
+/// "timestamp":…,"data":{"alert":…}}`, the alert as it became terminal. Decode a body
+/// ``WebhookVerifier`` accepted (AlertdClient) with it.
+///
+/// ```swift
+/// let event = try JSONDecoder().decode(AlertEvent.self, from: Data(body))
+/// if event.data.alert.result?.button == "Deploy" { … }
+/// ```
+public struct AlertEvent: Sendable, Hashable, Codable {
+    /// `alert.` + the terminal state (`alert.answered`, …).
+    public var type: String
+    /// When the alert became terminal.
+    public var timestamp: Timestamp
+    /// What the event is about.
+    public var data: EventData
+
+    /// `data`: the alert.
+    public struct EventData: Sendable, Hashable, Codable {
+        public var alert: AlertResource
+
+        public init(alert: AlertResource) { self.alert = alert }
+    }
+
+    /// A value with every field given.
+    public init(type: String, timestamp: Timestamp, alert: AlertResource) {
+        self.type = type
+        self.timestamp = timestamp
+        self.data = EventData(alert: alert)
+    }
+
+    /// Writes the event: the one writer of its shape.
+    public func write(into json: inout JSONWriter) {
+        Self.write(type: type, timestamp: timestamp, into: &json) { data.alert.write(into: &$0) }
+    }
+
+    /// The one writer of the event's shape; `alert` writes the alert resource (the
+    /// daemon passes the bytes it rendered, which every attempt sends and signs).
+    public static func write(type: String, timestamp: Timestamp, into json: inout JSONWriter, alert: (inout JSONWriter) -> Void) {
+        json.beginObject()
+        json.key("type")
+        json.string(type)
+        json.key("timestamp")
+        json.timestamp(timestamp)
+        json.key("data")
+        json.beginObject()
+        json.key("alert")
+        alert(&json)
+        json.endObject()
+        json.endObject()
+    }
+}
+
 /// `POST .../alerts/{id}/choice`: exactly one of the button's title or its index.
 public struct ButtonChoice: Sendable, Hashable, Codable {
     /// The button's title.

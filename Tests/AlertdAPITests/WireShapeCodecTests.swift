@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdDelivery
 import AlertdHTTP
 import AlertdTestSupport
 import AlertdWire
@@ -105,5 +106,22 @@ struct WireShapeCodecTests {
         }
         #expect(conflict.code == "already-decided" && conflict.errors == nil)
         #expect(conflict.alert?.id == alert.id.description && conflict.alert?.result?.decidedBy == "alice")
+    }
+
+    @Test("a callback's body: its type, time and the alert as it became terminal, decoded as the SDK's AlertEvent")
+    func callbackEvent() throws {
+        var ids = AlertIDGenerator()
+        var alert = Alert(
+            id: ids.next(at: at), client: "ops", title: "Restart db-3?",
+            buttons: [Button(title: "Yes"), Button(title: "No", style: .cancel)],
+            state: .answered, createdAt: at, expiresAt: at.adding(seconds: 600))
+        alert.decidedAt = at.adding(seconds: 9)
+        alert.result = AlertResult(outcome: .answered, button: "No", buttonIndex: 1, cancelled: true, decidedBy: "bob")
+        var eventIDs = CallbackEventIDGenerator()
+        let event = CallbackEvent(
+            id: eventIDs.next(at: at), state: .answered, timestamp: alert.decidedAt!, renderedAlert: alert.json(position: nil))
+        let decoded = try roundTrip(AlertEvent.self, event.body) { $0.write(into: &$1) }
+        #expect(decoded.type == "alert.answered" && decoded.timestamp == alert.decidedAt)
+        #expect(decoded.data.alert.id == alert.id.description && decoded.data.alert.result?.cancelled == true)
     }
 }
