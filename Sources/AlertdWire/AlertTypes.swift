@@ -58,13 +58,10 @@ public struct Button: Sendable, Hashable, Codable {
     /// `{"title":"Deploy","style":"default"}`.
     public func write(into json: inout JSONWriter) {
         json.beginObject()
-        for key in CodingKeys.allCases {
-            json.key(key.rawValue)
-            switch key {
-            case .title: json.string(title)
-            case .style: json.string(style.rawValue)
-            }
-        }
+        json.key("title")
+        json.string(title)
+        json.key("style")
+        json.string(style.rawValue)
         json.endObject()
     }
 }
@@ -128,16 +125,16 @@ public struct AlertResult: Sendable, Hashable, Codable {
     /// Writes the result as the daemon writes it: members in ``memberNames`` order, `null` for what is absent.
     public func write(into json: inout JSONWriter) {
         json.beginObject()
-        for key in CodingKeys.allCases {
-            json.key(key.rawValue)
-            switch key {
-            case .outcome: json.string(outcome.rawValue)
-            case .button: json.string(button)
-            case .buttonIndex: json.int(buttonIndex)
-            case .cancelled: json.bool(cancelled)
-            case .decidedBy: json.string(decidedBy)
-            }
-        }
+        json.key("outcome")
+        json.string(outcome.rawValue)
+        json.key("button")
+        json.string(button)
+        json.key("button_index")
+        json.int(buttonIndex)
+        json.key("cancelled")
+        json.bool(cancelled)
+        json.key("decided_by")
+        json.string(decidedBy)
         json.endObject()
     }
 }
