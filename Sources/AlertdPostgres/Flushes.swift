@@ -266,9 +266,32 @@ final class Flushes: Sendable {
         var notices: [String] = []
     }
 
-    /// Runs a flush.
+    /// Runs a flush: one transaction for its clients (``commit(_:slots:store:outcomes:roundTrips:notices:)``),
+    /// then each change told its outcome (``publish(_:results:outcomes:cost:)``), or, when
+    /// the transaction failed, ``recover(_:from:store:outcomes:slots:)``.
     private func run(_ flush: [Operation], store: PostgresAlertStore) async -> Left {
         let outcomes = NIOLockedValueBox<[Outcome]>(Array(repeating: .waiting, count: flush.count))
+        let slots = Self.slots(of: flush)
+        let started = DispatchTime.now().uptimeNanoseconds
+        // BEGIN, the locks, the read, COMMIT; the write and a second read when they run.
+        let roundTrips = NIOLockedValueBox(4)
+        // The notification's payloads, sent once the flush committed.
+        let notices = NIOLockedValueBox<[String]>([])
+        let results: [ClientResult]
+        do {
+            results = try await commit(flush, slots: slots, store: store, outcomes: outcomes, roundTrips: roundTrips, notices: notices)
+        } catch {
+            return await recover(flush, from: error, store: store, outcomes: outcomes.withLockedValue { $0 }, slots: slots)
+        }
+        let sent = notices.withLockedValue { $0 }
+        let cost = (roundTrips: roundTrips.withLockedValue { $0 } + (sent.isEmpty ? 0 : 1), started: started)
+        var left = publish(flush, results: results, outcomes: outcomes.withLockedValue { $0 }, cost: cost)
+        left.notices = sent
+        return left
+    }
+
+    /// The flush's operations by client, clients in the order of their first operation.
+    private static func slots(of flush: [Operation]) -> [Slot] {
         var order: [String: Int] = [:]
         var slots: [Slot] = []
         for (index, operation) in flush.enumerated() {
@@ -281,124 +304,133 @@ final class Flushes: Sendable {
                 }()
             slots[at].operations.append(index)
         }
+        return slots
+    }
+
+    /// The flush's transaction: its clients' locks (those held elsewhere left for the next
+    /// flush), their queues brought up to date, every change applied, and one write.
+    private func commit(
+        _ flush: [Operation], slots prepared: [Slot], store: PostgresAlertStore, outcomes: NIOLockedValueBox<[Outcome]>,
+        roundTrips: NIOLockedValueBox<Int>, notices: NIOLockedValueBox<[String]>
+    ) async throws -> [ClientResult] {
         let settings = store.settings.withLockedValue { $0 }
         // A flush tries its clients' locks without waiting, commits those it got and leaves the
         // others for the next flush; one with a change left before waits for every lock.
         let waits = flush.contains { $0.deferrals > 0 }
-        let prepared = slots
-        let started = DispatchTime.now().uptimeNanoseconds
-        // BEGIN, the locks, the read, COMMIT; the write and a second read when they run.
-        let roundTrips = NIOLockedValueBox(4)
-        // The notification's payloads, sent once the flush committed.
-        let notices = NIOLockedValueBox<[String]>([])
-        let results: [ClientResult]
-        do {
-            results = try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
-                var slots = prepared
-                let names = slots.map(\.client)
-                var sequences: [Int64]
-                var held: Set<String>
-                if waits {
+        return try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
+            var slots = prepared
+            let names = slots.map(\.client)
+            var sequences: [Int64]
+            var held: Set<String>
+            if waits {
+                sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
+                held = Set(names)
+            } else {
+                (held, sequences) = try await Self.tryLock(names, count: flush.count, on: connection, logger: logger)
+                if held.isEmpty {
+                    // Every client is held elsewhere: waiting, holding none, cannot deadlock.
                     sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
                     held = Set(names)
-                } else {
-                    (held, sequences) = try await Self.tryLock(names, count: flush.count, on: connection, logger: logger)
-                    if held.isEmpty {
-                        // Every client is held elsewhere: waiting, holding none, cannot deadlock.
-                        sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
-                        held = Set(names)
-                        roundTrips.withLockedValue { $0 += 1 }
-                    }
-                }
-                if held.count < slots.count {
-                    outcomes.withLockedValue { outcomes in
-                        for slot in slots where !held.contains(slot.client) {
-                            for index in slot.operations { outcomes[index] = .deferred }
-                        }
-                    }
-                    slots.removeAll { !held.contains($0.client) }
-                }
-                // Taken out of the cache, and moved, never copied, from here to the board that
-                // changes: a copy still referenced would copy every alert of the queue at the
-                // first change (measured: most of a flush's time with a long queue).
-                var taken = queues.withLockedValue { queues in
-                    var taken: [String: Queue] = [:]
-                    for slot in slots {
-                        if let queue = queues.removeValue(forKey: slot.client), queue.settings == settings { taken[slot.client] = queue }
-                    }
-                    return taken
-                }
-                for index in slots.indices { slots[index].since = taken[slots[index].client]?.version ?? -1 }
-                if try await Self.read(&slots, flush: flush, on: connection, logger: logger) {
                     roundTrips.withLockedValue { $0 += 1 }
                 }
-                for slot in slots where slot.since < 0 { taken[slot.client] = nil }
-                var results: [ClientResult] = []
-                var writes = Write(instance: store.instance)
-                var grown = (pending: 0, clients: 0, bytes: 0)
-                var drawn = sequences[...]
+            }
+            if held.count < slots.count {
+                outcomes.withLockedValue { outcomes in
+                    for slot in slots where !held.contains(slot.client) {
+                        for index in slot.operations { outcomes[index] = .deferred }
+                    }
+                }
+                slots.removeAll { !held.contains($0.client) }
+            }
+            // Taken out of the cache, and moved, never copied, from here to the board that
+            // changes: a copy still referenced would copy every alert of the queue at the
+            // first change (measured: most of a flush's time with a long queue).
+            var taken = queues.withLockedValue { queues in
+                var taken: [String: Queue] = [:]
                 for slot in slots {
-                    let mine = Array(drawn.prefix(slot.operations.count))
-                    drawn = drawn.dropFirst(slot.operations.count)
-                    results.append(
-                        Self.apply(
-                            slot, cached: taken.removeValue(forKey: slot.client), flush: flush, sequences: mine, settings: settings,
-                            store: store, grown: &grown, writes: &writes, outcomes: outcomes))
+                    if let queue = queues.removeValue(forKey: slot.client), queue.settings == settings { taken[slot.client] = queue }
                 }
-                if !writes.isEmpty {
-                    notices.withLockedValue { $0 = Notifications.payloads(writes.entries, from: store.instance) }
-                    // Read to its end: an error of a statement that returns rows comes with them, and
-                    // one left unread let COMMIT end the failed transaction as a ROLLBACK, silently.
-                    for try await _ in try await connection.execute(writes, logger: logger) {}
-                    roundTrips.withLockedValue { $0 += 1 }
-                }
-                return results
+                return taken
             }
-        } catch {
-            let reached = outcomes.withLockedValue { $0 }
-            let deferred = Self.deferred(flush, reached)
-            queues.withLockedValue { queues in
-                for slot in slots where !deferred.contains(where: { $0.client == slot.client }) { queues[slot.client] = nil }
+            for index in slots.indices { slots[index].since = taken[slots[index].client]?.version ?? -1 }
+            if try await Self.read(&slots, flush: flush, on: connection, logger: logger) {
+                roundTrips.withLockedValue { $0 += 1 }
             }
-            // The database refused one change's data (not its own failure): each client's changes
-            // run again in a flush of their own, then each change alone, so that only the change at
-            // fault fails. Those refused already have their answer; the others never had theirs.
-            let again = flush.indices.filter {
-                switch reached[$0] {
-                case .refused, .deferred: false
-                case .waiting, .applied: true
-                }
-            }.map { flush[$0] }
-            if PostgresAlertStore.requestFault(error) != nil, again.count > 1 {
-                var left = Left(deferred: deferred)
-                let byClient = Dictionary(grouping: again.indices, by: { again[$0].client }).values.sorted { $0[0] < $1[0] }
-                for group in byClient.count > 1 ? byClient : again.indices.map({ [$0] }) {
-                    let part = await run(group.map { again[$0] }, store: store)
-                    left.deferred += part.deferred
-                    left.notices += part.notices
-                }
-                return left
+            for slot in slots where slot.since < 0 { taken[slot.client] = nil }
+            var results: [ClientResult] = []
+            var writes = Write(instance: store.instance)
+            var grown = (pending: 0, clients: 0, bytes: 0)
+            var drawn = sequences[...]
+            for slot in slots {
+                let mine = Array(drawn.prefix(slot.operations.count))
+                drawn = drawn.dropFirst(slot.operations.count)
+                results.append(
+                    Self.apply(
+                        slot, cached: taken.removeValue(forKey: slot.client), flush: flush, sequences: mine, settings: settings,
+                        store: store, grown: &grown, writes: &writes, outcomes: outcomes))
             }
-            let failure = store.unavailable(error)
-            for (index, outcome) in reached.enumerated() {
-                switch outcome {
-                case .waiting: flush[index].fail(failure)
-                case .refused, .deferred: break
-                case .applied(let applied): applied.finish(.failure(failure))
-                }
+            if !writes.isEmpty {
+                notices.withLockedValue { $0 = Notifications.payloads(writes.entries, from: store.instance) }
+                // Read to its end: an error of a statement that returns rows comes with them, and
+                // one left unread let COMMIT end the failed transaction as a ROLLBACK, silently.
+                for try await _ in try await connection.execute(writes, logger: logger) {}
+                roundTrips.withLockedValue { $0 += 1 }
             }
-            return Left(deferred: deferred)
+            return results
         }
-        queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
-        let reached = outcomes.withLockedValue { $0 }
+    }
+
+    /// After a failed transaction: nothing of it committed. A change whose data the database
+    /// refused (not its own failure) is found by running each client's changes again in a
+    /// flush of their own, then each change alone, so that only the change at fault fails;
+    /// any other failure fails every change the flush reached.
+    private func recover(
+        _ flush: [Operation], from error: any Error, store: PostgresAlertStore, outcomes reached: [Outcome], slots: [Slot]
+    ) async -> Left {
         let deferred = Self.deferred(flush, reached)
-        let sent = notices.withLockedValue { $0 }
+        queues.withLockedValue { queues in
+            for slot in slots where !deferred.contains(where: { $0.client == slot.client }) { queues[slot.client] = nil }
+        }
+        // Those refused already have their answer; the others never had theirs.
+        let again = flush.indices.filter {
+            switch reached[$0] {
+            case .refused, .deferred: false
+            case .waiting, .applied: true
+            }
+        }.map { flush[$0] }
+        if PostgresAlertStore.requestFault(error) != nil, again.count > 1 {
+            var left = Left(deferred: deferred)
+            let byClient = Dictionary(grouping: again.indices, by: { again[$0].client }).values.sorted { $0[0] < $1[0] }
+            for group in byClient.count > 1 ? byClient : again.indices.map({ [$0] }) {
+                let part = await run(group.map { again[$0] }, store: store)
+                left.deferred += part.deferred
+                left.notices += part.notices
+            }
+            return left
+        }
+        let failure = store.unavailable(error)
+        for (index, outcome) in reached.enumerated() {
+            switch outcome {
+            case .waiting: flush[index].fail(failure)
+            case .refused, .deferred: break
+            case .applied(let applied): applied.finish(.failure(failure))
+            }
+        }
+        return Left(deferred: deferred)
+    }
+
+    /// After the commit: the queues back in the cache, the flush's cost told, and each change
+    /// told the displays it changed, as they stand at commit, and its client's version (the
+    /// engine's published display then has it too).
+    private func publish(
+        _ flush: [Operation], results: [ClientResult], outcomes reached: [Outcome], cost: (roundTrips: Int, started: UInt64)
+    ) -> Left {
+        queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
+        let deferred = Self.deferred(flush, reached)
         onFlush(
             PostgresAlertStore.FlushCost(
-                changes: flush.count - deferred.count, roundTrips: roundTrips.withLockedValue { $0 } + (sent.isEmpty ? 0 : 1),
-                nanoseconds: DispatchTime.now().uptimeNanoseconds - started))
-        // Each change is told the displays it changed, as they stand at commit, and its
-        // client's version: the engine's published display then has it too.
+                changes: flush.count - deferred.count, roundTrips: cost.roundTrips,
+                nanoseconds: DispatchTime.now().uptimeNanoseconds - cost.started))
         var shown: [String: Alert?] = [:]
         var versions: [String: VersionStep] = [:]
         for result in results {
@@ -411,7 +443,7 @@ final class Flushes: Sendable {
             let displays = change.change.displayChanged.map { (client: $0, alert: shown[$0] ?? nil) }
             change.finish(.success(Published(displays: displays, versions: versions[client].map { [client: $0] } ?? [:])))
         }
-        return Left(deferred: deferred, notices: sent)
+        return Left(deferred: deferred)
     }
 
     /// Tells the other instances what a flush committed: after its COMMIT, in a statement of
