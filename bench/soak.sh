@@ -99,7 +99,7 @@ sample() {
 echo "seconds,state_dir_bytes,rss_kib,alertd_store_bytes,terminal_total" > "$OUT/samples.csv"
 echo "soak: $DURATION s, $CONNS connections/clients, alertd $ALERTD (pid $PID), output $OUT"
 sample 0
-wrk -t"$CONNS" -c"$CONNS" -d"${DURATION}s" --timeout 10s -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" > "$OUT/wrk.txt" 2>&1 &
+wrk -t"$CONNS" -c"$CONNS" -d"${DURATION}s" --timeout 10s --latency -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" > "$OUT/wrk.txt" 2>&1 &
 WRK_PID=$!
 START=$(date +%s)
 while kill -0 "$WRK_PID" 2>/dev/null; do

@@ -122,10 +122,9 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// in), with their events; and idempotency keys created before `keysBefore`;
     /// then forgets the clients left with nothing pending and nothing retained.
     /// A terminal alert with a delivery still pending stays until it is settled.
-    /// Completes with the clients forgotten.
-    func purge(
-        decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp,
-        completion: @escaping @Sendable (Result<[String], EngineError>) -> Void)
+    /// Deletes in batches, each a commit of its own, so other changes go on between
+    /// them. Returns the clients forgotten.
+    func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String]
 
     /// Probes whether the store takes writes (for readiness). After failed
     /// commits, once one goes through again, the store rebuilds what it holds

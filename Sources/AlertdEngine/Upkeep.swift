@@ -53,13 +53,14 @@ extension Engine {
     public func purge() async {
         guard refusal() == nil else { return }
         let now = clock.now()
-        let forgotten = await withCheckedContinuation { (continuation: CheckedContinuation<[String], Never>) in
-            store.purge(
+        let forgotten: [String]
+        do {
+            forgotten = try await store.purge(
                 decidedBefore: now.adding(seconds: -settings.retentionSeconds), keepPerClient: settings.retentionMax,
-                keysBefore: now.adding(seconds: -86_400)
-            ) { result in
-                continuation.resume(returning: (try? result.get()) ?? [])
-            }
+                keysBefore: now.adding(seconds: -86_400))
+        } catch {
+            logger.warning("the purge did not finish; the next one goes on", metadata: ["error": "\(error)"])
+            return
         }
         guard !forgotten.isEmpty else { return }
         waiters.withLockedValue { $0.forget(forgotten) }

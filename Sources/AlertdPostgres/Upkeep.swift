@@ -9,39 +9,34 @@ import Synchronization
 /// Purges, the size measurement, the health probe.
 extension PostgresAlertStore {
 
-    public func purge(
-        decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp,
-        completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
-    ) {
-        Task {
-            do {
-                // Batches of 10 000 alerts, a transaction each, until one is short: a busy
-                // instance decides more than 10 000 alerts a minute (at most 100 batches a round).
-                var batches = 0
-                var full = true
-                while full, batches < 100 {
-                    batches += 1
-                    full = try await purgeBatch(decidedBefore: decidedBefore, keepPerClient: keepPerClient) == 10_000
-                }
-                let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
-                    try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
-                    // Clients with nothing left: forgotten, unless one is in a transaction now.
-                    var forgotten: [String] = []
-                    for try await id in try await connection.query(
-                        """
-                        DELETE FROM clients c WHERE NOT EXISTS (SELECT 1 FROM alerts a WHERE a.client = c.id)
-                        AND pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(c.id, 0::int8)) RETURNING c.id
-                        """, logger: logger
-                    ).decode(String.self) {
-                        forgotten.append(id)
-                    }
-                    return forgotten
-                }
-                await measureSize()
-                completion(.success(forgotten))
-            } catch {
-                completion(.failure(unavailable(error)))
+    public func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String] {
+        do {
+            // Batches of 10 000 alerts, a transaction each, until one is short: a busy
+            // instance decides more than 10 000 alerts a minute (at most 100 batches a round).
+            var batches = 0
+            var full = true
+            while full, batches < 100 {
+                batches += 1
+                full = try await purgeBatch(decidedBefore: decidedBefore, keepPerClient: keepPerClient) == 10_000
             }
+            let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
+                try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
+                // Clients with nothing left: forgotten, unless one is in a transaction now.
+                var forgotten: [String] = []
+                for try await id in try await connection.query(
+                    """
+                    DELETE FROM clients c WHERE NOT EXISTS (SELECT 1 FROM alerts a WHERE a.client = c.id)
+                    AND pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(c.id, 0::int8)) RETURNING c.id
+                    """, logger: logger
+                ).decode(String.self) {
+                    forgotten.append(id)
+                }
+                return forgotten
+            }
+            await measureSize()
+            return forgotten
+        } catch {
+            throw unavailable(error)
         }
     }
 

@@ -7,9 +7,11 @@ public enum StoreWrite: Sendable {
     /// Inserts or replaces the alert.
     case alert(Alert)
     case idempotency(IdempotencyRecord)
-    /// Deletes terminal alerts decided before `decidedBefore` or beyond each client's newest
-    /// `keepPerClient`, and keys created before `keysBefore`.
-    case purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp)
+    /// Deletes these terminal alerts (a purge's, ``PersistentStore/purgeCandidates(decidedBefore:keepPerClient:limit:)``)
+    /// with their events, deliveries and attempts; one with a delivery still pending stays.
+    case deleteTerminal([String])
+    /// Deletes idempotency keys created before this time.
+    case deleteKeys(createdBefore: Timestamp)
     /// Registers an API webhook.
     case webhook(Webhook)
     /// Removes an API webhook.
@@ -22,10 +24,14 @@ public enum StoreWrite: Sendable {
     /// alert was purged meanwhile).
     case attempt(AttemptRecord)
 
-    /// A delivery attempt's record: nothing a user was told depends on its fsync.
-    public var isAttempt: Bool {
-        if case .attempt = self { return true }
-        return false
+    /// A write nothing a user was told depends on the fsync of: a delivery attempt's record
+    /// (delivery is at least once), a purge's deletions (a power loss undoes them, and the
+    /// next purge deletes them again).
+    public var needsNoFsync: Bool {
+        switch self {
+        case .attempt, .deleteTerminal, .deleteKeys: true
+        default: false
+        }
     }
 }
 
@@ -61,6 +67,11 @@ public protocol PersistentStore: Sendable {
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
     /// Every delivery still pending, with its event's body and how many attempts it had.
     func pendingDeliveries() throws -> [PendingDelivery]
+    /// Terminal alerts past retention, at most `limit`: decided before `decidedBefore`, or
+    /// beyond their client's newest `keepPerClient` (by id), without a delivery still
+    /// pending. Read beside the writer: a purge then deletes them a few hundred a commit,
+    /// between other commits (``StoreWrite/deleteTerminal(_:)``).
+    func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String]
     /// Those of `clients` that have no terminal alert stored.
     func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String]
     /// Whether a write can be made now (for readiness).

@@ -289,13 +289,39 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     // MARK: - Upkeep
 
-    public func purge(
-        decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp,
-        completion: @escaping @Sendable (Result<[String], EngineError>) -> Void
-    ) {
-        write([.purge(decidedBefore: decidedBefore, keepPerClient: keepPerClient, keysBefore: keysBefore)]) { [self] result in
-            completion(result.map { forgetIdleClients() })
+    /// Candidates are read beside the writer, `purgeRound` at a time, and deleted
+    /// `purgeChunk` a commit: the writer never holds a minute's worth of deletions in one
+    /// transaction while posts wait (a one-hour soak at ~760 answered alerts/s saw posts
+    /// wait up to 7.8 s behind a purge of 45,000 alerts in one commit).
+    public func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String] {
+        if let refusal { throw refusal }
+        for _ in 0..<Self.purgeRounds {
+            let ids = try read {
+                try persistent.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: Self.purgeRound)
+            }
+            var start = ids.startIndex
+            while start < ids.endIndex {
+                let end = min(start + Self.purgeChunk, ids.endIndex)
+                try await commit([.deleteTerminal(Array(ids[start..<end]))])
+                start = end
+            }
+            if ids.count < Self.purgeRound { break }
         }
+        try await commit([.deleteKeys(createdBefore: keysBefore)])
+        return forgetIdleClients()
+    }
+
+    /// Candidates read at a time, alerts deleted a commit, rounds a purge (a million alerts).
+    static let purgeRound = 5_000
+    static let purgeChunk = 500
+    static let purgeRounds = 200
+
+    /// Submits writes and returns once they are committed.
+    private func commit(_ writes: [StoreWrite]) async throws(EngineError) {
+        let result = await withCheckedContinuation { (done: CheckedContinuation<Result<Void, EngineError>, Never>) in
+            write(writes) { done.resume(returning: $0) }
+        }
+        try result.get()
     }
 
     /// Forgets clients that hold nothing any more: nothing pending, nothing

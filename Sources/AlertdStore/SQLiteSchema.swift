@@ -105,6 +105,9 @@ extension SQLiteStore {
         migrator.registerMigration("v6: what a delivery produced (an Alertmanager silence id)") { db in
             try db.execute(sql: "ALTER TABLE deliveries ADD COLUMN result TEXT")
         }
+        migrator.registerMigration("v7: events by alert (a purge deletes an alert's events)") { db in
+            try db.execute(sql: "CREATE INDEX events_by_alert ON events(alert_id)")
+        }
         return migrator
     }
 }

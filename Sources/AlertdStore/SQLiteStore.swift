@@ -133,7 +133,7 @@ public final class SQLiteStore: PersistentStore {
     /// decision, are never lost. Attempts come in thousands a second when a receiver
     /// drains a backlog; an fsync per batch of them would buy nothing a user can see.
     public func commit(_ writes: [StoreWrite]) throws {
-        guard durability == .full, !writes.isEmpty, writes.allSatisfy(\.isAttempt) else {
+        guard durability == .full, !writes.isEmpty, writes.allSatisfy(\.needsNoFsync) else {
             return try pool.write { db in try Self.apply(writes, db) }
         }
         try pool.writeWithoutTransaction { db in
@@ -211,40 +211,19 @@ public final class SQLiteStore: PersistentStore {
                 for client in clients {
                     try db.cachedStatement(sql: "DELETE FROM clients WHERE id = ?").execute(arguments: [client])
                 }
-            case .purge(let decidedBefore, let keepPerClient, let keysBefore):
-                // Events, deliveries and attempts go with their alert; an alert
-                // with a delivery still pending stays until it is settled
-                // (retention shorter than callbacks.max_age loses nothing).
-                // The ids are gathered once, in a table of this (the writer's) connection.
+            case .deleteTerminal(let ids):
+                // Events, deliveries and attempts go with their alert; an alert with a
+                // delivery still pending stays until it is settled (retention shorter than
+                // callbacks.max_age loses nothing). The ids go in a table of this (the
+                // writer's) connection, which each statement joins.
                 try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS purged (id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
-                try db.execute(sql: "DELETE FROM temp.purged")
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO temp.purged SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ?",
-                    arguments: [decidedBefore.milliseconds])
-                // Beyond each client's newest keepPerClient terminal alerts (by id, the order
-                // its list pages in): per client, the index by client and id walks
-                // keepPerClient entries to the first one that goes, then the rest. (One
-                // statement with the cutoff as a correlated subquery ran it again for every
-                // row: minutes, with the writer held, once a client had a few thousand.)
-                let clients = try String.fetchAll(db, sql: "SELECT id FROM clients")
-                let cutoff = try db.cachedStatement(
-                    sql: """
-                        SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL
-                        ORDER BY id DESC LIMIT 1 OFFSET ?
-                        """)
-                let beyond = try db.cachedStatement(
-                    sql: """
-                        INSERT OR IGNORE INTO temp.purged
-                        SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND id <= ?
-                        """)
-                for client in clients {
-                    guard let last = try String.fetchOne(cutoff, arguments: [client, keepPerClient]) else { continue }
-                    try beyond.execute(arguments: [client, last])
-                }
+                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.purged (id) VALUES (?)")
+                for id in ids { try insert.execute(arguments: [id]) }
                 try db.execute(
                     sql: """
                         DELETE FROM temp.purged WHERE EXISTS
                             (SELECT 1 FROM deliveries d WHERE d.alert_id = purged.id AND d.state = 'pending')
+                            OR NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = purged.id AND a.decided_at IS NOT NULL)
                         """)
                 try db.execute(
                     sql: """
@@ -255,9 +234,41 @@ public final class SQLiteStore: PersistentStore {
                 try db.execute(sql: "DELETE FROM events WHERE alert_id IN (SELECT id FROM temp.purged)")
                 try db.execute(sql: "DELETE FROM alerts WHERE id IN (SELECT id FROM temp.purged)")
                 try db.execute(sql: "DELETE FROM temp.purged")
-                try db.execute(
-                    sql: "DELETE FROM idempotency_keys WHERE created_at < ?", arguments: [keysBefore.milliseconds])
+            case .deleteKeys(let createdBefore):
+                try db.cachedStatement(sql: "DELETE FROM idempotency_keys WHERE created_at < ?")
+                    .execute(arguments: [createdBefore.milliseconds])
             }
+        }
+    }
+
+    public func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
+        try pool.read { db in
+            let unsettled = "NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')"
+            var found = Set<String>()
+            var ids: [String] = []
+            func take(_ statement: Statement, _ arguments: StatementArguments) throws {
+                let cursor = try String.fetchCursor(statement, arguments: arguments)
+                while ids.count < limit, let id = try cursor.next() {
+                    if found.insert(id).inserted { ids.append(id) }
+                }
+            }
+            try take(
+                db.cachedStatement(sql: "SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ? AND \(unsettled) LIMIT ?"),
+                [decidedBefore.milliseconds, limit])
+            // Beyond each client's newest keepPerClient terminal alerts (by id, the order its
+            // list pages in): per client, the index by client and id walks keepPerClient
+            // entries to the first one that goes, then the rest. (One statement with the
+            // cutoff as a correlated subquery ran it again for every row: minutes, with the
+            // writer held, once a client had a few thousand.)
+            let cutoff = try db.cachedStatement(
+                sql: "SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?")
+            let beyond = try db.cachedStatement(
+                sql: "SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND id <= ? AND \(unsettled) LIMIT ?")
+            for client in try String.fetchAll(db, sql: "SELECT id FROM clients") where ids.count < limit {
+                guard let last = try String.fetchOne(cutoff, arguments: [client, keepPerClient]) else { continue }
+                try take(beyond, [client, last, limit])
+            }
+            return ids
         }
     }
 

@@ -140,10 +140,13 @@ struct PostgresSessionTests {
             url: try PostgresURL(address), poolSize: 2, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
             logger: Self.quiet)
         let running = Task { try await store.run() }
-        let forgotten = await withCheckedContinuation { done in
-            store.purge(decidedBefore: Timestamp(milliseconds: 0), keepPerClient: 100_000, keysBefore: Timestamp(milliseconds: 0)) {
-                done.resume(returning: $0)
-            }
+        let forgotten: Result<[String], EngineError>
+        do throws(EngineError) {
+            forgotten = .success(
+                try await store.purge(
+                    decidedBefore: Timestamp(milliseconds: 0), keepPerClient: 100_000, keysBefore: Timestamp(milliseconds: 0)))
+        } catch {
+            forgotten = .failure(error)
         }
         #expect((try? forgotten.get()) == ["gone"], "\(forgotten)")
         running.cancel()

@@ -41,6 +41,9 @@ final class FailingStore: PersistentStore, Sendable {
     func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
         try inner.clientsWithoutDecidedAlerts(among: clients)
     }
+    func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
+        try inner.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: limit)
+    }
     func isWritable() -> Bool { !failing.load(ordering: .relaxed) && inner.isWritable() }
 }
 

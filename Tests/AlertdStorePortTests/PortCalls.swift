@@ -91,9 +91,7 @@ extension AlertStore {
     }
 
     func purgeDecided(before: Timestamp, keepPerClient: Int = .max, keysBefore: Timestamp) async throws -> [String] {
-        try await withCheckedContinuation { done in
-            purge(decidedBefore: before, keepPerClient: keepPerClient, keysBefore: keysBefore) { done.resume(returning: $0) }
-        }.get()
+        try await purge(decidedBefore: before, keepPerClient: keepPerClient, keysBefore: keysBefore)
     }
 }
 

@@ -17,6 +17,8 @@ final class GatedStore: PersistentStore, @unchecked Sendable {
     let entered = Observed(false)
     let gate = DispatchSemaphore(value: 0)
     let commits = NIOLockedValueBox<[Int]>([])
+    /// The size of each `deleteTerminal` write committed.
+    let deletions = NIOLockedValueBox<[Int]>([])
     let failing = Atomic<Bool>(false)
     private let first = Atomic<Bool>(true)
 
@@ -34,6 +36,7 @@ final class GatedStore: PersistentStore, @unchecked Sendable {
         }
         if failing.load(ordering: .relaxed) { throw Failure() }
         commits.withLockedValue { $0.append(writes.count) }
+        for case .deleteTerminal(let ids) in writes { deletions.withLockedValue { $0.append(ids.count) } }
         try inner.commit(writes)
     }
 
@@ -50,6 +53,9 @@ final class GatedStore: PersistentStore, @unchecked Sendable {
     func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
     func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
         try inner.clientsWithoutDecidedAlerts(among: clients)
+    }
+    func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
+        try inner.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: limit)
     }
     func isWritable() -> Bool { inner.isWritable() }
 }

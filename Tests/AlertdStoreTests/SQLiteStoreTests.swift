@@ -154,9 +154,7 @@ struct SQLiteStoreTests {
         #expect(try store.idempotency(client: "ops", key: "k-1") == record)
         #expect(try store.idempotency(client: "other", key: "k-1") == nil)
 
-        try store.commit([
-            .purge(decidedBefore: Timestamp(milliseconds: 5_000_000), keepPerClient: .max, keysBefore: Timestamp(milliseconds: 5_000_000))
-        ])
+        try store.purge(decidedBefore: Timestamp(milliseconds: 5_000_000), keysBefore: Timestamp(milliseconds: 5_000_000))
         #expect(try store.alert(oldID) == nil)
         #expect(try store.alert(newID) != nil)
         #expect(try store.alert(pendingID) != nil, "pending alerts are never purged")
@@ -186,5 +184,13 @@ struct MigrationTests {
         let plan = try store.explain(
             "SELECT id FROM alerts WHERE client = 'ops' AND decided_at IS NOT NULL AND state IN ('answered') ORDER BY id DESC LIMIT 10")
         #expect(plan.contains("alerts_decided_by_client"), "plan: \(plan)")
+    }
+}
+
+extension SQLiteStore {
+    /// A purge as `SQLiteAlertStore` runs one: the candidates read, then deleted, then the keys.
+    func purge(decidedBefore: Timestamp, keepPerClient: Int = .max, keysBefore: Timestamp) throws {
+        let ids = try purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: .max)
+        try commit([.deleteTerminal(ids), .deleteKeys(createdBefore: keysBefore)])
     }
 }
