@@ -1,3 +1,4 @@
+import CMicroHTTPD
 import Glibc
 
 /// The listening socket: bound by alertd (or handed over by systemd), and what it is bound to.
