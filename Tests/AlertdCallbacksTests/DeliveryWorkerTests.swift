@@ -59,7 +59,8 @@ private final class Harness: Sendable {
     }
 
     /// Polls the store until the delivery has `count` attempts recorded (bounded).
-    func attempts(of alertID: String, count: Int, timeout: Double = 15) async throws -> DeliveryRecord {
+    /// The bound is for a hang: 15 s ran out on two cores at a load average of 18.
+    func attempts(of alertID: String, count: Int, timeout: Double = 60) async throws -> DeliveryRecord {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
             let record = try #require(try store.deliveries(of: AlertID(alertID)!).first)
@@ -96,7 +97,8 @@ struct DeliveryWorkerTests {
         harness.start()
         defer { harness.stop() }
         let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
-        let requests = try await receiver.waitForRequests(count: 1, timeout: 15)
+        // A bound for a hang (15 s ran out on two cores at a load average of 18).
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 60)
         #expect(requests[0].header("host") == "receiver.test:\(receiver.port)")
         #expect(requests[0].header("webhook-id") == "msg_1")
         let record = try await harness.attempts(of: alertID, count: 1)
