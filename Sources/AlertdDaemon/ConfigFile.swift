@@ -582,9 +582,7 @@ extension Config {
     }
 
     /// Whether `host` can only be reached from this machine.
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
+    public static func isLoopback(_ host: String) -> Bool { Hosts.isLoopback(host) }
 }
 
 /// The problems found so far: one per key (the first), in the order found.

@@ -1,3 +1,4 @@
+import AlertdWire
 import Foundation
 import NIOSSL
 public import PostgresNIO
@@ -163,7 +164,7 @@ public struct PostgresURL: Sendable, CustomStringConvertible {
     /// nothing between alertd and it to impersonate it.
     public var isLocal: Bool {
         guard socketPath == nil, let host else { return true }
-        return host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        return Hosts.isLoopback(host)
     }
 
     /// A warning when the connection goes beyond this machine without verifying the

@@ -188,7 +188,7 @@ struct Settings: Equatable {
                     + "history; give it in $ALERTD_TOKEN or token_file in alertctl.yaml")
         }
         if let components = URLComponents(string: url), components.scheme?.lowercased() == "http", let host = components.host,
-            !Self.isLoopback(host)
+            !Hosts.isLoopback(host)
         {
             warnings.append(
                 "the token goes to \(host) over plain http: anyone on the path can read it and act as you; use https")
@@ -204,12 +204,6 @@ struct Settings: Equatable {
     static func mode(of path: String) -> mode_t? {
         var info = stat()
         return stat(path, &info) == 0 ? info.st_mode & 0o7777 : nil
-    }
-
-    /// `localhost` (and `*.localhost`), 127.0.0.0/8 and ::1: this machine.
-    static func isLoopback(_ host: String) -> Bool {
-        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return name == "localhost" || name.hasSuffix(".localhost") || name == "::1" || name.hasPrefix("127.")
     }
 
     func trust() throws(Failure) -> CertificateTrust {
