@@ -316,10 +316,11 @@ extension InProcessAlertd {
             group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
         }
 
-        /// Runs the group to its end (in the harness's task group).
+        /// Runs the group to its end (in the harness's task group), its services on
+        /// ``ServiceThreads``.
         func execute() async {
             do {
-                try await group.run()
+                try await withTaskExecutorPreference(ServiceThreads.shared) { try await group.run() }
                 phase.update { $0 = .ended(nil) }
             } catch {
                 phase.update { $0 = .ended(error) }
@@ -390,5 +391,23 @@ public final class PendingResponse: Sendable {
             throw TestFailure("no answer within \(timeout)")
         }
         return answer
+    }
+}
+
+/// Where the services of every in-process alertd run: threads of their own, not the
+/// cooperative pool's. The daemon's services block a thread at times (the embedded store's
+/// writer is joined at shutdown, the readiness probe writes to SQLite, the purge reads
+/// beside the writer): one daemon per process can afford it, but dozens of alertds in one
+/// test process on a two-thread cooperative pool stalled every other test's requests for
+/// seconds (in-process answers "at once" took 15–20 s in a full run).
+final class ServiceThreads: TaskExecutor {
+    static let shared = ServiceThreads()
+
+    // A queue of its own: libdispatch gives it more threads while some block.
+    private let queue = DispatchQueue(label: "alertd-in-process-services", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
