@@ -233,6 +233,8 @@ let package = Package(
             name: "AlertdStoreTests",
             dependencies: [
                 "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", "AlertdTestSupport",
+                // ControlledStore, the store wrapper of the in-process harness, around the group committer's store.
+                "AlertdInProcess",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
@@ -253,7 +255,7 @@ let package = Package(
             name: "AlertdAPITests",
             dependencies: [
                 "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
-                "AlertdClient", "AlertdTestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "AlertdClient", "AlertdInProcess", "AlertdTestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The callback event's body, held to the OpenAPI document's webhooks section.
                 "AlertdDelivery",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -280,6 +282,21 @@ let package = Package(
             ],
             path: "Tests/AlertdTestSupport"
         ),
+        // The one in-process harness: alertd opened and run as the daemon does (its services in
+        // a ServiceGroup), answering through its HTTP handler without sockets; and a store
+        // wrapper whose commits a test can watch, hold and fail. For every target that builds
+        // alertd in process.
+        .target(
+            name: "AlertdInProcess",
+            dependencies: [
+                "AlertdAPI", "AlertdCore", "AlertdDaemon", "AlertdEngine", "AlertdHTTP", "AlertdStore", "AlertdTestSupport",
+                "AlertdWire",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/AlertdInProcess"
+        ),
         .testTarget(
             name: "AlertdCallbacksTests",
             dependencies: [
@@ -297,7 +314,7 @@ let package = Package(
             dependencies: [
                 "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
                 "AlertdPostgres",
-                "AlertdTestSupport",
+                "AlertdInProcess", "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -309,12 +309,12 @@ struct AlertmanagerBadInputTests {
         "the receiver needs the alertmanager role on the client: 401 without a token, 403 for post alone, a reader or another client"
     )
     func auth() async throws {
-        var (tokens, secrets) = try await AuthTests.config()
+        var (tokens, secrets) = try await roleTokens()
         let (receiver, entry) = try await newToken("prometheus-am", roles: "alertmanager", clients: "ops")
         tokens += entry
         secrets["prometheus-am"] = receiver
         try await withTestClient(config: AM.config(more: tokens)) { http in
-            let as_: (String) -> [(String, String)] = { AuthTests.bearer(secrets[$0]) }
+            let as_: (String) -> [(String, String)] = { bearer(secrets[$0]) }
             Contract.expectProblem(try await http.notify("ops", [Self.valid]), status: 401, code: "unauthorized")
             Contract.expectProblem(try await http.notify("ops", [Self.valid], headers: as_("reader")), status: 403, code: "forbidden")
             // A service's post token cannot send the alerts a silence button acts on.
@@ -420,10 +420,10 @@ struct AlertmanagerSilenceTests {
             let id = try #require(
                 ids(
                     try await http.receipts(
-                        client, [AM.alert("1111111111111111", alertname: "SilenceMe")], headers: AuthTests.bearer(secrets["alertmanager"]))
+                        client, [AM.alert("1111111111111111", alertname: "SilenceMe")], headers: bearer(secrets["alertmanager"]))
                 )
                 .first)
-            let chosen = try await http.choose(client, id, ["button": "Silence 1h"], headers: AuthTests.bearer(secrets["answer"]))
+            let chosen = try await http.choose(client, id, ["button": "Silence 1h"], headers: bearer(secrets["answer"]))
             try #require(chosen.status == 200, "\(chosen.text)")
             let decidedAt = try #require(Contract.milliseconds(try chosen.jsonObject()["decided_at"]))
 
@@ -443,7 +443,7 @@ struct AlertmanagerSilenceTests {
             let endsAt = try #require(Contract.milliseconds(silence["endsAt"]), "\(silence)")
             #expect(abs(endsAt - (decidedAt + 3_600_000)) < 2000, "ends an hour after the choice")
 
-            let records = try await deliveries(http, client, id, headers: AuthTests.bearer(secrets["answer"])) {
+            let records = try await deliveries(http, client, id, headers: bearer(secrets["answer"])) {
                 $0.first?["state"] as? String == "delivered"
             }
             let record = try #require(records.first)
@@ -467,13 +467,13 @@ struct AlertmanagerSilenceTests {
             let id = try #require(
                 ids(
                     try await http.receipts(
-                        client, [AM.alert("2222222222222222", alertname: "WhileDown")], headers: AuthTests.bearer(secrets["alertmanager"]))
+                        client, [AM.alert("2222222222222222", alertname: "WhileDown")], headers: bearer(secrets["alertmanager"]))
                 )
                 .first)
             await am.kill()
-            let chosen = try await http.choose(client, id, ["button": "Silence 24h"], headers: AuthTests.bearer(secrets["answer"]))
+            let chosen = try await http.choose(client, id, ["button": "Silence 24h"], headers: bearer(secrets["answer"]))
             #expect(chosen.status == 200, "acknowledged on commit, not when Alertmanager answers")
-            let failing = try await deliveries(http, client, id, headers: AuthTests.bearer(secrets["answer"])) {
+            let failing = try await deliveries(http, client, id, headers: bearer(secrets["answer"])) {
                 attempts($0.first ?? [:]).count >= 2
             }
             #expect(failing.first?["state"] as? String == "pending")
@@ -483,7 +483,7 @@ struct AlertmanagerSilenceTests {
             try await am.restart()
             let silences = try await am.awaitSilences { !activeSilences($0, alertname: "WhileDown").isEmpty }
             #expect(activeSilences(silences, alertname: "WhileDown").count == 1)
-            let done = try await deliveries(http, client, id, headers: AuthTests.bearer(secrets["answer"])) {
+            let done = try await deliveries(http, client, id, headers: bearer(secrets["answer"])) {
                 $0.first?["state"] as? String == "delivered"
             }
             #expect(attempts(done.first ?? [:]).last?["status_code"] as? Int == 200)
@@ -497,19 +497,19 @@ struct AlertmanagerSilenceTests {
         defer { am.stop() }
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
-        let more = "webhooks:\n  - {client: \"am-deny\", url: \"\(hook.url)\", secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}\n"
+        let more = "webhooks:\n  - {client: \"am-deny\", url: \"\(hook.url)\", secret: \"\(callbackSecret)\"}\n"
         let (config, secrets) = try await Self.config(url: am.baseURL, more: more)
         try await withTestClient(config: config) { http in
             let id = try #require(
                 ids(
                     try await http.receipts(
-                        "am-deny", [AM.alert("3333333333333333", alertname: "Denied")], headers: AuthTests.bearer(secrets["alertmanager"]))
+                        "am-deny", [AM.alert("3333333333333333", alertname: "Denied")], headers: bearer(secrets["alertmanager"]))
                 )
                 .first)
             #expect(
-                try await http.choose("am-deny", id, ["button": "Silence 1h"], headers: AuthTests.bearer(secrets["answer"])).status == 200)
+                try await http.choose("am-deny", id, ["button": "Silence 1h"], headers: bearer(secrets["answer"])).status == 200)
             try await am.awaitSilences { !activeSilences($0, alertname: "Denied").isEmpty }
-            let records = try await deliveries(http, "am-deny", id, headers: AuthTests.bearer(secrets["answer"])) { list in
+            let records = try await deliveries(http, "am-deny", id, headers: bearer(secrets["answer"])) { list in
                 list.count == 2
                     && list.contains { $0["type"] as? String == "alertmanager.silence" && $0["state"] as? String == "delivered" }
                     && list.contains { $0["type"] as? String == "alert.answered" && !attempts($0).isEmpty }

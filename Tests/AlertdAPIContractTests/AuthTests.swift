@@ -7,39 +7,13 @@ import AlertdTestSupport
 import Foundation
 import Testing
 
-/// Runs `alertd token new` and returns the secret and the config entry it printed.
-func newToken(_ name: String, roles: String, clients: String) async throws -> (secret: String, entry: String) {
-    let run = try await Program.alertd(["token", "new", name, "--roles", roles, "--clients", clients])
-    try #require(run.status == 0, "alertd token new: \(run.stderr)")
-    let text = run.stdout
-    let secret = try #require(text.split(separator: "\n").first { $0.hasPrefix("secret: ") }).dropFirst("secret: ".count)
-    let entry = text.components(separatedBy: "# under auth.tokens in the config:\n").last ?? ""
-    return (String(secret), entry)
-}
-
 @Suite("Tokens and roles (§7)")
 struct AuthTests {
-    /// A config with four tokens made by `alertd token new`, and their secrets.
-    static func config() async throws -> (String, [String: String]) {
-        var secrets: [String: String] = [:]
-        var config = "auth:\n  tokens:\n"
-        for (name, roles, clients) in [
-            ("reader", "read", "*"), ("deployer", "post", "ops,team-*"), ("console", "answer", "ops"), ("root", "admin", "*"),
-        ] {
-            let (secret, entry) = try await newToken(name, roles: roles, clients: clients)
-            secrets[name] = secret
-            config += entry
-        }
-        return (config, secrets)
-    }
-
-    static func bearer(_ secret: String?) -> [(String, String)] { secret.map { [("Authorization", "Bearer \($0)")] } ?? [] }
-
     @Test("each role may do what §7 says, on its clients only; decided_by is the token's name", arguments: TestMode.both)
     func roles(mode: TestMode) async throws {
-        let (config, secrets) = try await Self.config()
+        let (config, secrets) = try await roleTokens()
         try await withTestClient(mode, config: config) { http in
-            let as_: (String) -> [(String, String)] = { Self.bearer(secrets[$0]) }
+            let as_: (String) -> [(String, String)] = { bearer(secrets[$0]) }
             let alert = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
 
             // post: the deployer on its clients; not the reader, not on another client.
@@ -119,7 +93,7 @@ struct AuthTests {
         }
         try await withTestClient(config: config) { http in
             for role in Self.grants.keys.sorted() {
-                let headers = Self.bearer(secrets[role])
+                let headers = bearer(secrets[role])
                 for route in Self.permissionTable {
                     for client in ["ops-1", "db"] {
                         let path = route.path.replacingOccurrences(of: "{c}", with: client)
@@ -154,18 +128,18 @@ struct AuthTests {
         let config = "limits: { rate_per_second: 0.1, rate_burst: 2 }\nauth:\n  tokens:\n" + fastEntry + calmEntry
         try await withTestClient(config: config) { http in
             var statuses: [Int] = []
-            for _ in 0..<3 { statuses.append(try await http.get("/v1/clients", headers: Self.bearer(fast)).status) }
+            for _ in 0..<3 { statuses.append(try await http.get("/v1/clients", headers: bearer(fast)).status) }
             #expect(statuses == [200, 200, 429])
-            let limited = try await http.get("/v1/clients", headers: Self.bearer(fast))
+            let limited = try await http.get("/v1/clients", headers: bearer(fast))
             #expect(limited.status == 429)
             #expect(try limited.jsonObject()["code"] as? String == "rate-limited")
             let wait = try #require(limited.header("Retry-After").flatMap(Int.init))
             #expect(wait >= 1 && wait <= 10)
-            #expect(try await http.get("/v1/clients", headers: Self.bearer(calm)).status == 200, "another token has its own bucket")
+            #expect(try await http.get("/v1/clients", headers: bearer(calm)).status == 200, "another token has its own bucket")
             #expect(try await http.get("/healthz").status == 200)
             // Retry-After is the contract: after it, the token is served again.
             try await Task.sleep(for: .seconds(wait))
-            #expect(try await http.get("/v1/clients", headers: Self.bearer(fast)).status == 200)
+            #expect(try await http.get("/v1/clients", headers: bearer(fast)).status == 200)
         }
     }
 }

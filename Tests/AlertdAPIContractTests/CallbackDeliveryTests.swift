@@ -10,61 +10,6 @@ import AlertdWire
 import Foundation
 import Testing
 
-/// The secret every test webhook and `callback_url` is signed with.
-private let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-/// A config with fast retries, the signing secret and the given webhooks; the tests' receivers
-/// listen on loopback, which the default deny list refuses, so `allow` names it unless told otherwise.
-func config(
-    webhooks: [(client: String, url: String)] = [], timeout: Double = 5, retryInitial: Double = 0.2, retryMax: Double = 0.8,
-    maxAge: Double = 600, deny: [String]? = nil, allow: [String] = ["127.0.0.0/8", "::1"]
-) -> String {
-    // durability normal: these tests are about delivery, not fsync (kill -9 with deliveries
-    // pending is an end-to-end test); a full fsync per commit slowed them on a busy disk.
-    var text = """
-        durability: normal
-        callbacks:
-          signing_secret: "\(secret)"
-          timeout: \(timeout)
-          max_age: \(maxAge)
-          retry_initial_seconds: \(retryInitial)
-          retry_max_interval_seconds: \(retryMax)
-
-        """
-    if let deny { text += "  deny: [\(deny.map { "\"\($0)\"" }.joined(separator: ", "))]\n" }
-    if !allow.isEmpty { text += "  allow: [\(allow.map { "\"\($0)\"" }.joined(separator: ", "))]\n" }
-    if !webhooks.isEmpty {
-        text += "webhooks:\n"
-        for hook in webhooks { text += "  - {client: \(hook.client), url: \"\(hook.url)\", secret: \"\(secret)\"}\n" }
-    }
-    return text
-}
-
-let oneButton = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
-
-/// Polls the deliveries API (with `headers`: a token) until `done` holds (attempts are
-/// recorded just after the receiver answers).
-func deliveries(
-    _ http: any TestClient, _ client: String, _ alertID: String, headers: [(String, String)] = [],
-    timeout: Duration = .seconds(30), until done: ([[String: Any]]) -> Bool
-) async throws -> [[String: Any]] {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries", headers: headers)
-        try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
-        let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
-        if done(list) { return list }
-        guard ContinuousClock.now < deadline else {
-            Issue.record("deliveries never reached the expected state: \(list)")
-            return list
-        }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
-
-func attempts(_ delivery: [String: Any]) -> [[String: Any]] { delivery["attempts"] as? [[String: Any]] ?? [] }
-
-/// Seconds between the arrivals of consecutive requests.
 /// Seconds between the attempts alertd recorded, from their `at` (each attempt's start, as
 /// alertd scheduled it): lower bounds hold however loaded the machine is, so only they are checked.
 private func attemptGaps(_ delivery: [String: Any]) -> [Double] {
@@ -72,6 +17,7 @@ private func attemptGaps(_ delivery: [String: Any]) -> [Double] {
     return zip(starts, starts.dropFirst()).map { Double($1.milliseconds - $0.milliseconds) / 1000 }
 }
 
+/// Seconds between the arrivals of consecutive requests.
 private func intervals(_ requests: [WebhookReceiver.Received]) -> [Double] {
     zip(requests, requests.dropFirst()).map { pair in
         let gap = pair.1.receivedAt - pair.0.receivedAt
@@ -80,7 +26,7 @@ private func intervals(_ requests: [WebhookReceiver.Received]) -> [Double] {
 }
 
 func verify(_ request: WebhookReceiver.Received) throws -> [String: Any] {
-    let verifier = try WebhookVerifier(secret: secret)
+    let verifier = try WebhookVerifier(secret: callbackSecret)
     let headers = Dictionary(request.headers, uniquingKeysWith: { first, _ in first })
     _ = try verifier.verify(headers: headers, body: request.body)
     return try JSONSerialization.jsonObject(with: Data(request.body)) as! [String: Any]
@@ -94,7 +40,7 @@ struct CallbackDeliveryTests {
         let hookA = try await WebhookReceiver.listening()
         let hookB = try await WebhookReceiver.listening()
         defer { [callback, hookA, hookB].forEach { $0.close() } }
-        try await withTestClient(config: config(webhooks: [("ops", hookA.url), ("ops", hookB.url)])) { http in
+        try await withTestClient(config: callbackConfig(webhooks: [("ops", hookA.url), ("ops", hookB.url)])) { http in
 
             // answered (and displayed), withdrawn (queued), then dismissed and expired by their deadlines.
             let answered = try await http.postAlert("ops", #"{"title":"A","buttons":[{"title":"Go"}],"callback_url":"\#(callback.url)"}"#)
@@ -150,7 +96,7 @@ struct CallbackDeliveryTests {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.script([.status(500), .status(500), .status(500), .status(204)])
-        try await withTestClient(config: config(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 5)) { http in
+        try await withTestClient(config: callbackConfig(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 5)) { http in
             let alert = try await http.postAlert("ops", oneButton)
             #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
 
@@ -178,7 +124,7 @@ struct CallbackDeliveryTests {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.script([.hang, .status(200)])
-        try await withTestClient(config: config(webhooks: [("ops", hook.url)], timeout: 0.5)) { http in
+        try await withTestClient(config: callbackConfig(webhooks: [("ops", hook.url)], timeout: 0.5)) { http in
             let alert = try await http.postAlert("ops", oneButton)
             #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
             _ = try await hook.waitForRequests(count: 2, timeout: 20)
@@ -199,7 +145,9 @@ struct CallbackDeliveryTests {
         defer { [later, gone].forEach { $0.close() } }
         later.script([.status(503, headers: [("Retry-After", "2")]), .status(204)])
         gone.behave(.status(410))
-        try await withTestClient(config: config(webhooks: [("ops", later.url), ("ops", gone.url)], retryInitial: 0.1, retryMax: 0.2)) {
+        try await withTestClient(
+            config: callbackConfig(webhooks: [("ops", later.url), ("ops", gone.url)], retryInitial: 0.1, retryMax: 0.2)
+        ) {
             http in
             let alert = try await http.postAlert("ops", oneButton)
             #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
@@ -222,7 +170,8 @@ struct CallbackDeliveryTests {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.behave(.status(500))
-        try await withTestClient(config: config(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 0.4, maxAge: 1.5)) { http in
+        try await withTestClient(config: callbackConfig(webhooks: [("ops", hook.url)], retryInitial: 0.2, retryMax: 0.4, maxAge: 1.5)) {
+            http in
             let alert = try await http.postAlert("ops", oneButton)
             #expect(try await http.choose("ops", id(alert), #"{"button":"Deploy"}"#).status == 200)
             let list = try await deliveries(http, "ops", id(alert)) { $0.first?["state"] as? String == "failed" }
@@ -244,7 +193,7 @@ struct CallbackDeliveryTests {
         let placeholder = try ReservedPort()
         let port = placeholder.port
         let url = "http://127.0.0.1:\(port)/hook"
-        try await withTestClient(config: config(webhooks: [("ops", url)], retryInitial: 0.2, retryMax: 0.5)) { http in
+        try await withTestClient(config: callbackConfig(webhooks: [("ops", url)], retryInitial: 0.2, retryMax: 0.5)) { http in
             var alertIDs: [String] = []
             for index in 0..<20 {
                 let alert = try await http.postAlert("ops", #"{"title":"A\#(index)","buttons":[{"title":"OK"}]}"#)
@@ -280,7 +229,7 @@ struct CallbackDeliveryTests {
         let fast = try await WebhookReceiver.listening(host: "127.0.0.4")
         defer { [stuck, fast].forEach { $0.close() } }
         stuck.behave(.hang)
-        try await withTestClient(config: config(webhooks: [("ops", stuck.url), ("ops", fast.url)], timeout: 120)) { http in
+        try await withTestClient(config: callbackConfig(webhooks: [("ops", stuck.url), ("ops", fast.url)], timeout: 120)) { http in
             // More events than the in-flight bound of one receiver (32).
             let started = ContinuousClock.now
             for index in 0..<50 {
@@ -303,7 +252,7 @@ struct CallbackDeliveryTests {
         let linkLocal = "http://169.254.169.254/latest/meta-data"
         let byName = "http://localhost:\(hook.port)/named"
         try await withTestClient(
-            config: config(
+            config: callbackConfig(
                 webhooks: [("ops", linkLocal), ("ops", byName), ("denied", "http://metadata.internal/x")],
                 deny: ["169.254.0.0/16", "fe80::/10", "*.internal"])
         ) { http in
@@ -331,7 +280,7 @@ struct CallbackDeliveryTests {
     func registeredThenDecided() async throws {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
-        try await withTestClient(config: config()) { http in
+        try await withTestClient(config: callbackConfig()) { http in
             let client = Contract.uniqueClient("hooked")
             // Each step is the request right after the change it depends on: through two
             // instances, the one after the other (SPEC §9: as one alertd would).
@@ -340,7 +289,8 @@ struct CallbackDeliveryTests {
                 let url = "\(hook.url)/\(round)"
                 let chosen = id(try await http.postAlert(client, oneButton))
                 let withdrawn = id(try await http.postAlert(client, oneButton))
-                let created = try await http.post("/v1/clients/\(client)/webhooks", json: #"{"url":"\#(url)","secret":"\#(secret)"}"#)
+                let created = try await http.post(
+                    "/v1/clients/\(client)/webhooks", json: #"{"url":"\#(url)","secret":"\#(callbackSecret)"}"#)
                 try #require(created.status == 201, "round \(round): \(created.status) \(created.text)")
                 let hookID = try #require(try created.jsonObject()["id"] as? String)
                 #expect(try await http.choose(client, chosen, #"{"button":"Deploy"}"#).status == 200)
@@ -384,7 +334,7 @@ struct CallbackDeliveryTests {
             ("http://[fd00:ec2::254]/metadata", "fc00::/7"), ("http://0.0.0.0:9/any", "0.0.0.0/8"),
         ]
         let client = Contract.uniqueClient("refused")
-        try await withTestClient(config: config(allow: [])) { http in
+        try await withTestClient(config: callbackConfig(allow: [])) { http in
             for (target, entry) in targets {
                 let body = #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"\#(target)"}"#
                 let posted = try await http.post("/v1/clients/\(client)/alerts", json: body)
@@ -407,7 +357,7 @@ struct CallbackDeliveryTests {
                     == 201)
         }
         let globs = Contract.uniqueClient("globs")
-        try await withTestClient(config: config(deny: ["*.internal", "127.0.0.0/8"], allow: ["hooks.corp.internal"])) { http in
+        try await withTestClient(config: callbackConfig(deny: ["*.internal", "127.0.0.0/8"], allow: ["hooks.corp.internal"])) { http in
             let named = try await http.post(
                 "/v1/clients/\(globs)/alerts", json: #"{"title":"t","callback_url":"http://metadata.internal/x"}"#)
             let problem = Contract.expectProblem(named, status: 400, code: "invalid-alert")
@@ -445,7 +395,7 @@ struct CallbackDeliveryTests {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         // The review's target: a co-located service's admin endpoint, reached from alertd's host by name.
-        try await withTestClient(config: config(allow: [])) { http in
+        try await withTestClient(config: callbackConfig(allow: [])) { http in
             let body = #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"http://localhost:\#(hook.port)/-/quit"}"#
             let client = Contract.uniqueClient("deny")
             let alert = try await http.postAlert(client, body)
@@ -456,7 +406,7 @@ struct CallbackDeliveryTests {
             #expect(hook.requests.isEmpty, "nothing reached the receiver on loopback")
         }
         // The admin names the receiver on this host: it is called, and loopback's other addresses are refused when posted.
-        try await withTestClient(config: config(allow: ["127.0.0.1"])) { http in
+        try await withTestClient(config: callbackConfig(allow: ["127.0.0.1"])) { http in
             let allowed = try await http.postAlert(
                 "allowed", #"{"title":"Restart?","buttons":[{"title":"Yes"}],"callback_url":"http://127.0.0.1:\#(hook.port)/hook"}"#)
             #expect(try await http.choose("allowed", id(allowed), #"{"button":"Yes"}"#).status == 200)

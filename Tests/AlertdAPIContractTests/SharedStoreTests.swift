@@ -1,3 +1,4 @@
+import AlertdInProcess
 import AlertdTestSupport
 import Foundation
 import Testing
@@ -23,19 +24,17 @@ struct SharedStoreTests {
                   postgres: {url: "\(url)", pool_size: 4}
 
                 """ + more
-        let a = try await InProcessAlertd.start(config: config)
-        let b = try await InProcessAlertd.start(config: config)
+        let outcome: Result<Void, any Error>
         do {
-            try await body(a, b)
+            try await withInProcessAlertd(config: config) { a in
+                try await withInProcessAlertd(config: config) { b in try await body(a, b) }
+            }
+            outcome = .success(())
         } catch {
-            await a.shutdown()
-            await b.shutdown()
-            await server.giveBack(url)
-            throw error
+            outcome = .failure(error)
         }
-        await a.shutdown()
-        await b.shutdown()
         await server.giveBack(url)
+        try outcome.get()
     }
 
     @Test("posts alternating between instances form one fifo queue; choices on either display the next on both")

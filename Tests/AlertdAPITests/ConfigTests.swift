@@ -2,7 +2,9 @@ import AlertdCore
 import AlertdDelivery
 import AlertdEngine
 import AlertdHTTP
+import AlertdInProcess
 import AlertdStore
+import AlertdTestSupport
 import Foundation
 import Testing
 
@@ -248,22 +250,24 @@ struct RoutingTests {
         struct SecretLeak: Error, CustomStringConvertible {
             var description: String { "cannot open /var/lib/alertd/alertd.sqlite at 10.0.0.5" }
         }
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let failing = Route("GET", "/boom", .open, "boom") { _ in { _ in throw SecretLeak() } }
-        let api = API(
-            engine: daemon.alertd.engine, routes: [failing], access: API.Access(), metrics: API.Metrics(), metricsNeedToken: false,
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        let answer = PendingAnswer()
-        api.handle(
-            HTTPRequest(method: "GET", path: "/boom", headers: [("X-Request-Id", "req-123")]), responder: .inProcess { answer.fulfil($0) })
-        let response = try await answer.value()
-        #expect(response.status == 500)
-        let body = try response.object()
-        #expect(body["code"] as? String == "internal")
-        #expect((body["detail"] as? String)?.contains("req-123") == true)
-        #expect(!response.text.contains("alertd.sqlite") && !response.text.contains("10.0.0.5"))
-        #expect(response.header("X-Request-Id") == "req-123")
+        try await withAlertd { daemon in
+            let failing = Route("GET", "/boom", .open, "boom") { _ in { _ in throw SecretLeak() } }
+            let api = API(
+                engine: daemon.alertd.engine, routes: [failing], access: API.Access(), metrics: API.Metrics(), metricsNeedToken: false,
+                logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            let answer = Observed<HTTPResponse?>(nil)
+            api.handle(
+                HTTPRequest(method: "GET", path: "/boom", headers: [("X-Request-Id", "req-123")]),
+                responder: .inProcess { response in answer.update { $0 = response } })
+            let response = try #require(await answer.wait(timeout: .seconds(10)) { $0 }, "no answer")
+            #expect(response.status == 500)
+            let text = String(decoding: response.body, as: UTF8.self)
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(text)")
+            #expect(body["code"] as? String == "internal")
+            #expect((body["detail"] as? String)?.contains("req-123") == true)
+            #expect(!text.contains("alertd.sqlite") && !text.contains("10.0.0.5"))
+            #expect(response.header("X-Request-Id") == "req-123")
+        }
     }
 
     @Test(

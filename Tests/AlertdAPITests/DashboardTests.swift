@@ -1,3 +1,5 @@
+import AlertdInProcess
+import AlertdTestSupport
 import AlertdEngine
 import Crypto
 import Foundation
@@ -84,20 +86,20 @@ struct DashboardServingTests {
 
     @Test("GET / is the page, with a strict Content-Security-Policy, nosniff, no-referrer, no-cache and a strong ETag")
     func page() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", "/")
-        #expect(response.status == 200)
-        #expect(response.header("Content-Type") == "text/html; charset=utf-8")
-        #expect(response.text == Dashboard.page.text)
-        #expect(response.text.hasPrefix("<!doctype html>"))
-        #expect(response.header("Content-Security-Policy") == Self.policy)
-        #expect(response.header("X-Content-Type-Options") == "nosniff")
-        #expect(response.header("Referrer-Policy") == "no-referrer")
-        #expect(response.header("Cache-Control") == "no-cache")
-        let etag = try #require(response.header("ETag"))
-        #expect(etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count == 66)
-        #expect(try await daemon.send("HEAD", "/").status == 200)
+        try await withAlertd { daemon in
+            let response = try await daemon.send("GET", "/")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == "text/html; charset=utf-8")
+            #expect(response.text == Dashboard.page.text)
+            #expect(response.text.hasPrefix("<!doctype html>"))
+            #expect(response.header("Content-Security-Policy") == Self.policy)
+            #expect(response.header("X-Content-Type-Options") == "nosniff")
+            #expect(response.header("Referrer-Policy") == "no-referrer")
+            #expect(response.header("Cache-Control") == "no-cache")
+            let etag = try #require(response.header("ETag"))
+            #expect(etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count == 66)
+            #expect(try await daemon.send("HEAD", "/").status == 200)
+        }
     }
 
     @Test(
@@ -107,70 +109,71 @@ struct DashboardServingTests {
             ("/ui/icon.svg", "image/svg+xml; charset=utf-8"),
         ])
     func asset(path: String, type: String) async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", path)
-        #expect(response.status == 200)
-        #expect(response.header("Content-Type") == type)
-        #expect(response.body.count > 100)
-        #expect(response.header("Content-Security-Policy") == Self.policy)
-        #expect(response.header("X-Content-Type-Options") == "nosniff")
-        #expect(response.header("Cache-Control") == "no-cache")
-        #expect(response.header("ETag") == Dashboard.asset(named: String(path.dropFirst(4)))?.etag)
+        try await withAlertd { daemon in
+            let response = try await daemon.send("GET", path)
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == type)
+            #expect(response.body.count > 100)
+            #expect(response.header("Content-Security-Policy") == Self.policy)
+            #expect(response.header("X-Content-Type-Options") == "nosniff")
+            #expect(response.header("Cache-Control") == "no-cache")
+            #expect(response.header("ETag") == Dashboard.asset(named: String(path.dropFirst(4)))?.etag)
+        }
     }
 
     @Test("If-None-Match naming the ETag is 304 without a body; another tag gets the file", arguments: ["/", "/ui/dashboard.js"])
     func conditional(path: String) async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let etag = try #require(try await daemon.send("GET", path).header("ETag"))
-        for matching in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
-            let response = try await daemon.send("GET", path, headers: [("If-None-Match", matching)])
-            #expect(response.status == 304, "If-None-Match: \(matching)")
-            #expect(response.body.count == 0)
-            #expect(response.header("ETag") == etag)
-            #expect(response.header("Cache-Control") == "no-cache")
+        try await withAlertd { daemon in
+            let etag = try #require(try await daemon.send("GET", path).header("ETag"))
+            for matching in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
+                let response = try await daemon.send("GET", path, headers: [("If-None-Match", matching)])
+                #expect(response.status == 304, "If-None-Match: \(matching)")
+                #expect(response.body.count == 0)
+                #expect(response.header("ETag") == etag)
+                #expect(response.header("Cache-Control") == "no-cache")
+            }
+            let other = try await daemon.send("GET", path, headers: [("If-None-Match", "\"0123\"")])
+            #expect(other.status == 200 && !other.body.isEmpty)
         }
-        let other = try await daemon.send("GET", path, headers: [("If-None-Match", "\"0123\"")])
-        #expect(other.status == 200 && !other.body.isEmpty)
     }
 
     @Test(
         "unknown files are 404 problem+json; the page has one address",
         arguments: ["/ui/nothing.js", "/ui/index.html", "/ui/", "/ui", "/ui/a/b", "/index.html", "/ui/dashboard.js/"])
     func unknown(path: String) async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", path)
-        #expect(response.status == 404)
-        #expect(response.header("Content-Type") == "application/problem+json")
+        try await withAlertd { daemon in
+            let response = try await daemon.send("GET", path)
+            #expect(response.status == 404)
+            #expect(response.header("Content-Type") == "application/problem+json")
+        }
     }
 
     @Test("other methods are 405 with Allow: GET, HEAD")
     func methods() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        for (method, path) in [("POST", "/"), ("DELETE", "/ui/dashboard.js")] {
-            let response = try await daemon.send(method, path)
-            #expect(response.status == 405)
-            #expect(response.header("Allow") == "GET, HEAD")
+        try await withAlertd { daemon in
+            for (method, path) in [("POST", "/"), ("DELETE", "/ui/dashboard.js")] {
+                let response = try await daemon.send(method, path)
+                #expect(response.status == 405)
+                #expect(response.header("Allow") == "GET, HEAD")
+            }
         }
     }
 
     @Test("the page and its files need no token, even when the daemon has tokens")
     func openWithTokens() async throws {
         let hex = Token.hex(Array(SHA256.hash(data: Array("s3cret".utf8))))
-        let daemon = try await InProcessDaemon(
+        try await withAlertd(
             config: """
                 auth:
                   tokens:
                     - { name: console, sha256: "\(hex)", roles: [answer], clients: ["*"] }
-                """)
-        defer { daemon.cleanUp() }
-        for path in ["/", "/ui/dashboard.js", "/ui/dashboard.css"] {
-            #expect(try await daemon.send("GET", path).status == 200, "\(path)")
+                """
+        ) { daemon async throws in
+            for path in ["/", "/ui/dashboard.js", "/ui/dashboard.css"] {
+                #expect(try await daemon.send("GET", path).status == 200, "\(path)")
+            }
+            #expect(try await daemon.send("GET", "/v1/clients").status == 401)
         }
-        #expect(try await daemon.send("GET", "/v1/clients").status == 401)
     }
 
     @Test("the routes have their own bounded metric labels")

@@ -1,3 +1,5 @@
+import AlertdInProcess
+import AlertdTestSupport
 import AlertdEngine
 import AlertdHTTP
 import Crypto
@@ -88,49 +90,51 @@ struct HostPolicyTests {
 struct RebindingAPITests {
     @Test("A rebound Host cannot read, post, answer or register a webhook; nothing is changed")
     func reboundHost() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let alert = try await daemon.post("ops", #"{"title":"Deploy?","buttons":[{"title":"Deploy"}]}"#)
-        let id = try #require(alert["id"] as? String)
-        let evil = [("Host", "attacker.example:8080")]
-        let attempts: [(String, String, String?)] = [
-            ("GET", "/v1/clients", nil), ("GET", "/v1/clients/ops/alerts/current", nil),
-            ("POST", "/v1/clients/ops/alerts", #"{"title":"x"}"#), ("POST", "/v1/clients/ops/alerts/\(id)/choice", #"{"button":"Deploy"}"#),
-            ("DELETE", "/v1/clients/ops/alerts/\(id)", nil), ("POST", "/v1/clients/ops/webhooks", #"{"url":"http://attacker.example/"}"#),
-            ("GET", "/metrics", nil), ("GET", "/", nil),
-        ]
-        for (method, path, json) in attempts {
-            let response = try await daemon.send(method, path, json: json, headers: evil)
-            #expect(response.status == 403, "\(method) \(path)")
-            #expect(try response.object()["code"] as? String == "forbidden")
-            #expect(response.header("X-Request-Id") != nil)
+        try await withAlertd { daemon in
+            let alert = try await daemon.postAlert("ops", #"{"title":"Deploy?","buttons":[{"title":"Deploy"}]}"#)
+            let id = try #require(alert["id"] as? String)
+            let evil = [("Host", "attacker.example:8080")]
+            let attempts: [(String, String, String?)] = [
+                ("GET", "/v1/clients", nil), ("GET", "/v1/clients/ops/alerts/current", nil),
+                ("POST", "/v1/clients/ops/alerts", #"{"title":"x"}"#),
+                ("POST", "/v1/clients/ops/alerts/\(id)/choice", #"{"button":"Deploy"}"#),
+                ("DELETE", "/v1/clients/ops/alerts/\(id)", nil),
+                ("POST", "/v1/clients/ops/webhooks", #"{"url":"http://attacker.example/"}"#),
+                ("GET", "/metrics", nil), ("GET", "/", nil),
+            ]
+            for (method, path, json) in attempts {
+                let response = try await daemon.send(method, path, json: json, headers: evil)
+                #expect(response.status == 403, "\(method) \(path)")
+                #expect(try response.jsonObject()["code"] as? String == "forbidden")
+                #expect(response.header("X-Request-Id") != nil)
+            }
+            let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current", headers: [("Host", "localhost:8080")])
+            #expect(current.status == 200)
+            #expect(try current.jsonObject()["state"] as? String == "displayed")
+            #expect(try await daemon.send("GET", "/v1/clients/ops/alerts?state=queued,displayed").jsonObject()["alerts"] as? [Any] != nil)
+            #expect(try await daemon.send("GET", "/v1/clients/ops/webhooks").text == #"{"webhooks":[]}"#)
         }
-        let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current", headers: [("Host", "localhost:8080")])
-        #expect(current.status == 200)
-        #expect(try current.object()["state"] as? String == "displayed")
-        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts?state=queued,displayed").object()["alerts"] as? [Any] != nil)
-        #expect(try await daemon.send("GET", "/v1/clients/ops/webhooks").text == #"{"webhooks":[]}"#)
     }
 
     @Test("A foreign Origin cannot post or answer; alertd's own origin can")
     func foreignOrigin() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let foreign = [("Host", "127.0.0.1:8080"), ("Origin", "https://evil.example")]
-        let refused = try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"x"}"#, headers: foreign)
-        #expect(refused.status == 403)
-        #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").status == 204)
-        let own = [("Host", "127.0.0.1:8080"), ("Origin", "http://127.0.0.1:8080")]
-        #expect(try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"x"}"#, headers: own).status == 201)
-        #expect(try await daemon.send("GET", "/", headers: foreign).status == 200)
+        try await withAlertd { daemon in
+            let foreign = [("Host", "127.0.0.1:8080"), ("Origin", "https://evil.example")]
+            let refused = try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"x"}"#, headers: foreign)
+            #expect(refused.status == 403)
+            #expect(try await daemon.send("GET", "/v1/clients/ops/alerts/current").status == 204)
+            let own = [("Host", "127.0.0.1:8080"), ("Origin", "http://127.0.0.1:8080")]
+            #expect(try await daemon.send("POST", "/v1/clients/ops/alerts", json: #"{"title":"x"}"#, headers: own).status == 201)
+            #expect(try await daemon.send("GET", "/", headers: foreign).status == 200)
+        }
     }
 
     @Test("http.allowed_hosts admits a name; a config without tokens is the only one checked")
     func allowedHostsAndTokens() async throws {
-        let named = try await InProcessDaemon(config: "http:\n  allowed_hosts: [alerts.internal]\n")
-        defer { named.cleanUp() }
-        #expect(try await named.send("GET", "/v1/clients", headers: [("Host", "alerts.internal:8080")]).status == 200)
-        #expect(try await named.send("GET", "/v1/clients", headers: [("Host", "other.internal:8080")]).status == 403)
+        try await withAlertd(config: "http:\n  allowed_hosts: [alerts.internal]\n") { named async throws in
+            #expect(try await named.send("GET", "/v1/clients", headers: [("Host", "alerts.internal:8080")]).status == 200)
+            #expect(try await named.send("GET", "/v1/clients", headers: [("Host", "other.internal:8080")]).status == 403)
+        }
     }
 
     @Test("http.allowed_hosts takes host names only", arguments: ["a.example:80", "http://a.example", "10.0.0.1", "a b"])
@@ -145,11 +149,11 @@ struct TokenHostTests {
     func tokensDecide() async throws {
         let secret = "s3cret-reader"
         let hex = Token.hex(Array(Crypto.SHA256.hash(data: Array(secret.utf8))))
-        let daemon = try await InProcessDaemon(
-            config: "auth:\n  tokens:\n    - { name: reader, sha256: \"\(hex)\", roles: [read], clients: ['*'] }\n")
-        defer { daemon.cleanUp() }
-        let elsewhere = [("Host", "alerts.example.com"), ("Origin", "https://dashboards.example.com")]
-        #expect(try await daemon.send("GET", "/v1/clients", headers: elsewhere + [("Authorization", "Bearer \(secret)")]).status == 200)
-        #expect(try await daemon.send("GET", "/v1/clients", headers: elsewhere).status == 401)
+        try await withAlertd(config: "auth:\n  tokens:\n    - { name: reader, sha256: \"\(hex)\", roles: [read], clients: ['*'] }\n") {
+            daemon async throws in
+            let elsewhere = [("Host", "alerts.example.com"), ("Origin", "https://dashboards.example.com")]
+            #expect(try await daemon.send("GET", "/v1/clients", headers: elsewhere + [("Authorization", "Bearer \(secret)")]).status == 200)
+            #expect(try await daemon.send("GET", "/v1/clients", headers: elsewhere).status == 401)
+        }
     }
 }

@@ -1,3 +1,5 @@
+import AlertdInProcess
+import AlertdTestSupport
 import AlertdClient
 import AlertdCore
 import AlertdDelivery
@@ -169,31 +171,31 @@ struct OpenAPIEndpointTests {
 
     @Test("with tokens configured it needs none, while every other /v1 request still does")
     func noToken() async throws {
-        let daemon = try await InProcessDaemon(config: Self.config)
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", "/v1/openapi.json")
-        #expect(response.status == 200)
-        #expect(response.header("Content-Type") == "application/json")
-        #expect(response.body == (try OpenAPIDocument.asset.get().body))
-        #expect(try response.object()["openapi"] as? String == "3.1.0")
-        #expect(try await daemon.send("GET", "/v1/whoami").status == 401)
-        #expect(try await daemon.send("GET", "/v1/openapi.yaml").status == 401)
-        // A wrong token does not matter either: nothing is asked, so nothing is checked.
-        #expect(try await daemon.send("GET", "/v1/openapi.json", headers: [("Authorization", "Bearer nope")]).status == 200)
+        try await withAlertd(config: Self.config) { daemon in
+            let response = try await daemon.send("GET", "/v1/openapi.json")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == "application/json")
+            #expect(response.body == (try OpenAPIDocument.asset.get().body))
+            #expect(try response.jsonObject()["openapi"] as? String == "3.1.0")
+            #expect(try await daemon.send("GET", "/v1/whoami").status == 401)
+            #expect(try await daemon.send("GET", "/v1/openapi.yaml").status == 401)
+            // A wrong token does not matter either: nothing is asked, so nothing is checked.
+            #expect(try await daemon.send("GET", "/v1/openapi.json", headers: [("Authorization", "Bearer nope")]).status == 200)
+        }
     }
 
     @Test("it has an ETag, answers 304 to it, takes no query and no other method")
     func caching() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let first = try await daemon.send("GET", "/v1/openapi.json")
-        let etag = try #require(first.header("ETag"))
-        #expect(first.header("Cache-Control") == "no-cache")
-        let again = try await daemon.send("GET", "/v1/openapi.json", headers: [("If-None-Match", etag)])
-        #expect(again.status == 304 && again.body.isEmpty)
-        #expect(try await daemon.send("GET", "/v1/openapi.json?x=1").status == 400)
-        let post = try await daemon.send("POST", "/v1/openapi.json", json: "{}")
-        #expect(post.status == 405 && post.header("Allow") == "GET, HEAD")
+        try await withAlertd { daemon in
+            let first = try await daemon.send("GET", "/v1/openapi.json")
+            let etag = try #require(first.header("ETag"))
+            #expect(first.header("Cache-Control") == "no-cache")
+            let again = try await daemon.send("GET", "/v1/openapi.json", headers: [("If-None-Match", etag)])
+            #expect(again.status == 304 && again.body.isEmpty)
+            #expect(try await daemon.send("GET", "/v1/openapi.json?x=1").status == 400)
+            let post = try await daemon.send("POST", "/v1/openapi.json", json: "{}")
+            #expect(post.status == 405 && post.header("Allow") == "GET, HEAD")
+        }
     }
 }
 

@@ -1,3 +1,5 @@
+import AlertdInProcess
+import AlertdTestSupport
 import AlertdEngine
 import Crypto
 import Foundation
@@ -50,21 +52,22 @@ struct DeliveryTargetTests {
 
     /// The targets of the deliveries of a decided alert, as `secret`'s token sees them (nil: no token).
     func targets(config: String, as secret: String?) async throws -> [String] {
-        let daemon = try await InProcessDaemon(config: config)
-        defer { daemon.cleanUp() }
-        let auth = [("Authorization", "Bearer root-secret")]
-        let headers = secret.map { [("Authorization", "Bearer \($0)")] } ?? []
-        let alert = try await daemon.send(
-            "POST", "/v1/clients/ops/alerts",
-            json: #"{"title":"Q","buttons":[{"title":"OK"}],"callback_url":"https://u:pw@127.0.0.1:9/cb?sig=abc"}"#,
-            headers: config.contains("auth:") ? auth : [])
-        let id = try #require(try alert.object()["id"] as? String, "\(alert.text)")
-        #expect(
-            try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: auth).status == 200)
-        let response = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries", headers: headers)
-        #expect(response.status == 200, "\(response.text)")
-        let deliveries = try response.object()["deliveries"] as! [[String: Any]]
-        return deliveries.compactMap { $0["target"] as? String }.sorted()
+        try await withAlertd(config: config) { daemon in
+            let auth = [("Authorization", "Bearer root-secret")]
+            let headers = secret.map { [("Authorization", "Bearer \($0)")] } ?? []
+            let alert = try await daemon.send(
+                "POST", "/v1/clients/ops/alerts",
+                json: #"{"title":"Q","buttons":[{"title":"OK"}],"callback_url":"https://u:pw@127.0.0.1:9/cb?sig=abc"}"#,
+                headers: config.contains("auth:") ? auth : [])
+            let id = try #require(try alert.jsonObject()["id"] as? String, "\(alert.text)")
+            #expect(
+                try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: auth).status == 200
+            )
+            let response = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)/deliveries", headers: headers)
+            #expect(response.status == 200, "\(response.text)")
+            let deliveries = try response.jsonObject()["deliveries"] as! [[String: Any]]
+            return deliveries.compactMap { $0["target"] as? String }.sorted()
+        }
     }
 
     @Test("read, post and answer tokens see user info and query values redacted, and no fragment")
@@ -100,38 +103,38 @@ struct AlertCallbackURLTests {
 
     /// Every way the alert is read, as `secret`'s token sees its callback_url.
     func seen(as secret: String) async throws -> [String: String] {
-        let daemon = try await InProcessDaemon(config: Self.tokens)
-        defer { daemon.cleanUp() }
-        let poster = [("Authorization", "Bearer poster-secret")]
-        let reader = [("Authorization", "Bearer \(secret)")]
-        // The title and the metadata hold the key's own text: only the resource's own value is touched.
-        let posted = try await daemon.send(
-            "POST", "/v1/clients/ops/alerts",
-            json:
-                #"{"title":"\"callback_url\":\"x\"","buttons":[{"title":"OK"}],"callback_url":"\#(Self.url)","metadata":{"callback_url":"keep"}}"#,
-            headers: poster)
-        let id = try #require(try posted.object()["id"] as? String, "\(posted.text)")
-        var seen: [String: String] = [:]
-        let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current", headers: reader)
-        seen["current"] = try current.object()["callback_url"] as? String
-        #expect(try current.object()["title"] as? String == #""callback_url":"x""#)
-        #expect((try current.object()["metadata"] as? [String: Any])?["callback_url"] as? String == "keep")
-        let one = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)", headers: reader)
-        seen["get"] = try one.object()["callback_url"] as? String
-        let list = try await daemon.send("GET", "/v1/clients/ops/alerts", headers: reader)
-        seen["list"] = (try list.object()["alerts"] as? [[String: Any]])?.first?["callback_url"] as? String
-        let withdrawn = try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)", headers: reader)
-        if withdrawn.status == 200 {
-            seen["withdraw"] = try withdrawn.object()["callback_url"] as? String
-        } else {
-            #expect(try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)", headers: poster).status == 200)
+        try await withAlertd(config: Self.tokens) { daemon in
+            let poster = [("Authorization", "Bearer poster-secret")]
+            let reader = [("Authorization", "Bearer \(secret)")]
+            // The title and the metadata hold the key's own text: only the resource's own value is touched.
+            let posted = try await daemon.send(
+                "POST", "/v1/clients/ops/alerts",
+                json:
+                    #"{"title":"\"callback_url\":\"x\"","buttons":[{"title":"OK"}],"callback_url":"\#(Self.url)","metadata":{"callback_url":"keep"}}"#,
+                headers: poster)
+            let id = try #require(try posted.jsonObject()["id"] as? String, "\(posted.text)")
+            var seen: [String: String] = [:]
+            let current = try await daemon.send("GET", "/v1/clients/ops/alerts/current", headers: reader)
+            seen["current"] = try current.jsonObject()["callback_url"] as? String
+            #expect(try current.jsonObject()["title"] as? String == #""callback_url":"x""#)
+            #expect((try current.jsonObject()["metadata"] as? [String: Any])?["callback_url"] as? String == "keep")
+            let one = try await daemon.send("GET", "/v1/clients/ops/alerts/\(id)", headers: reader)
+            seen["get"] = try one.jsonObject()["callback_url"] as? String
+            let list = try await daemon.send("GET", "/v1/clients/ops/alerts", headers: reader)
+            seen["list"] = (try list.jsonObject()["alerts"] as? [[String: Any]])?.first?["callback_url"] as? String
+            let withdrawn = try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)", headers: reader)
+            if withdrawn.status == 200 {
+                seen["withdraw"] = try withdrawn.jsonObject()["callback_url"] as? String
+            } else {
+                #expect(try await daemon.send("DELETE", "/v1/clients/ops/alerts/\(id)", headers: poster).status == 200)
+            }
+            // Choosing an alert already withdrawn: 409 already-decided, carrying the alert.
+            let late = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: reader)
+            if late.status == 409 {
+                seen["already-decided"] = (try late.jsonObject()["alert"] as? [String: Any])?["callback_url"] as? String
+            }
+            return seen
         }
-        // Choosing an alert already withdrawn: 409 already-decided, carrying the alert.
-        let late = try await daemon.send("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#, headers: reader)
-        if late.status == 409 {
-            seen["already-decided"] = (try late.object()["alert"] as? [String: Any])?["callback_url"] as? String
-        }
-        return seen
     }
 
     @Test("read and answer tokens see it redacted wherever the alert is read")

@@ -1,3 +1,5 @@
+import AlertdInProcess
+import AlertdTestSupport
 import AlertdEngine
 import Crypto
 import Foundation
@@ -21,12 +23,12 @@ struct WhoAmITests {
 
     @Test("without tokens everyone may do everything: no name, every role, every client, auth false")
     func open() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", "/v1/whoami")
-        #expect(response.status == 200)
-        #expect(response.header("Content-Type") == "application/json")
-        #expect(response.text == #"{"name":null,"roles":["read","post","answer","admin","alertmanager"],"clients":["*"],"auth":false}"#)
+        try await withAlertd { daemon in
+            let response = try await daemon.send("GET", "/v1/whoami")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == "application/json")
+            #expect(response.text == #"{"name":null,"roles":["read","post","answer","admin","alertmanager"],"clients":["*"],"auth":false}"#)
+        }
     }
 
     @Test(
@@ -37,31 +39,31 @@ struct WhoAmITests {
             ("root-secret", #"{"name":"root","roles":["post","admin"],"clients":["*"],"auth":true}"#),
         ])
     func token(secret: String, expected: String) async throws {
-        let daemon = try await InProcessDaemon(config: Self.config)
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", "/v1/whoami", headers: [("Authorization", "Bearer \(secret)")])
-        #expect(response.status == 200)
-        #expect(response.text == expected)
+        try await withAlertd(config: Self.config) { daemon in
+            let response = try await daemon.send("GET", "/v1/whoami", headers: [("Authorization", "Bearer \(secret)")])
+            #expect(response.status == 200)
+            #expect(response.text == expected)
+        }
     }
 
     @Test("with tokens, a missing or wrong token is 401 like every /v1 request", arguments: [nil, "Bearer nope", "Basic x"] as [String?])
     func refused(header: String?) async throws {
-        let daemon = try await InProcessDaemon(config: Self.config)
-        defer { daemon.cleanUp() }
-        let response = try await daemon.send("GET", "/v1/whoami", headers: header.map { [("Authorization", $0)] } ?? [])
-        #expect(response.status == 401)
-        #expect(try response.object()["code"] as? String == "unauthorized")
-        #expect(response.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        try await withAlertd(config: Self.config) { daemon in
+            let response = try await daemon.send("GET", "/v1/whoami", headers: header.map { [("Authorization", $0)] } ?? [])
+            #expect(response.status == 401)
+            #expect(try response.jsonObject()["code"] as? String == "unauthorized")
+            #expect(response.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        }
     }
 
     @Test("it takes no query and no other method")
     func strict() async throws {
-        let daemon = try await InProcessDaemon()
-        defer { daemon.cleanUp() }
-        #expect(try await daemon.send("GET", "/v1/whoami?x=1").status == 400)
-        let post = try await daemon.send("POST", "/v1/whoami", json: "{}")
-        #expect(post.status == 405)
-        #expect(post.header("Allow") == "GET, HEAD")
+        try await withAlertd { daemon in
+            #expect(try await daemon.send("GET", "/v1/whoami?x=1").status == 400)
+            let post = try await daemon.send("POST", "/v1/whoami", json: "{}")
+            #expect(post.status == 405)
+            #expect(post.header("Allow") == "GET, HEAD")
+        }
     }
 
     @Test("its route is open to any valid token and named whoami in metrics")

@@ -2,31 +2,13 @@ import AlertdTestSupport
 import Foundation
 import Testing
 
-/// Runs `alertd token new` and returns the secret and the config entry it printed.
-func newToken(_ name: String, roles: String, clients: String) async throws -> (secret: String, entry: String) {
-    let run = try await Program.alertd(["token", "new", name, "--roles", roles, "--clients", clients])
-    try #require(run.status == 0, "alertd token new: \(run.stderr)")
-    let text = run.stdout
-    let secret = try #require(text.split(separator: "\n").first { $0.hasPrefix("secret: ") }).dropFirst("secret: ".count)
-    let entry = text.components(separatedBy: "# under auth.tokens in the config:\n").last ?? ""
-    return (String(secret), entry)
-}
-
 /// What needs the process of §7: the logs, and where the daemon agrees to listen. Roles,
 /// the route matrix and rate limits are contract tests (AlertdAPIContractTests/AuthTests).
 @Suite("Tokens on the real daemon")
 struct AuthTests {
-    /// A daemon with four tokens made by `alertd token new`, and their secrets.
+    /// A daemon with a token per role (``roleTokens()``), and their secrets.
     static func start() async throws -> (Daemon, [String: String]) {
-        var secrets: [String: String] = [:]
-        var config = "auth:\n  tokens:\n"
-        for (name, roles, clients) in [
-            ("reader", "read", "*"), ("deployer", "post", "ops,team-*"), ("console", "answer", "ops"), ("root", "admin", "*"),
-        ] {
-            let (secret, entry) = try await newToken(name, roles: roles, clients: clients)
-            secrets[name] = secret
-            config += entry
-        }
+        let (config, secrets) = try await roleTokens()
         return (try await Daemon.start(.init(config: config)), secrets)
     }
 

@@ -171,7 +171,8 @@ struct DurabilityTests {
         let placeholder = try ReservedPort()
         let port = placeholder.port
         let url = "http://127.0.0.1:\(port)/hook"
-        let first = try await Daemon.start(.init(config: callbackConfig(webhooks: [("ops", url)], retryInitial: 0.2, retryMax: 0.4)))
+        let first = try await Daemon.start(
+            .init(config: callbackConfig(durability: "full", webhooks: [("ops", url)], retryInitial: 0.2, retryMax: 0.4)))
         defer { first.cleanup() }
         let http = first.client()
         var alertIDs: [String] = []
@@ -203,7 +204,7 @@ struct DurabilityTests {
         let hook = try await WebhookReceiver.listening()
         defer { hook.close() }
         hook.behave(.hang)
-        let first = try await Daemon.start(.init(config: callbackConfig(webhooks: [("ops", hook.url)], timeout: 120)))
+        let first = try await Daemon.start(.init(config: callbackConfig(durability: "full", webhooks: [("ops", hook.url)], timeout: 120)))
         defer { first.cleanup() }
         let http = first.client()
         let alert = try await http.postAlert("ops", oneButton)

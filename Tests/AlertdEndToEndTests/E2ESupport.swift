@@ -8,54 +8,6 @@ import Testing
 /// loaded CI machine, short enough to end a run whose awaited thing never comes.
 let asyncWaitTimeout: Duration = .seconds(30)
 
-/// The secret every test webhook and `callback_url` is signed with.
-let callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-/// A config with fast retries, the signing secret and the given webhooks. The tests' receivers
-/// listen on loopback, which the default `callbacks.deny` refuses: `allow` names it.
-func callbackConfig(
-    webhooks: [(client: String, url: String)] = [], timeout: Double = 5, retryInitial: Double = 0.2, retryMax: Double = 0.8
-) -> String {
-    var text = """
-        durability: full
-        callbacks:
-          signing_secret: "\(callbackSecret)"
-          timeout: \(timeout)
-          retry_initial_seconds: \(retryInitial)
-          retry_max_interval_seconds: \(retryMax)
-          allow: ["127.0.0.0/8", "::1"]
-
-        """
-    if !webhooks.isEmpty {
-        text += "webhooks:\n"
-        for hook in webhooks { text += "  - {client: \(hook.client), url: \"\(hook.url)\", secret: \"\(callbackSecret)\"}\n" }
-    }
-    return text
-}
-
-let oneButton = #"{"title":"Deploy?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#
-
-/// Polls the deliveries API until `done` holds (attempts are recorded just after the receiver answers).
-func deliveries(
-    _ http: any TestClient, _ client: String, _ alertID: String, timeout: Duration = .seconds(20),
-    until done: ([[String: Any]]) -> Bool
-) async throws -> [[String: Any]] {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let response = try await http.get("/v1/clients/\(client)/alerts/\(alertID)/deliveries")
-        try #require(response.status == 200, "deliveries answered \(response.status): \(response.text)")
-        let list = try #require(try response.jsonObject()["deliveries"] as? [[String: Any]])
-        if done(list) { return list }
-        guard ContinuousClock.now < deadline else {
-            Issue.record("deliveries never reached the expected state: \(list)")
-            return list
-        }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
-
-func attempts(_ delivery: [String: Any]) -> [[String: Any]] { delivery["attempts"] as? [[String: Any]] ?? [] }
-
 /// The alert of a callback, once its signature checked out.
 func verifiedAlert(_ request: WebhookReceiver.Received) throws -> [String: Any] {
     let verifier = try WebhookVerifier(secret: callbackSecret)

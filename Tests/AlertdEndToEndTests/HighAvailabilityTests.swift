@@ -164,7 +164,7 @@ struct HighAvailabilityTests {
     func deadlinesFireOnce() async throws {
         let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
-        let cluster = try await Cluster.start(3, config: callbackConfig())
+        let cluster = try await Cluster.start(3, config: callbackConfig(durability: "full"))
         defer { cluster.cleanup() }
         let http = cluster.clients()
         // Two waves, due 2 s and 3 s after posting: by then every instance has read the
@@ -218,7 +218,7 @@ struct HighAvailabilityTests {
         // Some attempts fail, so that retries (held by the instance that made the first) count too.
         let failures = 8
         receiver.script(Array(repeating: .status(503), count: failures))
-        let cluster = try await Cluster.start(3, config: callbackConfig(retryInitial: 0.2, retryMax: 0.5))
+        let cluster = try await Cluster.start(3, config: callbackConfig(durability: "full", retryInitial: 0.2, retryMax: 0.5))
         defer { cluster.cleanup() }
         let http = cluster.clients()
         let count = 24
@@ -263,7 +263,7 @@ struct HighAvailabilityTests {
         // Attempts hang until the kill, so the victim dies holding some; its lease is the
         // callbacks timeout + 5 s, after which a survivor takes them over.
         receiver.behave(.hang)
-        let cluster = try await Cluster.start(3, config: callbackConfig(timeout: 3, retryInitial: 0.2, retryMax: 0.5))
+        let cluster = try await Cluster.start(3, config: callbackConfig(durability: "full", timeout: 3, retryInitial: 0.2, retryMax: 0.5))
         defer { cluster.cleanup() }
         let http = cluster.clients(timeout: .seconds(15))
         let (victim, survivors) = (0, [1, 2])

@@ -91,7 +91,7 @@ struct StoreMigrationTests {
         defer { receiver.close() }
         receiver.behave(.status(503))
         let callback = receiver.url
-        let base = callbackConfig(retryInitial: 0.2, retryMax: 0.5) + "log:\n  level: info\n"
+        let base = callbackConfig(durability: "full", retryInitial: 0.2, retryMax: 0.5) + "log:\n  level: info\n"
 
         let embedded = try await Daemon.start(.init(config: base))
         let api = embedded.client()

@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdInProcess
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
@@ -27,8 +28,7 @@ struct PurgeTests {
         writes.append(.alert(kept))
         try sqlite.commit(writes)
 
-        let gated = GatedStore(sqlite)
-        gated.gate.signal()
+        let gated = ControlledStore(sqlite)
         let store = try SQLiteAlertStore(
             persistent: gated, settings: QueueSettings(), rules: AlertRules(), clock: ManualClock(decided),
             logger: Logger(label: "purge") { _ in SwiftLogNoOpLogHandler() })
@@ -37,7 +37,11 @@ struct PurgeTests {
 
         let forgotten = try await store.purge(decidedBefore: decided.adding(seconds: 1), keepPerClient: .max, keysBefore: decided)
         #expect(forgotten.isEmpty, "ops still has a pending alert")
-        #expect(gated.deletions.withLockedValue { $0 } == [500, 500, 200])
+        let deletions = gated.committed.joined().compactMap { write -> Int? in
+            guard case .deleteTerminal(let ids) = write else { return nil }
+            return ids.count
+        }
+        #expect(deletions == [500, 500, 200])
         #expect(try sqlite.decided(on: "ops", states: [.answered], before: nil, limit: 10).isEmpty)
         #expect(try sqlite.alert(kept.id) != nil, "a pending alert was purged")
     }

@@ -1,7 +1,7 @@
 // One client protocol for the tests, in the style of HummingbirdTesting's
 // `TestClientProtocol`: a test body written against `TestClient` runs in process (alertd's
-// HTTP handler without sockets, Tests/AlertdAPIContractTests/InProcessAlertd.swift) or
-// live (`LiveClient`, AsyncHTTPClient against the real binary).
+// HTTP handler without sockets, `InProcessAlertd` in Tests/AlertdInProcess) or live
+// (`LiveClient`, AsyncHTTPClient against the real binary).
 
 import Foundation
 
@@ -89,6 +89,12 @@ extension TestClient {
 
     public func delete(_ path: String, headers: [(String, String)] = []) async throws -> TestResponse {
         try await execute("DELETE", path, headers: headers, body: nil)
+    }
+
+    /// Sends `json`, if any, as an `application/json` body.
+    public func send(_ method: String, _ path: String, json: String? = nil, headers: [(String, String)] = []) async throws -> TestResponse {
+        guard let json else { return try await execute(method, path, headers: headers, body: nil) }
+        return try await execute(method, path, headers: headers + [("Content-Type", "application/json")], body: Array(json.utf8))
     }
 
     /// Posts an alert and returns its resource; throws unless it is 201.

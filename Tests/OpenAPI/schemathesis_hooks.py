@@ -20,7 +20,7 @@ import schemathesis
 # other headers such a request can fill libmicrohttpd 0.9.75's 8 KiB connection pool
 # to where no answer fits, and it closes the connection unanswered — the known
 # limitation README's "Known limitations" describes and
-# Tests/AlertdEndToEndTests/ReviewE2ETests.swift (largeHeaderBlockStillGetsAnAnswer)
+# Tests/AlertdEndToEndTests/LargeRequestTests.swift (largeHeaderBlockStillGetsAnAnswer)
 # measures. alertd's own queries are a few dozen bytes.
 MAX_QUERY_BYTES = 2048
 

@@ -1,3 +1,4 @@
+import AlertdInProcess
 import AlertdTestSupport
 import Foundation
 import Testing
@@ -36,45 +37,6 @@ enum TestMode: String, Sendable, CustomTestStringConvertible {
     static let isBalancedPass = Self.default == .balanced
 }
 
-/// The store every body runs on: the embedded SQLite store, unless
-/// `ALERTD_TEST_STORE=postgres` asks for a new database on this test process's
-/// throwaway PostgreSQL server (``TestPostgres``) for each body.
-enum TestStore: String, Sendable {
-    case sqlite, postgres
-
-    static let current: TestStore =
-        ProcessInfo.processInfo.environment["ALERTD_TEST_STORE"] == "postgres" || TestMode.isBalancedPass ? .postgres : .sqlite
-
-    /// How many bodies run on PostgreSQL at once: each is an alertd with its pool
-    /// and its listener on a database of its own, and a whole tier of them at once
-    /// (hundreds) left a 2-core machine too loaded for the tests' timings. In the
-    /// balanced pass a body is two processes and nginx: half as many.
-    static let bodies = Gate(width: (TestMode.isBalancedPass ? 2 : 4) * max(2, ProcessInfo.processInfo.activeProcessorCount))
-
-    /// Runs `body` with `config` plus the store section this run asks for: with
-    /// PostgreSQL, on a database borrowed for the body and emptied after it.
-    func run<T>(_ config: String, _ body: (String) async throws -> T) async throws -> T {
-        switch self {
-        case .sqlite:
-            return try await body(config)
-        case .postgres:
-            await Self.bodies.enter()
-            defer { Task { await Self.bodies.leave() } }
-            let server = try await TestPostgres.shared()
-            let url = try await server.borrowDatabase()
-            let separated = config.isEmpty || config.hasSuffix("\n") ? config : config + "\n"
-            do {
-                let result = try await body(separated + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n")
-                await server.giveBack(url)
-                return result
-            } catch {
-                await server.giveBack(url)
-                throw error
-            }
-        }
-    }
-}
-
 /// Runs `body` against a new alertd built from `config`, in process or live, and stops it
 /// afterwards (as HummingbirdTesting's `app.test(.router)` / `app.test(.live)` do).
 @discardableResult
@@ -92,15 +54,7 @@ private func withTestClient<T>(
 ) async throws -> T {
     switch mode.resolved {
     case .inProcess:
-        let alertd = try await InProcessAlertd.start(config: config)
-        do {
-            let result = try await body(alertd)
-            await alertd.shutdown()
-            return result
-        } catch {
-            await alertd.shutdown()
-            throw error
-        }
+        return try await withInProcessAlertd(config: config) { alertd in try await body(alertd) }
     case .live:
         let daemon = try await Daemon.start(.init(config: config))
         defer { daemon.cleanup() }

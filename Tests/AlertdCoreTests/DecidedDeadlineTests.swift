@@ -2,13 +2,9 @@ import AlertdCore
 import AlertdWire
 import Testing
 
-// Review of the core daemon: each test demonstrates one defect found in the
-// review and fails until it is fixed. Defects fixed while the review ran
-// (2da5e63, b66596a) keep their test as a regression test. None is marked as a
-// known issue on purpose.
-
-@Suite("Review: the board's deadlines")
-struct ReviewBoardTests {
+/// Found in a review of the core daemon and fixed since; kept as a regression test.
+@Suite("A decided alert leaves no deadline on the board")
+struct DecidedDeadlineTests {
     /// Every post inserts an expiry into the board's deadline heap, and nothing
     /// removes it when the alert is decided: it stays until `expires_at` (up to
     /// `alerts.max_expires_in`, 7 days). Memory then grows with throughput ×
