@@ -240,7 +240,9 @@ public enum Application {
                 maxResponseBytesInFlight: config.limits.maxResponseBytesInFlight,
                 maxBodyBytes: config.limits.maxBodyBytes, maxConnectionsPerAddress: perAddress, tls: tls),
             handler: alertd.api, logger: logger)
-        alertd.metrics.observeServer { server.counts }
+        // Weakly: the server holds the API, whose metrics hold these; a strong reference
+        // here closed that circle, and the whole daemon outlived a failed start.
+        alertd.metrics.observeServer { [weak server] in server?.counts }
         // systemd: ready once listening with the store open; the watchdog pings
         // only while the server answers.
         let notifier = Systemd.Notifier()
