@@ -273,10 +273,18 @@ public enum Application {
         let reloader = reload.map { load in Reloader(config: config, listeningHost: host, alertd: alertd, logger: logger, load: load) }
         services.append(
             .init(service: ReloadService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }))
-        try await ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        ).run()
+        do {
+            try await ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            ).run()
+        } catch {
+            // A failed start (libmicrohttpd refused a TLS priority string) can cancel the
+            // delivery service before it ran, and so before it shut its HTTP clients down;
+            // freed open, they trap. (Shut down already, they say so in a warning.)
+            await alertd.deliveries.shutdown()
+            throw error
+        }
         logger.info("stopped")
     }
 
