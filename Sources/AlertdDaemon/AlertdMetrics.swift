@@ -45,9 +45,9 @@ final class AlertdMetrics: Sendable {
     let flushedChanges: CoreMetrics.Counter
     let roundTrips: CoreMetrics.Counter
     /// The HTTP server's own counts, once it exists (it is made after the API).
-    private let server = NIOLockedValueBox<(@Sendable () -> HTTPServer.Counts)?>(nil)
+    private let server = NIOLockedValueBox<(@Sendable () -> HTTPServer.Counts?)?>(nil)
 
-    func observeServer(_ counts: @escaping @Sendable () -> HTTPServer.Counts) { server.withLockedValue { $0 = counts } }
+    func observeServer(_ counts: @escaping @Sendable () -> HTTPServer.Counts?) { server.withLockedValue { $0 = counts } }
 
     /// The server's counts in the text format (none before the server exists).
     private func serverExposition() -> String {

@@ -240,7 +240,9 @@ public enum Application {
                 maxResponseBytesInFlight: config.limits.maxResponseBytesInFlight,
                 maxBodyBytes: config.limits.maxBodyBytes, maxConnectionsPerAddress: perAddress, tls: tls),
             handler: alertd.api, logger: logger)
-        alertd.metrics.observeServer { server.counts }
+        // Weakly: the server holds the API, whose metrics hold these; a strong reference
+        // here closed that circle, and the whole daemon outlived a failed start.
+        alertd.metrics.observeServer { [weak server] in server?.counts }
         // systemd: ready once listening with the store open; the watchdog pings
         // only while the server answers.
         let notifier = Systemd.Notifier()
@@ -271,10 +273,18 @@ public enum Application {
         let reloader = reload.map { load in Reloader(config: config, listeningHost: host, alertd: alertd, logger: logger, load: load) }
         services.append(
             .init(service: ReloadService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }))
-        try await ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        ).run()
+        do {
+            try await ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            ).run()
+        } catch {
+            // A failed start (libmicrohttpd refused a TLS priority string) can cancel the
+            // delivery service before it ran, and so before it shut its HTTP clients down;
+            // freed open, they trap. (Shut down already, they say so in a warning.)
+            await alertd.deliveries.shutdown()
+            throw error
+        }
         logger.info("stopped")
     }
 

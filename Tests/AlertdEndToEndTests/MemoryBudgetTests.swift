@@ -39,7 +39,7 @@ struct MemoryBudgetTests {
     @Test("at the default limits, a post beyond the pending-bytes budget is 429 queue-full, and RSS stays under half of MemoryMax")
     func defaultBudget() async throws {
         let memoryMax = try Self.unitMemoryMax()
-        let daemon = try await Daemon.start(.init())
+        let daemon = try await Daemon.start(.init(environment: Sanitizer.measuredMemoryEnvironment))
         defer { daemon.cleanup() }
         let http = daemon.client(timeout: .seconds(60))
         // Eight posters, a client each (max_pending_per_client stays out of the way), until one is refused.
@@ -70,7 +70,8 @@ struct MemoryBudgetTests {
         // The rest of MemoryMax is for what else the defaults allow: 20 000 parked waiters
         // (~6 KiB each) and idle connections (libmicrohttpd's pools), see the unit's comment.
         #expect(
-            rss < memoryMax / 2, "RSS \(rss >> 20) MiB with \(count) of the largest alerts pending; MemoryMax=\(memoryMax >> 20) MiB")
+            rss < Sanitizer.memoryBound(memoryMax / 2),
+            "RSS \(rss >> 20) MiB with \(count) of the largest alerts pending; MemoryMax=\(memoryMax >> 20) MiB")
         #expect(daemon.isRunning)
         // Still serving.
         #expect(try await http.get("/v1/clients/big-0/alerts/current").status == 200)
