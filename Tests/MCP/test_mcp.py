@@ -366,9 +366,15 @@ auth:
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_human", "arguments": {"title": "Reboot?", "buttons": ["Reboot"]}}},
             ]
-            process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+            # MCP's lifecycle: nothing but pings before the answer to initialize. The SDK serves
+            # each request in a task of its own, so a call sent beside initialize may overtake it.
+            process.stdin.write(json.dumps(messages[0]).encode() + b"\n")
             process.stdin.flush()
             with anyio.fail_after(TEST_SECONDS):
+                first = json.loads(await anyio.to_thread.run_sync(process.stdout.readline))
+                self.assertEqual(first["id"], 1)
+                process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages[1:]))
+                process.stdin.flush()
                 alert = await self.displayed("ops-eof")
                 self.assertEqual(alert["metadata"]["agent"], "raw 1")
                 process.stdin.close()
@@ -376,8 +382,6 @@ auth:
                 self.assertEqual(status, 0)
                 final = await self.final("ops-eof", alert["id"])
                 self.assertEqual(final["state"], "withdrawn")
-            first = json.loads(process.stdout.readline())
-            self.assertEqual(first["id"], 1)
         finally:
             if process.poll() is None:
                 process.kill()
