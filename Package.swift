@@ -291,6 +291,8 @@ let package = Package(
             dependencies: [
                 "AlertdAPI", "AlertdCore", "AlertdDaemon", "AlertdEngine", "AlertdHTTP", "AlertdStore", "AlertdTestSupport",
                 "AlertdWire",
+                // SQLiteWriteLock: SQLite's write lock held from a connection of its own.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -323,8 +325,8 @@ let package = Package(
         .testTarget(
             name: "AlertdStorePortTests",
             dependencies: [
-                "AlertdCore", "AlertdEngine", "AlertdPostgres", "AlertdStore", "AlertdTestSupport", "AlertdWire",
-                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+                "AlertdCore", "AlertdEngine", "AlertdInProcess", "AlertdPostgres", "AlertdStore", "AlertdTestSupport", "AlertdWire",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),

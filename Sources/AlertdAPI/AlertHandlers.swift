@@ -136,14 +136,7 @@ extension API {
             call.reply { [self] in
                 switch result {
                 case .success(let page):
-                    var out = JSONWriter(capacity: 256 + page.alerts.count * 512)
-                    let whole = call.seesCallbackURLs
-                    AlertPage.write(nextCursor: page.next?.text, into: &out) { out in
-                        for item in page.alerts {
-                            (whole ? item.alert : Redaction.alert(item.alert)).write(position: item.position, into: &out)
-                        }
-                    }
-                    return json(200, out.bytes)
+                    return json(200, Rendering.alerts(page.alerts, next: page.next?.text, wholeCallbackURLs: call.seesCallbackURLs))
                 case .failure(let error):
                     return render(Problem(error))
                 }

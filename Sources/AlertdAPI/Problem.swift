@@ -25,8 +25,6 @@ public struct Problem: Error, Sendable {
         if let retryAfter { headers = [("Retry-After", String(retryAfter))] }
     }
 
-    static let typeBase = ProblemDocument.typeBase
-
     /// The problem+json response. `render` writes an embedded alert.
     func response(render: (inout JSONWriter, Alert) -> Void) -> HTTPResponse {
         var json = JSONWriter(capacity: 256)

@@ -24,6 +24,19 @@ enum Rendering {
         return out.bytes
     }
 
+    /// `{"alerts": [...], "next_cursor": …}`: a page of a client's alerts, each with its
+    /// position while pending, its `callback_url` through ``Redaction/alert(_:)`` unless
+    /// `wholeCallbackURLs`.
+    static func alerts(_ alerts: [PositionedAlert], next: String?, wholeCallbackURLs: Bool) -> [UInt8] {
+        var out = JSONWriter(capacity: 256 + alerts.count * 512)
+        AlertPage.write(nextCursor: next, into: &out) { out in
+            for item in alerts {
+                (wholeCallbackURLs ? item.alert : Redaction.alert(item.alert)).write(position: item.position, into: &out)
+            }
+        }
+        return out.bytes
+    }
+
     /// A webhook as listed: never its secret.
     static func listed(_ webhook: Webhook) -> WebhookResource {
         WebhookResource(id: webhook.id, url: webhook.url, source: webhook.source.rawValue)

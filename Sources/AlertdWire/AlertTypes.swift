@@ -152,6 +152,16 @@ public struct FieldError: Sendable, Hashable, Codable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// `{"field":…,"reason":…}`, as a problem's `errors` list it.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("field")
+        json.string(field)
+        json.key("reason")
+        json.string(reason)
+        json.endObject()
+    }
+
     public var description: String { "\(field): \(reason)" }
 }
 

@@ -374,6 +374,18 @@ public struct ClientSummary: Sendable, Hashable, Codable {
         self.pending = pending
         self.displayed = displayed
     }
+
+    /// `{"client":…,"pending":…,"displayed":…}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("client")
+        json.string(client)
+        json.key("pending")
+        json.int(pending)
+        json.key("displayed")
+        json.string(displayed)
+        json.endObject()
+    }
 }
 
 /// `GET /v1/clients`: one page of the clients the token may see, by id, and the
@@ -394,21 +406,12 @@ public struct ClientList: Sendable, Hashable, Codable {
         case nextCursor = "next_cursor"
     }
 
-    /// Writes the page as the daemon answers it: `{"clients":[{"client":…,"pending":…,"displayed":…}],"next_cursor":…}`.
+    /// Writes the page as the daemon answers it: `{"clients":[…],"next_cursor":…}`.
     public func write(into json: inout JSONWriter) {
         json.beginObject()
         json.key(CodingKeys.clients.rawValue)
         json.beginArray()
-        for summary in clients {
-            json.beginObject()
-            json.key("client")
-            json.string(summary.client)
-            json.key("pending")
-            json.int(summary.pending)
-            json.key("displayed")
-            json.string(summary.displayed)
-            json.endObject()
-        }
+        for summary in clients { summary.write(into: &json) }
         json.endArray()
         json.key(CodingKeys.nextCursor.rawValue)
         json.string(nextCursor)
@@ -555,14 +558,7 @@ public struct ProblemDocument: Sendable, Hashable, Codable {
         if let errors {
             json.key("errors")
             json.beginArray()
-            for error in errors {
-                json.beginObject()
-                json.key("field")
-                json.string(error.field)
-                json.key("reason")
-                json.string(error.reason)
-                json.endObject()
-            }
+            for error in errors { error.write(into: &json) }
             json.endArray()
         }
         if let alert {

@@ -104,13 +104,13 @@ struct CommitOrderTests {
         try await withAlertd(wrapStore: store.wrap) { daemon in
             let a = try await daemon.postAlert("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
-            let lock = try await WriteLockHolder.take(stateDir: daemon.stateDir)
+            let lock = try await SQLiteWriteLock.take(stateDir: daemon.stateDir)
             let postB = daemon.begin("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
             // The writer has taken B's batch and waits for the lock.
             try await store.awaitCommit(of: "B's post") { $0.title == "B" }
             let choice = daemon.begin("POST", "/v1/clients/ops/alerts/\(a["id"] as! String)/choice", json: #"{"button":"OK"}"#)
             let answerB = try await postB.value(timeout: .seconds(20))
-            await lock.unlock()
+            await lock.release()
             _ = try await choice.value(timeout: .seconds(20))
             #expect(answerB.status == 503)
 

@@ -31,7 +31,7 @@ struct CommittedReadTests {
                 "ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
             let id = alert["id"] as! String
 
-            let lock = try await WriteLockHolder.take(stateDir: daemon.stateDir)
+            let lock = try await SQLiteWriteLock.take(stateDir: daemon.stateDir)
             let original = daemon.begin("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
             // The writer has taken the choice's batch and waits for the lock.
             try await store.awaitCommit(of: "the choice") { $0.id.description == id && $0.state == .answered }
@@ -39,7 +39,7 @@ struct CommittedReadTests {
             let repeated = daemon.begin("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
 
             let originalAnswer = try await original.value(timeout: .seconds(20))
-            await lock.unlock()
+            await lock.release()
             #expect(originalAnswer.status == 503, "the original choice failed to commit (SQLITE_BUSY)")
             let otherAnswer = try await other.value(timeout: .seconds(20))
             let repeatedAnswer = try await repeated.value(timeout: .seconds(20))

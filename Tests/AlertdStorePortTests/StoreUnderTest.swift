@@ -1,15 +1,16 @@
 import AlertdCore
 import AlertdEngine
+import AlertdInProcess
 import AlertdPostgres
 import AlertdTestSupport
 import AlertdWire
 import Foundation
-import GRDB
+
 import Logging
 import PostgresNIO
 import Testing
 
-@testable import AlertdStore
+import AlertdStore
 
 /// The stores every test of this suite runs against: the port's contract is one.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -106,7 +107,7 @@ final class StoreUnderTest: Sendable {
     func holdWrites() async throws -> any HeldWrites {
         switch storage {
         case .directory(let directory):
-            return try await SQLiteWriteLock.take(directory: directory.url.path)
+            return try await SQLiteWriteLock.take(stateDir: directory.url.path)
         case .database(_, let url):
             return try await PostgresTableLock.take(url: url)
         }
@@ -147,34 +148,8 @@ protocol HeldWrites: Sendable {
     func release() async
 }
 
-/// SQLite's write lock (`BEGIN IMMEDIATE`) on a connection of its own thread.
-final class SQLiteWriteLock: HeldWrites {
-    private let letGo = DispatchSemaphore(value: 0)
-    /// "taken" once the lock is held, "done" once it was let go.
-    private let state = Observed("")
-
-    static func take(directory: String) async throws -> SQLiteWriteLock {
-        let lock = SQLiteWriteLock()
-        let store = try SQLiteStore(directory: directory, durability: .normal)
-        Thread { [letGo = lock.letGo, state = lock.state] in
-            try? store.pool.writeWithoutTransaction { db in
-                try db.execute(sql: "BEGIN IMMEDIATE")
-                state.update { $0 = "taken" }
-                letGo.wait()
-                try db.execute(sql: "ROLLBACK")
-            }
-            state.update { $0 = "done" }
-        }.start()
-        let taken = await lock.state.wait(timeout: .seconds(20)) { $0 == "taken" ? true : $0 == "done" ? false : nil }
-        guard taken == true else { throw StorePortFailure("SQLite's write lock was not taken") }
-        return lock
-    }
-
-    func release() async {
-        letGo.signal()
-        _ = await state.wait(timeout: .seconds(20)) { $0 == "done" ? true : nil }
-    }
-}
+/// SQLite's write lock, held as another connection holds it (AlertdInProcess).
+extension SQLiteWriteLock: HeldWrites {}
 
 /// A PostgreSQL lock taken in an open transaction of its own connection: by default
 /// every table alertd writes, in SHARE mode (reads go on; every write waits).
