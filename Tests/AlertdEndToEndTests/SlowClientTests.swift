@@ -52,20 +52,41 @@ struct SlowClientTests {
     func idleKeepAlive() async throws {
         let daemon = try await Daemon.start(.init(config: Self.config))
         defer { daemon.cleanup() }
-        // Each connection asks at once: a connection opened and left silent while the other
-        // asks (under a loaded machine, past the timeout) would be the idle one's case, not this.
-        let busy = try await daemon.rawConnection()
-        #expect(try await busy.request("GET", "/healthz").status == 200)
-        let idle = try await daemon.rawConnection()
-        #expect(try await idle.request("GET", "/healthz").status == 200)
-        let start = ContinuousClock.now
-        // Requests every 100 ms keep their connection: each answer gives the next request a new
-        // second. Each goes on the same connection, so one closed meanwhile fails the test.
-        while ContinuousClock.now - start < .milliseconds(2500) {
-            #expect(try await busy.request("GET", "/healthz").header("Connection")?.lowercased() != "close")
-            try await Task.sleep(for: .milliseconds(100))
+        // A loaded machine can hold this test's task off the threads for over the timeout
+        // between two requests; then the busy connection was idle for a second, and its close
+        // is right. Such a run proves nothing either way and starts again (three at most);
+        // a connection closed while it asked within the timeout fails the test.
+        for attempt in 1...3 {
+            // Each connection asks at once: a connection opened and left silent while the other
+            // asks would be the idle one's case, not this.
+            let busy = try await daemon.rawConnection()
+            #expect(try await busy.request("GET", "/healthz").status == 200)
+            let idle = try await daemon.rawConnection()
+            #expect(try await idle.request("GET", "/healthz").status == 200)
+            let start = ContinuousClock.now
+            var answered = ContinuousClock.now
+            var starved = false
+            // Requests every 100 ms keep their connection: each answer gives the next request a new
+            // second. Each goes on the same connection.
+            while ContinuousClock.now - start < .milliseconds(2500) {
+                try await Task.sleep(for: .milliseconds(100))
+                let gap = ContinuousClock.now - answered
+                do {
+                    let answer = try await busy.request("GET", "/healthz")
+                    #expect(answer.header("Connection")?.lowercased() != "close")
+                } catch  where gap > .milliseconds(900) {
+                    starved = true
+                    break
+                }
+                answered = ContinuousClock.now
+            }
+            if starved {
+                try #require(attempt < 3, "this test's task was held off the threads for over the read timeout three times")
+                continue
+            }
+            #expect(await idle.awaitClose(timeout: .milliseconds(100)), "the idle connection is still open after 2.5 s")
+            return
         }
-        #expect(await idle.awaitClose(timeout: .milliseconds(100)), "the idle connection is still open after 2.5 s")
     }
 
     @Test("a long-poll longer than the read timeout is answered, not cut")
