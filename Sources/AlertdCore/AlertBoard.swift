@@ -1,18 +1,22 @@
 public import AlertdWire
 
-// Over 400 lines on purpose: the queues, the deadline heap and the versions still
-// committing share invariants (one displayed alert per client, a deadline per live
-// alert, readers see committed versions only) that one type keeps in one place.
+// Over 400 lines on purpose: the queues, the deadline heap and the alert table share
+// invariants (one displayed alert per client, a deadline per live alert) that one type
+// keeps in one place.
 
 /// Every client's queue and every pending alert: the domain state machine.
 ///
 /// Pure: operations take the time as an argument and return a ``BoardChange``
-/// saying what to persist, which displays changed and what became terminal.
-/// The caller serialises access (one lock) and writes changes in that order.
+/// saying what to persist (with the version each write replaces), which displays
+/// changed and what became terminal. The caller serialises access (one lock) and
+/// writes changes in that order. The board knows nothing of stores: what a store
+/// shows readers while writes are in flight is the store's to keep, from the
+/// changes; a board that holds some clients only is told what it does not hold
+/// (``hold(outside:sequences:)``).
 public struct AlertBoard: Sendable {
     public private(set) var settings: QueueSettings
     public let rules: AlertRules
-    /// Pending alerts, plus decided ones until their commit is in flight.
+    /// Pending alerts, plus decided ones until ``forgetDecided(_:)``.
     private var alerts = AlertTable()
     private var queues: [String: ClientQueue] = [:]
     /// Every client's id, sorted: the order `GET /v1/clients` pages in.
@@ -21,33 +25,29 @@ public struct AlertBoard: Sendable {
     public private(set) var pendingTotal = 0
     /// Their ``Alert/footprint``s together (`limits.max_pending_bytes`).
     public private(set) var pendingBytes = 0
-    /// What a shared store's board does not hold of the footprints: those of the
-    /// other clients' pending alerts (its last reading of them), as ``elsewhere``.
-    public var elsewhereBytes = 0
-    /// What a shared store's board, which holds only the clients of one
-    /// transaction, does not: the pending alerts and clients of the others (its
-    /// last count of them), so `limits.max_pending_total` and `max_clients` still bind.
-    public var elsewhere: (pending: Int, clients: Int) = (0, 0)
-    /// The queue order of the next posts, from a shared store's database
-    /// sequence (never from an instance's clock); empty: 0, and ids give the order.
-    public var sequences: [Int64] = []
-    /// Per client, the pending alerts readers see: committed versions only.
-    private var visiblePending: [String: Int] = [:]
+    /// What this board does not hold, when it holds some clients only.
+    public private(set) var outside = Outside()
+    /// The queue order of the next posts (``hold(outside:sequences:)``); empty: 0, and ids give the order.
+    private var sequences: [Int64] = []
     /// Clients posted to or decided on since the last ``beginIdleSweep()``.
     private var touched = Set<String>()
     private var deadlines = Heap<Deadline>()
     private var ids: AlertIDGenerator
-    /// Alerts with writes in flight: their last committed version (nil: not
-    /// committed yet) and how many write sets touching them are uncommitted.
-    private var inFlight: [AlertID: Flight] = [:]
 
-    struct Flight: Sendable {
-        /// The last committed version (nil: not committed yet).
-        var committed: Alert?
-        /// Uncommitted write sets touching the alert.
-        var writes: Int
-        /// While ``committed(_:)`` runs: the version committed before this change.
-        var committedBefore: Alert? = nil
+    /// The pending alerts, clients and bytes of a board's clients that the board does
+    /// not hold: a board that holds the clients of one transaction only (a store
+    /// shared by several instances loads them) is told the others', as last counted,
+    /// so `limits.max_pending_total`, `max_pending_bytes` and `max_clients` still bind.
+    public struct Outside: Sendable, Equatable {
+        public var pending: Int
+        public var clients: Int
+        public var bytes: Int
+
+        public init(pending: Int = 0, clients: Int = 0, bytes: Int = 0) {
+            self.pending = pending
+            self.clients = clients
+            self.bytes = bytes
+        }
     }
 
     struct Deadline: Comparable, Sendable {
@@ -71,45 +71,24 @@ public struct AlertBoard: Sendable {
 
     // MARK: - Reading
 
-    /// The latest version of an alert held in memory (pending, or decided with its commit in flight).
+    /// The latest version of an alert held in memory: pending, or decided and not
+    /// forgotten yet (``forgetDecided(_:)``).
     public func alert(_ id: AlertID) -> Alert? { alerts[id] }
 
-    /// The version of an alert that readers may see: the last committed one.
-    /// `.unknown` when memory does not have it (look in the store).
-    public func visible(_ id: AlertID) -> Visibility {
-        if let flight = inFlight[id] {
-            return flight.committed.map(Visibility.alert) ?? .notYetCommitted
-        }
-        return alerts[id].map(Visibility.alert) ?? .unknown
+    /// Forgets decided alerts: their decision is durable, so repeats of it are
+    /// answered from the store. Ids of alerts not decided are left alone. A store
+    /// calls this once no write of the alert is in flight any more.
+    public mutating func forgetDecided(_ ids: some Sequence<AlertID>) {
+        for id in ids where alerts[id]?.state.isTerminal == true { alerts[id] = nil }
     }
 
-    public enum Visibility: Sendable {
-        case alert(Alert)
-        /// Posted, but its creation is not committed yet: it does not exist for readers.
-        case notYetCommitted
-        /// Not in memory: decided and committed long ago, or never existed.
-        case unknown
-    }
-
-    /// Records that a change's writes are committed: its versions become visible,
-    /// and decided alerts with no further writes leave memory. Every non-empty
-    /// change an operation returns must be committed, then passed here, in order.
-    public mutating func committed(_ change: BoardChange) {
-        let saved = change.saved
-        for alert in saved {
-            guard var flight = inFlight[alert.id] else { continue }
-            flight.committedBefore = flight.committed
-            flight.writes -= 1
-            if flight.writes > 0 {
-                flight.committed = alert
-                inFlight[alert.id] = flight
-            } else {
-                inFlight[alert.id] = nil
-                if alerts[alert.id]?.state.isTerminal == true { alerts[alert.id] = nil }
-            }
-            let delta = (alert.isPending ? 1 : 0) - (flight.committedBefore?.isPending == true ? 1 : 0)
-            if delta != 0 { visiblePending[alert.client, default: 0] += delta }
-        }
+    /// Takes what a board holding some clients only does not hold, and the queue
+    /// order of its next posts (a shared store's database sequence, never an
+    /// instance's clock): each post takes the next; with none left, 0, and ids give
+    /// the order. For the next operations, until told again.
+    public mutating func hold(outside: Outside, sequences: [Int64]) {
+        self.outside = outside
+        self.sequences = sequences
     }
 
     /// 0 when displayed, n when n alerts are ahead; nil when not pending.
@@ -118,81 +97,33 @@ public struct AlertBoard: Sendable {
         return queue.position(of: entry(alert))
     }
 
-    /// The position readers see (0 when displayed, n when n alerts are ahead; nil when not
-    /// pending) of `alert` as readers see it (``visible(_:)``): counted among the committed
-    /// versions of its client's pending alerts, so a post, a decision or a display change
-    /// still committing is not counted yet. The live queue counts the alerts ahead in
-    /// O(log n); then each alert with writes in flight counts as committed instead of as it
-    /// is now. Agrees with the alert's index in ``visiblePending(on:)``.
-    public func visiblePosition(of alert: Alert) -> Int? {
-        guard alert.isPending, let queue = queues[alert.client] else { return nil }
-        if alert.state == .displayed { return 0 }
-        let me = entry(alert)
-        var ahead = queue.queuedAhead(of: me)
-        if let shown = queue.displayed, shown.id != alert.id, inFlight[shown.id] == nil { ahead += 1 }
-        for (id, flight) in inFlight where id != alert.id {
-            guard let latest = alerts[id], latest.client == alert.client else { continue }
-            let other = entry(latest)
-            // Counted above as it is now (queued, ahead) ...
-            if latest.state == .queued, queue.precedes(other, me) { ahead -= 1 }
-            // ... counted again as readers see it.
-            if let committed = flight.committed, committed.isPending, committed.state == .displayed || queue.precedes(other, me) {
-                ahead += 1
-            }
-        }
-        return ahead
+    /// How many queued alerts of `alert`'s client come before it in its client's
+    /// order, whether or not `alert` is queued there itself.
+    public func queuedAhead(of alert: Alert) -> Int {
+        queues[alert.client]?.queuedAhead(of: entry(alert)) ?? 0
     }
 
-    /// The pending alerts of a client as readers see them, in display order: the committed
-    /// versions only, including an alert whose decision is still committing, and without
-    /// posts still committing.
-    public func visiblePending(on client: String) -> [Alert] {
-        guard let queue = queues[client] else { return [] }
-        var shown: Alert?
-        var queued: [Alert] = []
-        var inOrder = true
-        for live in queue.inDisplayOrder {
-            guard case .alert(let alert) = visible(live.id), alert.isPending else { continue }
-            if alert.state == .displayed {
-                shown = alert
-            } else {
-                // The live displayed alert, its display still committing: its place among the queued is to be found.
-                if live == queue.displayed { inOrder = false }
-                queued.append(alert)
-            }
+    /// Whether `a` comes before `b` in their client's order (its policy's).
+    public func precedes(_ a: Alert, _ b: Alert) -> Bool {
+        ClientQueue.precedes(entry(a), entry(b), policy: settings[a.client].policy)
+    }
+
+    /// The position (0 when displayed, n when n alerts are ahead) of pending `alert`
+    /// among `queued`, the queued alerts of its client, in `policy`'s order: a reader's
+    /// answer from the client's rows, with the order of the queue itself.
+    public static func position(of alert: Alert, amongQueued queued: [Alert], displayed: Bool, policy: QueuePolicy) -> Int {
+        if alert.state == .displayed { return 0 }
+        let me = ClientQueue.Entry(priority: alert.priority, sequence: alert.sequence, id: alert.id)
+        let ahead = queued.count { other in
+            other.id != alert.id
+                && ClientQueue.precedes(
+                    ClientQueue.Entry(priority: other.priority, sequence: other.sequence, id: other.id), me, policy: policy)
         }
-        // Decided alerts whose decision is still committing: out of the live queue, still pending for readers.
-        for (id, flight) in inFlight {
-            guard let committed = flight.committed, committed.client == client, committed.isPending, alerts[id]?.isPending == false
-            else { continue }
-            if committed.state == .displayed {
-                shown = committed
-            } else {
-                queued.append(committed)
-                inOrder = false
-            }
-        }
-        if !inOrder { queued.sort { queue.precedes(entry($0), entry($1)) } }
-        return (shown.map { [$0] } ?? []) + queued
+        return ahead + (displayed ? 1 : 0)
     }
 
     public func displayed(on client: String) -> Alert? {
         queues[client]?.displayed.flatMap { alerts[$0.id] }
-    }
-
-    /// The displayed alert of a client as readers see it: the committed version. While a
-    /// display change commits (a decision, a covering post), the alert displayed before it.
-    public func visibleDisplayed(on client: String) -> Alert? {
-        if let live = queues[client]?.displayed {
-            if case .alert(let alert) = visible(live.id), alert.state == .displayed { return alert }
-        } else if inFlight.isEmpty {
-            return nil
-        }
-        // The live display is not committed yet: the one committed, if any, has writes in flight too.
-        for flight in inFlight.values {
-            if let committed = flight.committed, committed.client == client, committed.state == .displayed { return committed }
-        }
-        return nil
     }
 
     /// Pending alerts of a client in display order.
@@ -201,9 +132,6 @@ public struct AlertBoard: Sendable {
     }
 
     public func pendingCount(on client: String) -> Int { queues[client]?.pendingCount ?? 0 }
-
-    /// Pending alerts of a client as readers see them (committed versions only).
-    public func visiblePendingCount(on client: String) -> Int { visiblePending[client] ?? 0 }
 
     /// Every client known (used, and not forgotten), sorted by id.
     public var clients: [String] { sortedClients }
@@ -234,35 +162,23 @@ public struct AlertBoard: Sendable {
 
     /// Starts a sweep for idle clients: the clients with nothing pending now.
     /// The caller checks the store for retained alerts of these (without the
-    /// board's lock), then calls ``forget(idle:)``, which skips any client touched
-    /// in between.
+    /// board's lock), then calls ``forget(idle:except:)``, which skips any client
+    /// touched in between.
     public mutating func beginIdleSweep() -> [String] {
         touched = []
-        // A client with a change still committing is not a candidate: the
-        // store the caller reads next may not show that change yet.
-        let committing = clientsWithWritesInFlight()
-        return sortedClients.filter { queues[$0]?.pendingCount == 0 && !committing.contains($0) }
+        return sortedClients.filter { queues[$0]?.pendingCount == 0 }
     }
 
-    private func clientsWithWritesInFlight() -> Set<String> {
-        var clients = Set<String>()
-        for (id, _) in inFlight { if let alert = alerts[id] { clients.insert(alert.client) } }
-        return clients
-    }
-
-    /// Forgets clients that hold nothing: no pending alert, none committing, not
-    /// touched since ``beginIdleSweep()`` and (the caller has checked the store) no
-    /// retained terminal one. Returns those forgotten, for the caller to delete
-    /// from the store.
-    public mutating func forget(idle candidates: [String]) -> [String] {
-        let busy = touched.union(clientsWithWritesInFlight())
+    /// Forgets clients that hold nothing: no pending alert, not touched since
+    /// ``beginIdleSweep()``, not in `busy` (a store's clients with a change still
+    /// committing) and (the caller has checked the store) no retained terminal one.
+    /// Returns those forgotten, for the caller to delete from the store.
+    public mutating func forget(idle candidates: [String], except busy: Set<String> = []) -> [String] {
         var forgotten: [String] = []
         for client in candidates {
-            guard let queue = queues[client], queue.pendingCount == 0, visiblePending[client, default: 0] == 0,
-                !busy.contains(client)
+            guard let queue = queues[client], queue.pendingCount == 0, !touched.contains(client), !busy.contains(client)
             else { continue }
             queues[client] = nil
-            visiblePending[client] = nil
             forgotten.append(client)
         }
         if !forgotten.isEmpty {
@@ -283,21 +199,21 @@ public struct AlertBoard: Sendable {
     public mutating func post(_ draft: NewAlert, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
         var change = BoardChange()
         let clientSettings = settings[client]
-        guard pendingTotal + elsewhere.pending < settings.maxPendingTotal else {
+        guard pendingTotal + outside.pending < settings.maxPendingTotal else {
             throw BoardError(
                 .queueFull, "alertd holds its maximum of \(settings.maxPendingTotal) pending alerts (limits.max_pending_total)")
         }
         let metadata = draft.metadata.map(CompactJSON.init)
         let footprint = Alert.footprint(
             title: draft.title, message: draft.message, buttons: draft.buttons ?? [], callbackURL: draft.callbackURL, metadata: metadata)
-        guard pendingBytes + elsewhereBytes + footprint <= settings.maxPendingBytes else {
+        guard pendingBytes + outside.bytes + footprint <= settings.maxPendingBytes else {
             throw BoardError(
                 .queueFull,
                 "alertd holds its maximum of \(settings.maxPendingBytes) bytes of pending alerts (limits.max_pending_bytes); "
                     + "this one takes \(footprint)")
         }
         if queues[client] == nil {
-            guard queues.count + elsewhere.clients < settings.maxClients else {
+            guard queues.count + outside.clients < settings.maxClients else {
                 throw BoardError(
                     .queueFull,
                     "alertd holds its maximum of \(settings.maxClients) clients (limits.max_clients); client \(client) is new")
@@ -456,7 +372,7 @@ public struct AlertBoard: Sendable {
     /// last held it: each changed alert as it is committed now (pending: in its
     /// place; terminal: gone), in O(changed × log n) where restoring the queue whole
     /// is O(n log n). Then the display follows the policy, as after a restore (a
-    /// change to commit, when it moves). For a board with no writes in flight.
+    /// change to commit, when it moves).
     public mutating func merge(committedElsewhere changed: [Alert], on client: String, now: Timestamp) -> BoardChange {
         if queues[client] == nil {
             queues[client] = ClientQueue(policy: settings[client].policy)
@@ -468,7 +384,6 @@ public struct AlertBoard: Sendable {
             alerts[alert.id] = nil
             pendingTotal -= 1
             pendingBytes -= old.footprint
-            visiblePending[client, default: 0] -= 1
         }
         // Displayed ones first, so that a queue never holds two displayed alerts.
         for displayedPass in [true, false] {
@@ -490,7 +405,6 @@ public struct AlertBoard: Sendable {
         }
         pendingTotal += 1
         pendingBytes += alert.footprint
-        visiblePending[alert.client, default: 0] += 1
         var restored = alert
         let shown = alert.state == .displayed && queues[alert.client]!.displayed == nil
         if !shown, alert.state == .displayed {
@@ -573,18 +487,11 @@ public struct AlertBoard: Sendable {
         deadlines = rebuilt
     }
 
-    /// Deduplicates the saved versions and marks them in flight until ``committed(_:)``.
+    /// Deduplicates the saved versions and gives each the version it replaces.
     private mutating func finish(_ change: inout BoardChange, _ before: Before) {
         pruneDeadlines()
         change.saved = deduplicated(change.saved)
-        for alert in change.saved {
-            if var flight = inFlight[alert.id] {
-                flight.writes += 1
-                inFlight[alert.id] = flight
-            } else {
-                inFlight[alert.id] = Flight(committed: before.versions[alert.id] ?? nil, writes: 1)
-            }
-        }
+        change.replaced = change.saved.map { before.versions[$0.id] ?? nil }
     }
 
     private mutating func decide(

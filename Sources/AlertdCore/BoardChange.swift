@@ -2,6 +2,10 @@
 public struct BoardChange: Sendable {
     /// Alerts whose stored form changed: new, displayed, queued again, terminal.
     public var saved: [Alert] = []
+    /// The version each of ``saved`` replaces, in the same order: the one before the
+    /// operation (nil: the alert is new). A store that shows readers committed
+    /// versions only keeps these until the change commits.
+    public var replaced: [Alert?] = []
     /// Clients used for the first time.
     public var newClients: [String] = []
     /// Clients whose displayed alert changed.
@@ -15,6 +19,7 @@ public struct BoardChange: Sendable {
 
     mutating func merge(_ other: BoardChange) {
         saved += other.saved
+        replaced += other.replaced
         newClients += other.newClients
         displayChanged += other.displayChanged
         decided += other.decided

@@ -26,7 +26,11 @@ struct ClientQueue: Sendable {
     var pendingCount: Int { queued.count + (displayed == nil ? 0 : 1) }
 
     /// Whether `a` comes before `b` in this policy's order.
-    func precedes(_ a: Entry, _ b: Entry) -> Bool {
+    func precedes(_ a: Entry, _ b: Entry) -> Bool { Self.precedes(a, b, policy: policy) }
+
+    /// Whether `a` comes before `b` in `policy`'s order: higher priority first; then
+    /// fifo oldest first, stack newest first.
+    static func precedes(_ a: Entry, _ b: Entry, policy: QueuePolicy) -> Bool {
         if a.priority != b.priority { return a.priority > b.priority }
         if a.sequence != b.sequence { return policy == .fifo ? a.sequence < b.sequence : a.sequence > b.sequence }
         return policy == .fifo ? a.id < b.id : a.id > b.id

@@ -28,8 +28,8 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     /// Runs `body` on the board holding `client`'s queue and commits what it
     /// returns in one transaction. `body` must be quick and do no I/O but
-    /// through `keys`, which knows `idempotencyKey` (the store looks it up with
-    /// the queue). An embedded store runs `body` at once, on the calling thread;
+    /// through its context, which knows `idempotencyKey` (the store looks it up
+    /// with the queue) and which alerts are committed. An embedded store runs `body` at once, on the calling thread;
     /// a shared one when it holds the client (so `body` escapes).
     ///
     /// A body that throws, or returns a mutation that changes nothing and does
@@ -39,7 +39,7 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// on a thread of the store's.
     func transact<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?,
-        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
         completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void)
 
     /// Fires the dismissals and expiries due at `now` (``AlertBoard/fireDeadlines(now:)``)
@@ -210,11 +210,19 @@ public enum StoreHealth: Sendable, Equatable {
     case recovered
 }
 
-/// Idempotency keys as a transaction sees them.
-public protocol IdempotencyKeys {
-    /// The record of the transaction's key on its client, committed or
-    /// committing; nil if unknown.
-    func record() throws(EngineError) -> IdempotencyRecord?
+/// What a transaction's body may ask its store besides the board.
+public protocol TransactionContext {
+    /// The record of the transaction's idempotency key on its client, committed
+    /// or committing; nil if unknown.
+    func idempotencyRecord() throws(EngineError) -> IdempotencyRecord?
+    /// Whether the creation of alert `id`, which the board holds, is committed. A
+    /// post still committing does not exist for readers, nor for a decision; a
+    /// store that commits each transaction before the next one starts always says yes.
+    func isCommitted(_ id: AlertID) -> Bool
+}
+
+extension TransactionContext {
+    public func isCommitted(_ id: AlertID) -> Bool { true }
 }
 
 /// What a transaction's body did: its value, the board's change, and the

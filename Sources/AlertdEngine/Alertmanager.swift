@@ -130,8 +130,8 @@ extension Engine {
             AlertmanagerReceipt(fingerprint: alert.fingerprint, status: alert.status, outcome: outcome, alertID: id)
         }
         store.transact(client: client, now: now, idempotencyKey: key) {
-            [self] (board, keys) throws(EngineError) -> Mutation<AlertmanagerReceipt> in
-            let record = try keys.record()
+            [self] (board, context) throws(EngineError) -> Mutation<AlertmanagerReceipt> in
+            let record = try context.idempotencyRecord()
             // The fingerprint's alert, while it is pending (committed or still committing).
             let pending = record.flatMap { record in board.alert(record.alertID).flatMap { $0.isPending && $0.client == client ? $0 : nil }
             }

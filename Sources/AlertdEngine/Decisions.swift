@@ -55,13 +55,13 @@ extension Engine {
         respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
     ) {
         let now = clock.now()
-        store.transact(client: client, now: now, idempotencyKey: nil) { [self] (board, _) throws(EngineError) -> Mutation<Outcome> in
-            switch board.visible(id) {
-            case .notYetCommitted:
-                throw EngineError(.notFound, "no alert \(id) on client \(client)")
-            case .unknown:
+        store.transact(client: client, now: now, idempotencyKey: nil) { [self] (board, context) throws(EngineError) -> Mutation<Outcome> in
+            switch board.alert(id) {
+            case nil:
                 return Mutation(.stored)
-            case .alert:
+            case _ where !context.isCommitted(id):
+                throw EngineError(.notFound, "no alert \(id) on client \(client)")
+            case _?:
                 do throws(BoardError) {
                     let (alert, change) =
                         switch decision {

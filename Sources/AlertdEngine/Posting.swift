@@ -95,8 +95,8 @@ extension Engine {
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
         store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
-            (board, keys) throws(EngineError) -> Mutation<Outcome> in
-            if let idempotency, let record = try keys.record(),
+            (board, context) throws(EngineError) -> Mutation<Outcome> in
+            if let idempotency, let record = try context.idempotencyRecord(),
                 record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
             {
                 guard record.bodyDigest == idempotency.bodyDigest else {

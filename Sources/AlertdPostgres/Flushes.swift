@@ -48,14 +48,14 @@ final class Flushes: Sendable {
         /// once it has been, its next flush waits for the lock instead.
         var deferrals = 0
         /// Runs on the board; nil when the body refused (its completion has been called).
-        let apply: @Sendable (inout AlertBoard, any IdempotencyKeys) -> Applied?
+        let apply: @Sendable (inout AlertBoard, any TransactionContext) -> Applied?
         /// Tells the caller the transaction failed before the change was applied.
         let fail: @Sendable (EngineError) -> Void
 
         /// A transaction of the port.
         init<Value: Sendable>(
             client: String, now: Timestamp, idempotencyKey: String?,
-            body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+            body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
             completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
         ) {
             self.client = client
@@ -231,11 +231,11 @@ final class Flushes: Sendable {
     }
 
     /// The idempotency keys of a change: those its flush wrote first, then those the database holds.
-    private struct Keys: IdempotencyKeys {
+    private struct Keys: TransactionContext {
         let key: String?
         let records: [String: IdempotencyRecord]
 
-        func record() throws(EngineError) -> IdempotencyRecord? { key.flatMap { records[$0] } }
+        func idempotencyRecord() throws(EngineError) -> IdempotencyRecord? { key.flatMap { records[$0] } }
     }
 
     /// One client of a flush: its changes (indices into the flush), and what the reads found.
@@ -577,21 +577,21 @@ final class Flushes: Sendable {
                 // board in place, O(changed) under the lock, not the queue rebuilt.
                 for alert in slot.read { pending[alert.id] = alert.isPending ? alert : nil }
                 normalized = board.merge(committedElsewhere: slot.read, on: client, now: now)
-                board.committed(normalized)
             }
         } else {
             for alert in slot.read { pending[alert.id] = alert }
             // Restoring brings the queue in line with its policy (a changed one): written too,
             // and its display change told with the first change of the client.
             normalized = board.restore(clients: version != nil ? [client] : [], pending: Array(pending.values), now: now)
-            board.committed(normalized)
         }
         let before = pending.count
         let elsewhere = store.elsewhere(of: client)
-        board.elsewhere = (elsewhere.pending + grown.pending, elsewhere.clients + grown.clients)
-        board.elsewhereBytes = elsewhere.bytes + grown.bytes
+        board.hold(
+            outside: AlertBoard.Outside(
+                pending: elsewhere.pending + grown.pending, clients: elsewhere.clients + grown.clients,
+                bytes: elsewhere.bytes + grown.bytes),
+            sequences: sequences)
         let bytesBefore = board.pendingBytes
-        board.sequences = sequences
         var records = slot.records
         var saved: [AlertID: Alert] = [:]
         var order: [AlertID] = []
@@ -609,7 +609,8 @@ final class Flushes: Sendable {
                 outcomes.withLockedValue { $0[index] = .refused }
                 continue
             }
-            board.committed(change.change)
+            // Committed with the flush: a repeat of a decision is answered from the database.
+            board.forgetDecided(change.change.decided.map(\.id))
             save(change.change.saved)
             decided += change.change.decided.map(\.id)
             events += change.events

@@ -219,7 +219,7 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     public func transact<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?,
-        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
         completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
     ) {
         flushes.enqueue(Flushes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: completion))

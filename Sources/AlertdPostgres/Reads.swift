@@ -20,29 +20,15 @@ extension PostgresAlertStore {
         }
     }
 
-    /// 0 displayed; else 1 + the queued alerts ahead in the client's policy's order.
+    /// 0 displayed; else the alerts ahead of it in its client's queue, counted by the
+    /// domain's order among the client's pending alerts as committed (SQL only reads them).
     func position(of alert: Alert) async throws -> Int {
         if alert.state == .displayed { return 0 }
-        let stack = policy(of: alert.client) == .stack
-        let query: PostgresQuery =
-            stack
-            ? """
-            SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
-              AND (priority > \(alert.priority) OR (priority = \(alert.priority) AND seq > \(alert.sequence)))
-            """
-            : """
-            SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'queued'
-              AND (priority > \(alert.priority) OR (priority = \(alert.priority) AND seq < \(alert.sequence)))
-            """
-        var ahead = 0
-        for try await count in try await client.query(query, logger: logger).decode(Int.self) { ahead = count }
-        var displayed = 0
-        for try await count in try await client.query(
-            "SELECT pg_catalog.count(*) FROM alerts WHERE client = \(alert.client) AND state = 'displayed'", logger: logger
-        ).decode(Int.self) {
-            displayed = count
-        }
-        return ahead + displayed
+        let pending = try await all(
+            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(alert.client) AND state IN ('queued', 'displayed')")
+        return AlertBoard.position(
+            of: alert, amongQueued: pending.filter { $0.state == .queued }, displayed: pending.contains { $0.state == .displayed },
+            policy: policy(of: alert.client))
     }
 
     public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {

@@ -16,7 +16,7 @@ import Synchronization
 ///   submitted to the committer under the same lock, so SQLite applies them in
 ///   board order. Its completion runs from the commit's.
 /// - Readers see committed state only: the board keeps the last committed
-///   version of alerts whose writes are in flight (``AlertBoard/visible(_:)``),
+///   version of alerts whose writes are in flight (``WriteBehindBoard``),
 ///   and an idempotency key is known to transactions from the moment its alert
 ///   is posted (``IdempotencyKeys``), so two posts with one key never both create.
 ///
@@ -31,7 +31,7 @@ import Synchronization
 /// so it stops last.
 public final class SQLiteAlertStore: AlertStore, Service {
     private struct State: Sendable {
-        var board: AlertBoard
+        var board: WriteBehindBoard
         /// Keys whose alert is posted but not committed yet.
         var pendingKeys: [KeyRef: IdempotencyRecord] = [:]
     }
@@ -72,10 +72,9 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
         if !normalized.saved.isEmpty {
             try persistent.commit(normalized.saved.map { .alert($0) })
-            board.committed(normalized)
         }
         restoredPending = stored.pending.count
-        state = NIOLockedValueBox(State(board: board))
+        state = NIOLockedValueBox(State(board: WriteBehindBoard(board)))
         writable = Atomic(persistent.isWritable())
         let failure = self.failure
         committer = GroupCommitter(
@@ -105,17 +104,17 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func transact<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?,
-        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>,
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
         completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
     ) {
         let immediate: Result<Committed<Value>, EngineError>? = state.withLockedValue { state in
             if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
             do throws(EngineError) {
-                let keys = Keys(
+                let context = Context(
                     key: idempotencyKey.map { KeyRef(client: client, key: $0) }, pending: state.pendingKeys, persistent: persistent,
-                    logger: logger)
-                mutation = try body(&state.board, keys)
+                    logger: logger, board: state.board)
+                mutation = try state.board.update({ board throws(EngineError) in try body(&board, context) }, change: \.change)
             } catch {
                 return .failure(error)
             }
@@ -127,7 +126,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
                 state.pendingKeys[KeyRef(client: record.client, key: record.key)] = record
             }
             writes += mutation.events.map { .event($0) }
-            let displays = change.displayChanged.map { (client: $0, alert: state.board.displayed(on: $0)) }
+            let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
             if writes.isEmpty, !mutation.afterEarlierCommits {
                 return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))
             }
@@ -153,11 +152,11 @@ public final class SQLiteAlertStore: AlertStore, Service {
     ) {
         state.withLockedValue { state in
             guard refusal == nil else { return }
-            submit(state.board.fireDeadlines(now: now), &state, events: events, completion: completion)
+            submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events, completion: completion)
         }
     }
 
-    public var nextDeadline: Timestamp? { state.withLockedValue { $0.board.nextDeadline } }
+    public var nextDeadline: Timestamp? { state.withLockedValue { $0.board.board.nextDeadline } }
 
     public func reconfigure(
         _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
@@ -165,7 +164,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
     ) {
         // Taken even while commits fail: a rebuild after the failure keeps these settings.
         state.withLockedValue { state in
-            submit(state.board.reconfigure(settings, now: now), &state, events: events, completion: completion)
+            submit(
+                state.board.update({ $0.reconfigure(settings, now: now) }, change: { $0 }), &state, events: events, completion: completion)
         }
     }
 
@@ -176,7 +176,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     ) {
         guard !change.saved.isEmpty else { return }
         let events = events(change)
-        let displays = change.displayChanged.map { (client: $0, alert: state.board.displayed(on: $0)) }
+        let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
         let deliveries = events.flatMap(\.pendingDeliveries)
         committer.submit(change.saved.map { .alert($0) } + events.map { .event($0) }) { [self] result in
             if case .failure = result { return completion(.failure(.notCommitted)) }
@@ -185,14 +185,17 @@ public final class SQLiteAlertStore: AlertStore, Service {
         }
     }
 
-    /// The transaction's idempotency key: committing first, then SQLite.
-    private struct Keys: IdempotencyKeys {
+    /// The transaction's idempotency key (committing first, then SQLite), and what is committed of the board.
+    private struct Context: TransactionContext {
         let key: KeyRef?
         let pending: [KeyRef: IdempotencyRecord]
         let persistent: any PersistentStore
         let logger: Logger
+        let board: WriteBehindBoard
 
-        func record() throws(EngineError) -> IdempotencyRecord? {
+        func isCommitted(_ id: AlertID) -> Bool { board.isCommitted(id) }
+
+        func idempotencyRecord() throws(EngineError) -> IdempotencyRecord? {
             guard let key else { return nil }
             if let record = pending[key] { return record }
             do {
@@ -207,7 +210,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     // MARK: - Reading (answered at once, on the calling thread)
 
     public func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void) {
-        let visible = state.withLockedValue { state -> (AlertBoard.Visibility, Int?) in
+        let visible = state.withLockedValue { state -> (WriteBehindBoard.Visibility, Int?) in
             let visible = state.board.visible(id)
             guard case .alert(let alert) = visible, alert.isPending else { return (visible, nil) }
             return (visible, state.board.visiblePosition(of: alert))
@@ -227,7 +230,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     }
 
     public func policy(of client: String) -> QueuePolicy {
-        state.withLockedValue { $0.board.settings[client].policy }
+        state.withLockedValue { $0.board.board.settings[client].policy }
     }
 
     /// Every client's displayed alert at once, as committed: a display change still
@@ -236,7 +239,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
         of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
     ) {
         let displays = state.withLockedValue { state in
-            (clients ?? state.board.clients).map { (client: $0, alert: state.board.visibleDisplayed(on: $0)) }
+            (clients ?? state.board.board.clients).map { (client: $0, alert: state.board.visibleDisplayed(on: $0)) }
         }
         completion(.success(displays))
     }
@@ -246,7 +249,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
         completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void
     ) {
         let page = state.withLockedValue { state in
-            let (page, more) = state.board.clients(after: after, limit: limit, where: include)
+            let (page, more) = state.board.board.clients(after: after, limit: limit, where: include)
             return (page: page.map { (client: $0, pending: state.board.visiblePendingCount(on: $0)) }, more: more)
         }
         completion(.success(page))
@@ -261,7 +264,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             })
     }
 
-    public var pendingTotal: Int { state.withLockedValue { $0.board.pendingTotal } }
+    public var pendingTotal: Int { state.withLockedValue { $0.board.board.pendingTotal } }
     public var storeBytes: Int? { persistent.sizeInBytes }
 
     // MARK: - Webhooks and deliveries
@@ -383,9 +386,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
         }
         let recovered = state.withLockedValue { state -> Bool in
             guard failure.isSet else { return false }
-            var board = AlertBoard(settings: state.board.settings, rules: state.board.rules, lastID: stored.lastID)
+            var board = AlertBoard(settings: state.board.board.settings, rules: state.board.board.rules, lastID: stored.lastID)
             let normalized = board.restore(clients: stored.clients, pending: stored.pending, now: clock.now())
-            state.board = board
+            state.board = WriteBehindBoard(board)
+            state.board.began(normalized)
             state.pendingKeys = [:]
             // From here on submissions are computed on memory that matches the store.
             committer.resume()

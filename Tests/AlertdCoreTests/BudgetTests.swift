@@ -37,7 +37,7 @@ struct PendingBytesTests {
         try board.postCommitted(question("small"), to: "c3", now: at(6))
 
         let (_, change) = try board.withdraw(posted[1].id, on: "c1", by: nil, now: at(7))
-        board.committed(change)
+        board.settle(change)
         #expect(throws: Never.self) { try board.post(Self.largest, to: "c4", now: at(8)) }
     }
 
@@ -47,13 +47,13 @@ struct PendingBytesTests {
         let a = try first.postCommitted(Self.largest, to: "a", now: at(0))
         let b = try first.postCommitted(Self.largest, to: "b", now: at(1))
         var restored = AlertBoard(settings: QueueSettings(maxPendingBytes: 100_000))
-        restored.committed(restored.restore(clients: ["a", "b"], pending: [a, b], now: at(2)))
+        restored.settle(restored.restore(clients: ["a", "b"], pending: [a, b], now: at(2)))
         #expect(restored.pendingBytes == a.footprint + b.footprint)
 
         var shared = AlertBoard(settings: QueueSettings(maxPendingBytes: 100_000))
-        shared.elsewhereBytes = 80_000
+        shared.hold(outside: AlertBoard.Outside(bytes: 80_000), sequences: [])
         #expect(throws: BoardError.self) { try shared.post(Self.largest, to: "c", now: at(3)) }
-        shared.elsewhereBytes = 0
+        shared.hold(outside: AlertBoard.Outside(), sequences: [])
         #expect(throws: Never.self) { try shared.post(Self.largest, to: "c", now: at(3)) }
     }
 }

@@ -65,7 +65,7 @@ struct DismissTests {
         // Nothing of the second fires at 2.5 s, two seconds after it was posted.
         clock.set(at(2000))
         let firstGone = board.fireDeadlines(now: clock.now())
-        board.committed(firstGone)
+        board.settle(firstGone)
         #expect(firstGone.decided.map(\.id) == [first.id])
         let shown = try #require(board.displayed(on: "ops"))
         #expect(shown.id == second.id)
@@ -92,7 +92,7 @@ struct DismissTests {
         #expect(board.state(of: noticeAlert) == .queued)
 
         let (_, answer) = try board.choose(.index(0), for: cover.id, on: "ops", by: nil, now: at(5000))
-        board.committed(answer)
+        board.settle(answer)
         #expect(board.alert(noticeAlert.id)?.dismissAt == at(7000))
         #expect(board.fireDeadlines(now: at(6999)).isEmpty)
         #expect(board.fireDeadlines(now: at(7000)).decided.map(\.id) == [noticeAlert.id])
@@ -166,7 +166,7 @@ struct ExpiryTests {
         var board = AlertBoard()
         let alert = try board.postCommitted(question("a", expiresIn: 10), now: at(0))
         let (_, change) = try board.choose(.index(0), for: alert.id, on: "ops", by: nil, now: at(1))
-        board.committed(change)
+        board.settle(change)
         #expect(board.fireDeadlines(now: at(10_000)).isEmpty)
         #expect(board.nextDeadline == nil)
     }
@@ -199,7 +199,7 @@ struct ExpiryTests {
         #expect(board.nextDeadline == at(30_000))
         try board.postCommitted(notice("n", dismissAfter: 5), to: "b", now: at(1000))
         #expect(board.nextDeadline == at(6000))
-        board.committed(board.fireDeadlines(now: at(6000)))
+        board.settle(board.fireDeadlines(now: at(6000)))
         #expect(board.nextDeadline == at(30_000))
     }
 }
@@ -233,8 +233,7 @@ struct RestoreTests {
         #expect(board.clients == ["idle", "ops"])
         #expect(board.knows(client: "idle"))
         #expect(board.nextDeadline == at(3_600_000))
-        // Restored alerts are visible as they are.
-        #expect(board.visible(shown.id).committedAlert == shown)
+        #expect(board.alert(shown.id) == shown)
         // New ids continue after the last one.
         let (posted, _) = try board.post(question("new"), to: "ops", now: at(0))
         #expect(posted.id > last.id)
@@ -328,9 +327,9 @@ struct RestoreTests {
         #expect(change.displayChanged == ["ops"])
         // The fifo client is left as stored.
         #expect(board.titles(on: "kiosk") == ["other", "other-newer"])
-        // Readers see the stored versions until the change is committed.
-        #expect(board.visible(older.id).committedAlert == older)
-        board.committed(change)
-        #expect(board.visible(older.id).committedAlert?.state == .queued)
+        // The change says which stored versions it replaces (a store shows readers those until it commits).
+        #expect(change.replaced(older.id) == .some(older))
+        #expect(change.replaced(newer.id) == .some(newer))
+        #expect(change.replaced.count == change.saved.count)
     }
 }

@@ -16,7 +16,7 @@ struct DecidedDeadlineTests {
         for index in 0..<1000 {
             let alert = try board.postCommitted(question("q\(index)"), now: at(Int64(index)))
             let (_, change) = try board.choose(.index(0), for: alert.id, on: "ops", by: nil, now: at(Int64(index)))
-            board.committed(change)
+            board.settle(change)
         }
         #expect(board.pendingTotal == 0)
         #expect(

@@ -47,7 +47,7 @@ private struct Instance {
             default:
                 change = board.fireDeadlines(now: now)
             }
-            board.committed(change)
+            board.settle(change)
             saved += change.saved
         }
         return saved
@@ -72,7 +72,7 @@ struct MergeTests {
             for alert in saved { latest[alert.id] = alert }
             let reader = 1 - writer
             let change = instances[reader].board.merge(committedElsewhere: Array(latest.values), on: "ops", now: now)
-            instances[reader].board.committed(change)
+            instances[reader].board.settle(change)
             let (a, b) = (instances[writer].board, instances[reader].board)
             // What the writer committed is consistent: merging it moves nothing.
             #expect(change.isEmpty, "step \(step): the merge changed \(change.saved.map(\.id))")

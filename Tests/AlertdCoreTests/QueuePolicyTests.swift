@@ -37,7 +37,7 @@ struct FIFOPolicyTests {
         while let displayed = board.displayed(on: "ops") {
             shown.append(displayed.title)
             let (_, change) = try board.choose(.title("Yes"), for: displayed.id, on: "ops", by: nil, now: at(now))
-            board.committed(change)
+            board.settle(change)
             if let next = board.displayed(on: "ops") {
                 #expect(next.state == .displayed)
                 #expect(next.displayedAt == at(now))
@@ -62,7 +62,7 @@ struct FIFOPolicyTests {
 
         // Withdrawing one in the middle moves the ones behind it up.
         let (_, change) = try board.withdraw(b.id, on: "ops", by: nil, now: at(10))
-        board.committed(change)
+        board.settle(change)
         #expect([a, c, e, d].map { board.currentPosition(of: $0) } == [0, 1, 2, 3])
         #expect(board.currentPosition(of: b) == nil)
     }
@@ -92,7 +92,7 @@ struct StackPolicyTests {
         var board = AlertBoard(settings: stackOps)
         let older = try board.postCommitted(question("older"), now: at(0))
         let (newer, change) = try board.post(question("newer"), to: "ops", now: at(50))
-        board.committed(change)
+        board.settle(change)
 
         #expect(newer.state == .displayed)
         #expect(newer.displayedAt == at(50))
@@ -123,7 +123,7 @@ struct StackPolicyTests {
         var board = AlertBoard(settings: stackOps)
         let high = try board.postCommitted(question("high", priority: 5), now: at(0))
         let (low, change) = try board.post(question("low", priority: 4), to: "ops", now: at(1))
-        board.committed(change)
+        board.settle(change)
         #expect(low.state == .queued)
         #expect(low.displayedAt == nil)
         #expect(board.displayed(on: "ops")?.id == high.id)
@@ -138,7 +138,7 @@ struct StackPolicyTests {
         let older = try board.postCommitted(question("older"), now: at(0))
         let newer = try board.postCommitted(question("newer"), now: at(10))
         let (answered, change) = try board.choose(.title("Yes"), for: newer.id, on: "ops", by: nil, now: at(20))
-        board.committed(change)
+        board.settle(change)
         #expect(answered.state == .answered)
         let again = try #require(board.displayed(on: "ops"))
         #expect(again.id == older.id)
@@ -167,7 +167,7 @@ struct StackPolicyTests {
         while let displayed = board.displayed(on: "ops") {
             shown.append(displayed.title)
             let (_, change) = try board.withdraw(displayed.id, on: "ops", by: nil, now: at(now))
-            board.committed(change)
+            board.settle(change)
             now += 1
         }
         #expect(shown == ["f", "c", "d", "b", "a", "e"])

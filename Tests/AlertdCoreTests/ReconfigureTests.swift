@@ -20,10 +20,9 @@ struct ReconfigureTests {
         #expect(board.alert(older.id)?.state == .queued && board.alert(older.id)?.displayedAt == nil)
         #expect(Set(change.saved.map(\.id)) == [older.id, newer.id])
         #expect(change.displayChanged == ["ops"] && change.decided.isEmpty)
-        // Readers see the committed versions until the change is committed.
-        #expect(board.visible(older.id).committedAlert?.state == .displayed)
-        board.committed(change)
-        #expect(board.visible(older.id).committedAlert?.state == .queued)
+        // The change says which versions it replaces (a store shows readers those until it commits).
+        #expect(change.replaced(older.id) == .some(older))
+        #expect(change.replaced(newer.id) == .some(newer))
         // From now on a newcomer covers the displayed one.
         let newest = try board.postCommitted(question("newest"), now: at(2_000))
         #expect(board.alert(newest.id)?.state == .displayed)

@@ -21,13 +21,16 @@ func notice(_ title: String, priority: Int = 0, dismissAfter: Double? = nil, exp
 }
 
 extension AlertBoard {
-    /// Posts, commits the change at once, and returns the alert as posted.
+    /// Posts, settles the change at once (as a store does once it is committed), and returns the alert as posted.
     @discardableResult
     mutating func postCommitted(_ draft: NewAlert, to client: String = "ops", now: Timestamp) throws(BoardError) -> Alert {
         let (alert, change) = try post(draft, to: client, now: now)
-        committed(change)
+        settle(change)
         return alert
     }
+
+    /// What a store does once a change is committed: the alerts it decided leave the board.
+    mutating func settle(_ change: BoardChange) { forgetDecided(change.decided.map(\.id)) }
 
     /// Titles of a client's pending alerts in display order.
     func titles(on client: String = "ops") -> [String] { pending(on: client).map(\.title) }
@@ -41,20 +44,10 @@ extension AlertBoard {
     }
 }
 
-extension AlertBoard.Visibility {
-    var committedAlert: Alert? {
-        if case .alert(let alert) = self { return alert }
-        return nil
-    }
-
-    var isNotYetCommitted: Bool {
-        if case .notYetCommitted = self { return true }
-        return false
-    }
-
-    var isUnknown: Bool {
-        if case .unknown = self { return true }
-        return false
+extension BoardChange {
+    /// The version the change replaced of alert `id` (`.some(nil)`: the alert is new); nil when it did not write it.
+    func replaced(_ id: AlertID) -> Alert?? {
+        saved.firstIndex { $0.id == id }.map { replaced[$0] }
     }
 }
 

@@ -279,7 +279,7 @@ struct QueueFullTests {
 
         // A freed place can be used again.
         let (_, change) = try board.withdraw(first.id, on: "kiosk", by: nil, now: at(3))
-        board.committed(change)
+        board.settle(change)
         #expect(throws: Never.self) { try board.post(deploy, to: "kiosk", now: at(4)) }
     }
 
@@ -289,7 +289,7 @@ struct QueueFullTests {
         for n in 0..<5 {
             let alert = try board.postCommitted(deploy, now: at(Int64(n * 10)))
             let (_, change) = try board.choose(.index(0), for: alert.id, on: "ops", by: nil, now: at(Int64(n * 10 + 1)))
-            board.committed(change)
+            board.settle(change)
         }
         #expect(board.pendingCount(on: "ops") == 0)
     }

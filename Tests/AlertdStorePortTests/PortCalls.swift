@@ -9,7 +9,7 @@ extension AlertStore {
     /// Runs one transaction and returns what it committed, or why not.
     func commit<Value: Sendable>(
         _ client: String, now: Timestamp, key: String? = nil,
-        _ body: @escaping @Sendable (inout AlertBoard, any IdempotencyKeys) throws(EngineError) -> Mutation<Value>
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async -> Result<Committed<Value>, EngineError> {
         await withCheckedContinuation { done in
             transact(client: client, now: now, idempotencyKey: key, body) { done.resume(returning: $0) }

@@ -98,8 +98,8 @@ struct TransactionTests {
             let first = try await store.post(draft("A"), to: "ops", now: now, key: "deploy-42").get()
 
             func lookUp(_ client: String) async throws -> IdempotencyRecord? {
-                try await store.commit(client, now: now, key: "deploy-42") { _, keys throws(EngineError) in
-                    Mutation(try keys.record())
+                try await store.commit(client, now: now, key: "deploy-42") { _, context throws(EngineError) in
+                    Mutation(try context.idempotencyRecord())
                 }.get().value
             }
             let record = try await lookUp("ops")
@@ -120,8 +120,8 @@ struct TransactionTests {
             }
             // The engine's post, reduced to its rule: a key already recorded replays its alert.
             let attempt: @Sendable () async -> Result<Committed<Outcome>, EngineError> = {
-                await store.commit("ops", now: now, key: "once") { board, keys throws(EngineError) in
-                    if let record = try keys.record() { return Mutation(.replay(record.alertID), afterEarlierCommits: true) }
+                await store.commit("ops", now: now, key: "once") { board, context throws(EngineError) in
+                    if let record = try context.idempotencyRecord() { return Mutation(.replay(record.alertID), afterEarlierCommits: true) }
                     do throws(BoardError) {
                         let (alert, change) = try board.post(draft("A"), to: "ops", now: now)
                         let record = IdempotencyRecord(client: "ops", key: "once", alertID: alert.id, bodyDigest: [1], createdAt: now)

@@ -1,0 +1,210 @@
+public import AlertdCore
+public import AlertdWire
+
+/// The embedded store's board: the live queues, on which changes are made as they
+/// come, and what readers see of them while their writes are in flight.
+///
+/// The embedded store writes behind: a change is made on the board at once and
+/// committed by the writer thread later, with others (group commit). Readers see
+/// committed state only (SPEC §9), so for every alert with writes in flight this
+/// keeps its last committed version (nil: its creation is not committed), from
+/// the versions each change replaced (``BoardChange/replaced``), until the
+/// change's commit is reported (``committed(_:)``). The board itself knows
+/// nothing of this.
+///
+/// Every change made on the board goes through ``update(_:change:)`` (or is
+/// passed to ``began(_:)``), and every such change is committed, then passed to
+/// ``committed(_:)``, in order.
+public struct WriteBehindBoard: Sendable {
+    /// The live queues.
+    public private(set) var board: AlertBoard
+    /// Alerts with writes in flight.
+    private var flights: [AlertID: Flight] = [:]
+    /// Per client, the pending alerts readers see.
+    private var visiblePending: [String: Int] = [:]
+
+    struct Flight: Sendable {
+        /// The last committed version (nil: not committed yet).
+        var committed: Alert?
+        /// Uncommitted changes writing the alert.
+        var writes: Int
+    }
+
+    /// Readers' view of an alert.
+    public enum Visibility: Sendable {
+        case alert(Alert)
+        /// Posted, but its creation is not committed yet: it does not exist for readers.
+        case notYetCommitted
+        /// Not on the board: decided and committed, or never there (look in the store).
+        case unknown
+    }
+
+    /// A board whose every change is committed (just restored from the store).
+    public init(_ board: AlertBoard) {
+        self.board = board
+        for client in board.clients {
+            let count = board.pendingCount(on: client)
+            if count > 0 { visiblePending[client] = count }
+        }
+    }
+
+    // MARK: - Changing
+
+    /// Runs `operation` on the board and marks the writes of its change in flight.
+    public mutating func update<T, Failure: Error>(
+        _ operation: (inout AlertBoard) throws(Failure) -> T, change: (T) -> BoardChange
+    ) throws(Failure) -> T {
+        let result = try operation(&board)
+        began(change(result))
+        return result
+    }
+
+    /// Marks the writes of a change made on the board in flight (for a change not
+    /// made through ``update(_:change:)``: one restored into a new board).
+    public mutating func began(_ change: BoardChange) {
+        for (alert, replaced) in zip(change.saved, change.replaced) {
+            if var flight = flights[alert.id] {
+                flight.writes += 1
+                flights[alert.id] = flight
+            } else {
+                flights[alert.id] = Flight(committed: replaced, writes: 1)
+            }
+        }
+    }
+
+    /// Records that a change's writes are committed: its versions become visible,
+    /// and decided alerts with no further writes in flight leave the board.
+    public mutating func committed(_ change: BoardChange) {
+        var settled: [AlertID] = []
+        for alert in change.saved {
+            guard var flight = flights[alert.id] else { continue }
+            let before = flight.committed
+            flight.writes -= 1
+            if flight.writes > 0 {
+                flight.committed = alert
+                flights[alert.id] = flight
+            } else {
+                flights[alert.id] = nil
+                settled.append(alert.id)
+            }
+            let delta = (alert.isPending ? 1 : 0) - (before?.isPending == true ? 1 : 0)
+            if delta != 0 { visiblePending[alert.client, default: 0] += delta }
+        }
+        board.forgetDecided(settled)
+    }
+
+    /// Starts a sweep for idle clients (``AlertBoard/beginIdleSweep()``): a client
+    /// with a change still committing is no candidate, as the store the caller
+    /// reads next may not show that change yet.
+    public mutating func beginIdleSweep() -> [String] {
+        let committing = clientsCommitting()
+        return board.beginIdleSweep().filter { !committing.contains($0) }
+    }
+
+    /// Forgets the idle clients among `candidates` (``AlertBoard/forget(idle:except:)``),
+    /// none with a change still committing.
+    public mutating func forget(idle candidates: [String]) -> [String] {
+        let forgotten = board.forget(idle: candidates, except: clientsCommitting())
+        for client in forgotten { visiblePending[client] = nil }
+        return forgotten
+    }
+
+    private func clientsCommitting() -> Set<String> {
+        var clients = Set<String>()
+        for id in flights.keys { if let alert = board.alert(id) { clients.insert(alert.client) } }
+        return clients
+    }
+
+    // MARK: - Reading what is committed
+
+    /// The version of an alert readers may see: the last committed one.
+    public func visible(_ id: AlertID) -> Visibility {
+        if let flight = flights[id] {
+            return flight.committed.map(Visibility.alert) ?? .notYetCommitted
+        }
+        return board.alert(id).map(Visibility.alert) ?? .unknown
+    }
+
+    /// Whether alert `id`, on the board, has its creation committed.
+    public func isCommitted(_ id: AlertID) -> Bool {
+        guard let flight = flights[id] else { return true }
+        return flight.committed != nil
+    }
+
+    /// The position readers see (0 when displayed, n when n alerts are ahead; nil when not
+    /// pending) of `alert` as readers see it (``visible(_:)``): counted among the committed
+    /// versions of its client's pending alerts, so a post, a decision or a display change
+    /// still committing is not counted yet. The live queue counts the alerts ahead in
+    /// O(log n); then each alert with writes in flight counts as committed instead of as it
+    /// is now. Agrees with the alert's index in ``visiblePending(on:)``.
+    public func visiblePosition(of alert: Alert) -> Int? {
+        guard alert.isPending, board.knows(client: alert.client) else { return nil }
+        if alert.state == .displayed { return 0 }
+        var ahead = board.queuedAhead(of: alert)
+        if let shown = board.displayed(on: alert.client), shown.id != alert.id, flights[shown.id] == nil { ahead += 1 }
+        for (id, flight) in flights where id != alert.id {
+            guard let latest = board.alert(id), latest.client == alert.client else { continue }
+            // Counted above as it is now (queued, ahead) ...
+            if latest.state == .queued, board.precedes(latest, alert) { ahead -= 1 }
+            // ... counted again as readers see it.
+            if let committed = flight.committed, committed.isPending,
+                committed.state == .displayed || board.precedes(committed, alert)
+            {
+                ahead += 1
+            }
+        }
+        return ahead
+    }
+
+    /// The pending alerts of a client as readers see them, in display order: the committed
+    /// versions only, including an alert whose decision is still committing, and without
+    /// posts still committing.
+    public func visiblePending(on client: String) -> [Alert] {
+        let live = board.pending(on: client)
+        var shown: Alert?
+        var queued: [Alert] = []
+        var inOrder = true
+        for current in live {
+            guard case .alert(let alert) = visible(current.id), alert.isPending else { continue }
+            if alert.state == .displayed {
+                shown = alert
+            } else {
+                // The live displayed alert, its display still committing: its place among the queued is to be found.
+                if current.state == .displayed { inOrder = false }
+                queued.append(alert)
+            }
+        }
+        // Decided alerts whose decision is still committing: out of the live queue, still pending for readers.
+        for (id, flight) in flights {
+            guard let committed = flight.committed, committed.client == client, committed.isPending,
+                board.alert(id)?.isPending == false
+            else { continue }
+            if committed.state == .displayed {
+                shown = committed
+            } else {
+                queued.append(committed)
+                inOrder = false
+            }
+        }
+        if !inOrder { queued.sort { board.precedes($0, $1) } }
+        return (shown.map { [$0] } ?? []) + queued
+    }
+
+    /// The displayed alert of a client as readers see it: the committed version. While a
+    /// display change commits (a decision, a covering post), the alert displayed before it.
+    public func visibleDisplayed(on client: String) -> Alert? {
+        if let live = board.displayed(on: client) {
+            if case .alert(let alert) = visible(live.id), alert.state == .displayed { return alert }
+        } else if flights.isEmpty {
+            return nil
+        }
+        // The live display is not committed yet: the one committed, if any, has writes in flight too.
+        for flight in flights.values {
+            if let committed = flight.committed, committed.client == client, committed.state == .displayed { return committed }
+        }
+        return nil
+    }
+
+    /// How many pending alerts of a client readers see.
+    public func visiblePendingCount(on client: String) -> Int { visiblePending[client] ?? 0 }
+}
