@@ -354,4 +354,26 @@ struct Call: Sendable {
     func reply(_ make: @escaping @Sendable () -> HTTPResponse) {
         responder.respond(building: { [finish] in finish(make()) })
     }
+
+    /// Answers with what the engine's async `work` gives, as `render` makes it: the one
+    /// bridge between libmicrohttpd's callbacks and the engine. `work` starts at once, on
+    /// this thread (`Task.immediate`), so work that never suspends (a read of the embedded
+    /// store, a published display) is answered before the handler returns, inline, as
+    /// before; work that suspends (a commit, a long-poll, the database) leaves the
+    /// connection suspended, no thread held, and resumes it with the answer. The
+    /// response is built on the connection's own thread (``reply(_:)``).
+    func answer<T: Sendable>(
+        _ work: @escaping @Sendable () async throws(EngineError) -> T,
+        _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
+    ) {
+        Task.immediate {
+            let result: Result<T, EngineError>
+            do throws(EngineError) {
+                result = .success(try await work())
+            } catch {
+                result = .failure(error)
+            }
+            reply { render(result) }
+        }
+    }
 }

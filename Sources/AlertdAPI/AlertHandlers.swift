@@ -23,16 +23,15 @@ extension API {
             throw problem
         }
         let idempotency = key.map { IdempotencyKey(key: $0, bodyDigest: Array(SHA256.hash(data: call.request.body))) }
-        engine.post(draft, to: client, idempotency: idempotency) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let posted):
-                    var response = alert(posted.created ? 201 : 200, posted.alert)
-                    response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(posted.alert.alert.id)"))
-                    return response
-                case .failure(let error):
-                    return render(Problem(error))
-                }
+        call.answer({ [engine] () async throws(EngineError) in try await engine.post(draft, to: client, idempotency: idempotency) }) {
+            [self] result in
+            switch result {
+            case .success(let posted):
+                var response = alert(posted.created ? 201 : 200, posted.alert)
+                response.headers.append(("Location", "/v1/clients/\(client)/alerts/\(posted.alert.alert.id)"))
+                return response
+            case .failure(let error):
+                return render(Problem(error))
             }
         }
     }
@@ -48,12 +47,14 @@ extension API {
             after = id
         }
         if wait > 0 { call.parking() }
-        engine.awaitCurrent(client: client, wait: wait, after: after, owner: call.principal?.name) { [self] result in
+        let owner = call.principal?.name
+        call.answer({ [engine, after] () async throws(EngineError) in
+            try await engine.awaitCurrent(client: client, wait: wait, after: after, owner: owner)
+        }) { [self] result in
             switch result {
-            case .success(let body?):
-                call.reply { [self] in json(200, call.seesCallbackURLs ? body : Redaction.alertJSON(body)) }
-            case .success(nil): call.reply { HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]) }
-            case .failure(let error): call.reply { [self] in render(Problem(error)) }
+            case .success(let body?): json(200, call.seesCallbackURLs ? body : Redaction.alertJSON(body))
+            case .success(nil): HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
+            case .failure(let error): render(Problem(error))
             }
         }
     }
@@ -64,8 +65,9 @@ extension API {
         let wait = try call.query(["wait"]).wait()
         let id = try call.alertID(on: client)
         if wait > 0 { call.parking() }
-        engine.awaitAlert(id, on: client, wait: wait, owner: call.principal?.name) { [self] result in
-            call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
+        let owner = call.principal?.name
+        call.answer({ [engine] () async throws(EngineError) in try await engine.awaitAlert(id, on: client, wait: wait, owner: owner) }) {
+            [self] result in alertResponse(result, whole: call.seesCallbackURLs)
         }
     }
 
@@ -74,9 +76,10 @@ extension API {
         let client = try call.client()
         _ = try call.query()
         let id = try call.alertID(on: client)
-        engine.withdraw(id, on: client, by: call.principal?.name, requestID: call.requestID) { [self] result in
-            call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
-        }
+        let (decider, requestID) = (call.principal?.name, call.requestID)
+        call.answer({ [engine] () async throws(EngineError) in
+            try await engine.withdraw(id, on: client, by: decider, requestID: requestID)
+        }) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
     }
 
     /// `POST /v1/clients/{client}/alerts/{id}/choice` with `{"button": …}` or `{"button_index": …}`.
@@ -86,9 +89,10 @@ extension API {
         try Self.requireJSON(call.request)
         let selection = try Self.selection(call.request.body)
         let id = try call.alertID(on: client)
-        engine.choose(selection, alert: id, on: client, by: call.principal?.name, requestID: call.requestID) { [self] result in
-            call.reply { [self] in alertResponse(result, whole: call.seesCallbackURLs) }
-        }
+        let (decider, requestID) = (call.principal?.name, call.requestID)
+        call.answer({ [engine] () async throws(EngineError) in
+            try await engine.choose(selection, alert: id, on: client, by: decider, requestID: requestID)
+        }) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
     }
 
     /// `GET /v1/clients/{client}/alerts/{id}/deliveries`. Webhook URLs often carry
@@ -98,12 +102,10 @@ extension API {
         _ = try call.query()
         let id = try call.alertID(on: client)
         let whole = call.principal.map { $0.roles.contains(.admin) } ?? true
-        engine.deliveries(of: id, on: client) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let records): json(200, Rendering.deliveries(records, wholeTargets: whole))
-                case .failure(let error): render(Problem(error))
-                }
+        call.answer({ [engine] () async throws(EngineError) in try await engine.deliveries(of: id, on: client) }) { [self] result in
+            switch result {
+            case .success(let records): json(200, Rendering.deliveries(records, wholeTargets: whole))
+            case .failure(let error): render(Problem(error))
             }
         }
     }
@@ -132,14 +134,14 @@ extension API {
             }
             cursor = parsed
         }
-        engine.alerts(on: client, states: states, limit: limit, after: cursor) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let page):
-                    return json(200, Rendering.alerts(page.alerts, next: page.next?.text, wholeCallbackURLs: call.seesCallbackURLs))
-                case .failure(let error):
-                    return render(Problem(error))
-                }
+        call.answer({ [engine, states, cursor] () async throws(EngineError) in
+            try await engine.alerts(on: client, states: states, limit: limit, after: cursor)
+        }) { [self] result in
+            switch result {
+            case .success(let page):
+                return json(200, Rendering.alerts(page.alerts, next: page.next?.text, wholeCallbackURLs: call.seesCallbackURLs))
+            case .failure(let error):
+                return render(Problem(error))
             }
         }
     }

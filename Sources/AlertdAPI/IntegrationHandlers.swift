@@ -26,32 +26,30 @@ extension API {
             problem.errors = invalid.errors
             throw problem
         }
-        engine.receive(notification, on: client) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let receipts):
-                    var out = JSONWriter(capacity: 64 + receipts.count * 128)
+        call.answer({ [engine] () async throws(EngineError) in try await engine.receive(notification, on: client) }) { [self] result in
+            switch result {
+            case .success(let receipts):
+                var out = JSONWriter(capacity: 64 + receipts.count * 128)
+                out.beginObject()
+                out.key("alerts")
+                out.beginArray()
+                for receipt in receipts {
                     out.beginObject()
-                    out.key("alerts")
-                    out.beginArray()
-                    for receipt in receipts {
-                        out.beginObject()
-                        out.key("fingerprint")
-                        out.string(receipt.fingerprint)
-                        out.key("status")
-                        out.string(receipt.status.rawValue)
-                        out.key("outcome")
-                        out.string(receipt.outcome.rawValue)
-                        out.key("alert_id")
-                        out.string(receipt.alertID?.description)
-                        out.endObject()
-                    }
-                    out.endArray()
+                    out.key("fingerprint")
+                    out.string(receipt.fingerprint)
+                    out.key("status")
+                    out.string(receipt.status.rawValue)
+                    out.key("outcome")
+                    out.string(receipt.outcome.rawValue)
+                    out.key("alert_id")
+                    out.string(receipt.alertID?.description)
                     out.endObject()
-                    return json(200, out.bytes)
-                case .failure(let error):
-                    return render(Problem(error))
                 }
+                out.endArray()
+                out.endObject()
+                return json(200, out.bytes)
+            case .failure(let error):
+                return render(Problem(error))
             }
         }
     }

@@ -89,12 +89,12 @@ extension API {
             after = String(text.dropFirst(2))
         }
         let principal = call.principal
-        engine.clients(after: after, limit: limit, where: { principal?.mayTouch($0) ?? true }) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let (page, more)): json(200, Rendering.clients(page, more: more))
-                case .failure(let error): render(Problem(error))
-                }
+        call.answer({ [engine, after] () async throws(EngineError) in
+            try await engine.clients(after: after, limit: limit, where: { principal?.mayTouch($0) ?? true })
+        }) { [self] result in
+            switch result {
+            case .success(let (page, more)): json(200, Rendering.clients(page, more: more))
+            case .failure(let error): render(Problem(error))
             }
         }
     }

@@ -13,16 +13,15 @@ extension API {
         _ = try call.query()
         try Self.requireJSON(call.request)
         let (url, secret) = try Self.webhookBody(call.request.body)
-        engine.createWebhook(client: client, url: url, secret: secret) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let webhook):
-                    var response = json(201, Rendering.createdWebhook(webhook))
-                    response.headers.append(("Location", "/v1/clients/\(client)/webhooks/\(webhook.id)"))
-                    return response
-                case .failure(let error):
-                    return render(Problem(error))
-                }
+        call.answer({ [engine] () async throws(EngineError) in try await engine.createWebhook(client: client, url: url, secret: secret) }) {
+            [self] result in
+            switch result {
+            case .success(let webhook):
+                var response = json(201, Rendering.createdWebhook(webhook))
+                response.headers.append(("Location", "/v1/clients/\(client)/webhooks/\(webhook.id)"))
+                return response
+            case .failure(let error):
+                return render(Problem(error))
             }
         }
     }
@@ -31,14 +30,12 @@ extension API {
     func listWebhooks(_ call: Call) throws {
         let client = try call.client()
         _ = try call.query()
-        engine.currentWebhooks(of: client) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let webhooks):
-                    return json(200, Rendering.webhooks(webhooks))
-                case .failure(let error):
-                    return render(Problem(error))
-                }
+        call.answer({ [engine] () async throws(EngineError) in try await engine.currentWebhooks(of: client) }) { [self] result in
+            switch result {
+            case .success(let webhooks):
+                return json(200, Rendering.webhooks(webhooks))
+            case .failure(let error):
+                return render(Problem(error))
             }
         }
     }
@@ -48,17 +45,15 @@ extension API {
         let client = try call.client()
         _ = try call.query()
         let id = call.captures["id"] ?? ""
-        engine.currentWebhooks(of: client) { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success(let webhooks):
-                    guard let webhook = webhooks.first(where: { $0.id == id }) else {
-                        return render(Problem(.notFound, "no webhook \(id) on client \(client)"))
-                    }
-                    return json(200, Rendering.webhook(webhook))
-                case .failure(let error):
-                    return render(Problem(error))
+        call.answer({ [engine] () async throws(EngineError) in try await engine.currentWebhooks(of: client) }) { [self] result in
+            switch result {
+            case .success(let webhooks):
+                guard let webhook = webhooks.first(where: { $0.id == id }) else {
+                    return render(Problem(.notFound, "no webhook \(id) on client \(client)"))
                 }
+                return json(200, Rendering.webhook(webhook))
+            case .failure(let error):
+                return render(Problem(error))
             }
         }
     }
@@ -67,12 +62,12 @@ extension API {
     func deleteWebhook(_ call: Call) throws {
         let client = try call.client()
         _ = try call.query()
-        engine.deleteWebhook(client: client, id: call.captures["id"] ?? "") { [self] result in
-            call.reply { [self] in
-                switch result {
-                case .success: HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
-                case .failure(let error): render(Problem(error))
-                }
+        let id = call.captures["id"] ?? ""
+        call.answer({ [engine] () async throws(EngineError) in try await engine.deleteWebhook(client: client, id: id) }) {
+            [self] result in
+            switch result {
+            case .success: HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
+            case .failure(let error): render(Problem(error))
             }
         }
     }

@@ -51,6 +51,7 @@ public struct Alertd: Sendable {
         if let postgres { services.append(postgres) }
         return services + [
             Gated(started, DeliveryService(worker: deliveries)), Gated(started, DeadlineService(engine: engine)),
+            Gated(started, EngineJobsService(engine: engine)),
             Gated(started, PurgeService(engine: engine)), Gated(started, ReadinessService(engine: engine)),
         ]
     }

@@ -84,19 +84,14 @@ struct HTTPService: Service {
         logger.info("shutting down", metadata: ["requests": "\(server.activeRequests)"])
         server.stopAccepting()
         alertd.engine.drain()
-        let deadline = DispatchTime.now().uptimeNanoseconds + 10_000_000_000
-        while server.activeRequests > 0, DispatchTime.now().uptimeNanoseconds < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        _ = await server.idle(within: 10)
         if server.suspendedRequests > 0 {
             // A commit stuck past the deadline (a stalled disk): answer 503 rather
             // than leave its client hanging, and let the connections resume.
             logger.warning("answering requests still waiting with 503", metadata: ["requests": "\(server.suspendedRequests)"])
             server.answerSuspended()
-            let grace = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
-            while server.suspendedRequests > 0, DispatchTime.now().uptimeNanoseconds < grace {
-                try? await Task.sleep(for: .milliseconds(5))
-            }
+            // A suspended request is in flight until its answer is sent.
+            _ = await server.idle(within: 2)
         }
         if server.activeRequests > 0 {
             logger.warning("closing requests still open", metadata: ["requests": "\(server.activeRequests)"])

@@ -6,8 +6,10 @@ public import AlertdWire
 /// A store holds every client's queue, the alerts decided and retained, the
 /// idempotency keys, the API's webhooks and the callback outbox. The engine
 /// never assumes it is the only process writing: it changes a queue only
-/// through ``transact(client:now:_:completion:)``, and reads only what a store
-/// reports as committed.
+/// through ``transact(client:now:idempotencyKey:_:)``, and reads only what a
+/// store reports as committed. Every call is `async throws(EngineError)`: an
+/// embedded store answers reads without suspending (its caller, started on
+/// libmicrohttpd's thread, answers inline), a shared one when the database did.
 ///
 /// A change of one client's queue is one transaction: the store hands the
 /// engine the client's queue on an ``AlertBoard`` (it may hold other clients
@@ -15,7 +17,7 @@ public import AlertdWire
 /// domain operation and returns a ``Mutation``: the board's change plus what
 /// goes with it (an idempotency key, outbox events). The store commits all of
 /// it together, and nothing else changes that client's queue while the body
-/// runs, in this process or another. `completion` then reports what was
+/// runs, in this process or another. The call then returns what was
 /// committed: only from then on may anyone be told.
 ///
 /// `AlertdStore.SQLiteAlertStore` is the embedded implementation (an in-memory
@@ -29,27 +31,30 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// Runs `body` on the board holding `client`'s queue and commits what it
     /// returns in one transaction. `body` must be quick and do no I/O but
     /// through its context, which knows `idempotencyKey` (the store looks it up
-    /// with the queue) and which alerts are committed. An embedded store runs `body` at once, on the calling thread;
-    /// a shared one when it holds the client (so `body` escapes).
+    /// with the queue) and which alerts are committed. An embedded store runs
+    /// `body` at once, on the calling thread; a shared one when it holds the
+    /// client (so `body` escapes).
     ///
     /// A body that throws, or returns a mutation that changes nothing and does
-    /// not ask to wait for earlier commits, completes without a commit (at once,
-    /// in an embedded store). Otherwise `completion` runs once the transaction
-    /// committed (or failed: `EngineError` `unavailable`, nothing of it visible),
-    /// on a thread of the store's.
+    /// not ask to wait for earlier commits, returns without a commit (at once,
+    /// in an embedded store). Otherwise the call returns once the transaction
+    /// committed, or throws (`EngineError` `unavailable`, nothing of it visible).
     func transact<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?,
-        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
-        completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void)
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
+    ) async throws(EngineError) -> Committed<Value>
 
     /// Fires the dismissals and expiries due at `now` (``AlertBoard/fireDeadlines(now:)``)
     /// on every client, each deadline exactly once however many processes share
     /// the store; `events` gives the outbox events of what they decided, written
-    /// in the same transaction. `completion` runs once per commit; nothing runs
-    /// when nothing was due.
+    /// in the same transaction. Returns once the round has started: the
+    /// deadline loop, which also times parked waiters out, never waits for a
+    /// commit or the database. `report` is told of each commit (one, or one per
+    /// client) as it happens, or of its failure (left due for the next round);
+    /// it is not called when nothing was due.
     func fireDeadlines(
         now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
 
     /// The earliest dismissal or expiry the store holds, if any (a shared store's
     /// last reading of it: changes elsewhere arrive as ``StoreChange``s).
@@ -57,41 +62,37 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     /// Takes new per-client settings (a reload). A queue whose policy changed
     /// is reordered, and a display that changes with it is committed and
-    /// reported like any other change.
+    /// reported like any other change, through `report`, as for ``fireDeadlines(now:events:report:)``.
     func reconfigure(
         _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
 
     // MARK: Reading what is committed
     //
-    // Reads answer through a completion: an embedded store calls it at once, on
-    // the calling thread (so a handler answers inline); a shared one when the
-    // database answered.
+    // An embedded store answers at once, without suspending; a shared one when
+    // the database answered.
 
     /// An alert as committed, in any state, with its position while pending; nil when there is none.
-    func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void)
+    func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert?
     /// A client's pending alerts as committed, in display order (positions 0, 1, …).
-    func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void)
+    func pending(on client: String) async throws(EngineError) -> [PositionedAlert]
     func policy(of client: String) -> QueuePolicy
     /// The displayed alert, as committed, of each of `clients` (nil: of every client).
-    func displays(of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void)
+    func displays(of clients: [String]?) async throws(EngineError) -> [(client: String, alert: Alert?)]
     /// A store shared by several instances (SPEC §9: a read reflects every change
     /// committed before it arrived): of each client in `known`, its displayed alert
     /// and version as committed now, when that version is not the one given (nil:
     /// none known) — one round trip for however many clients, and for the calls
     /// that arrive while one runs. An embedded store, whose commits are all this
     /// process's own and published as they commit, answers `[]` at once.
-    func refreshDisplays(
-        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void)
+    func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay]
     /// One page of clients by id, after `after`, among those `include` accepts,
     /// with their pending counts; and whether more follow.
     func clients(
-        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
-        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void)
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool
+    ) async throws(EngineError) -> (page: [(client: String, pending: Int)], more: Bool)
     /// Terminal alerts of a client in `states`, newest first, with ids below `before`.
-    func decided(
-        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
-        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void)
+    func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) async throws(EngineError) -> [Alert]
     /// Pending alerts on every client (a shared store's last count of them).
     var pendingTotal: Int { get }
     /// The bytes the store takes (the SQLite files; the PostgreSQL tables, as last
@@ -102,10 +103,10 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     /// Every webhook registered through the API.
     func webhooks() async throws(EngineError) -> [Webhook]
-    func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
-    func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+    func saveWebhook(_ webhook: Webhook) async throws(EngineError)
+    func deleteWebhook(id: String) async throws(EngineError)
     /// The deliveries of an alert's events, oldest first, with their attempts.
-    func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void)
+    func deliveries(of alertID: AlertID) async throws(EngineError) -> [DeliveryRecord]
     /// Every delivery still pending (at start).
     func pendingDeliveries() async throws(EngineError) -> [PendingDelivery]
 
@@ -319,9 +320,5 @@ public struct VersionedDisplay: Sendable {
 
 extension AlertStore {
     /// One process: every commit is published as it commits, so what is published is current.
-    public func refreshDisplays(
-        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
-    ) {
-        completion(.success([]))
-    }
+    public func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay] { [] }
 }

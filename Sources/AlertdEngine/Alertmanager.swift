@@ -52,11 +52,8 @@ extension Engine {
     /// still commits, never post one firing twice. Answers once every alert's
     /// change is committed; an alert that cannot be mapped refuses the whole
     /// notification before anything is written (`invalidAlert`, naming its field).
-    public func receive(
-        _ notification: AlertmanagerNotification, on client: String,
-        respond: @escaping @Sendable (Result<[AlertmanagerReceipt], EngineError>) -> Void
-    ) {
-        guard let integration = settings.alertmanager else { return respond(.failure(Self.alertmanagerOff)) }
+    public func receive(_ notification: AlertmanagerNotification, on client: String) async throws(EngineError) -> [AlertmanagerReceipt] {
+        guard let integration = settings.alertmanager else { throw Self.alertmanagerOff }
         var drafts: [NewAlert?] = []
         var errors: [FieldError] = []
         for (index, alert) in notification.alerts.enumerated() {
@@ -72,64 +69,44 @@ extension Engine {
             }
         }
         guard errors.isEmpty else {
-            return respond(
-                .failure(
-                    EngineError(
-                        .invalidAlert,
-                        "an Alertmanager alert does not fit in an alertd alert: "
-                            + (errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid"), fieldErrors: errors)))
+            throw EngineError(
+                .invalidAlert,
+                "an Alertmanager alert does not fit in an alertd alert: "
+                    + (errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid"), fieldErrors: errors)
         }
-        if let refusal = refusal() { return respond(.failure(refusal)) }
-        guard !notification.alerts.isEmpty else { return respond(.success([])) }
-
-        let results = NIOLockedValueBox<[Result<AlertmanagerReceipt, EngineError>?]>(Array(repeating: nil, count: drafts.count))
-        @Sendable func finish(_ index: Int, _ result: Result<AlertmanagerReceipt, EngineError>) {
-            let all = results.withLockedValue { results -> [Result<AlertmanagerReceipt, EngineError>]? in
-                results[index] = result
-                let done = results.compactMap { $0 }
-                return done.count == results.count ? done : nil
-            }
-            guard let all else { return }
-            var receipts: [AlertmanagerReceipt] = []
-            for result in all {
-                switch result {
-                case .success(let receipt): receipts.append(receipt)
-                case .failure(let error): return respond(.failure(error))
+        if let refusal = refusal() { throw refusal }
+        guard !notification.alerts.isEmpty else { return [] }
+        // Every alert's transaction at once (one flush, on a shared store); answered once all are committed.
+        let results = await withTaskGroup(of: (Int, Result<AlertmanagerReceipt, EngineError>).self) { group in
+            for (index, (alert, draft)) in zip(notification.alerts, drafts).enumerated() {
+                group.addTask { [self] in
+                    do throws(EngineError) {
+                        return (index, .success(try await take(alert, draft: draft, on: client)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
                 }
             }
-            respond(.success(receipts))
+            var results = [Result<AlertmanagerReceipt, EngineError>?](repeating: nil, count: notification.alerts.count)
+            for await (index, result) in group { results[index] = result }
+            return results
         }
-        for (index, alert) in notification.alerts.enumerated() {
-            take(alert, draft: drafts[index], on: client) { finish(index, $0) }
-        }
+        return try results.map { result throws(EngineError) in try result!.get() }
     }
 
     /// One alert of a notification: one transaction of its client's queue. A resolution
     /// may withdraw an alert: its event goes to the webhooks as committed when it arrived.
-    private func take(
-        _ alert: AlertmanagerAlert, draft: NewAlert?, on client: String,
-        completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
-    ) {
-        guard alert.status == .resolved else { return take(alert, draft: draft, on: client, webhooks: nil, completion: completion) }
-        committedWebhooks(of: client) { [self] webhooks in
-            switch webhooks {
-            case .failure(let error): completion(.failure(error))
-            case .success(let webhooks): take(alert, draft: draft, on: client, webhooks: webhooks, completion: completion)
-            }
-        }
-    }
-
-    private func take(
-        _ alert: AlertmanagerAlert, draft: NewAlert?, on client: String, webhooks: [Webhook]?,
-        completion: @escaping @Sendable (Result<AlertmanagerReceipt, EngineError>) -> Void
-    ) {
+    private func take(_ alert: AlertmanagerAlert, draft: NewAlert?, on client: String) async throws(EngineError)
+        -> AlertmanagerReceipt
+    {
+        let webhooks = alert.status == .resolved ? try await committedWebhooks(of: client) : nil
         let now = clock.now()
         let key = AlertmanagerMapping.key(fingerprint: alert.fingerprint)
         let digest = AlertmanagerMapping.firingDigest(alert)
         @Sendable func receipt(_ outcome: AlertmanagerOutcome, _ id: AlertID?) -> AlertmanagerReceipt {
             AlertmanagerReceipt(fingerprint: alert.fingerprint, status: alert.status, outcome: outcome, alertID: id)
         }
-        store.transact(client: client, now: now, idempotencyKey: key) {
+        let committed = try await store.transact(client: client, now: now, idempotencyKey: key) {
             [self] (board, context) throws(EngineError) -> Mutation<AlertmanagerReceipt> in
             let record = try context.idempotencyRecord()
             // The fingerprint's alert, while it is pending (committed or still committing).
@@ -170,13 +147,10 @@ extension Engine {
                 let written = IdempotencyRecord(client: client, key: key, alertID: posted.id, bodyDigest: digest, createdAt: now)
                 return Mutation(receipt(.created, posted.id), change: change, idempotency: written)
             }
-        } completion: { [self] result in
-            if case .success(let committed) = result {
-                published(committed)
-                if committed.value.outcome == .created { observer.created() }
-            }
-            completion(result.map(\.value))
         }
+        published(committed)
+        if committed.value.outcome == .created { observer.created() }
+        return committed.value
     }
 
     /// Whether a key record still binds its client (a day, as every idempotency key).

@@ -15,7 +15,7 @@ extension Engine {
         case .clients(let clients):
             // Read again only where the version moved past what is published (a commit
             // of this instance was published with its version already).
-            synchronize(clients) { _ in }
+            jobs.start { [self] in try? await synchronize(clients) }
             deadlineAdded()
         case .decided(let ids):
             // Read only the alerts something waits for here: another instance's decisions are
@@ -33,9 +33,9 @@ extension Engine {
             // Missed notifications: every client something waits on, every alert
             // something waits for, and the webhooks are looked at again.
             let (clients, alerts) = waiters.withLockedValue { ($0.clientsWaitedOn, $0.alertsWaitedFor) }
-            synchronize(clients) { _ in }
+            jobs.start { [self] in try? await synchronize(clients) }
             for id in alerts { wakeAlertWaiters(id) }
-            Task { await reread() }
+            jobs.start { [self] in await reread() }
         }
     }
 
@@ -54,7 +54,7 @@ extension Engine {
             return true
         }
         guard start else { return }
-        Task { [self] in
+        jobs.start { [self] in
             repeat {
                 do throws(EngineError) {
                     let api = try await store.webhooks()
@@ -70,13 +70,15 @@ extension Engine {
                 state.running = false
                 return false
             })
+        } refused: {
+            webhookRereads.withLockedValue { $0.running = false }
         }
     }
 
     /// Answers the waiters of an alert if it is terminal now.
     private func wakeAlertWaiters(_ id: AlertID) {
-        store.alert(id) { [self] result in
-            guard case .success(let found?) = result, found.alert.state.isTerminal else { return }
+        jobs.start { [self] in
+            guard let found = try? await store.alert(id), found.alert.state.isTerminal else { return }
             let woken = waiters.withLockedValue { $0.takeAlertWaiters(id) }
             for waiter in woken { answer(.alert(waiter, found.alert)) }
         }

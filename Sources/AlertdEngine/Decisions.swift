@@ -5,18 +5,16 @@ extension Engine {
     /// Chooses a button of a displayed alert (§4's choice rules): repeating the
     /// same button for an answered alert returns it again (a safe retry).
     public func choose(
-        _ selection: ButtonSelection, alert id: AlertID, on client: String, by decider: String?, requestID: String? = nil,
-        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
-    ) {
-        decide(.choose(selection), id: id, client: client, by: decider, requestID: requestID, respond: respond)
+        _ selection: ButtonSelection, alert id: AlertID, on client: String, by decider: String?, requestID: String? = nil
+    ) async throws(EngineError) -> PositionedAlert {
+        try await decide(.choose(selection), id: id, client: client, by: decider, requestID: requestID)
     }
 
     /// Withdraws a pending alert; withdrawing a withdrawn one again returns it.
-    public func withdraw(
-        _ id: AlertID, on client: String, by decider: String?, requestID: String? = nil,
-        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
-    ) {
-        decide(.withdraw, id: id, client: client, by: decider, requestID: requestID, respond: respond)
+    public func withdraw(_ id: AlertID, on client: String, by decider: String?, requestID: String? = nil) async throws(EngineError)
+        -> PositionedAlert
+    {
+        try await decide(.withdraw, id: id, client: client, by: decider, requestID: requestID)
     }
 
     private enum Decision: Sendable {
@@ -36,26 +34,13 @@ extension Engine {
     }
 
     private func decide(
-        _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?,
-        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
-    ) {
-        if let refusal = refusal() { return respond(.failure(refusal)) }
-        committedWebhooks(of: client) { [self] webhooks in
-            switch webhooks {
-            case .failure(let error):
-                respond(.failure(error))
-            case .success(let webhooks):
-                decide(decision, id: id, client: client, by: decider, requestID: requestID, webhooks: webhooks, respond: respond)
-            }
-        }
-    }
-
-    private func decide(
-        _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?, webhooks: [Webhook]?,
-        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
-    ) {
+        _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?
+    ) async throws(EngineError) -> PositionedAlert {
+        if let refusal = refusal() { throw refusal }
+        let webhooks = try await committedWebhooks(of: client)
         let now = clock.now()
-        store.transact(client: client, now: now, idempotencyKey: nil) { [self] (board, context) throws(EngineError) -> Mutation<Outcome> in
+        let committed = try await store.transact(client: client, now: now, idempotencyKey: nil) {
+            [self] (board, context) throws(EngineError) -> Mutation<Outcome> in
             switch board.alert(id) {
             case nil:
                 return Mutation(.stored)
@@ -80,51 +65,29 @@ extension Engine {
                     throw EngineError(error)
                 }
             }
-        } completion: { [self] result in
-            switch result {
-            case .failure(let error):
-                respond(.failure(error))
-            case .success(let committed):
-                switch committed.value {
-                case .decided(let alert):
-                    published(committed)
-                    respond(.success(PositionedAlert(alert, position: nil)))
-                case .repeated(let alert):
-                    lookup(id, on: client) { [self] found in
-                        respond(
-                            found.flatMap { stored in
-                                guard let stored, stored.alert.state == alert.state else { return .failure(notCommitted(id)) }
-                                return .success(stored)
-                            })
-                    }
-                case .alreadyDecided(let detail):
-                    lookup(id, on: client) { [self] found in
-                        respond(
-                            found.flatMap { stored in
-                                guard let stored, stored.alert.state.isTerminal else { return .failure(notCommitted(id)) }
-                                return .failure(EngineError(.alreadyDecided, detail, alert: stored.alert))
-                            })
-                    }
-                case .stored:
-                    lookup(id, on: client) { found in
-                        respond(
-                            found.flatMap { stored in
-                                guard let stored else { return .failure(EngineError(.notFound, "no alert \(id) on client \(client)")) }
-                                // The repeat rules apply to the stored alert.
-                                do throws(BoardError) {
-                                    switch decision {
-                                    case .choose(let selection):
-                                        return .success(
-                                            PositionedAlert(try AlertBoard.repeatChoice(selection, on: stored.alert), position: nil))
-                                    case .withdraw:
-                                        return .success(PositionedAlert(try AlertBoard.repeatWithdraw(on: stored.alert), position: nil))
-                                    }
-                                } catch {
-                                    return .failure(EngineError(error))
-                                }
-                            })
-                    }
+        }
+        switch committed.value {
+        case .decided(let alert):
+            published(committed)
+            return PositionedAlert(alert, position: nil)
+        case .repeated(let alert):
+            guard let stored = try await lookup(id, on: client), stored.alert.state == alert.state else { throw notCommitted(id) }
+            return stored
+        case .alreadyDecided(let detail):
+            guard let stored = try await lookup(id, on: client), stored.alert.state.isTerminal else { throw notCommitted(id) }
+            throw EngineError(.alreadyDecided, detail, alert: stored.alert)
+        case .stored:
+            guard let stored = try await lookup(id, on: client) else {
+                throw EngineError(.notFound, "no alert \(id) on client \(client)")
+            }
+            // The repeat rules apply to the stored alert.
+            do throws(BoardError) {
+                switch decision {
+                case .choose(let selection): return PositionedAlert(try AlertBoard.repeatChoice(selection, on: stored.alert), position: nil)
+                case .withdraw: return PositionedAlert(try AlertBoard.repeatWithdraw(on: stored.alert), position: nil)
                 }
+            } catch {
+                throw EngineError(error)
             }
         }
     }

@@ -18,9 +18,11 @@ import Synchronization
 /// only. A change is published — waiters woken, displays updated, deliveries
 /// handed over — from its transaction's completion, never before.
 ///
-/// Calls that may wait for a commit answer through a `respond` closure, on
-/// whatever thread the answer is ready (the caller's, or the store's):
-/// libmicrohttpd suspends the connection meanwhile, no thread or task waits.
+/// Every call that reads or changes the store is `async throws(EngineError)`.
+/// One that needs no commit and no database answers without suspending, on
+/// its caller's thread; one that waits (a commit, a long-poll) suspends its
+/// task, and libmicrohttpd's connection with it (the API's one bridge,
+/// `Call.answer`): no thread waits.
 public final class Engine: Sendable {
     public struct Settings: Sendable {
         public var maxWaitSeconds: Int
@@ -97,6 +99,8 @@ public final class Engine: Sendable {
     let backlog: @Sendable (String) -> Int
     let alarm = Alarm()
     let timers: Timers
+    /// Work started here and not waited for, run by ``EngineJobsService``.
+    let jobs = Jobs()
     private let _settings: NIOLockedValueBox<Settings>
     private let draining = Atomic<Bool>(false)
 
@@ -175,8 +179,11 @@ public final class Engine: Sendable {
 
     /// Why changes are refused right now, if they are (the store refuses its own).
     func refusal() -> EngineError? {
-        isDraining ? EngineError(.unavailable, "alertd is shutting down") : nil
+        isDraining ? Self.stopping : nil
     }
+
+    /// What a call that comes too late to be served is answered.
+    static let stopping = EngineError(.unavailable, "alertd is shutting down")
 
     // MARK: - Settings (a reload)
 
@@ -201,7 +208,11 @@ public final class Engine: Sendable {
     /// the change is committed and published like any other.
     public func reconfigure(_ settings: QueueSettings) {
         store.reconfigure(settings, now: clock.now(), events: { [self] in events(for: $0) }) { [self] result in
-            if case .success(let committed) = result { published(committed) }
+            switch result {
+            case .success(let committed): published(committed)
+            case .failure(let error):
+                logger.warning("a queue reordered for its new policy was not committed", metadata: ["error": "\(error)"])
+            }
         }
     }
 
@@ -234,11 +245,7 @@ public final class Engine: Sendable {
 
     /// Reads the displayed alert of `clients` (nil: every client) and publishes them.
     func republish(_ clients: [String]?) async throws(EngineError) {
-        let result = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<[(client: String, alert: Alert?)], EngineError>, Never>) in
-            store.displays(of: clients) { continuation.resume(returning: $0) }
-        }
-        publish(try result.get())
+        publish(try await store.displays(of: clients))
     }
 
     /// Publishes displays read from the store.
@@ -260,19 +267,11 @@ public final class Engine: Sendable {
 
     /// Makes the published displays of `clients` current (SPEC §9): with a shared store,
     /// those whose version the database has moved past are read again and published, in
-    /// one round trip; then `then` runs. With an embedded store, `then` runs at once.
-    func synchronize(_ clients: [String], then: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        guard store.isShared, !clients.isEmpty else { return then(.success(())) }
+    /// one round trip. With an embedded store, at once.
+    func synchronize(_ clients: [String]) async throws(EngineError) {
+        guard store.isShared, !clients.isEmpty else { return }
         let known = waiters.withLockedValue { waiters in clients.map { (client: $0, version: waiters.display($0).version) } }
-        store.refreshDisplays(known) { [self] result in
-            switch result {
-            case .success(let fresh):
-                publish(fresh)
-                then(.success(()))
-            case .failure(let error):
-                then(.failure(error))
-            }
-        }
+        publish(try await store.refreshDisplays(known))
     }
 
     private func display(of alert: Alert?, version: Int64?) -> Waiters.Display {

@@ -89,16 +89,10 @@ extension Engine {
     /// file's and the API's as committed, one read; nil with an embedded store, whose
     /// registry holds every change. The registry alone learns of another instance's
     /// webhooks through its notification, a few milliseconds after their commit.
-    func committedWebhooks(of client: String, then: @escaping @Sendable (Result<[Webhook]?, EngineError>) -> Void) {
-        guard store.isShared else { return then(.success(nil)) }
-        Task { [self] in
-            do throws(EngineError) {
-                let api = try await store.webhooks().filter { $0.client == client }
-                let config = registry.withLockedValue { $0.webhooks(of: client) }.filter { $0.source == .config }
-                then(.success(config + api))
-            } catch {
-                then(.failure(error))
-            }
-        }
+    func committedWebhooks(of client: String) async throws(EngineError) -> [Webhook]? {
+        guard store.isShared else { return nil }
+        let api = try await store.webhooks().filter { $0.client == client }
+        let config = registry.withLockedValue { $0.webhooks(of: client) }.filter { $0.source == .config }
+        return config + api
     }
 }

@@ -42,49 +42,37 @@ extension Engine {
     /// Posts a validated alert to a client's queue (§2, §3), idempotently when a
     /// key comes with it (§4): the same key and body within a day return the first
     /// alert and create nothing; the same key with another body is refused.
-    public func post(
-        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?,
-        respond: @escaping @Sendable (Result<Posted, EngineError>) -> Void
-    ) {
+    public func post(_ draft: NewAlert, to client: String, idempotency: IdempotencyKey?) async throws(EngineError) -> Posted {
         if draft.callbackURL != nil, settings.signingSecret == nil {
-            return respond(
-                .failure(
-                    EngineError(
-                        .invalidAlert, "1 field is invalid",
-                        fieldErrors: [
-                            FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
-                        ])))
+            throw EngineError(
+                .invalidAlert, "1 field is invalid",
+                fieldErrors: [
+                    FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
+                ])
         }
         if let url = draft.callbackURL, let refused = refusedTarget(url) {
-            return respond(
-                .failure(
-                    EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])))
+            throw EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])
         }
         if draft.metadata?[AlertmanagerMapping.metadataKey] != nil {
             // Only the receiver writes it: a button of an alert that carries it can create a
             // silence in Alertmanager (on its labels), so a plain post must not be able to.
-            return respond(
-                .failure(
-                    EngineError(
-                        .invalidAlert, "1 field is invalid",
-                        fieldErrors: [
-                            FieldError(
-                                field: "metadata.\(AlertmanagerMapping.metadataKey)",
-                                reason:
-                                    "is reserved for alerts of the Alertmanager integration (POST /v1/integrations/alertmanager/{client})")
-                        ])))
+            throw EngineError(
+                .invalidAlert, "1 field is invalid",
+                fieldErrors: [
+                    FieldError(
+                        field: "metadata.\(AlertmanagerMapping.metadataKey)",
+                        reason: "is reserved for alerts of the Alertmanager integration (POST /v1/integrations/alertmanager/{client})")
+                ])
         }
-        if let refusal = refusal() { return respond(.failure(refusal)) }
+        if let refusal = refusal() { throw refusal }
         let limit = settings.maxPendingDeliveriesPerClient
         if backlog(client) >= limit {
             // Its receivers do not keep up (or are down): its next alerts' events would only
             // add to what waits, in the outbox and in memory, for up to callbacks.max_age.
-            return respond(
-                .failure(
-                    EngineError(
-                        .queueFull,
-                        "client \(client) has \(limit) callback deliveries pending (callbacks.max_pending_per_client); "
-                            + "posts are taken again as they are delivered or given up")))
+            throw EngineError(
+                .queueFull,
+                "client \(client) has \(limit) callback deliveries pending (callbacks.max_pending_per_client); "
+                    + "posts are taken again as they are delivered or given up")
         }
         enum Outcome: Sendable {
             /// The alert as this transaction committed it, and its position.
@@ -94,7 +82,7 @@ extension Engine {
         }
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
-        store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
+        let committed = try await store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
             (board, context) throws(EngineError) -> Mutation<Outcome> in
             if let idempotency, let record = try context.idempotencyRecord(),
                 record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
@@ -115,26 +103,17 @@ extension Engine {
                 IdempotencyRecord(client: client, key: $0.key, alertID: alert.id, bodyDigest: $0.bodyDigest, createdAt: now)
             }
             return Mutation(.created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record)
-        } completion: { [self] result in
-            switch result {
-            case .failure(let error):
-                respond(.failure(error))
-            case .success(let committed):
-                published(committed)
-                switch committed.value {
-                case .created(let alert):
-                    observer.created()
-                    respond(.success(Posted(alert: alert, created: true)))
-                case .replay(let id):
-                    lookup(id, on: client) { found in
-                        respond(
-                            found.flatMap { found in
-                                found.map { .success(Posted(alert: $0, created: false)) }
-                                    ?? .failure(EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)"))
-                            })
-                    }
-                }
+        }
+        published(committed)
+        switch committed.value {
+        case .created(let alert):
+            observer.created()
+            return Posted(alert: alert, created: true)
+        case .replay(let id):
+            guard let found = try await lookup(id, on: client) else {
+                throw EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)")
             }
+            return Posted(alert: found, created: false)
         }
     }
 }

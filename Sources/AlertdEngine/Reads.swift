@@ -4,10 +4,9 @@ import NIOConcurrencyHelpers
 
 extension Engine {
     /// An alert of `client` as committed, with its position while pending; nil when there is none.
-    public func lookup(
-        _ id: AlertID, on client: String, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void
-    ) {
-        store.alert(id) { result in completion(result.map { $0?.alert.client == client ? $0 : nil }) }
+    public func lookup(_ id: AlertID, on client: String) async throws(EngineError) -> PositionedAlert? {
+        let found = try await store.alert(id)
+        return found?.alert.client == client ? found : nil
     }
 
     /// Pending alerts on every client.
@@ -17,16 +16,9 @@ extension Engine {
     public var storeBytes: Int? { store.storeBytes }
 
     /// The deliveries of an alert's events (§5), for an alert of `client`.
-    public func deliveries(
-        of id: AlertID, on client: String, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void
-    ) {
-        lookup(id, on: client) { [store] found in
-            switch found {
-            case .failure(let error): completion(.failure(error))
-            case .success(nil): completion(.failure(EngineError(.notFound, "no alert \(id) on client \(client)")))
-            case .success: store.deliveries(of: id, completion: completion)
-            }
-        }
+    public func deliveries(of id: AlertID, on client: String) async throws(EngineError) -> [DeliveryRecord] {
+        guard try await lookup(id, on: client) != nil else { throw EngineError(.notFound, "no alert \(id) on client \(client)") }
+        return try await store.deliveries(of: id)
     }
 
     // MARK: - Clients
@@ -42,28 +34,15 @@ extension Engine {
     /// One page of clients by id, after `after`, among those `include` accepts;
     /// and whether more follow. Counts are kept by the store: no alert is walked.
     public func clients(
-        after: String? = nil, limit: Int = .max, where include: @escaping @Sendable (String) -> Bool = { _ in true },
-        completion: @escaping @Sendable (Result<(page: [ClientSummary], more: Bool), EngineError>) -> Void
-    ) {
-        store.clients(after: after, limit: limit, where: include) { [self] result in
-            switch result {
-            case .failure(let error):
-                completion(.failure(error))
-            case .success(let (counts, more)):
-                // The displays as committed now, not as last published (a shared store).
-                synchronize(counts.map(\.client)) { [waiters] synchronized in
-                    completion(
-                        synchronized.map {
-                            let page = waiters.withLockedValue { waiters in
-                                counts.map {
-                                    ClientSummary(client: $0.client, pending: $0.pending, displayed: waiters.display($0.client).id)
-                                }
-                            }
-                            return (page, more)
-                        })
-                }
-            }
+        after: String? = nil, limit: Int = .max, where include: @escaping @Sendable (String) -> Bool = { _ in true }
+    ) async throws(EngineError) -> (page: [ClientSummary], more: Bool) {
+        let (counts, more) = try await store.clients(after: after, limit: limit, where: include)
+        // The displays as committed now, not as last published (a shared store).
+        try await synchronize(counts.map(\.client))
+        let page = waiters.withLockedValue { waiters in
+            counts.map { ClientSummary(client: $0.client, pending: $0.pending, displayed: waiters.display($0.client).id) }
         }
+        return (page, more)
     }
 
     // MARK: - Listing alerts
@@ -89,58 +68,43 @@ extension Engine {
     /// Pending alerts in display order, then terminal ones newest first, in
     /// `states`, at most `limit`, after `cursor`; with their positions and the
     /// cursor of the next page.
-    public func alerts(
-        on client: String, states: Set<AlertState>, limit: Int, after cursor: ListCursor?,
-        completion: @escaping @Sendable (Result<AlertPage, EngineError>) -> Void
-    ) {
+    public func alerts(on client: String, states: Set<AlertState>, limit: Int, after cursor: ListCursor?) async throws(EngineError)
+        -> AlertPage
+    {
         let wantsPending = !states.isDisjoint(with: Self.pendingStates)
         let (terminalCursor, inTerminalPart): (AlertID?, Bool) =
             switch cursor {
             case .terminal(let id): (id, true)
             default: (nil, false)
             }
-        let store = self.store
-        let terminal: @Sendable ([PositionedAlert]) -> Void = { page in
-            guard states.contains(where: \.isTerminal) else { return completion(.success(AlertPage(alerts: page, next: nil))) }
-            let room = limit - page.count
-            store.decided(on: client, states: states, before: terminalCursor, limit: room + 1) { result in
-                completion(
-                    result.map { decided in
-                        // A full page: go on after its last terminal alert, or from the
-                        // start of the terminal part when the pending part filled it.
-                        let next: ListCursor? = decided.count > room ? .terminal(decided.prefix(room).last?.id) : nil
-                        return AlertPage(alerts: page + decided.prefix(room).map { PositionedAlert($0, position: nil) }, next: next)
-                    })
-            }
-        }
-        guard wantsPending, !inTerminalPart else { return terminal([]) }
-        store.pending(on: client) { result in
-            switch result {
-            case .failure(let error):
-                completion(.failure(error))
-            case .success(let pending):
-                var items = pending.filter { states.contains($0.alert.state) }
-                if case .pending(let priority, let id) = cursor {
-                    if let index = items.firstIndex(where: { $0.alert.id == id }) {
-                        items.removeFirst(index + 1)
-                    } else {
-                        // The alert left the queue: go on after its place in the order.
-                        let stack = store.policy(of: client) == .stack
-                        items.removeAll { item in
-                            let a = item.alert
-                            if a.priority != priority { return a.priority > priority }
-                            return stack ? a.id >= id : a.id <= id
-                        }
+        var items: [PositionedAlert] = []
+        if wantsPending, !inTerminalPart {
+            items = try await store.pending(on: client).filter { states.contains($0.alert.state) }
+            if case .pending(let priority, let id) = cursor {
+                if let index = items.firstIndex(where: { $0.alert.id == id }) {
+                    items.removeFirst(index + 1)
+                } else {
+                    // The alert left the queue: go on after its place in the order.
+                    let stack = store.policy(of: client) == .stack
+                    items.removeAll { item in
+                        let a = item.alert
+                        if a.priority != priority { return a.priority > priority }
+                        return stack ? a.id >= id : a.id <= id
                     }
                 }
-                if items.count > limit {
-                    let page = Array(items.prefix(limit))
-                    let last = page[page.count - 1].alert
-                    completion(.success(AlertPage(alerts: page, next: .pending(priority: last.priority, id: last.id))))
-                } else {
-                    terminal(items)
-                }
+            }
+            if items.count > limit {
+                let page = Array(items.prefix(limit))
+                let last = page[page.count - 1].alert
+                return AlertPage(alerts: page, next: .pending(priority: last.priority, id: last.id))
             }
         }
+        guard states.contains(where: \.isTerminal) else { return AlertPage(alerts: items, next: nil) }
+        let room = limit - items.count
+        let decided = try await store.decided(on: client, states: states, before: terminalCursor, limit: room + 1)
+        // A full page: go on after its last terminal alert, or from the start of the
+        // terminal part when the pending part filled it.
+        let next: ListCursor? = decided.count > room ? .terminal(decided.prefix(room).last?.id) : nil
+        return AlertPage(alerts: items + decided.prefix(room).map { PositionedAlert($0, position: nil) }, next: next)
     }
 }

@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 
 extension Engine {
     /// Fires due dismissals and expiries; returns when the next one is due.
-    /// Their commits complete later (``published(_:)`` wakes whom they concern).
+    /// Their commits are reported later (``published(_:)`` wakes whom they concern).
     @discardableResult
     public func fireDeadlines() -> Timestamp? {
         guard refusal() == nil else { return store.nextDeadline }

@@ -31,7 +31,8 @@ struct Waiters: Sendable {
         /// The token's name that parked it; nil without tokens.
         var owner: String?
         var timeout: Timers.Token
-        var respond: @Sendable (Result<PositionedAlert, EngineError>) -> Void
+        /// With the decided alert; nil: timed out (or alertd stopping), the alert is read as committed.
+        var respond: @Sendable (Alert?) -> Void
     }
 
     /// A waiter to answer; an alert waiter may come with the decided alert.

@@ -12,26 +12,13 @@ extension Engine {
     /// With a shared store the published display is first made current (one round
     /// trip, shared by the reads that arrive together): a read through any instance
     /// reflects every change committed before it arrived (SPEC §9).
-    public func awaitCurrent(
-        client: String, wait: Int, after: AlertID?, owner: String? = nil,
-        respond: @escaping @Sendable (Result<[UInt8]?, EngineError>) -> Void
-    ) {
-        guard store.isShared else { return awaitPublished(client: client, wait: wait, after: after, owner: owner, respond: respond) }
-        synchronize([client]) { [self] result in
-            if case .failure(let error) = result { return respond(.failure(error)) }
-            awaitPublished(client: client, wait: wait, after: after, owner: owner, respond: respond)
-        }
-    }
-
-    /// ``awaitCurrent(client:wait:after:owner:respond:)`` on what is published.
-    private func awaitPublished(
-        client: String, wait: Int, after: AlertID?, owner: String?, respond: @escaping @Sendable (Result<[UInt8]?, EngineError>) -> Void
-    ) {
+    public func awaitCurrent(client: String, wait: Int, after: AlertID?, owner: String? = nil) async throws(EngineError) -> [UInt8]? {
+        if store.isShared { try await synchronize([client]) }
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
         enum Outcome {
             case now([UInt8]?)
-            case parked
+            case parked(Reply<[UInt8]?>)
             /// Kept small (no error inside): this enum is built on every read.
             case full(perToken: Bool)
         }
@@ -42,17 +29,18 @@ extension Engine {
                 return .full(perToken: perToken)
             }
             let id = waiters.nextID()
+            let reply = Reply<[UInt8]?>()
             let timeout = timers.schedule(after: Double(seconds)) { [self] in
                 if let waiter = self.waiters.withLockedValue({ $0.removeCurrentWaiter(client, id) }) { answer(waiter) }
             }
             waiters.addCurrentWaiter(
-                Waiters.CurrentWaiter(id: id, client: client, owner: owner, after: after, timeout: timeout) { respond(.success($0)) })
-            return .parked
+                Waiters.CurrentWaiter(id: id, client: client, owner: owner, after: after, timeout: timeout, respond: reply.resolve))
+            return .parked(reply)
         }
         switch outcome {
-        case .now(let body): respond(.success(body))
-        case .parked: break
-        case .full(let perToken): respond(.failure(tooManyWaiters(perToken: perToken, owner: owner, settings)))
+        case .now(let body): return body
+        case .parked(let reply): return await reply.value()
+        case .full(let perToken): throw tooManyWaiters(perToken: perToken, owner: owner, settings)
         }
     }
 
@@ -62,18 +50,14 @@ extension Engine {
     /// The waiter parks before the alert is read, so a decision committed at any
     /// moment is seen: by the read, or by the publication that takes the waiter
     /// (whichever answers first; the other finds it gone).
-    public func awaitAlert(
-        _ id: AlertID, on client: String, wait: Int, owner: String? = nil,
-        respond: @escaping @Sendable (Result<PositionedAlert, EngineError>) -> Void
-    ) {
+    public func awaitAlert(_ id: AlertID, on client: String, wait: Int, owner: String? = nil) async throws(EngineError)
+        -> PositionedAlert
+    {
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
-        let found: @Sendable (Result<PositionedAlert?, EngineError>) -> Result<PositionedAlert, EngineError> = { result in
-            result.flatMap { $0.map { .success($0) } ?? .failure(EngineError(.notFound, "no alert \(id) on client \(client)")) }
-        }
-        if seconds == 0 { return lookup(id, on: client) { respond(found($0)) } }
+        if seconds == 0 { return try found(await lookup(id, on: client), id, client) }
         enum Outcome {
-            case parked(UInt64)
+            case parked(UInt64, Reply<Alert?>)
             case now
             case full(perToken: Bool)
         }
@@ -83,33 +67,50 @@ extension Engine {
                 return .full(perToken: perToken)
             }
             let waiterID = waiters.nextID()
+            let reply = Reply<Alert?>()
             let timeout = timers.schedule(after: Double(seconds)) { [self] in
                 if let waiter = self.waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(.alert(waiter, nil)) }
             }
             waiters.addAlertWaiter(
-                Waiters.AlertWaiter(id: waiterID, alertID: id, client: client, owner: owner, timeout: timeout, respond: respond))
-            return .parked(waiterID)
+                Waiters.AlertWaiter(id: waiterID, alertID: id, client: client, owner: owner, timeout: timeout, respond: reply.resolve))
+            return .parked(waiterID, reply)
         }
         switch outcome {
         case .now:
-            lookup(id, on: client) { respond(found($0)) }
+            return try found(await lookup(id, on: client), id, client)
         case .full(let perToken):
             // No slot to wait in: a decided (or unknown) alert is still answered.
-            lookup(id, on: client) { [self] current in
-                if case .success(let alert?) = current, alert.alert.isPending {
-                    return respond(.failure(tooManyWaiters(perToken: perToken, owner: owner, settings)))
-                }
-                respond(found(current))
+            let current = try await lookup(id, on: client)
+            if let current, current.alert.isPending { throw tooManyWaiters(perToken: perToken, owner: owner, settings) }
+            return try found(current, id, client)
+        case .parked(let waiterID, let reply):
+            let current: Result<PositionedAlert?, EngineError>
+            do throws(EngineError) {
+                current = .success(try await lookup(id, on: client))
+            } catch {
+                current = .failure(error)
             }
-        case .parked(let waiterID):
-            lookup(id, on: client) { [self] current in
-                if case .success(let alert?) = current, alert.alert.isPending { return }  // parked until decided or timed out
-                // Terminal, unknown or unreadable: answered now, unless a publication took the waiter first.
-                guard let waiter = waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) else { return }
-                timers.cancel(waiter.timeout)
-                respond(found(current))
+            // Pending: parked until decided or timed out.
+            if case .success(let alert?) = current, alert.alert.isPending { return try await settled(reply, id, client) }
+            // Terminal, unknown or unreadable: answered now, unless a publication took the waiter first.
+            guard let waiter = waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) else {
+                return try await settled(reply, id, client)
             }
+            timers.cancel(waiter.timeout)
+            return try found(current.get(), id, client)
         }
+    }
+
+    /// What a parked alert waiter is answered: the decided alert it was woken with, or
+    /// (timed out, or alertd stopping) the alert as committed now.
+    private func settled(_ reply: Reply<Alert?>, _ id: AlertID, _ client: String) async throws(EngineError) -> PositionedAlert {
+        if let decided = await reply.value() { return PositionedAlert(decided, position: nil) }
+        return try found(await lookup(id, on: client), id, client)
+    }
+
+    private func found(_ alert: PositionedAlert?, _ id: AlertID, _ client: String) throws(EngineError) -> PositionedAlert {
+        guard let alert else { throw EngineError(.notFound, "no alert \(id) on client \(client)") }
+        return alert
     }
 
     /// Answers a parked waiter with what it waited on.
@@ -121,14 +122,7 @@ extension Engine {
             current.respond(body)
         case .alert(let waiting, let decided):
             timers.cancel(waiting.timeout)
-            if let decided { return waiting.respond(.success(PositionedAlert(decided, position: nil))) }
-            lookup(waiting.alertID, on: waiting.client) { found in
-                waiting.respond(
-                    found.flatMap { found in
-                        found.map { .success($0) }
-                            ?? .failure(EngineError(.notFound, "no alert \(waiting.alertID) on client \(waiting.client)"))
-                    })
-            }
+            waiting.respond(decided)
         }
     }
 

@@ -63,34 +63,29 @@ extension Engine {
     /// `whsec_` secret is generated. Registered once committed. A URL the client
     /// has already (from the API or the config file) is refused: each event would
     /// be delivered to it twice.
-    public func createWebhook(
-        client: String, url: String, secret: String?, respond: @escaping @Sendable (Result<Webhook, EngineError>) -> Void
-    ) {
+    public func createWebhook(client: String, url: String, secret: String?) async throws(EngineError) -> Webhook {
         if let problem = CallbackURL.problem(url) {
-            return respond(.failure(EngineError(.invalidWebhook, "url \(problem)")))
+            throw EngineError(.invalidWebhook, "url \(problem)")
         }
         if let refused = refusedTarget(url) {
-            return respond(.failure(EngineError(.invalidWebhook, "url \(refused)")))
+            throw EngineError(.invalidWebhook, "url \(refused)")
         }
         if let secret {
             // As in an alert's text (NewAlert.validate): PostgreSQL's text cannot hold it.
             if secret.unicodeScalars.contains("\u{0}") {
-                return respond(.failure(EngineError(.invalidWebhook, "secret must not contain U+0000")))
+                throw EngineError(.invalidWebhook, "secret must not contain U+0000")
             }
             let key: WebhookKey
             do {
                 key = try WebhookKey(secret: secret)
             } catch {
-                return respond(.failure(EngineError(.invalidWebhook, "secret: \(error)")))
+                throw EngineError(.invalidWebhook, "secret: \(error)")
             }
             if let weak = Self.weakSecret(key) {
-                return respond(
-                    .failure(
-                        EngineError(
-                            .invalidWebhook, "secret \(weak); leave it out and alertd generates one (whsec_ + 32 random bytes)")))
+                throw EngineError(.invalidWebhook, "secret \(weak); leave it out and alertd generates one (whsec_ + 32 random bytes)")
             }
         }
-        if let refusal = refusal() { return respond(.failure(refusal)) }
+        if let refusal = refusal() { throw refusal }
         let now = clock.now()
         let reserved = registry.withLockedValue { registry -> Result<String, EngineError> in
             let (taken, existing) = registry.reserve(url, for: client)
@@ -103,20 +98,21 @@ extension Engine {
             }
             return .success(registry.newID(at: now))
         }
-        let id: String
-        switch reserved {
-        case .success(let new): id = new
-        case .failure(let error): return respond(.failure(error))
-        }
+        let id = try reserved.get()
         let webhook = Webhook(
             id: id, client: client, url: url, secret: secret ?? WebhookSignature.generateSecret(), createdAt: now, source: .api)
-        store.saveWebhook(webhook) { [registry] result in
-            registry.withLockedValue { registry in
-                if case .success = result { registry.add(webhook) }
-                registry.release(url, for: client)
-            }
-            respond(result.map { webhook })
+        let saved: Result<Void, EngineError>
+        do throws(EngineError) {
+            saved = .success(try await store.saveWebhook(webhook))
+        } catch {
+            saved = .failure(error)
         }
+        registry.withLockedValue { registry in
+            if case .success = saved { registry.add(webhook) }
+            registry.release(url, for: client)
+        }
+        try saved.get()
+        return webhook
     }
 
     /// Why a secret is too weak to sign with (shorter than ``WebhookKey/minimumBytes``), or nil.
@@ -133,44 +129,30 @@ extension Engine {
     /// A client's webhooks as committed, config ones first: with a shared store the
     /// API's are read again first, so one registered or removed through another
     /// instance shows at once (SPEC §9).
-    public func currentWebhooks(of client: String, respond: @escaping @Sendable (Result<[Webhook], EngineError>) -> Void) {
-        synchronizeWebhooks { [self] result in respond(result.map { webhooks(of: client) }) }
+    public func currentWebhooks(of client: String) async throws(EngineError) -> [Webhook] {
+        try await synchronizeWebhooks()
+        return webhooks(of: client)
     }
 
-    /// Reads the API's webhooks again when the store is shared; then `then`.
-    private func synchronizeWebhooks(then: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        guard store.isShared else { return then(.success(())) }
-        Task { [self] in
-            do throws(EngineError) {
-                let api = try await store.webhooks()
-                registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
-                then(.success(()))
-            } catch {
-                then(.failure(error))
-            }
-        }
+    /// Reads the API's webhooks again when the store is shared.
+    private func synchronizeWebhooks() async throws(EngineError) {
+        guard store.isShared else { return }
+        let api = try await store.webhooks()
+        registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
     }
 
     /// Removes an API webhook; a config one is refused, an unknown one not found.
-    public func deleteWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        synchronizeWebhooks { [self] synchronized in
-            if case .failure(let error) = synchronized { return respond(.failure(error)) }
-            deleteKnownWebhook(client: client, id: id, respond: respond)
-        }
-    }
-
-    private func deleteKnownWebhook(client: String, id: String, respond: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
+    public func deleteWebhook(client: String, id: String) async throws(EngineError) {
+        try await synchronizeWebhooks()
         guard let webhook = webhooks(of: client).first(where: { $0.id == id }) else {
-            return respond(.failure(EngineError(.notFound, "no webhook \(id) on client \(client)")))
+            throw EngineError(.notFound, "no webhook \(id) on client \(client)")
         }
         guard webhook.source == .api else {
-            return respond(.failure(EngineError(.configWebhook, "webhook \(id) is defined in the config file; remove it there")))
+            throw EngineError(.configWebhook, "webhook \(id) is defined in the config file; remove it there")
         }
-        if let refusal = refusal() { return respond(.failure(refusal)) }
-        store.deleteWebhook(id: id) { [registry] result in
-            if case .success = result { registry.withLockedValue { $0.remove(id: id, client: client) } }
-            respond(result)
-        }
+        if let refusal = refusal() { throw refusal }
+        try await store.deleteWebhook(id: id)
+        registry.withLockedValue { $0.remove(id: id, client: client) }
     }
 
     /// Replaces the config file's webhooks (a reload); the API's stay. Events

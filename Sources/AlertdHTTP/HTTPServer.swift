@@ -29,7 +29,7 @@ public final class HTTPServer: Sendable {
     private let daemons = NIOLockedValueBox<[DaemonHandle]>([])
     private let _boundAddress = NIOLockedValueBox<String>("")
     private let logThrottle = NIOLockedValueBox(LogThrottle())
-    private let active = Atomic<Int>(0)
+    private let active = RequestCount()
     /// Connections libmicrohttpd accepts beyond `maxConnections`, per daemon, so
     /// that those over the bound get a 503 instead of waiting unaccepted.
     static let connectionHeadroom = 64
@@ -114,7 +114,11 @@ public final class HTTPServer: Sendable {
     /// `host:port` the server listens on, once started.
     public var boundAddress: String { _boundAddress.withLockedValue { $0 } }
     /// Requests between their first byte and their completion, parked ones included.
-    public var activeRequests: Int { active.load(ordering: .relaxed) }
+    public var activeRequests: Int { active.value }
+
+    /// Waits until no request is in flight (told when the last one ends), for
+    /// `seconds` at most; whether none is.
+    public func idle(within seconds: Double) async -> Bool { await active.idle(seconds: seconds) }
     /// Requests whose connection is suspended (parked waiters, pending commits).
     public var suspendedRequests: Int { suspended.count }
 
@@ -243,8 +247,7 @@ public final class HTTPServer: Sendable {
     /// Returns whether libmicrohttpd was stopped.
     @discardableResult
     public func stop(grace: Double = 2) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, grace) * 1e9)
-        while activeRequests > 0, DispatchTime.now().uptimeNanoseconds < deadline { usleep(1000) }
+        _ = active.waitIdle(seconds: grace)
         guard suspended.isEmpty else {
             logger.error("not stopping libmicrohttpd: requests are still suspended", metadata: ["requests": "\(suspendedRequests)"])
             return false
@@ -367,7 +370,7 @@ public final class HTTPServer: Sendable {
     ) -> MHD_Result {
         let context = RequestContext()
         contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-        active.add(1, ordering: .relaxed)
+        active.begin()
         /// Answers at once with `response` (closing the connection unless `close` is false).
         func refuse(_ response: HTTPResponse, close: Bool = true) -> MHD_Result {
             context.phase = .answered
@@ -483,7 +486,7 @@ public final class HTTPServer: Sendable {
         if request.answerBytes > 0 { bytesInFlight.subtract(request.answerBytes, ordering: .relaxed) }
         if let admission = request.admission { handler.finished(admission) }
         context.release()
-        active.subtract(1, ordering: .relaxed)
+        active.end()
     }
 
     /// libmicrohttpd's messages (mostly requests it refused as malformed), at most 20

@@ -101,8 +101,8 @@ extension PostgresAlertStore {
     /// How long after a retry is due it stays with the instance that made the attempt before.
     static let retryLeaseMilliseconds: Int64 = 30_000
 
-    public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
-        Task {
+    public func deliveries(of alertID: AlertID) async throws(EngineError) -> [DeliveryRecord] {
+        try await read { [self] in
             do {
                 // Both reads on one connection in one snapshot: read one after the other
                 // as separate statements, a batch of attempt records committed between
@@ -143,9 +143,7 @@ extension PostgresAlertStore {
                             nextAttemptAt: row.next.map(Timestamp.init(milliseconds:)), type: row.type, silenceID: row.result)
                     }
                 }
-                completion(.success(records))
-            } catch {
-                completion(.failure(unavailable(error)))
+                return records
             }
         }
     }

@@ -44,7 +44,21 @@ final class DisplayReader: Sendable {
             state.running = true
             return true
         }
-        if start { Task { await drain() } }
+        guard start else { return }
+        guard let store else { return refuse() }
+        store.jobs.start({ await self.drain() }, refused: refuse)
+    }
+
+    /// Fails every request waiting: the store is stopping.
+    private func refuse() {
+        let waiting = state.withLockedValue { state in
+            defer {
+                state.waiting = []
+                state.running = false
+            }
+            return state.waiting
+        }
+        for request in waiting { request.completion(.failure(PostgresAlertStore.stopping)) }
     }
 
     private func drain() async {
@@ -61,7 +75,7 @@ final class DisplayReader: Sendable {
             }
             guard !requests.isEmpty else { return }
             guard let store else {
-                for request in requests { request.completion(.failure(EngineError(.unavailable, "alertd is shutting down"))) }
+                for request in requests { request.completion(.failure(PostgresAlertStore.stopping)) }
                 continue
             }
             await run(requests, store: store)

@@ -178,26 +178,38 @@ final class Flushes: Sendable {
         if let flush { start(flush) }
     }
 
+    /// Runs `flush` as one of the store's jobs; when the store is gone or stopping, its
+    /// changes fail at once (and so do the next flushes', which this starts).
     private func start(_ flush: [Operation]) {
-        Task {
-            var left = Left()
-            if let store { left = await run(flush, store: store) } else { for operation in flush { operation.fail(Self.closed) } }
-            let deferred = left.deferred
-            let clients = Set(flush.map(\.client))
-            var next: [[Operation]] = []
-            state.withLockedValue { state in
-                // Before any later change of their clients, which waited behind them.
-                state.waiting.insert(contentsOf: deferred, at: 0)
-                state.busy.subtract(clients)
-                state.flights -= 1
-                while let flush = Self.take(&state) { next.append(flush) }
-            }
-            for flush in next { start(flush) }
-            if let store, !left.notices.isEmpty { await notify(left.notices, store: store) }
+        let refuse = { [self] in
+            for operation in flush { operation.fail(Self.closed) }
+            finished(flush, left: Left())
         }
+        guard let store else { return refuse() }
+        store.jobs.start(
+            { [self] in
+                let left = await run(flush, store: store)
+                finished(flush, left: left)
+                if !left.notices.isEmpty { await notify(left.notices, store: store) }
+            }, refused: refuse)
     }
 
-    private static let closed = EngineError(.unavailable, "alertd is shutting down")
+    /// Frees a flush's clients and slot, puts back the changes it left, and starts the flushes that can go now.
+    private func finished(_ flush: [Operation], left: Left) {
+        let deferred = left.deferred
+        let clients = Set(flush.map(\.client))
+        var next: [[Operation]] = []
+        state.withLockedValue { state in
+            // Before any later change of their clients, which waited behind them.
+            state.waiting.insert(contentsOf: deferred, at: 0)
+            state.busy.subtract(clients)
+            state.flights -= 1
+            while let flush = Self.take(&state) { next.append(flush) }
+        }
+        for flush in next { start(flush) }
+    }
+
+    private static let closed = PostgresAlertStore.stopping
 
     /// The next flush, when one may start: the waiting changes of clients in no
     /// flush, in arrival order, up to ``batch`` (only those of clients with a change

@@ -47,6 +47,9 @@ public final class PostgresAlertStore: AlertStore, Service {
     let settings: NIOLockedValueBox<QueueSettings>
     let flushes: Flushes
     let recorder = Recorder()
+    /// Work the store's calls start and do not wait for (reads and writes answered
+    /// through completions, flushes, deadline rounds), run by ``run()``.
+    let jobs = Jobs()
     let notifications: Notifications
     let displayReader: DisplayReader
     let counts = NIOLockedValueBox(Counts())
@@ -117,7 +120,9 @@ public final class PostgresAlertStore: AlertStore, Service {
             }
             group.addTask { await self.notifications.run() }
             group.addTask { await self.refreshCounts() }
-            try? await gracefulShutdown()
+            // Until a graceful shutdown (or cancellation), and then until the work started has
+            // ended, while the connections are still there for it.
+            await jobs.run()
             group.cancelAll()
         }
     }
@@ -219,10 +224,13 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     public func transact<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?,
-        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
-        completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
-    ) {
-        flushes.enqueue(Flushes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: completion))
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
+    ) async throws(EngineError) -> Committed<Value> {
+        // Resolved when the flush that takes it commits (or fails).
+        let reply = Reply<Result<Committed<Value>, EngineError>>()
+        flushes.enqueue(
+            Flushes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: reply.resolve))
+        return try await reply.value().get()
     }
 
     /// One round at a time: while a round runs, the engine is told to look again
@@ -231,14 +239,14 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// the next round fires them.
     public func fireDeadlines(
         now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         let recheck = now.adding(milliseconds: Self.recheckMilliseconds)
         counts.withLockedValue { counts in
             if let next = counts.nextDeadline, next < recheck { counts.nextDeadline = recheck }
         }
         guard firing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        Task {
+        jobs.start { [self] in
             defer { firing.store(false, ordering: .releasing) }
             do {
                 // The clients with a deadline due; each fires in its own transaction, on what is committed.
@@ -259,7 +267,7 @@ public final class PostgresAlertStore: AlertStore, Service {
                             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                                 self.flushes.enqueue(
                                     Flushes.Operation(client: client, now: now, firing: events) { result in
-                                        completion(result)
+                                        report(result)
                                         done.resume()
                                     })
                             }
@@ -283,16 +291,16 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// transaction of its own, and its display change reported like any other.
     public func reconfigure(
         _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         let old = self.settings.withLockedValue { old in
             defer { old = settings }
             return old
         }
-        Task {
+        jobs.start { [self] in
             do {
                 for client in try await strings("SELECT id FROM clients ORDER BY id") where old[client].policy != settings[client].policy {
-                    flushes.enqueue(Flushes.Operation(client: client, now: now, firing: events, completion: completion, fire: false))
+                    flushes.enqueue(Flushes.Operation(client: client, now: now, firing: events, completion: report, fire: false))
                 }
             } catch {
                 logger.warning("queues not reordered for their new policy", metadata: ["error": "\(String(reflecting: error))"])
@@ -301,6 +309,9 @@ public final class PostgresAlertStore: AlertStore, Service {
     }
 
     // MARK: - Errors
+
+    /// What a call that comes once the store stops is answered.
+    static let stopping = EngineError(.unavailable, "alertd is shutting down")
 
     /// The engine's error for a database that failed: 503 with `Retry-After`; the cause goes to the log.
     func unavailable(_ error: any Error) -> EngineError {

@@ -10,8 +10,8 @@ import Synchronization
 /// database, never from an instance's cache.
 extension PostgresAlertStore {
 
-    public func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void) {
-        read(completion) { [self] in
+    public func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert? {
+        try await read { [self] in
             guard let alert = try await one("SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE id = \(id.description)") else {
                 return nil
             }
@@ -31,8 +31,8 @@ extension PostgresAlertStore {
             policy: policy(of: alert.client))
     }
 
-    public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {
-        read(completion) { [self] in
+    public func pending(on client: String) async throws(EngineError) -> [PositionedAlert] {
+        try await read { [self] in
             let alerts = try await all(
                 "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')")
             var board = AlertBoard(settings: settings.withLockedValue { $0 }, rules: rules)
@@ -45,10 +45,8 @@ extension PostgresAlertStore {
         settings.withLockedValue { $0[client].policy }
     }
 
-    public func displays(
-        of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
-    ) {
-        read(completion) { [self] in
+    public func displays(of clients: [String]?) async throws(EngineError) -> [(client: String, alert: Alert?)] {
+        try await read { [self] in
             let names: [String]
             if let clients {
                 names = clients
@@ -69,18 +67,17 @@ extension PostgresAlertStore {
     }
 
     /// Batched with the other reads waiting (``DisplayReader``): one statement for all.
-    public func refreshDisplays(
-        _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
-    ) {
-        guard !known.isEmpty else { return completion(.success([])) }
-        displayReader.read(known, completion: completion)
+    public func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay] {
+        guard !known.isEmpty else { return [] }
+        let reply = Reply<Result<[VersionedDisplay], EngineError>>()
+        displayReader.read(known, completion: reply.resolve)
+        return try await reply.value().get()
     }
 
     public func clients(
-        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
-        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void
-    ) {
-        read(completion) { [self] in
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool
+    ) async throws(EngineError) -> (page: [(client: String, pending: Int)], more: Bool) {
+        try await read { [self] in
             var page: [(client: String, pending: Int)] = []
             var last = after ?? ""
             // In chunks, until the page is full of clients the token may see.
@@ -104,13 +101,10 @@ extension PostgresAlertStore {
         }
     }
 
-    public func decided(
-        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
-        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void
-    ) {
+    public func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) async throws(EngineError) -> [Alert] {
         let wanted = states.filter(\.isTerminal).map(\.rawValue).sorted()
-        guard !wanted.isEmpty, limit > 0 else { return completion(.success([])) }
-        read(completion) { [self] in
+        guard !wanted.isEmpty, limit > 0 else { return [] }
+        return try await read { [self] in
             if let before {
                 return try await all(
                     """
@@ -131,32 +125,24 @@ extension PostgresAlertStore {
     public var pendingTotal: Int { counts.withLockedValue { $0.pending } }
     public var storeBytes: Int? { measuredBytes.withLockedValue { $0 } }
 
-    func read<T: Sendable>(
-        _ completion: @escaping @Sendable (Result<T, EngineError>) -> Void, _ body: @escaping @Sendable () async throws -> T
-    ) {
-        Task {
-            do {
-                completion(.success(try await body()))
-            } catch {
-                completion(.failure(unavailable(error)))
-            }
+    /// Runs a read, in the caller's task; a failure is the engine's `unavailable` (the cause logged).
+    func read<T: Sendable>(_ body: () async throws -> T) async throws(EngineError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw unavailable(error)
         }
     }
 
-    func write(
-        _ completion: @escaping @Sendable (Result<Void, EngineError>) -> Void, notify: [String],
-        _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
-    ) {
-        Task {
-            do {
-                try await client.withTransaction(logger: logger) { [instance, logger] connection in
-                    try await body(connection)
-                    try await Notifications.send(notify, from: instance, on: connection, logger: logger)
-                }
-                completion(.success(()))
-            } catch {
-                completion(.failure(unavailable(error)))
+    /// Runs `body` in a transaction that tells the other instances of `notify` with its commit.
+    func write(notify: [String], _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws(EngineError) {
+        do {
+            try await client.withTransaction(logger: logger) { [instance, logger] connection in
+                try await body(connection)
+                try await Notifications.send(notify, from: instance, on: connection, logger: logger)
             }
+        } catch {
+            throw unavailable(error)
         }
     }
 

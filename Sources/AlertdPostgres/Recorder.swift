@@ -26,7 +26,21 @@ final class Recorder: Sendable {
             defer { state.running = true }
             return !state.running
         }
-        if start { Task { await drain() } }
+        guard start else { return }
+        guard let store else { return refuse() }
+        store.jobs.start({ await self.drain() }, refused: refuse)
+    }
+
+    /// Fails every attempt waiting: the store is stopping.
+    private func refuse() {
+        let waiting = state.withLockedValue { state in
+            defer {
+                state.waiting = []
+                state.running = false
+            }
+            return state.waiting
+        }
+        for (_, completion) in waiting { completion(.failure(PostgresAlertStore.stopping)) }
     }
 
     private func drain() async {
@@ -39,7 +53,7 @@ final class Recorder: Sendable {
             }
             guard !batch.isEmpty else { return }
             guard let store else {
-                for (_, completion) in batch { completion(.failure(EngineError(.unavailable, "alertd is stopping"))) }
+                for (_, completion) in batch { completion(.failure(PostgresAlertStore.stopping)) }
                 continue
             }
             let result: Result<Void, EngineError>

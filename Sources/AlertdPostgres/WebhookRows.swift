@@ -24,8 +24,8 @@ extension PostgresAlertStore {
         }
     }
 
-    public func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        write(completion, notify: ["w"]) { connection in
+    public func saveWebhook(_ webhook: Webhook) async throws(EngineError) {
+        try await write(notify: ["w"]) { connection in
             let rows = try await connection.query(
                 """
                 INSERT INTO webhooks (id, client, url, secret, created_at)
@@ -41,8 +41,8 @@ extension PostgresAlertStore {
         }
     }
 
-    public func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        write(completion, notify: ["w"]) { connection in
+    public func deleteWebhook(id: String) async throws(EngineError) {
+        try await write(notify: ["w"]) { connection in
             try await connection.query("DELETE FROM webhooks WHERE id = \(id)", logger: self.logger)
         }
     }

@@ -104,9 +104,11 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func transact<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?,
-        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
-        completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
-    ) {
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
+    ) async throws(EngineError) -> Committed<Value> {
+        // Resolved by the commit's completion, on the writer thread: the writes are submitted
+        // under the board's lock, so SQLite applies them in board order.
+        let reply = Reply<Result<Committed<Value>, EngineError>>()
         let immediate: Result<Committed<Value>, EngineError>? = state.withLockedValue { state in
             if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
@@ -132,27 +134,28 @@ public final class SQLiteAlertStore: AlertStore, Service {
             }
             let deliveries = mutation.events.flatMap(\.pendingDeliveries)
             committer.submit(writes) { [self] result in
-                if case .failure = result { return completion(.failure(.notCommitted)) }
+                if case .failure = result { return reply.resolve(.failure(.notCommitted)) }
                 if !change.isEmpty || mutation.idempotency != nil {
                     self.state.withLockedValue { state in
                         state.board.committed(change)
                         if let record = mutation.idempotency { state.pendingKeys[KeyRef(client: record.client, key: record.key)] = nil }
                     }
                 }
-                completion(.success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries)))
+                reply.resolve(.success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries)))
             }
             return nil
         }
-        if let immediate { completion(immediate) }
+        if let immediate { return try immediate.get() }
+        return try await reply.value().get()
     }
 
     public func fireDeadlines(
         now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         state.withLockedValue { state in
             guard refusal == nil else { return }
-            submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events, completion: completion)
+            submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events, report: report)
         }
     }
 
@@ -160,28 +163,28 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func reconfigure(
         _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         // Taken even while commits fail: a rebuild after the failure keeps these settings.
         state.withLockedValue { state in
             submit(
-                state.board.update({ $0.reconfigure(settings, now: now) }, change: { $0 }), &state, events: events, completion: completion)
+                state.board.update({ $0.reconfigure(settings, now: now) }, change: { $0 }), &state, events: events, report: report)
         }
     }
 
     /// Submits a change of many clients (deadlines, a policy) with its events. Under the lock.
     private func submit(
         _ change: BoardChange, _ state: inout State, events: (BoardChange) -> [OutboxEvent],
-        completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
+        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         guard !change.saved.isEmpty else { return }
         let events = events(change)
         let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
         let deliveries = events.flatMap(\.pendingDeliveries)
         committer.submit(change.saved.map { .alert($0) } + events.map { .event($0) }) { [self] result in
-            if case .failure = result { return completion(.failure(.notCommitted)) }
+            if case .failure = result { return report(.failure(.notCommitted)) }
             self.state.withLockedValue { $0.board.committed(change) }
-            completion(.success(Committed((), change: change, displays: displays, deliveries: deliveries)))
+            report(.success(Committed((), change: change, displays: displays, deliveries: deliveries)))
         }
     }
 
@@ -209,24 +212,22 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     // MARK: - Reading (answered at once, on the calling thread)
 
-    public func alert(_ id: AlertID, completion: @escaping @Sendable (Result<PositionedAlert?, EngineError>) -> Void) {
+    public func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert? {
         let visible = state.withLockedValue { state -> (WriteBehindBoard.Visibility, Int?) in
             let visible = state.board.visible(id)
             guard case .alert(let alert) = visible, alert.isPending else { return (visible, nil) }
             return (visible, state.board.visiblePosition(of: alert))
         }
         switch visible {
-        case (.alert(let alert), let position): completion(.success(PositionedAlert(alert, position: position)))
-        case (.notYetCommitted, _): completion(.success(nil))
-        case (.unknown, _):
-            completion(
-                Result { () throws(EngineError) in try read { try persistent.alert(id) }.map { PositionedAlert($0, position: nil) } })
+        case (.alert(let alert), let position): return PositionedAlert(alert, position: position)
+        case (.notYetCommitted, _): return nil
+        case (.unknown, _): return try read { try persistent.alert(id) }.map { PositionedAlert($0, position: nil) }
         }
     }
 
-    public func pending(on client: String, completion: @escaping @Sendable (Result<[PositionedAlert], EngineError>) -> Void) {
+    public func pending(on client: String) async throws(EngineError) -> [PositionedAlert] {
         let pending = state.withLockedValue { $0.board.visiblePending(on: client) }
-        completion(.success(pending.enumerated().map { PositionedAlert($0.element, position: $0.offset) }))
+        return pending.enumerated().map { PositionedAlert($0.element, position: $0.offset) }
     }
 
     public func policy(of client: String) -> QueuePolicy {
@@ -235,33 +236,23 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     /// Every client's displayed alert at once, as committed: a display change still
     /// committing is not read (the displays a commit changes come with its completion).
-    public func displays(
-        of clients: [String]?, completion: @escaping @Sendable (Result<[(client: String, alert: Alert?)], EngineError>) -> Void
-    ) {
-        let displays = state.withLockedValue { state in
+    public func displays(of clients: [String]?) async throws(EngineError) -> [(client: String, alert: Alert?)] {
+        state.withLockedValue { state in
             (clients ?? state.board.board.clients).map { (client: $0, alert: state.board.visibleDisplayed(on: $0)) }
         }
-        completion(.success(displays))
     }
 
     public func clients(
-        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool,
-        completion: @escaping @Sendable (Result<(page: [(client: String, pending: Int)], more: Bool), EngineError>) -> Void
-    ) {
-        let page = state.withLockedValue { state in
+        after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool
+    ) async throws(EngineError) -> (page: [(client: String, pending: Int)], more: Bool) {
+        state.withLockedValue { state in
             let (page, more) = state.board.board.clients(after: after, limit: limit, where: include)
             return (page: page.map { (client: $0, pending: state.board.visiblePendingCount(on: $0)) }, more: more)
         }
-        completion(.success(page))
     }
 
-    public func decided(
-        on client: String, states: Set<AlertState>, before: AlertID?, limit: Int,
-        completion: @escaping @Sendable (Result<[Alert], EngineError>) -> Void
-    ) {
-        completion(
-            Result { () throws(EngineError) in try read { try persistent.decided(on: client, states: states, before: before, limit: limit) }
-            })
+    public func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) async throws(EngineError) -> [Alert] {
+        try read { try persistent.decided(on: client, states: states, before: before, limit: limit) }
     }
 
     public var pendingTotal: Int { state.withLockedValue { $0.board.board.pendingTotal } }
@@ -271,16 +262,12 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func webhooks() async throws(EngineError) -> [Webhook] { try read { try persistent.webhooks() } }
 
-    public func saveWebhook(_ webhook: Webhook, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        write([.webhook(webhook)], completion: completion)
-    }
+    public func saveWebhook(_ webhook: Webhook) async throws(EngineError) { try await commit([.webhook(webhook)]) }
 
-    public func deleteWebhook(id: String, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        write([.deleteWebhook(id: id)], completion: completion)
-    }
+    public func deleteWebhook(id: String) async throws(EngineError) { try await commit([.deleteWebhook(id: id)]) }
 
-    public func deliveries(of alertID: AlertID, completion: @escaping @Sendable (Result<[DeliveryRecord], EngineError>) -> Void) {
-        completion(Result { () throws(EngineError) in try read { try persistent.deliveries(of: alertID) } })
+    public func deliveries(of alertID: AlertID) async throws(EngineError) -> [DeliveryRecord] {
+        try read { try persistent.deliveries(of: alertID) }
     }
 
     public func pendingDeliveries() async throws(EngineError) -> [PendingDelivery] { try read { try persistent.pendingDeliveries() } }
@@ -330,10 +317,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     /// Submits writes and returns once they are committed.
     private func commit(_ writes: [StoreWrite]) async throws(EngineError) {
-        let result = await withCheckedContinuation { (done: CheckedContinuation<Result<Void, EngineError>, Never>) in
-            write(writes) { done.resume(returning: $0) }
-        }
-        try result.get()
+        if let refusal { throw refusal }
+        let reply = Reply<Result<Void, EngineError>>()
+        committer.submit(writes) { result in reply.resolve(result.mapError { _ in .notCommitted }) }
+        try await reply.value().get()
     }
 
     /// Forgets clients that hold nothing any more: nothing pending, nothing
@@ -413,11 +400,6 @@ public final class SQLiteAlertStore: AlertStore, Service {
         return EngineError(
             .unavailable, "the store takes no writes now (alertd's log says why); nothing was changed, retry later",
             retryAfter: EngineError.storeRetrySeconds)
-    }
-
-    private func write(_ writes: [StoreWrite], completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        if let refusal { return completion(.failure(refusal)) }
-        committer.submit(writes) { result in completion(result.mapError { _ in .notCommitted }) }
     }
 
     private func read<T>(_ body: () throws -> T) throws(EngineError) -> T {

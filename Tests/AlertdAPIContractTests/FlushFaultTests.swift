@@ -34,19 +34,28 @@ struct FlushFaultTests {
         /// records it under that key. The stream yields its answer.
         func post(_ client: String, key: String? = nil) -> AsyncStream<Result<AlertID, EngineError>> {
             let (answer, continuation) = AsyncStream.makeStream(of: Result<AlertID, EngineError>.self)
-            store.transact(client: client, now: SystemClock().now(), idempotencyKey: key) { board, _ throws(EngineError) in
-                let posted: (Alert, BoardChange)
-                do throws(BoardError) {
-                    posted = try board.post(NewAlert(title: "t", buttons: [Button(title: "OK")]), to: client, now: SystemClock().now())
+            // Started at once, so the changes reach the store in the order of the calls.
+            Task.immediate {
+                do throws(EngineError) {
+                    let committed = try await store.transact(client: client, now: SystemClock().now(), idempotencyKey: key) {
+                        board, _ throws(EngineError) in
+                        let posted: (Alert, BoardChange)
+                        do throws(BoardError) {
+                            posted = try board.post(
+                                NewAlert(title: "t", buttons: [Button(title: "OK")]), to: client, now: SystemClock().now())
+                        } catch {
+                            throw EngineError(error)
+                        }
+                        let record = key.map {
+                            IdempotencyRecord(
+                                client: client, key: $0, alertID: posted.0.id, bodyDigest: [1], createdAt: SystemClock().now())
+                        }
+                        return Mutation(posted.0.id, change: posted.1, idempotency: record)
+                    }
+                    continuation.yield(.success(committed.value))
                 } catch {
-                    throw EngineError(error)
+                    continuation.yield(.failure(error))
                 }
-                let record = key.map {
-                    IdempotencyRecord(client: client, key: $0, alertID: posted.0.id, bodyDigest: [1], createdAt: SystemClock().now())
-                }
-                return Mutation(posted.0.id, change: posted.1, idempotency: record)
-            } completion: { result in
-                continuation.yield(result.map(\.value))
                 continuation.finish()
             }
             return answer
@@ -88,8 +97,15 @@ struct FlushFaultTests {
         // What was answered as committed is in the database (a flush whose write failed
         // unread once answered its changes and lost them in a silent ROLLBACK).
         for case .success(let id) in results {
-            let stored = await withCheckedContinuation { done in store.alert(id) { done.resume(returning: $0) } }
-            #expect((try? stored.get()) != nil, "\(id) was answered as committed but is not stored: \(stored)")
+            let stored: Result<PositionedAlert?, EngineError>
+            do throws(EngineError) {
+                stored = .success(try await store.alert(id))
+            } catch {
+                stored = .failure(error)
+            }
+            // Read and found (a failed read, or none, fails).
+            let found = (try? stored.get()) ?? nil
+            #expect(found != nil, "\(id) was answered as committed but is not stored: \(stored)")
         }
         #expect(store.isHealthy, "a refused change marked the store unhealthy (readiness 503)")
         running.cancel()
@@ -116,15 +132,22 @@ struct FlushFaultTests {
 
         func post(_ client: String) -> AsyncStream<Result<AlertID, EngineError>> {
             let (answer, continuation) = AsyncStream.makeStream(of: Result<AlertID, EngineError>.self)
-            store.transact(client: client, now: SystemClock().now(), idempotencyKey: nil) { board, _ throws(EngineError) in
-                do throws(BoardError) {
-                    let (alert, change) = try board.post(NewAlert(title: "t"), to: client, now: SystemClock().now())
-                    return Mutation(alert.id, change: change)
+            // Started at once, so the changes reach the store in the order of the calls.
+            Task.immediate {
+                do throws(EngineError) {
+                    let committed = try await store.transact(client: client, now: SystemClock().now(), idempotencyKey: nil) {
+                        board, _ throws(EngineError) in
+                        do throws(BoardError) {
+                            let (alert, change) = try board.post(NewAlert(title: "t"), to: client, now: SystemClock().now())
+                            return Mutation(alert.id, change: change)
+                        } catch {
+                            throw EngineError(error)
+                        }
+                    }
+                    continuation.yield(.success(committed.value))
                 } catch {
-                    throw EngineError(error)
+                    continuation.yield(.failure(error))
                 }
-            } completion: { result in
-                continuation.yield(result.map(\.value))
                 continuation.finish()
             }
             return answer

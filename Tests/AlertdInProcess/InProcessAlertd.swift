@@ -276,12 +276,8 @@ public final class InProcessAlertd: TestClient, Sendable {
     public func barrier() async {
         let alertd = self.alertd
         let now = manualClock?.now() ?? SystemClock().now()
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            alertd.store.transact(client: "barrier", now: now, idempotencyKey: nil) { _, _ in
-                Mutation((), afterEarlierCommits: true)
-            } completion: { _ in
-                done.resume()
-            }
+        _ = try? await alertd.store.transact(client: "barrier", now: now, idempotencyKey: nil) { _, _ in
+            Mutation((), afterEarlierCommits: true)
         }
     }
 }

@@ -2,8 +2,7 @@ import AlertdCore
 import AlertdEngine
 import AlertdWire
 
-// The port's calls as a test awaits them. Each call of the port completes once (a
-// transaction, a read, an attempt's record), so each is one continuation here.
+// The port's calls as a test uses them.
 
 extension AlertStore {
     /// Runs one transaction and returns what it committed, or why not.
@@ -11,8 +10,10 @@ extension AlertStore {
         _ client: String, now: Timestamp, key: String? = nil,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async -> Result<Committed<Value>, EngineError> {
-        await withCheckedContinuation { done in
-            transact(client: client, now: now, idempotencyKey: key, body) { done.resume(returning: $0) }
+        do throws(EngineError) {
+            return .success(try await transact(client: client, now: now, idempotencyKey: key, body))
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -48,35 +49,21 @@ extension AlertStore {
         }
     }
 
-    func read(_ id: AlertID) async throws -> PositionedAlert? {
-        try await withCheckedContinuation { done in alert(id) { done.resume(returning: $0) } }.get()
-    }
+    func read(_ id: AlertID) async throws -> PositionedAlert? { try await alert(id) }
 
-    func readPending(_ client: String) async throws -> [PositionedAlert] {
-        try await withCheckedContinuation { done in pending(on: client) { done.resume(returning: $0) } }.get()
-    }
+    func readPending(_ client: String) async throws -> [PositionedAlert] { try await pending(on: client) }
 
     func readClients(after: String? = nil, limit: Int = 100) async throws -> [(client: String, pending: Int)] {
-        try await withCheckedContinuation { done in clients(after: after, limit: limit, where: { _ in true }) { done.resume(returning: $0) }
-        }
-        .get().page
+        try await clients(after: after, limit: limit, where: { _ in true }).page
     }
 
-    func readDisplays(_ clients: [String]) async throws -> [(client: String, alert: Alert?)] {
-        try await withCheckedContinuation { done in displays(of: clients) { done.resume(returning: $0) } }.get()
-    }
+    func readDisplays(_ clients: [String]) async throws -> [(client: String, alert: Alert?)] { try await displays(of: clients) }
 
     func readDecided(_ client: String) async throws -> [Alert] {
-        try await withCheckedContinuation { done in
-            decided(on: client, states: Set(AlertState.allCases.filter(\.isTerminal)), before: nil, limit: 100) {
-                done.resume(returning: $0)
-            }
-        }.get()
+        try await decided(on: client, states: Set(AlertState.allCases.filter(\.isTerminal)), before: nil, limit: 100)
     }
 
-    func readDeliveries(of id: AlertID) async throws -> [DeliveryRecord] {
-        try await withCheckedContinuation { done in deliveries(of: id) { done.resume(returning: $0) } }.get()
-    }
+    func readDeliveries(of id: AlertID) async throws -> [DeliveryRecord] { try await deliveries(of: id) }
 
     func recordAttempt(_ attempt: AttemptRecord) async throws {
         try await withCheckedContinuation { done in record(attempt) { done.resume(returning: $0) } }.get()
