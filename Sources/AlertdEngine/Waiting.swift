@@ -13,6 +13,7 @@ extension Engine {
     /// trip, shared by the reads that arrive together): a read through any instance
     /// reflects every change committed before it arrived (SPEC §9).
     public func awaitCurrent(client: String, wait: Int, after: AlertID?, owner: String? = nil) async throws(EngineError) -> [UInt8]? {
+        if let now = currentNow(client: client, wait: wait, after: after) { return now.body }
         if store.isShared { try await synchronize([client]) }
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
@@ -42,6 +43,28 @@ extension Engine {
         case .parked(let reply): return await reply.value()
         case .full(let perToken): throw tooManyWaiters(perToken: perToken, owner: owner, settings)
         }
+    }
+
+    /// What ``awaitCurrent(client:wait:after:owner:)`` answers when it answers at once
+    /// from what is published, found without a task: with an embedded store (whose
+    /// commits are all published as they commit), the published display when no wait
+    /// is asked, or it is not `after`. nil: the call may wait, or the store is shared
+    /// (a read checks the database first). The API's `current` takes this path first:
+    /// it is alertd's most frequent request, and starting a task for it cost a fifth of
+    /// its rate (bench/RESULTS.md, issue 28).
+    public func currentNow(client: String, wait: Int, after: AlertID?) -> Published? {
+        guard !store.isShared else { return nil }
+        let seconds = min(wait, settings.maxWaitSeconds)
+        return waiters.withLockedValue { waiters in
+            let display = waiters.display(client)
+            guard seconds == 0 || display.id != after || waiters.draining else { return nil }
+            return Published(body: display.body)
+        }
+    }
+
+    /// A client's published display: the body `GET …/current` answers (nil: none displayed).
+    public struct Published: Sendable {
+        public var body: [UInt8]?
     }
 
     /// `GET .../alerts/{id}?wait=N`: the alert as committed, at once when it is

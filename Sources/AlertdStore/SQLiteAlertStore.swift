@@ -113,10 +113,13 @@ public final class SQLiteAlertStore: AlertStore, Service {
             if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
             do throws(EngineError) {
-                let context = Context(
-                    key: idempotencyKey.map { KeyRef(client: client, key: $0) }, pending: state.pendingKeys, persistent: persistent,
-                    logger: logger, board: state.board)
-                mutation = try state.board.update({ board throws(EngineError) in try body(&board, context) }, change: \.change)
+                let (key, pending, persistent, logger) = (
+                    idempotencyKey.map { KeyRef(client: client, key: $0) }, state.pendingKeys, persistent, logger
+                )
+                mutation = try state.board.update(
+                    { board, committed throws(EngineError) in
+                        try body(&board, Context(key: key, pending: pending, persistent: persistent, logger: logger, committed: committed))
+                    }, change: \.change)
             } catch {
                 return .failure(error)
             }
@@ -194,9 +197,9 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let pending: [KeyRef: IdempotencyRecord]
         let persistent: any PersistentStore
         let logger: Logger
-        let board: WriteBehindBoard
+        let committed: WriteBehindBoard.CommittedCreations
 
-        func isCommitted(_ id: AlertID) -> Bool { board.isCommitted(id) }
+        func isCommitted(_ id: AlertID) -> Bool { committed.contains(id) }
 
         func idempotencyRecord() throws(EngineError) -> IdempotencyRecord? {
             guard let key else { return nil }

@@ -66,6 +66,11 @@ def main():
             errs(ag) or errs(bg))
     else:
         row("GET /current rps vs baseline", "-", ">= 60 %", "N/A")
+    one = wrk_result(f"{out}/alertd_get_one.txt")
+    if bg and one:
+        # No target of its own: a reference for changes to the store port's read path.
+        row("GET one alert rps vs baseline GET", f"{one['rps']:.0f} / {bg['rps']:.0f} = {one['rps'] / bg['rps']:.0%}", "-",
+            "INFO" if wrk_clean(one) else "INVALID", errs(one))
     if bp and apo:
         ratio = apo["rps"] / bp["rps"]
         v = "INVALID" if not (wrk_clean(apo) and wrk_clean(bp)) else ("PASS" if ratio >= 0.30 else "FAIL")
@@ -177,7 +182,7 @@ def main():
     with open(f"{out}/summary.txt", "w") as f:
         f.write(text + "\n")
     with open(f"{out}/summary.json", "w") as f:
-        json.dump({"rows": rows, "baseline_get": bg, "baseline_post": bp, "alertd_get": ag, "alertd_post": apo},
+        json.dump({"rows": rows, "baseline_get": bg, "baseline_post": bp, "alertd_get": ag, "alertd_get_one": one, "alertd_post": apo},
                   f, indent=2)
         f.write("\n")
 
