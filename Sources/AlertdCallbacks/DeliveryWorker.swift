@@ -301,7 +301,8 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     private func beginShutdown() {
         state.withLockedValue { $0.stopping = true }
-        alarm.ring(ifBefore: .max)
+        // Wakes the loop whatever it sleeps until (the loop is not cancelled: see `run()`).
+        alarm.ring(ifBefore: 0)
     }
 
     /// Wakes the scheduling loop if it sleeps past `due`.

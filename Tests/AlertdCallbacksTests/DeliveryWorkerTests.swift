@@ -75,6 +75,24 @@ private final class Harness: Sendable {
         loop.withLockedValue { $0 = Task { [worker] in await worker.run() } }
     }
 
+    /// Whether the scheduling loop returned within `timeout` (without being cancelled).
+    func loopEnds(within timeout: Duration) async -> Bool {
+        guard let task = loop.withLockedValue({ $0 }) else { return true }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await task.value
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let ended = await group.next() ?? false
+            group.cancelAll()
+            return ended
+        }
+    }
+
     func stop() {
         loop.withLockedValue { $0?.cancel() }
         worker.shutdownNow()
@@ -204,6 +222,20 @@ struct DeliveryWorkerTests {
         await harness.worker.shutdown()
         #expect(ContinuousClock.now - started < .seconds(20))
         #expect(try await harness.attempts(of: alertID, count: 1).state == .delivered)
+    }
+
+    @Test("shutdown ends the scheduling loop while it sleeps, without cancelling it (a graceful stop does not cancel it)")
+    func shutdownEndsTheSleepingLoop() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
+        // Delivered: nothing is due any more, and the loop sleeps (up to a minute).
+        #expect(try await harness.attempts(of: alertID, count: 1).state == .delivered)
+        await harness.worker.shutdown()
+        #expect(await harness.loopEnds(within: .seconds(20)))
     }
 
     @Test("shutdown cuts off an attempt still in flight when the grace period ran out; nothing is recorded")
