@@ -51,7 +51,8 @@ import NIOConcurrencyHelpers
 ///   port probed (``describe(_:)``); the full error goes to the debug log.
 ///
 /// Scheduling: ``run()`` (a service's loop) sleeps until the next due
-/// delivery or a new one; attempts run on the HTTP client's event loops.
+/// delivery or a new one; each attempt is a child task of its task group, sent
+/// through AsyncHTTPClient's async API (`HTTPClientRequest`, `execute(_:deadline:)`).
 public final class DeliveryWorker: @unchecked Sendable {
     public struct Settings: Sendable {
         /// Seconds one attempt may take, connecting included.
@@ -113,6 +114,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let state: NIOLockedValueBox<State>
     /// Wakes the scheduling loop for a delivery due sooner than it sleeps.
     private let alarm = Alarm()
+    /// The attempt tasks alive; ``shutdown()`` waits for the last one to end.
+    private let running = Running()
 
     /// Plain http (connecting to checked addresses) and address literals.
     private let client: HTTPClient
@@ -196,15 +199,19 @@ public final class DeliveryWorker: @unchecked Sendable {
         state.withLockedValue { ($0.queue.waitingCount, $0.queue.inFlightCount) }
     }
 
-    /// The scheduling loop: starts each delivery when it is due (attempts run on
-    /// the HTTP client's event loops), sleeps until the next one or a new one.
-    /// Returns when cancelled or shut down.
+    /// The scheduling loop: starts each delivery when it is due, each attempt a
+    /// child task of this loop's task group, and sleeps until the next one or a
+    /// new one. Once ``shutdown()`` began, it takes nothing more and returns when
+    /// the attempts in flight have ended (finished, or cut off when the grace
+    /// period ran out); when cancelled, it cancels them and returns.
     public func run() async {
-        await withDiscardingTaskGroup { group in
-            // An outbox shared by several instances: deliveries nobody holds are taken over.
-            if log.isShared { group.addTask { await self.takeOrphans() } }
-            await schedule()
-            group.cancelAll()
+        await withDiscardingTaskGroup { attempts in
+            await withDiscardingTaskGroup { loops in
+                // An outbox shared by several instances: deliveries nobody holds are taken over.
+                if log.isShared { loops.addTask { await self.takeOrphans() } }
+                await schedule(into: &attempts)
+                loops.cancelAll()
+            }
         }
     }
 
@@ -215,11 +222,7 @@ public final class DeliveryWorker: @unchecked Sendable {
     private func takeOrphans() async {
         while !Task.isCancelled {
             let now = clock.now()
-            let taken = await withCheckedContinuation { (continuation: CheckedContinuation<[PendingDelivery], Never>) in
-                log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256) { result in
-                    continuation.resume(returning: (try? result.get()) ?? [])
-                }
-            }
+            let taken = (try? await log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256)) ?? []
             if !taken.isEmpty {
                 logger.info("taking over deliveries no instance holds", metadata: ["deliveries": "\(taken.count)"])
                 enqueue(taken)
@@ -228,7 +231,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
     }
 
-    private func schedule() async {
+    private func schedule(into attempts: inout DiscardingTaskGroup) async {
         while !Task.isCancelled {
             let now = clock.now()
             let (due, next, stopping) = state.withLockedValue { state in
@@ -236,12 +239,29 @@ public final class DeliveryWorker: @unchecked Sendable {
             }
             if stopping { return }
             if !due.isEmpty {
-                for delivery in due { attempt(delivery, on: client.eventLoopGroup.next()) }
+                for delivery in due { start(delivery, in: &attempts) }
                 continue
             }
             // At most a minute: a wall-clock jump is caught up with.
             let milliseconds = min(60_000, next.map { max(0, $0.milliseconds - now.milliseconds) } ?? 60_000)
             await alarm.sleep(until: DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000)
+        }
+    }
+
+    /// Starts a child task for `delivery`'s attempt. When it is over, the task goes on
+    /// at once with the next due delivery the queue's bounds allow, so a busy
+    /// receiver's next delivery does not wait for the scheduling loop to wake.
+    private func start(_ first: PendingDelivery, in attempts: inout DiscardingTaskGroup) {
+        running.enter()
+        attempts.addTask { [self] in
+            defer { running.leave() }
+            var next: PendingDelivery? = first
+            while let delivery = next {
+                await attempt(delivery)
+                next = state.withLockedValue { state in
+                    state.stopping || Task.isCancelled ? nil : state.queue.takeDue(now: clock.now(), limit: 1).first
+                }
+            }
         }
     }
 
@@ -252,11 +272,14 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// resumes at the next start.
     public func shutdown() async {
         beginShutdown()
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.shutdownGrace * 1e9)
-        while counts.inFlight > 0, DispatchTime.now().uptimeNanoseconds < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        // The last attempt's end, or the grace period's, whichever comes first.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.running.none() }
+            group.addTask { [grace = settings.shutdownGrace] in try? await Task.sleep(for: .seconds(grace)) }
+            _ = await group.next()
+            group.cancelAll()
         }
-        let cut = counts.inFlight
+        let cut = running.count
         if cut > 0 { logger.notice("attempts cut off by shutdown; they stay pending", metadata: ["attempts": "\(cut)"]) }
         do {
             try await client.shutdown()
@@ -278,7 +301,8 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     private func beginShutdown() {
         state.withLockedValue { $0.stopping = true }
-        alarm.ring(ifBefore: .max)
+        // Wakes the loop whatever it sleeps until (the loop is not cancelled: see `run()`).
+        alarm.ring(ifBefore: 0)
     }
 
     /// Wakes the scheduling loop if it sleeps past `due`.
@@ -290,74 +314,71 @@ public final class DeliveryWorker: @unchecked Sendable {
     // MARK: - One attempt
 
     /// One attempt; in a shared outbox, only once this instance holds the delivery.
-    private func attempt(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
-        guard log.isShared else { return send(delivery, on: eventLoop) }
+    private func attempt(_ delivery: PendingDelivery) async {
+        guard log.isShared else { return await send(delivery) }
         let now = clock.now()
-        log.claim(delivery.id, until: now.adding(seconds: lease)) { [self] result in
-            switch result {
-            case .success(let attempts?):
-                // The store's count, or this instance's own when its last attempt's
-                // record has not committed yet.
-                var claimed = delivery
-                claimed.attemptsMade = max(delivery.attemptsMade, attempts)
-                send(claimed, on: eventLoop)
-            case .success(nil):
+        do {
+            guard let attempts = try await log.claim(delivery.id, until: now.adding(seconds: lease)) else {
                 // Another instance holds it, or it is settled: not ours to attempt.
                 state.withLockedValue { $0.queue.finished(delivery) }
-            case .failure:
-                // The outbox cannot be reached: try again in a moment, nothing recorded.
-                var later = delivery
-                later.due = clock.now().adding(seconds: 2)
-                let next = state.withLockedValue { state -> Timestamp? in
-                    state.queue.finished(delivery)
-                    if !state.stopping { state.queue.add(later) }
-                    return state.queue.nextDue
-                }
-                if let next { wake(for: next) }
+                return
             }
+            // The store's count, or this instance's own when its last attempt's
+            // record has not committed yet.
+            var claimed = delivery
+            claimed.attemptsMade = max(delivery.attemptsMade, attempts)
+            await send(claimed)
+        } catch {
+            // The outbox cannot be reached: try again in a moment, nothing recorded.
+            var later = delivery
+            later.due = clock.now().adding(seconds: 2)
+            let next = state.withLockedValue { state -> Timestamp? in
+                state.queue.finished(delivery)
+                if !state.stopping { state.queue.add(later) }
+                return state.queue.nextDue
+            }
+            if let next { wake(for: next) }
         }
     }
 
-    private func send(_ delivery: PendingDelivery, on eventLoop: any EventLoop) {
+    private func send(_ delivery: PendingDelivery) async {
         let startedAt = clock.now()
         // The attempt's deadline covers resolving the name and connecting too.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
         let checked = check(delivery.target)
         let trusted = delivery.kind == .callback ? nil : settings.trustedTargets[delivery.target]
         guard let url = checked.url else {
-            return settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt, on: nil)
+            return await settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt)
         }
         if delivery.kind == .alertmanagerSilence, let ends = AlertmanagerSilence.endsAt(of: delivery.body), startedAt >= ends {
-            return settle(delivery, .failed(reason: "not sent: the silence would have ended at \(ends)"), at: startedAt, on: nil)
+            return await settle(delivery, .failed(reason: "not sent: the silence would have ended at \(ends)"), at: startedAt)
         }
         // A denied name (or address literal) is refused before anyone is asked to
         // resolve it. The reason names the URL's own host and the entry: nothing
         // the URL does not show already. The config's own integration targets are not checked.
         if trusted == nil, let refusal = checked.refusal {
             refused(delivery, because: refusal)
-            return settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt, on: nil)
+            return await settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt)
         }
-        let produced = Produced()
-        resolve(url, on: eventLoop, deadline: deadline).flatMap { [self] addresses -> EventLoopFuture<AttemptOutcome> in
-            // A literal was checked with its address above; a name's addresses are checked now, every time.
-            if trusted == nil, url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
-                // Recorded without the address or the entry it matched: they
-                // would tell whoever reads deliveries what the name resolves to.
-                refused(delivery, because: refusal)
-                return eventLoop.makeSucceededFuture(
-                    .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"))
-            }
-            return send(
-                delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, trusted: trusted, produced: produced,
-                on: eventLoop)
-        }.whenComplete { [self] result in
-            switch result {
-            case .success(let outcome): settle(delivery, outcome, at: startedAt, on: eventLoop, result: produced.value)
-            case .failure(let error as HTTPClientError) where error == .deadlineExceeded:
-                settle(delivery, .timedOut, at: startedAt, on: eventLoop)
-            case .failure(let error): settle(delivery, failed(delivery, error), at: startedAt, on: eventLoop)
-            }
+        let addresses: [IPAddress]
+        do {
+            addresses = try await resolve(url, deadline: deadline)
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            return await settle(delivery, .timedOut, at: startedAt)
+        } catch {
+            return await settle(delivery, failed(delivery, error), at: startedAt)
         }
+        // A literal was checked with its address above; a name's addresses are checked now, every time.
+        if trusted == nil, url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
+            // Recorded without the address or the entry it matched: they
+            // would tell whoever reads deliveries what the name resolves to.
+            refused(delivery, because: refusal)
+            return await settle(
+                delivery, .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"), at: startedAt)
+        }
+        let (outcome, produced) = await send(
+            delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, trusted: trusted)
+        await settle(delivery, outcome, at: startedAt, result: produced)
     }
 
     /// Logs a refusal with its whole reason (the recorded one may say less): a warning the
@@ -381,8 +402,9 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     /// The addresses of the URL's host: the literal itself, or the resolver's
     /// answer (one lookup per name at a time, answers kept for a second).
-    private func resolve(_ url: TargetURL, on eventLoop: any EventLoop, deadline: NIODeadline) -> EventLoopFuture<[IPAddress]> {
-        if let literal = url.address { return eventLoop.makeSucceededFuture([literal]) }
+    private func resolve(_ url: TargetURL, deadline: NIODeadline) async throws -> [IPAddress] {
+        if let literal = url.address { return [literal] }
+        let eventLoop = client.eventLoopGroup.next()
         let answer = resolver.addresses(of: url.host, port: url.port, on: eventLoop).flatMapErrorThrowing { error in
             throw ResolutionFailure(error)
         }
@@ -393,7 +415,7 @@ public final class DeliveryWorker: @unchecked Sendable {
             timeout.cancel()
             promise.completeWith(result)
         }
-        return promise.futureResult
+        return try await promise.futureResult.get()
     }
 
     /// Sends to the first address; when a connection cannot be made, to the
@@ -403,11 +425,11 @@ public final class DeliveryWorker: @unchecked Sendable {
     ///
     /// A callback is signed (Standard Webhooks headers) and its answer's body
     /// dropped; a request of an integration carries the `Authorization` of its
-    /// trusted target, and what its answer produced (a silence id) goes to `produced`.
+    /// trusted target, and what its answer produced (a silence id) is returned with the outcome.
     private func send(
         _ delivery: PendingDelivery, to url: TargetURL, addresses: ArraySlice<IPAddress>, at startedAt: Timestamp,
-        deadline: NIODeadline, trusted: TrustedTarget?, produced: Produced, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<AttemptOutcome> {
+        deadline: NIODeadline, trusted: TrustedTarget?
+    ) async -> (AttemptOutcome, produced: String?) {
         var headers = HTTPHeaders()
         headers.reserveCapacity(7)
         headers.add(name: "content-type", value: "application/json")
@@ -418,7 +440,7 @@ public final class DeliveryWorker: @unchecked Sendable {
             do {
                 key = try signingKey(delivery.secret)
             } catch {
-                return eventLoop.makeSucceededFuture(.failed(reason: "bad signing secret: \(error)"))
+                return (.failed(reason: "bad signing secret: \(error)"), nil)
             }
             let timestamp = startedAt.milliseconds / 1000
             headers.add(name: "webhook-id", value: delivery.eventID)
@@ -432,67 +454,160 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
         let route = Route(url)
         if route == .rewrite { headers.add(name: "host", value: url.hostHeader) }
-        let signed = headers
 
-        @Sendable func post(_ remaining: ArraySlice<IPAddress>) -> EventLoopFuture<AttemptOutcome> {
-            guard let address = remaining.first else {
-                return eventLoop.makeSucceededFuture(.failed(reason: "name resolution failed: no addresses"))
-            }
-            let request: HTTPClient.Request
-            do {
-                request = try HTTPClient.Request(
-                    url: route == .rewrite ? url.connecting(to: address) : delivery.target, method: .POST, headers: signed,
-                    body: .bytes(delivery.body))
-            } catch {
-                return eventLoop.makeSucceededFuture(failed(delivery, error))
-            }
-            // The host the HTTP client read from the URL must be the one that
+        var remaining = addresses
+        while let address = remaining.first {
+            let target = route == .rewrite ? url.connecting(to: address) : delivery.target
+            // The host the HTTP client reads from the URL must be the one that
             // was checked (the address itself when rewritten): a URL two
             // parsers read differently must not reach an unchecked host.
-            let expected = route == .rewrite ? address.description : url.host
-            guard Self.sameHost(request.host, expected) else {
-                refused(delivery, because: "the HTTP client reads host \(request.host), the deny list checked \(expected)")
-                return eventLoop.makeSucceededFuture(.failed(reason: "refused: the URL's host is ambiguous"))
+            // `HTTPClient.Request` reads a URL as `HTTPClientRequest` does.
+            let host: String
+            do {
+                host = try HTTPClient.Request(url: target, method: .POST).host
+            } catch {
+                return (failed(delivery, error), nil)
             }
+            let expected = route == .rewrite ? address.description : url.host
+            guard Self.sameHost(host, expected) else {
+                refused(delivery, because: "the HTTP client reads host \(host), the deny list checked \(expected)")
+                return (.failed(reason: "refused: the URL's host is ambiguous"), nil)
+            }
+            var request = HTTPClientRequest(url: target)
+            request.method = .POST
+            request.headers = headers
+            request.body = .bytes(delivery.body)
             let lease: PinnedClients.Lease?
             do {
-                lease = route == .pinned ? try pinned.lease(host: request.host, address: address) : nil
+                lease = route == .pinned ? try pinned.lease(host: host, address: address) : nil
             } catch {
-                return eventLoop.makeSucceededFuture(failed(delivery, error))
+                return (failed(delivery, error), nil)
             }
-            let answered: EventLoopFuture<HTTPResponseHead>
-            switch delivery.kind {
-            case .callback:
-                answered =
-                    (lease?.client ?? client).execute(
-                        request: request, delegate: StatusOnly(), eventLoop: .delegateAndChannel(on: eventLoop), deadline: deadline
-                    ).futureResult
-            case .alertmanagerSilence:
-                answered = (lease?.client ?? client).execute(
-                    request: request, delegate: StatusAndBody(limit: 65_536), eventLoop: .delegateAndChannel(on: eventLoop),
-                    deadline: deadline
-                ).futureResult.map { head, body in
-                    if (200...299).contains(head.status.code) { produced.value = AlertmanagerSilence.silenceID(fromResponse: body) }
-                    return head
+            // Kept: an integration's answer (a silence id); a callback's answer is its status.
+            let keep = delivery.kind == .alertmanagerSilence ? 65_536 : 0
+            let answer = await Self.post(request, over: lease?.client ?? client, keeping: keep, deadline: deadline)
+            if let lease { pinned.giveBack(lease) }
+            switch answer {
+            case .success(let answer):
+                var produced: String?
+                if delivery.kind == .alertmanagerSilence, (200...299).contains(answer.status) {
+                    produced = AlertmanagerSilence.silenceID(fromResponse: answer.body)
                 }
-            }
-            return answered.always { [pinned] _ in
-                if let lease { pinned.giveBack(lease) }
-            }.map { head in
-                AttemptOutcome.response(status: Int(head.status.code), retryAfter: head.headers.first(name: "retry-after"))
-            }.flatMapError { [self] error in
+                return (.response(status: answer.status, retryAfter: answer.retryAfter), produced)
+            case .failure(let error):
                 if route != .asIs, remaining.count > 1, Self.couldNotConnect(error), NIODeadline.now() < deadline {
-                    return post(remaining.dropFirst())
+                    remaining = remaining.dropFirst()
+                    continue
                 }
                 if let error = error as? HTTPClientError,
                     error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout || error == .writeTimeout
                 {
-                    return eventLoop.makeSucceededFuture(.timedOut)
+                    return (.timedOut, nil)
                 }
-                return eventLoop.makeSucceededFuture(failed(delivery, error))
+                return (failed(delivery, error), nil)
             }
         }
-        return post(addresses)
+        return (.failed(reason: "name resolution failed: no addresses"), nil)
+    }
+
+    /// A receiver's answer: its status, its `Retry-After`, and the first bytes of its body that were asked for.
+    struct Answer: Sendable {
+        var status: Int
+        var retryAfter: String?
+        var body: [UInt8]
+    }
+
+    /// The most bytes of an answer's body read (and dropped past what is kept), so that
+    /// its connection can serve the next attempt; a longer body is left unread, and
+    /// AsyncHTTPClient closes the connection instead of returning it to its pool.
+    static let answerReadLimit = 1 << 20
+
+    /// POSTs `request` and reads its answer, the body included (AsyncHTTPClient returns
+    /// a connection to its pool only once the body was read to its end; a response
+    /// dropped unread cancels its request and closes the connection), all by `deadline`:
+    /// AsyncHTTPClient's deadline ends with the answer's head, so the body's read is
+    /// raced against the deadline here. Past it, the request is cancelled and the
+    /// outcome is `HTTPClientError.deadlineExceeded`.
+    static func post(_ request: HTTPClientRequest, over client: HTTPClient, keeping keep: Int, deadline: NIODeadline) async
+        -> Result<Answer, any Error>
+    {
+        await withTaskGroup(of: Result<Answer, any Error>?.self) { group in
+            group.addTask {
+                do {
+                    let response = try await client.execute(request, deadline: deadline)
+                    var body: [UInt8] = []
+                    var read = 0
+                    for try await buffer in response.body {
+                        let room = keep - body.count
+                        if room > 0 { body += buffer.readableBytesView.prefix(room) }
+                        read += buffer.readableBytes
+                        if read > Self.answerReadLimit { break }
+                    }
+                    return .success(
+                        Answer(status: Int(response.status.code), retryAfter: response.headers.first(name: "retry-after"), body: body))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                await Self.sleep(until: deadline, on: client.eventLoopGroup.next())
+                return Task.isCancelled ? nil : .failure(HTTPClientError.deadlineExceeded)
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .failure(HTTPClientError.cancelled)
+        }
+    }
+
+    /// Returns at `deadline`, or at once when the task is cancelled. On an event loop's
+    /// timer, which a cancellation takes off the loop's schedule at once: an attempt's
+    /// timer is nearly always cancelled (the answer comes first), thousands of times a second.
+    static func sleep(until deadline: NIODeadline, on eventLoop: any EventLoop) async {
+        let wakeup = Wakeup()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                wakeup.start(continuation, eventLoop.scheduleTask(deadline: deadline) { wakeup.fire() })
+            }
+        } onCancel: {
+            wakeup.fire()
+        }
+    }
+
+    /// One sleep's continuation and scheduled task: resumed exactly once, by the timer or a cancellation.
+    private final class Wakeup: Sendable {
+        private struct State: Sendable {
+            var continuation: CheckedContinuation<Void, Never>?
+            var scheduled: Scheduled<Void>?
+            var fired = false
+        }
+        private let state = NIOLockedValueBox(State())
+
+        func start(_ continuation: CheckedContinuation<Void, Never>, _ scheduled: Scheduled<Void>) {
+            let firedAlready = state.withLockedValue { state in
+                if !state.fired {
+                    state.continuation = continuation
+                    state.scheduled = scheduled
+                }
+                return state.fired
+            }
+            if firedAlready {
+                scheduled.cancel()
+                continuation.resume()
+            }
+        }
+
+        func fire() {
+            let (continuation, scheduled) = state.withLockedValue { state in
+                state.fired = true
+                defer {
+                    state.continuation = nil
+                    state.scheduled = nil
+                }
+                return (state.continuation, state.scheduled)
+            }
+            scheduled?.cancel()
+            continuation?.resume()
+        }
     }
 
     /// How an attempt reaches the address it checked.
@@ -553,16 +668,11 @@ public final class DeliveryWorker: @unchecked Sendable {
         return false
     }
 
-    /// Records the attempt and schedules the retry, if any. On an event loop
-    /// (the attempt's), it goes on at once with what is due, so a busy
-    /// receiver's next delivery does not wait for the scheduling thread.
+    /// Records the attempt and schedules the retry, if any.
     ///
     /// A silence for Alertmanager is given up once it would have ended, and at once
     /// when Alertmanager refuses it as malformed (400, 422: the same bytes never pass).
-    private func settle(
-        _ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, on eventLoop: (any EventLoop)?,
-        result: String? = nil
-    ) {
+    private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, result: String? = nil) async {
         var rng = SystemRandom()  // not SystemRandomNumberGenerator: see SystemRandom
         let silence = delivery.kind == .alertmanagerSilence
         let (record, retry) = settings.policy.settle(
@@ -570,29 +680,21 @@ public final class DeliveryWorker: @unchecked Sendable {
             giveUpAt: silence ? AlertmanagerSilence.endsAt(of: delivery.body) : nil, stoppingStatuses: silence ? [400, 422] : [],
             result: result, using: &rng)
         if silence { logSilence(record, delivery) }
-        let cutOff = state.withLockedValue { $0.stopping } && record.state != .delivered
-        // Recorded before the retry can be taken, so the store sees a
-        // delivery's attempts in order. An attempt that failed while alertd
-        // stops (most likely cut off by it) is not recorded: the delivery
-        // stays pending as it stood and resumes at the next start.
-        if !cutOff {
-            observe(record, delivery)
-            log.record(record) { [logger] result in
-                if case .failure(let error) = result {
-                    logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
-                }
-            }
-        }
-        let (next, nextDue) = state.withLockedValue { state -> ([PendingDelivery], Timestamp?) in
+        // An attempt that failed while alertd stops (most likely cut off by it) is
+        // not recorded: the delivery stays pending as it stood and resumes at the
+        // next start.
+        let cutOff = (state.withLockedValue { $0.stopping } || Task.isCancelled) && record.state != .delivered
+        if !cutOff { observe(record, delivery) }
+        // The slot is freed (and the retry queued) before the record commits, so that
+        // the receiver's next delivery does not wait for the store. The retry cannot
+        // overtake this record: it is due a back-off later, and this task hands the
+        // record to the store (whose writer keeps the order it is given) right below.
+        let nextDue = state.withLockedValue { state -> Timestamp? in
             state.queue.finished(delivery)
             if let retry, !state.stopping { state.queue.retry(retry) }
-            // On an event loop it goes on at once with what is due, so a busy
-            // receiver's next delivery does not wait for the scheduling loop.
-            let next = eventLoop != nil && !state.stopping ? state.queue.takeDue(now: clock.now(), limit: 4) : []
-            return (next, state.queue.nextDue)
+            return state.queue.nextDue
         }
         if let nextDue { wake(for: nextDue) }
-        if let eventLoop { for delivery in next { attempt(delivery, on: eventLoop) } }
         logger.debug(
             "delivery attempt",
             metadata: [
@@ -600,18 +702,57 @@ public final class DeliveryWorker: @unchecked Sendable {
                 "status": "\(record.attempt.statusCode.map(String.init) ?? record.attempt.error ?? "")",
                 "state": "\(record.state.rawValue)",
             ])
+        guard !cutOff else { return }
+        do {
+            try await log.record(record)
+        } catch {
+            logger.error("delivery attempt not recorded", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
+        }
     }
 }
 
 extension DeliveryWorker {
-    /// What the response of an attempt produced (a silence id): set by its response's
-    /// handler, read once the attempt completed.
-    final class Produced: Sendable {
-        private let box = NIOLockedValueBox<String?>(nil)
+    /// The attempt tasks alive: ``shutdown()`` waits for none to be left.
+    final class Running: Sendable {
+        private struct State: Sendable {
+            var count = 0
+            var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+            var nextWaiter: UInt64 = 0
+        }
+        private let state = NIOLockedValueBox(State())
 
-        var value: String? {
-            get { box.withLockedValue { $0 } }
-            set { box.withLockedValue { $0 = newValue } }
+        var count: Int { state.withLockedValue { $0.count } }
+
+        func enter() { state.withLockedValue { $0.count += 1 } }
+
+        func leave() {
+            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+                state.count -= 1
+                guard state.count == 0 else { return [] }
+                defer { state.waiters.removeAll() }
+                return Array(state.waiters.values)
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+
+        /// Returns once no attempt task is alive, or at once when cancelled.
+        func none() async {
+            let id = state.withLockedValue { state in
+                defer { state.nextWaiter += 1 }
+                return state.nextWaiter
+            }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let now = state.withLockedValue { state -> Bool in
+                        guard state.count > 0, !Task.isCancelled else { return true }
+                        state.waiters[id] = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            } onCancel: {
+                state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
         }
     }
 
@@ -632,51 +773,5 @@ extension DeliveryWorker {
         case .pending:
             break
         }
-    }
-}
-
-/// Keeps the response head and the first `limit` bytes of the body (an integration's answer).
-private final class StatusAndBody: HTTPClientResponseDelegate, @unchecked Sendable {
-    // Touched only on the request's event loop, one callback at a time.
-    private var head: HTTPResponseHead?
-    private var body: [UInt8] = []
-    private let limit: Int
-
-    init(limit: Int) { self.limit = limit }
-
-    func didReceiveHead(task: HTTPClient.Task<(HTTPResponseHead, [UInt8])>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        self.head = head
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<(HTTPResponseHead, [UInt8])>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        let room = limit - body.count
-        if room > 0 { body += buffer.readableBytesView.prefix(room) }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<(HTTPResponseHead, [UInt8])>) throws -> (HTTPResponseHead, [UInt8]) {
-        guard let head else { throw HTTPClientError.remoteConnectionClosed }
-        return (head, body)
-    }
-}
-
-/// Keeps the response head and drops the body: a receiver's answer is its status.
-private final class StatusOnly: HTTPClientResponseDelegate, @unchecked Sendable {
-    // Touched only on the request's event loop, one callback at a time.
-    private var head: HTTPResponseHead?
-
-    func didReceiveHead(task: HTTPClient.Task<HTTPResponseHead>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        self.head = head
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<HTTPResponseHead>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<HTTPResponseHead>) throws -> HTTPResponseHead {
-        guard let head else { throw HTTPClientError.remoteConnectionClosed }
-        return head
     }
 }

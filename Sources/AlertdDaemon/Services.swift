@@ -18,13 +18,19 @@ struct StateLockService: Service {
 }
 
 /// The delivery worker's scheduling loop; on shutdown, attempts in flight get a
-/// grace period and are recorded (the store stops after it).
+/// grace period and are recorded (the store stops after it). The loop is not
+/// cancelled at a graceful shutdown: its attempts are its child tasks, and
+/// cancelling it would cut them off at once. ``DeliveryWorker/shutdown()`` stops
+/// it, and the loop returns once its last attempt has ended.
 struct DeliveryService: Service {
     let worker: DeliveryWorker
 
     func run() async throws {
-        await cancelWhenGracefulShutdown { await worker.run() }
-        await worker.shutdown()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await worker.run() }
+            try? await gracefulShutdown()
+            await worker.shutdown()
+        }
     }
 }
 

@@ -167,39 +167,33 @@ public enum StoreChange: Sendable {
 
 /// Where the delivery worker records attempts: the outbox part of the store port.
 public protocol DeliveryLog: Sendable {
-    /// Records an attempt and where its delivery stands. Not fsynced on its
-    /// own: at least once delivery allows a repeat after a power loss.
-    func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void)
+    /// Records an attempt and where its delivery stands; returns once it is
+    /// committed. Not fsynced on its own: at least once delivery allows a
+    /// repeat after a power loss.
+    func record(_ attempt: AttemptRecord) async throws(EngineError)
 
     /// Whether several processes deliver from this outbox: then each attempt is
-    /// claimed first (``claim(_:until:completion:)``), and deliveries no process
-    /// holds are taken over (``takeOrphans(now:until:limit:completion:)``).
+    /// claimed first (``claim(_:until:)``), and deliveries no process holds are
+    /// taken over (``takeOrphans(now:until:limit:)``).
     var isShared: Bool { get }
 
     /// Takes a delivery for one attempt, until `until` (a lease that runs out if
     /// this process dies meanwhile): the attempts it had so far, or nil when
     /// another process holds it or it is settled.
-    func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void)
+    func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int?
 
     /// Due deliveries that no process holds (their holder died, or nobody took
     /// them yet), taken by this one until `until`.
-    func takeOrphans(
-        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void)
+    func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery]
 }
 
 extension DeliveryLog {
     /// One process owns the outbox: nothing to claim, no orphans.
     public var isShared: Bool { false }
 
-    public func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void) {
-        completion(.success(nil))
-    }
+    public func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int? { nil }
 
-    public func takeOrphans(
-        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void
-    ) {
-        completion(.success([]))
-    }
+    public func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery] { [] }
 }
 
 /// What ``AlertStore/checkHealth()`` found.

@@ -9,66 +9,63 @@ import PostgresNIO
 extension PostgresAlertStore {
     public var isShared: Bool { true }
 
-    public func claim(_ deliveryID: String, until: Timestamp, completion: @escaping @Sendable (Result<Int?, EngineError>) -> Void) {
+    public func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int? {
         let now = clock.now()
-        Task {
-            do {
-                var attempts: Int?
-                for try await count in try await client.query(
-                    """
-                    UPDATE deliveries SET lease_until = \(until.milliseconds), leased_by = \(instance)
-                    WHERE id = \(deliveryID) AND state = 'pending'
-                      AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by = \(instance))
-                    RETURNING (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)
-                    """, logger: logger
-                ).decode(Int.self) {
-                    attempts = count
-                }
-                completion(.success(attempts))
-            } catch {
-                completion(.failure(unavailable(error)))
+        do {
+            var attempts: Int?
+            for try await count in try await client.query(
+                """
+                UPDATE deliveries SET lease_until = \(until.milliseconds), leased_by = \(instance)
+                WHERE id = \(deliveryID) AND state = 'pending'
+                  AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by = \(instance))
+                RETURNING (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)
+                """, logger: logger
+            ).decode(Int.self) {
+                attempts = count
             }
+            return attempts
+        } catch {
+            throw unavailable(error)
         }
     }
 
-    public func takeOrphans(
-        now: Timestamp, until: Timestamp, limit: Int, completion: @escaping @Sendable (Result<[PendingDelivery], EngineError>) -> Void
-    ) {
-        Task {
-            do {
-                var taken: [PendingDelivery] = []
-                let rows = try await client.query(
-                    """
-                    UPDATE deliveries d SET lease_until = \(until.milliseconds), leased_by = \(instance)
-                    FROM events e
-                    WHERE e.id = d.event_id AND d.id IN (
-                        SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now.milliseconds)
-                          AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
-                        ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                    RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
-                        (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type, e.client
-                    """, logger: logger)
-                for try await (id, event, target, secret, body, created, due, attempts, type, client) in rows.decode(
-                    (String, String, String, String, ByteBuffer, Int64, Int64?, Int, String, String).self)
-                {
-                    taken.append(
-                        PendingDelivery(
-                            id: id, eventID: event, target: target, secret: secret, body: [UInt8](bytea: body),
-                            eventCreatedAt: Timestamp(milliseconds: created), attemptsMade: attempts,
-                            due: Timestamp(milliseconds: due ?? created), kind: DeliveryKind(eventType: type), client: client))
-                }
-                completion(.success(taken))
-            } catch {
-                completion(.failure(unavailable(error)))
+    public func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery] {
+        do {
+            var taken: [PendingDelivery] = []
+            let rows = try await client.query(
+                """
+                UPDATE deliveries d SET lease_until = \(until.milliseconds), leased_by = \(instance)
+                FROM events e
+                WHERE e.id = d.event_id AND d.id IN (
+                    SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now.milliseconds)
+                      AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
+                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
+                    (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type, e.client
+                """, logger: logger)
+            for try await (id, event, target, secret, body, created, due, attempts, type, client) in rows.decode(
+                (String, String, String, String, ByteBuffer, Int64, Int64?, Int, String, String).self)
+            {
+                taken.append(
+                    PendingDelivery(
+                        id: id, eventID: event, target: target, secret: secret, body: [UInt8](bytea: body),
+                        eventCreatedAt: Timestamp(milliseconds: created), attemptsMade: attempts,
+                        due: Timestamp(milliseconds: due ?? created), kind: DeliveryKind(eventType: type), client: client))
             }
+            return taken
+        } catch {
+            throw unavailable(error)
         }
     }
 
     /// Attempts are written in the order they are recorded, a batch per
     /// transaction (``Recorder``): a delivery's later attempt never commits
     /// before its earlier one, whose settled state it would otherwise undo.
-    public func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        recorder.enqueue(attempt, completion)
+    /// Returns once the attempt's batch committed.
+    public func record(_ attempt: AttemptRecord) async throws(EngineError) {
+        try await withCheckedContinuation { (done: CheckedContinuation<Result<Void, EngineError>, Never>) in
+            recorder.enqueue(attempt) { done.resume(returning: $0) }
+        }.get()
     }
 
     /// Writes one batch of attempt records, in order, in one transaction.
@@ -148,6 +145,6 @@ extension PostgresAlertStore {
         }
     }
 
-    /// None at start: the worker takes the deliveries no instance holds (``takeOrphans(now:until:limit:completion:)``).
+    /// None at start: the worker takes the deliveries no instance holds (``takeOrphans(now:until:limit:)``).
     public func pendingDeliveries() async throws(EngineError) -> [PendingDelivery] { [] }
 }

@@ -275,8 +275,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func pendingDeliveries() async throws(EngineError) -> [PendingDelivery] { try read { try persistent.pendingDeliveries() } }
 
-    public func record(_ attempt: AttemptRecord, completion: @escaping @Sendable (Result<Void, EngineError>) -> Void) {
-        committer.submit([.attempt(attempt)]) { result in completion(result.mapError { _ in .notCommitted }) }
+    public func record(_ attempt: AttemptRecord) async throws(EngineError) {
+        try await withCheckedContinuation { (done: CheckedContinuation<Result<Void, EngineError>, Never>) in
+            committer.submit([.attempt(attempt)]) { result in done.resume(returning: result.mapError { _ in .notCommitted }) }
+        }.get()
     }
 
     /// One process owns the state directory: nothing changes behind its back, so

@@ -28,7 +28,8 @@ private final class Harness: Sendable {
     private let loop = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
     init(
-        timeout: Double = 5, deny: [String] = linkLocal, tls: TLSConfiguration? = nil, lookUp: @escaping HostLookup
+        timeout: Double = 5, deny: [String] = linkLocal, tls: TLSConfiguration? = nil, shutdownGrace: Double = 5,
+        lookUp: @escaping HostLookup
     ) throws {
         directory = NSTemporaryDirectory() + "alertd-worker-\(UUID().uuidString)"
         store = try SQLiteStore(directory: directory, durability: .normal)
@@ -39,7 +40,7 @@ private final class Harness: Sendable {
         worker = DeliveryWorker(
             settings: .init(
                 timeout: timeout, policy: RetryPolicy(initial: 0.2, maxInterval: 0.4, maxAge: 600), deny: try DenyList(deny),
-                lookUp: lookUp, tlsConfiguration: tls),
+                shutdownGrace: shutdownGrace, lookUp: lookUp, tlsConfiguration: tls),
             log: alertStore, clock: SystemClock(), logger: logger)
     }
 
@@ -72,6 +73,24 @@ private final class Harness: Sendable {
     /// Runs the worker's scheduling loop, as its service does.
     func start() {
         loop.withLockedValue { $0 = Task { [worker] in await worker.run() } }
+    }
+
+    /// Whether the scheduling loop returned within `timeout` (without being cancelled).
+    func loopEnds(within timeout: Duration) async -> Bool {
+        guard let task = loop.withLockedValue({ $0 }) else { return true }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await task.value
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let ended = await group.next() ?? false
+            group.cancelAll()
+            return ended
+        }
     }
 
     func stop() {
@@ -157,6 +176,83 @@ struct DeliveryWorkerTests {
         #expect(ContinuousClock.now - started < .seconds(5))
         let record = try await harness.attempts(of: slow, count: 1)
         #expect(record.attempts.first?.error == "timed out", "\(record.attempts)")
+    }
+
+    @Test("a callback answered with a body keeps its connection: the body is read and dropped, the next delivery reuses it")
+    func answerBodyDrained() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        receiver.behave(.body(200, Array(repeating: UInt8(ascii: "x"), count: 20_000)))
+        let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let first = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook", id: "1")
+        #expect(try await harness.attempts(of: first, count: 1).state == .delivered)
+        let second = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook", id: "2")
+        #expect(try await harness.attempts(of: second, count: 1).state == .delivered)
+        let requests = try await receiver.waitForRequests(count: 2, timeout: 60)
+        #expect(requests.map(\.connection) == [1, 1], "a connection per attempt: the body was not read to its end")
+    }
+
+    @Test("an answer whose body does not come ends the attempt at its timeout, as timed out")
+    func answerBodyPastTheDeadline() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        receiver.behave(.headThenHang(status: 200, length: 100))
+        let harness = try Harness(timeout: 0.5) { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
+        let record = try await harness.attempts(of: alertID, count: 1)
+        #expect(record.attempts.first?.error == "timed out", "\(record.attempts)")
+        #expect(record.state == .pending)
+    }
+
+    @Test("shutdown waits for an attempt in flight and records it, returning when it ended, well before the grace period")
+    func shutdownWaitsForTheLastAttempt() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        receiver.behave(.delay(seconds: 0.3, status: 204))
+        let harness = try Harness(shutdownGrace: 30) { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
+        _ = try await receiver.waitForRequests(count: 1, timeout: 60)
+        let started = ContinuousClock.now
+        await harness.worker.shutdown()
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(try await harness.attempts(of: alertID, count: 1).state == .delivered)
+    }
+
+    @Test("shutdown ends the scheduling loop while it sleeps, without cancelling it (a graceful stop does not cancel it)")
+    func shutdownEndsTheSleepingLoop() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
+        // Delivered: nothing is due any more, and the loop sleeps (up to a minute).
+        #expect(try await harness.attempts(of: alertID, count: 1).state == .delivered)
+        await harness.worker.shutdown()
+        #expect(await harness.loopEnds(within: .seconds(20)))
+    }
+
+    @Test("shutdown cuts off an attempt still in flight when the grace period ran out; nothing is recorded")
+    func shutdownCutsOffAtTheGrace() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        receiver.behave(.hang)
+        let harness = try Harness(shutdownGrace: 0.3) { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://receiver.test:\(receiver.port)/hook")
+        _ = try await receiver.waitForRequests(count: 1, timeout: 60)
+        let started = ContinuousClock.now
+        await harness.worker.shutdown()
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        let record = try #require(try harness.store.deliveries(of: AlertID(alertID)!).first)
+        #expect(record.attempts.isEmpty && record.state == .pending)
     }
 
     @Test("addresses that refuse are recorded as a refused connection, without the address or port probed")

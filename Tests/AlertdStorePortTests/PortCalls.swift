@@ -66,15 +66,15 @@ extension AlertStore {
     func readDeliveries(of id: AlertID) async throws -> [DeliveryRecord] { try await deliveries(of: id) }
 
     func recordAttempt(_ attempt: AttemptRecord) async throws {
-        try await withCheckedContinuation { done in record(attempt) { done.resume(returning: $0) } }.get()
+        try await record(attempt)
     }
 
     func claimDelivery(_ id: String, until: Timestamp) async throws -> Int? {
-        try await withCheckedContinuation { done in claim(id, until: until) { done.resume(returning: $0) } }.get()
+        try await claim(id, until: until)
     }
 
     func takeDue(now: Timestamp, until: Timestamp) async throws -> [PendingDelivery] {
-        try await withCheckedContinuation { done in takeOrphans(now: now, until: until, limit: 100) { done.resume(returning: $0) } }.get()
+        try await takeOrphans(now: now, until: until, limit: 100)
     }
 
     func purgeDecided(before: Timestamp, keepPerClient: Int = .max, keysBefore: Timestamp) async throws -> [String] {

@@ -43,6 +43,10 @@ public final class WebhookReceiver: Sendable {
         case hang
         /// Closes the connection without answering.
         case close
+        /// Answers at once with this status and this body (its `Content-Length` given).
+        case body(Int, [UInt8])
+        /// Sends this status's head, announcing a body of `length` bytes, and never the body.
+        case headThenHang(status: Int, length: Int)
     }
 
     /// One request, recorded once its body had been fully received.
@@ -494,10 +498,18 @@ private final class ReceiverHandler: ChannelInboundHandler {
             break
         case .close:
             context.close(promise: nil)
+        case .body(let status, let bytes):
+            respond(status, headers: [("content-length", String(bytes.count))], body: bytes, to: head, context: context)
+        case .headThenHang(let status, let length):
+            let response = HTTPResponseHead(
+                version: head.version, status: .init(statusCode: status), headers: ["content-length": String(length)])
+            context.writeAndFlush(Self.wrapOutboundOut(.head(response)), promise: nil)
         }
     }
 
-    private func respond(_ status: Int, headers extra: [(String, String)], to head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func respond(
+        _ status: Int, headers extra: [(String, String)], body: [UInt8] = [], to head: HTTPRequestHead, context: ChannelHandlerContext
+    ) {
         var headers = HTTPHeaders(extra)
         // RFC 9110 §8.6: no Content-Length on 1xx or 204 (304 would describe the resource).
         let bodyless = (100..<200).contains(status) || status == 204 || status == 304
@@ -509,6 +521,7 @@ private final class ReceiverHandler: ChannelInboundHandler {
         }
         let response = HTTPResponseHead(version: head.version, status: .init(statusCode: status), headers: headers)
         context.write(Self.wrapOutboundOut(.head(response)), promise: nil)
+        if !body.isEmpty { context.write(Self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
         let written = context.writeAndFlush(Self.wrapOutboundOut(.end(nil)))
         if !head.isKeepAlive {
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
