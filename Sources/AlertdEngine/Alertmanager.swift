@@ -76,10 +76,11 @@ extension Engine {
         }
         if let refusal = refusal() { throw refusal }
         guard !notification.alerts.isEmpty else { return [] }
-        // Every alert's transaction at once (one flush, on a shared store); answered once all are committed.
+        // Every alert's transaction at once (one flush, on a shared store), answered once all are
+        // committed; each started here, in the notification's order, so they reach the store in it.
         let results = await withTaskGroup(of: (Int, Result<AlertmanagerReceipt, EngineError>).self) { group in
             for (index, (alert, draft)) in zip(notification.alerts, drafts).enumerated() {
-                group.addTask { [self] in
+                group.addImmediateTask { [self] in
                     do throws(EngineError) {
                         return (index, .success(try await take(alert, draft: draft, on: client)))
                     } catch {
