@@ -356,17 +356,21 @@ struct Call: Sendable {
     }
 
     /// Answers with what the engine's async `work` gives, as `render` makes it: the one
-    /// bridge between libmicrohttpd's callbacks and the engine. `work` starts at once, on
-    /// this thread (`Task.immediate`), so work that never suspends (a read of the embedded
-    /// store, a published display) is answered before the handler returns, inline, as
-    /// before; work that suspends (a commit, a long-poll, the database) leaves the
-    /// connection suspended, no thread held, and resumes it with the answer. The
-    /// response is built on the connection's own thread (``reply(_:)``).
+    /// bridge between libmicrohttpd's callbacks and the engine. Work that suspends (a
+    /// commit, a long-poll, the database) leaves the connection suspended, no thread
+    /// held, and resumes it with the answer; the response is built on the connection's
+    /// own thread (``reply(_:)``).
+    ///
+    /// `inline`: `work` starts at once, on this thread (`Task.immediate`), so a read that
+    /// never suspends (of the embedded store) is answered before the handler returns.
+    /// For a change, which always waits for its commit, a plain task is cheaper: started
+    /// from libmicrohttpd's thread, `Task.immediate` cost a post about 30 µs of CPU more
+    /// (bench/RESULTS.md, issue 28).
     func answer<T: Sendable>(
-        _ work: @escaping @Sendable () async throws(EngineError) -> T,
+        inline: Bool = true, _ work: @escaping @Sendable () async throws(EngineError) -> T,
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
     ) {
-        Task.immediate {
+        let operation: @Sendable () async -> Void = {
             let result: Result<T, EngineError>
             do throws(EngineError) {
                 result = .success(try await work())
@@ -374,6 +378,11 @@ struct Call: Sendable {
                 result = .failure(error)
             }
             reply { render(result) }
+        }
+        if inline {
+            Task.immediate(operation: operation)
+        } else {
+            Task(operation: operation)
         }
     }
 }

@@ -23,7 +23,9 @@ extension API {
             throw problem
         }
         let idempotency = key.map { IdempotencyKey(key: $0, bodyDigest: Array(SHA256.hash(data: call.request.body))) }
-        call.answer({ [engine] () async throws(EngineError) in try await engine.post(draft, to: client, idempotency: idempotency) }) {
+        call.answer(
+            inline: false, { [engine] () async throws(EngineError) in try await engine.post(draft, to: client, idempotency: idempotency) }
+        ) {
             [self] result in
             switch result {
             case .success(let posted):
@@ -85,9 +87,12 @@ extension API {
         _ = try call.query()
         let id = try call.alertID(on: client)
         let (decider, requestID) = (call.principal?.name, call.requestID)
-        call.answer({ [engine] () async throws(EngineError) in
-            try await engine.withdraw(id, on: client, by: decider, requestID: requestID)
-        }) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
+        call.answer(
+            inline: false,
+            { [engine] () async throws(EngineError) in
+                try await engine.withdraw(id, on: client, by: decider, requestID: requestID)
+            }
+        ) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
     }
 
     /// `POST /v1/clients/{client}/alerts/{id}/choice` with `{"button": …}` or `{"button_index": …}`.
@@ -98,9 +103,12 @@ extension API {
         let selection = try Self.selection(call.request.body)
         let id = try call.alertID(on: client)
         let (decider, requestID) = (call.principal?.name, call.requestID)
-        call.answer({ [engine] () async throws(EngineError) in
-            try await engine.choose(selection, alert: id, on: client, by: decider, requestID: requestID)
-        }) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
+        call.answer(
+            inline: false,
+            { [engine] () async throws(EngineError) in
+                try await engine.choose(selection, alert: id, on: client, by: decider, requestID: requestID)
+            }
+        ) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
     }
 
     /// `GET /v1/clients/{client}/alerts/{id}/deliveries`. Webhook URLs often carry

@@ -26,7 +26,8 @@ extension API {
             problem.errors = invalid.errors
             throw problem
         }
-        call.answer({ [engine] () async throws(EngineError) in try await engine.receive(notification, on: client) }) { [self] result in
+        call.answer(inline: false, { [engine] () async throws(EngineError) in try await engine.receive(notification, on: client) }) {
+            [self] result in
             switch result {
             case .success(let receipts):
                 var out = JSONWriter(capacity: 64 + receipts.count * 128)

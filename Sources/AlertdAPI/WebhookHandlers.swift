@@ -13,7 +13,10 @@ extension API {
         _ = try call.query()
         try Self.requireJSON(call.request)
         let (url, secret) = try Self.webhookBody(call.request.body)
-        call.answer({ [engine] () async throws(EngineError) in try await engine.createWebhook(client: client, url: url, secret: secret) }) {
+        call.answer(
+            inline: false,
+            { [engine] () async throws(EngineError) in try await engine.createWebhook(client: client, url: url, secret: secret) }
+        ) {
             [self] result in
             switch result {
             case .success(let webhook):
@@ -63,7 +66,7 @@ extension API {
         let client = try call.client()
         _ = try call.query()
         let id = call.captures["id"] ?? ""
-        call.answer({ [engine] () async throws(EngineError) in try await engine.deleteWebhook(client: client, id: id) }) {
+        call.answer(inline: false, { [engine] () async throws(EngineError) in try await engine.deleteWebhook(client: client, id: id) }) {
             [self] result in
             switch result {
             case .success: HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
