@@ -179,11 +179,8 @@ public final class Engine: Sendable {
 
     /// Why changes are refused right now, if they are (the store refuses its own).
     func refusal() -> EngineError? {
-        isDraining ? Self.stopping : nil
+        isDraining ? EngineError.stopping : nil
     }
-
-    /// What a call that comes too late to be served is answered.
-    static let stopping = EngineError(.unavailable, "alertd is shutting down")
 
     // MARK: - Settings (a reload)
 

@@ -75,6 +75,9 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         .unavailable, "the change could not be committed and was not made (alertd's log says why); retry later",
         retryAfter: storeRetrySeconds)
 
+    /// A call that comes once alertd (or its store) is shutting down: not served.
+    public static let stopping = EngineError(.unavailable, "alertd is shutting down")
+
     /// A read the store could not serve (its error goes to the log).
     public static let unreadable = EngineError(
         .unavailable, "the store cannot be read now (alertd's log says why); retry later", retryAfter: storeRetrySeconds)

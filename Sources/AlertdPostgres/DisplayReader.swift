@@ -58,7 +58,7 @@ final class DisplayReader: Sendable {
             }
             return state.waiting
         }
-        for request in waiting { request.completion(.failure(PostgresAlertStore.stopping)) }
+        for request in waiting { request.completion(.failure(EngineError.stopping)) }
     }
 
     private func drain() async {
@@ -75,7 +75,7 @@ final class DisplayReader: Sendable {
             }
             guard !requests.isEmpty else { return }
             guard let store else {
-                for request in requests { request.completion(.failure(PostgresAlertStore.stopping)) }
+                for request in requests { request.completion(.failure(EngineError.stopping)) }
                 continue
             }
             await run(requests, store: store)

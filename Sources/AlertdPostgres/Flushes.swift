@@ -182,7 +182,7 @@ final class Flushes: Sendable {
     /// changes fail at once (and so do the next flushes', which this starts).
     private func start(_ flush: [Operation]) {
         let refuse = { [self] in
-            for operation in flush { operation.fail(Self.closed) }
+            for operation in flush { operation.fail(EngineError.stopping) }
             finished(flush, left: Left())
         }
         guard let store else { return refuse() }
@@ -208,8 +208,6 @@ final class Flushes: Sendable {
         }
         for flush in next { start(flush) }
     }
-
-    private static let closed = PostgresAlertStore.stopping
 
     /// The next flush, when one may start: the waiting changes of clients in no
     /// flush, in arrival order, up to ``batch`` (only those of clients with a change

@@ -310,9 +310,6 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     // MARK: - Errors
 
-    /// What a call that comes once the store stops is answered.
-    static let stopping = EngineError(.unavailable, "alertd is shutting down")
-
     /// The engine's error for a database that failed: 503 with `Retry-After`; the cause goes to the log.
     func unavailable(_ error: any Error) -> EngineError {
         if let error = error as? EngineError { return error }

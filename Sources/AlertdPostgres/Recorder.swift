@@ -40,7 +40,7 @@ final class Recorder: Sendable {
             }
             return state.waiting
         }
-        for (_, completion) in waiting { completion(.failure(PostgresAlertStore.stopping)) }
+        for (_, completion) in waiting { completion(.failure(EngineError.stopping)) }
     }
 
     private func drain() async {
@@ -53,7 +53,7 @@ final class Recorder: Sendable {
             }
             guard !batch.isEmpty else { return }
             guard let store else {
-                for (_, completion) in batch { completion(.failure(PostgresAlertStore.stopping)) }
+                for (_, completion) in batch { completion(.failure(EngineError.stopping)) }
                 continue
             }
             let result: Result<Void, EngineError>

@@ -78,7 +78,7 @@ public struct WriteBehindBoard: Sendable {
         try operation(&board, view)
     }
 
-    /// Which alerts on the board have their creation committed (``isCommitted(_:)``), as a
+    /// Which alerts on the board have their creation committed, as a
     /// transaction's body asks while the board changes.
     public struct CommittedCreations: Sendable {
         fileprivate let flights: [AlertID: Flight]
@@ -154,12 +154,6 @@ public struct WriteBehindBoard: Sendable {
             return flight.committed.map(Visibility.alert) ?? .notYetCommitted
         }
         return board.alert(id).map(Visibility.alert) ?? .unknown
-    }
-
-    /// Whether alert `id`, on the board, has its creation committed.
-    public func isCommitted(_ id: AlertID) -> Bool {
-        guard let flight = flights[id] else { return true }
-        return flight.committed != nil
     }
 
     /// The position readers see (0 when displayed, n when n alerts are ahead; nil when not
