@@ -77,8 +77,10 @@ extension Engine {
         enum Outcome: Sendable {
             /// The alert as this transaction committed it, and its position.
             case created(PositionedAlert)
-            /// The key's first alert: answered once everything before it, its own post included, is committed.
-            case replay(AlertID)
+            /// The key's first alert: answered once everything before it, its own post included, is
+            /// committed; as the board holds it, when it does (no read of the store: a burst of
+            /// retries must not take a connection each, issue 29).
+            case replay(AlertID, PositionedAlert?)
         }
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
@@ -90,7 +92,8 @@ extension Engine {
                 guard record.bodyDigest == idempotency.bodyDigest else {
                     throw EngineError(.idempotencyMismatch, "Idempotency-Key \(idempotency.key) was used for a different body")
                 }
-                return Mutation(.replay(record.alertID), afterEarlierCommits: true)
+                let held = board.alert(record.alertID).map { PositionedAlert($0, position: board.position(of: $0)) }
+                return Mutation(.replay(record.alertID, held), afterEarlierCommits: true)
             }
             let alert: Alert
             let change: BoardChange
@@ -109,7 +112,9 @@ extension Engine {
         case .created(let alert):
             observer.created()
             return Posted(alert: alert, created: true)
-        case .replay(let id):
+        case .replay(_, let held?):
+            return Posted(alert: held, created: false)
+        case .replay(let id, nil):
             guard let found = try await lookup(id, on: client) else {
                 throw EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)")
             }

@@ -95,7 +95,16 @@ public final class InProcessAlertd: TestClient, Sendable {
     /// The last start and its config.
     private let current = NIOLockedValueBox<(run: Run, config: String)?>(nil)
 
-    private static let logger = Logger(label: "alertd-in-process") { _ in SwiftLogNoOpLogHandler() }
+    /// Quiet, unless `ALERTD_TEST_LOG` names a level (`warning`, `debug`, …): then to stderr,
+    /// to see why an in-process daemon answered as it did.
+    private static let logger = Logger(label: "alertd-in-process") { label in
+        guard let name = ProcessInfo.processInfo.environment["ALERTD_TEST_LOG"], let level = Logger.Level(rawValue: name) else {
+            return SwiftLogNoOpLogHandler()
+        }
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
 
     fileprivate init(
         clock: ManualClock?, stateDir: String?, wrapStore: (@Sendable (any PersistentStore) -> any PersistentStore)?,
