@@ -119,18 +119,20 @@ public final class SQLiteAlertStore: AlertStore, Service {
                 mutation = try state.board.update(
                     { board, committed throws(EngineError) in
                         try body(&board, Context(key: key, pending: pending, persistent: persistent, logger: logger, committed: committed))
-                    }, change: \.change)
+                    }, change: { $0.change })  // not `\.change`: a generic key path is made on every call
             } catch {
                 return .failure(error)
             }
             let change = mutation.change
-            var writes: [StoreWrite] = change.newClients.map { .client($0, createdAt: now) }
-            writes += change.saved.map { .alert($0) }
+            var writes: [StoreWrite] = []
+            writes.reserveCapacity(change.newClients.count + change.saved.count + 1 + mutation.events.count)
+            for client in change.newClients { writes.append(.client(client, createdAt: now)) }
+            for alert in change.saved { writes.append(.alert(alert)) }
             if let record = mutation.idempotency {
                 writes.append(.idempotency(record))
                 state.pendingKeys[KeyRef(client: record.client, key: record.key)] = record
             }
-            writes += mutation.events.map { .event($0) }
+            for event in mutation.events { writes.append(.event(event)) }
             let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
             if writes.isEmpty, !mutation.afterEarlierCommits {
                 return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))

@@ -106,7 +106,6 @@ public struct WriteBehindBoard: Sendable {
     /// Records that a change's writes are committed: its versions become visible,
     /// and decided alerts with no further writes in flight leave the board.
     public mutating func committed(_ change: BoardChange) {
-        var settled: [AlertID] = []
         for alert in change.saved {
             guard var flight = flights[alert.id] else { continue }
             let before = flight.committed
@@ -116,12 +115,11 @@ public struct WriteBehindBoard: Sendable {
                 flights[alert.id] = flight
             } else {
                 flights[alert.id] = nil
-                settled.append(alert.id)
+                board.forgetDecided(CollectionOfOne(alert.id))
             }
             let delta = (alert.isPending ? 1 : 0) - (before?.isPending == true ? 1 : 0)
             if delta != 0 { visiblePending[alert.client, default: 0] += delta }
         }
-        board.forgetDecided(settled)
     }
 
     /// Starts a sweep for idle clients (``AlertBoard/beginIdleSweep()``): a client
