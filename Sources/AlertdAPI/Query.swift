@@ -31,6 +31,16 @@ struct Query {
         return limit
     }
 
+    /// `votes` (of `current`): the number of votes of the `after` alert the reader shows,
+    /// 0–1000 (an alert has at most 10); nil when absent.
+    func votes() throws(Problem) -> Int? {
+        guard let text = values["votes"] else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 4, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let votes = Int(text) else {
+            throw Problem(.badRequest, "votes must be a non-negative integer (the votes of the alert you show), not \"\(text)\"")
+        }
+        return votes
+    }
+
     /// `wait`: a non-negative integer of seconds; 0 when absent.
     func wait() throws(Problem) -> Int {
         guard let text = values["wait"] else { return 0 }
