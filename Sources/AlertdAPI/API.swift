@@ -293,8 +293,9 @@ public final class API: HTTPHandler {
     }
 
     func render(_ problem: Problem) -> HTTPResponse {
-        // The alert a problem carries is terminal (already-decided): it has no position.
-        problem.response { json, alert in alert.write(position: nil, into: &json) }
+        // The alert a problem carries is terminal (already-decided), without a position, or
+        // displayed (already-voted), at 0.
+        problem.response { json, alert in alert.write(position: alert.state == .displayed ? 0 : nil, into: &json) }
     }
 }
 

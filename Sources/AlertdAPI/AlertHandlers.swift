@@ -14,7 +14,8 @@ extension API {
         try Self.requireJSON(call.request)
         let key = try Self.idempotencyKey(call.request)
         let draft: NewAlert
-        switch NewAlert.validate(try Self.parseJSON(call.request.body), rules: engine.rules) {
+        // Deciders have names when tokens are configured: then every request has a principal (§7, §10).
+        switch NewAlert.validate(try Self.parseJSON(call.request.body), rules: engine.rules, namedDeciders: call.principal != nil) {
         case .success(let valid): draft = valid
         case .failure(let invalid):
             var problem = Problem(
@@ -38,29 +39,32 @@ extension API {
         }
     }
 
-    /// `GET /v1/clients/{client}/alerts/current?wait=N&after=ID`: 200, or 204 when none.
+    /// `GET /v1/clients/{client}/alerts/current?wait=N&after=ID&votes=V`: 200, or 204 when none.
+    /// `votes` (§10): the number of votes of `after` the reader shows.
     func currentAlert(_ call: Call) throws {
         let client = try call.client()
-        let query = try call.query(["wait", "after"])
+        let query = try call.query(["wait", "after", "votes"])
         let wait = try query.wait()
         var after: AlertID?
         if let text = query["after"], !text.isEmpty {
             guard let id = AlertID(text) else { throw Problem(.badRequest, "after must be an alert id, not \(text)") }
             after = id
         }
+        // Without `after` it counts the votes of "none displayed": 0.
+        let votes = try query.votes()
         let whole = call.seesCallbackURLs
         @Sendable func answer(_ body: [UInt8]?) -> HTTPResponse {
             guard let body else { return HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")]) }
             return json(200, whole ? body : Redaction.alertJSON(body))
         }
         // Answered from what is published, without a task, whenever it can be (most reads).
-        if let published = engine.currentNow(client: client, wait: wait, after: after) {
+        if let published = engine.currentNow(client: client, wait: wait, after: after, votes: votes) {
             return call.respond(answer(published.body))
         }
         if wait > 0 { call.parking() }
         let owner = call.principal?.name
         call.answer({ [engine, after] () async throws(EngineError) in
-            try await engine.awaitCurrent(client: client, wait: wait, after: after, owner: owner)
+            try await engine.awaitCurrent(client: client, wait: wait, after: after, votes: votes, owner: owner)
         }) { [self] result in
             switch result {
             case .success(let body): answer(body)
@@ -162,7 +166,7 @@ extension API {
         }
     }
 
-    /// The alert, or the problem (which may carry the alert: `already-decided`);
+    /// The alert, or the problem (which may carry the alert: `already-decided`, `already-voted`);
     /// `whole`: the callback URL as posted (``Call/seesCallbackURLs``).
     func alertResponse(_ result: Result<PositionedAlert, EngineError>, whole: Bool) -> HTTPResponse {
         switch result {

@@ -14,7 +14,7 @@ public struct Problem: Error, Sendable {
     public var detail: String
     /// `invalid-alert`: one entry per violation.
     public var errors: [FieldError] = []
-    /// `already-decided`: the alert as it is.
+    /// `already-decided`, `already-voted`: the alert as it is.
     public var alert: Alert?
     /// Extra response headers (`Allow`, `Retry-After`).
     public var headers: [(name: String, value: String)] = []
@@ -51,6 +51,7 @@ extension Problem {
             case .notFound: .notFound
             case .notDisplayed: .notDisplayed
             case .alreadyDecided: .alreadyDecided
+            case .alreadyVoted: .alreadyVoted
             case .unknownButton: .unknownButton
             case .queueFull: .queueFull
             case .invalidAlert: .invalidAlert

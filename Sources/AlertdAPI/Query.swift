@@ -31,6 +31,17 @@ struct Query {
         return limit
     }
 
+    /// `votes` (of `current`): the number of votes of the `after` alert the reader shows, a
+    /// non-negative integer; nil when absent. (An alert has at most 10: any larger number
+    /// differs from every alert's, as a wrong one does.)
+    func votes() throws(Problem) -> Int? {
+        guard let text = values["votes"] else { return nil }
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            throw Problem(.badRequest, "votes must be a non-negative integer (the votes of the alert you show), not \"\(text)\"")
+        }
+        return Int(text.suffix(18)).map { text.count > 9 ? Int.max : $0 } ?? Int.max
+    }
+
     /// `wait`: a non-negative integer of seconds; 0 when absent.
     func wait() throws(Problem) -> Int {
         guard let text = values["wait"] else { return 0 }

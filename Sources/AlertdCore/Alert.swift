@@ -24,13 +24,19 @@ public struct Alert: Sendable, Hashable {
     /// store's database sequence (never from an instance's clock); 0 in the
     /// embedded store, where ids give the order.
     public var sequence: Int64
+    /// How many different deciders must choose the same button before it is answered (SPEC §10).
+    public var quorum: Int
+    /// Every choice made on it, in commit order (SPEC §10): the votes of an alert of
+    /// several deciders, or the one choice that answered an alert of `quorum` 1. Kept
+    /// once it is terminal; ``AlertResult/votes`` of its result holds the same.
+    public var votes: [Vote]
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
         buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: CompactJSON? = nil,
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
-        result: AlertResult? = nil, sequence: Int64 = 0
+        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = []
     ) {
         self.id = id
         self.client = client
@@ -49,6 +55,8 @@ public struct Alert: Sendable, Hashable {
         self.dismissAfterMilliseconds = dismissAfterMilliseconds
         self.result = result
         self.sequence = sequence
+        self.quorum = quorum
+        self.votes = votes
     }
 
     /// When a displayed buttonless alert is dismissed.
@@ -61,7 +69,8 @@ public struct Alert: Sendable, Hashable {
 
     /// The memory one pending alert is budgeted at (`limits.max_pending_bytes`): what its
     /// text takes in UTF-8 — title, message, button titles, callback URL, metadata — plus
-    /// ``fixedFootprint`` for the rest. A budget, not a measurement of the process: see
+    /// ``fixedFootprint`` for the rest. Votes are not counted: at most ten short entries,
+    /// and a footprint that grew with them would have to be re-counted on every vote. A budget, not a measurement of the process: see
     /// README's limits for what it came to in RSS.
     public var footprint: Int {
         Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata)
@@ -82,6 +91,19 @@ public struct Alert: Sendable, Hashable {
     public static let fixedFootprint = 1024
     /// What a button holds besides its title.
     public static let buttonFootprint = 32
+}
+
+extension Alert {
+    /// The votes of an alert read from a store: those stored (nil: none). A row answered
+    /// before votes were stored (SPEC §10 came later) had one choice, which answered it:
+    /// that is its vote, as it is of every alert of `quorum` 1 answered since.
+    public static func votes(stored: [Vote]?, result: AlertResult?, decidedAt: Timestamp?) -> [Vote] {
+        if let stored { return stored }
+        guard let result, result.outcome == .answered, let button = result.button, let index = result.buttonIndex,
+            let decidedAt
+        else { return [] }
+        return [Vote(decidedBy: result.decidedBy, button: button, buttonIndex: index, at: decidedAt)]
+    }
 }
 
 /// A client id: `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.

@@ -234,7 +234,7 @@ public struct AlertBoard: Sendable {
             metadata: metadata,
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
-            sequence: sequences.isEmpty ? 0 : sequences.removeFirst()
+            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1
         )
         var before = Before()
         set(alert, &before)
@@ -248,7 +248,19 @@ public struct AlertBoard: Sendable {
         return (alerts[alert.id]!, change)
     }
 
-    /// Chooses a button of a displayed alert (§4 choice rules).
+    /// Chooses a button of a displayed alert (§4 choice rules): a vote (§10).
+    ///
+    /// Every choice is a vote, appended to the alert's ``Alert/votes``. The alert is
+    /// answered, with the vote's button, by the vote that makes `quorum` different
+    /// deciders agree on one button (at once for `quorum` 1), or by a vote for its
+    /// `cancel`-style button, whatever the quorum (one person can stop it). Until then
+    /// it stays displayed, and the change saves it and names its client among the
+    /// displays changed: its representation did, and `current` readers learn of it. A
+    /// vote decides nothing, so it has no outbox event and wakes no alert waiter.
+    ///
+    /// The same decider choosing the same button again changes nothing (an empty
+    /// change: a safe retry); choosing another button after voting is `already-voted`.
+    /// A decider is a token's name; nil (no tokens) is one decider like any other.
     public mutating func choose(
         _ selection: ButtonSelection, for id: AlertID, on client: String, by decider: String?, now: Timestamp
     ) throws(BoardError) -> (Alert, BoardChange) {
@@ -268,15 +280,16 @@ public struct AlertBoard: Sendable {
             throw BoardError(.unknownButton, detail)
         }
         var before = Before()
-        var (decided, change) = try decide(alert, as: .answered, button: index, by: decider, now: now, &before)
+        var (chosen, change) = try vote(index, on: alert, by: decider, now: now, &before)
         finish(&change, before)
-        decided = alerts[decided.id] ?? decided
-        return (decided, change)
+        chosen = alerts[chosen.id] ?? chosen
+        return (chosen, change)
     }
 
     /// Same for an alert that is no longer in memory (decided and committed): the
-    /// caller passes the stored alert so the idempotency rules apply.
-    public static func repeatChoice(_ selection: ButtonSelection, on alert: Alert) throws(BoardError) -> Alert {
+    /// caller passes the stored alert so the idempotency rules apply — the button it
+    /// was answered with again, or `decider`'s own vote again, is the alert as it is.
+    public static func repeatChoice(_ selection: ButtonSelection, on alert: Alert, by decider: String?) throws(BoardError) -> Alert {
         let index: Int? =
             switch selection {
             case .title(let title): alert.buttons.firstIndex { $0.title == title }
@@ -288,6 +301,7 @@ public struct AlertBoard: Sendable {
                 alert.buttons.isEmpty ? "alert \(alert.id) has no buttons" : "alert \(alert.id) has no button \(selection.description)")
         }
         if alert.state == .answered, alert.result?.buttonIndex == index { return alert }
+        if alert.state.isTerminal, alert.votes.contains(where: { $0.decidedBy == decider && $0.buttonIndex == index }) { return alert }
         throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
     }
 
@@ -494,12 +508,47 @@ public struct AlertBoard: Sendable {
         change.replaced = change.saved.map { before.versions[$0.id] ?? nil }
     }
 
+    /// A vote for button `index` of `alert` by `decider` (``choose(_:for:on:by:now:)``).
+    private mutating func vote(
+        _ index: Int, on alert: Alert, by decider: String?, now: Timestamp, _ before: inout Before
+    ) throws(BoardError) -> (Alert, BoardChange) {
+        // Terminal or queued: the rules of a decision (a repeat, already-decided, not-displayed).
+        guard alert.state == .displayed else {
+            return try decide(alert, as: .answered, button: index, by: decider, now: now, &before)
+        }
+        if let mine = alert.votes.first(where: { $0.decidedBy == decider }) {
+            if mine.buttonIndex == index { return (alert, BoardChange()) }
+            throw BoardError(
+                .alreadyVoted,
+                "\(decider.map { "decider \($0)" } ?? "the anonymous decider") already voted \"\(mine.button)\" on alert \(alert.id); "
+                    + "a vote is not changed",
+                alert: alert)
+        }
+        var voted = alert
+        voted.votes.append(Vote(decidedBy: decider, button: alert.buttons[index].title, buttonIndex: index, at: now))
+        // One vote per decider (above), so the votes for a button are its different deciders.
+        let agreeing = voted.votes.count { $0.buttonIndex == index }
+        if agreeing >= alert.quorum || alert.buttons[index].style == .cancel {
+            return try decide(voted, as: .answered, button: index, by: decider, now: now, &before)
+        }
+        set(voted, &before)
+        touched.insert(alert.client)
+        var change = BoardChange()
+        change.saved.append(voted)
+        change.displayChanged.append(alert.client)
+        return (voted, change)
+    }
+
     private mutating func decide(
         _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, now: Timestamp,
         _ before: inout Before
     ) throws(BoardError) -> (Alert, BoardChange) {
         if alert.state.isTerminal {
             if outcome == .answered, alert.state == .answered, alert.result?.buttonIndex == button {
+                return (alert, BoardChange())
+            }
+            // A retry of a vote committed before another decided the alert.
+            if outcome == .answered, let button, alert.votes.contains(where: { $0.decidedBy == decider && $0.buttonIndex == button }) {
                 return (alert, BoardChange())
             }
             if outcome == .withdrawn, alert.state == .withdrawn {
@@ -520,7 +569,8 @@ public struct AlertBoard: Sendable {
             button: button.map { alert.buttons[$0].title },
             buttonIndex: button,
             cancelled: button.map { alert.buttons[$0].style == .cancel } ?? false,
-            decidedBy: (outcome == .answered || outcome == .withdrawn) ? decider : nil
+            decidedBy: (outcome == .answered || outcome == .withdrawn) ? decider : nil,
+            votes: alert.votes
         )
         set(decided, &before)
         var change = BoardChange()

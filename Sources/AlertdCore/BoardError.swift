@@ -6,6 +6,8 @@ public struct BoardError: Error, Sendable, Equatable, CustomStringConvertible {
         case notFound = "not-found"
         case notDisplayed = "not-displayed"
         case alreadyDecided = "already-decided"
+        /// The decider voted for another button of an alert of several deciders (SPEC §10).
+        case alreadyVoted = "already-voted"
         case unknownButton = "unknown-button"
         case queueFull = "queue-full"
 
@@ -14,7 +16,7 @@ public struct BoardError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public let code: Code
     public let detail: String
-    /// The alert concerned, where the problem carries it (`already-decided`).
+    /// The alert concerned, where the problem carries it (`already-decided`, `already-voted`).
     public let alert: Alert?
 
     public init(_ code: Code, _ detail: String, alert: Alert? = nil) {

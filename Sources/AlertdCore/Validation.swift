@@ -22,7 +22,7 @@ public struct AlertRules: Sendable, Hashable {
 
 /// An alert as posted (AlertdWire's `NewAlert`, the one model of it the SDK sends and
 /// the daemon reads): the limits of §2, and the validation that turns a body into one.
-/// A validated alert has its defaults filled in: `style`, `buttons` and `priority` are set.
+/// A validated alert has its defaults filled in: `style`, `buttons`, `priority` and `quorum` are set.
 extension NewAlert {
     public static let titleLimit = 256
     public static let messageLimit = 4096
@@ -30,14 +30,20 @@ extension NewAlert {
     public static let buttonTitleLimit = 64
     public static let metadataLimit = 4096
     public static let priorityRange = -100...100
+    /// How many different deciders an alert may need (SPEC §10).
+    public static let quorumRange = 1...10
 
     static let fields: Set<String> = [
-        "title", "message", "style", "buttons", "priority", "expires_in", "dismiss_after", "callback_url", "metadata",
+        "title", "message", "style", "buttons", "priority", "expires_in", "dismiss_after", "callback_url", "metadata", "quorum",
     ]
     static let buttonFields: Set<String> = ["title", "style"]
 
     /// Validates a posted body. Returns the draft, or every violation found.
-    public static func validate(_ body: JSONValue, rules: AlertRules) -> Result<NewAlert, InvalidAlert> {
+    ///
+    /// - Parameter namedDeciders: whether deciders have names — the daemon has tokens
+    ///   (`auth.tokens`). Without them every choice is anonymous, and a `quorum` above 1
+    ///   could never be reached by different deciders: refused at `quorum` (SPEC §10).
+    public static func validate(_ body: JSONValue, rules: AlertRules, namedDeciders: Bool) -> Result<NewAlert, InvalidAlert> {
         var errors: [FieldError] = []
         guard case .object(let object) = body else {
             return .failure(InvalidAlert(errors: [FieldError(field: "", reason: "the alert must be a JSON object")]))
@@ -192,11 +198,35 @@ extension NewAlert {
             errors.append(FieldError(field: "metadata", reason: "must be an object, not \(other.typeName)"))
         }
 
+        var quorum = 1
+        switch object["quorum"] {
+        case nil, .null?: break
+        case .number(let number)?:
+            if let value = number.wholeInt, quorumRange.contains(value) {
+                quorum = value
+                if value > 1, buttons.isEmpty {
+                    errors.append(FieldError(field: "quorum", reason: "above 1 needs buttons to choose"))
+                }
+                if value > 1, !namedDeciders {
+                    errors.append(
+                        FieldError(
+                            field: "quorum",
+                            reason: "above 1 needs deciders with names: alertd has no tokens (auth.tokens), so every choice is anonymous"))
+                }
+            } else if !number.isWhole {
+                errors.append(FieldError(field: "quorum", reason: "must be an integer"))
+            } else {
+                errors.append(FieldError(field: "quorum", reason: "must be between 1 and 10"))
+            }
+        case let other?:
+            errors.append(FieldError(field: "quorum", reason: "must be an integer, not \(other.typeName)"))
+        }
+
         guard errors.isEmpty else { return .failure(InvalidAlert(errors: errors)) }
         return .success(
             NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority,
-                expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata
+                expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata, quorum: quorum
             )
         )
     }

@@ -289,12 +289,15 @@ public struct PublishedDisplay: Sendable, Hashable {
     public var id: AlertID?
     /// The displayed alert as `GET …/current` answers it (``Alert/json(position:)`` at 0).
     public var body: [UInt8]?
+    /// The displayed alert's votes (§10): 0 when none, or none displayed.
+    public var votes: Int
 
-    public init(client: String, version: Int64, id: AlertID?, body: [UInt8]?) {
+    public init(client: String, version: Int64, id: AlertID?, body: [UInt8]?, votes: Int = 0) {
         self.client = client
         self.version = version
         self.id = id
         self.body = body
+        self.votes = votes
     }
 }
 

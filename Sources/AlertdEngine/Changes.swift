@@ -10,7 +10,10 @@ extension Engine {
     func follow(_ change: StoreChange) {
         switch change {
         case .displays(let displays):
-            publish(encoded: displays.map { (client: $0.client, display: Waiters.Display(id: $0.id, body: $0.body, version: $0.version)) })
+            publish(
+                encoded: displays.map {
+                    (client: $0.client, display: Waiters.Display(id: $0.id, body: $0.body, version: $0.version, votes: $0.votes))
+                })
             deadlineAdded()
         case .clients(let clients):
             // Read again only where the version moved past what is published (a commit

@@ -3,7 +3,10 @@ import AlertdWire
 
 extension Engine {
     /// Chooses a button of a displayed alert (§4's choice rules): repeating the
-    /// same button for an answered alert returns it again (a safe retry).
+    /// same button for an answered alert returns it again (a safe retry). On an alert
+    /// of several deciders (§10) the choice is a vote: committed, and answered with
+    /// the alert still displayed until its quorum agrees; the same vote again is a safe
+    /// retry, another button after voting `alreadyVoted`.
     public func choose(
         _ selection: ButtonSelection, alert id: AlertID, on client: String, by decider: String?, requestID: String? = nil
     ) async throws(EngineError) -> PositionedAlert {
@@ -23,12 +26,15 @@ extension Engine {
     }
 
     private enum Outcome: Sendable {
-        /// Decided now.
+        /// Decided now, or (a vote that decides nothing yet) voted.
         case decided(Alert)
-        /// The same decision again, on an alert whose decision may still be committing.
+        /// The same decision (or vote) again, on an alert whose decision (or vote) may
+        /// still be committing.
         case repeated(Alert)
         /// Another decision came first and may still be committing.
         case alreadyDecided(String)
+        /// The decider's vote for another button came first and may still be committing.
+        case alreadyVoted(String)
         /// Not in the store's working set: decided and committed long ago, or never there.
         case stored
     }
@@ -61,6 +67,9 @@ extension Engine {
                     // The decision that came first may still be committing: answered
                     // once it is, with the alert as committed.
                     return Mutation(.alreadyDecided(error.detail), afterEarlierCommits: true)
+                } catch  where error.code == .alreadyVoted {
+                    // So may the vote that came first.
+                    return Mutation(.alreadyVoted(error.detail), afterEarlierCommits: true)
                 } catch {
                     throw EngineError(error)
                 }
@@ -69,13 +78,27 @@ extension Engine {
         switch committed.value {
         case .decided(let alert):
             published(committed)
-            return PositionedAlert(alert, position: nil)
+            // A vote that decided nothing yet leaves the alert displayed.
+            return PositionedAlert(alert, position: alert.state == .displayed ? 0 : nil)
         case .repeated(let alert):
-            guard let stored = try await lookup(id, on: client), stored.alert.state == alert.state else { throw notCommitted(id) }
+            guard let stored = try await lookup(id, on: client) else { throw notCommitted(id) }
+            if alert.isPending {
+                // A vote again: answered once the first is committed, in whatever state the alert is now.
+                guard case .choose = decision, let vote = alert.votes.first(where: { $0.decidedBy == decider }),
+                    stored.alert.votes.contains(vote)
+                else { throw notCommitted(id) }
+                return stored
+            }
+            guard stored.alert.state == alert.state else { throw notCommitted(id) }
             return stored
         case .alreadyDecided(let detail):
             guard let stored = try await lookup(id, on: client), stored.alert.state.isTerminal else { throw notCommitted(id) }
             throw EngineError(.alreadyDecided, detail, alert: stored.alert)
+        case .alreadyVoted(let detail):
+            guard let stored = try await lookup(id, on: client), stored.alert.votes.contains(where: { $0.decidedBy == decider }) else {
+                throw notCommitted(id)
+            }
+            throw EngineError(.alreadyVoted, detail, alert: stored.alert)
         case .stored:
             guard let stored = try await lookup(id, on: client) else {
                 throw EngineError(.notFound, "no alert \(id) on client \(client)")
@@ -83,7 +106,8 @@ extension Engine {
             // The repeat rules apply to the stored alert.
             do throws(BoardError) {
                 switch decision {
-                case .choose(let selection): return PositionedAlert(try AlertBoard.repeatChoice(selection, on: stored.alert), position: nil)
+                case .choose(let selection):
+                    return PositionedAlert(try AlertBoard.repeatChoice(selection, on: stored.alert, by: decider), position: nil)
                 case .withdraw: return PositionedAlert(try AlertBoard.repeatWithdraw(on: stored.alert), position: nil)
                 }
             } catch {

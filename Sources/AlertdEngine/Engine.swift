@@ -272,6 +272,6 @@ public final class Engine: Sendable {
     }
 
     private func display(of alert: Alert?, version: Int64?) -> Waiters.Display {
-        Waiters.Display(id: alert?.id, body: alert?.json(position: 0), version: version)
+        Waiters.Display(id: alert?.id, body: alert?.json(position: 0), version: version, votes: alert?.votes.count ?? 0)
     }
 }

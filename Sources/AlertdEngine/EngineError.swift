@@ -14,6 +14,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case notDisplayed
         /// A choice or withdrawal for a terminal alert (``EngineError/alert`` has it).
         case alreadyDecided
+        /// A vote for another button by a decider who voted on the alert (§10; ``EngineError/alert`` has it).
+        case alreadyVoted
         /// A button the alert does not have.
         case unknownButton
         /// A bound on what posters can grow (pending per client, in all, clients).
@@ -36,7 +38,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
 
     public let code: Code
     public let detail: String
-    /// `alreadyDecided`: the alert as it is.
+    /// `alreadyDecided`, `alreadyVoted`: the alert as it is.
     public var alert: Alert?
     /// `invalidAlert`: one per violation.
     public var fieldErrors: [FieldError] = []
@@ -60,6 +62,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
             case .notFound: .notFound
             case .notDisplayed: .notDisplayed
             case .alreadyDecided: .alreadyDecided
+            case .alreadyVoted: .alreadyVoted
             case .unknownButton: .unknownButton
             case .queueFull: .queueFull
             }

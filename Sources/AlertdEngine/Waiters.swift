@@ -7,11 +7,18 @@ import AlertdCore
 /// waiters to wake under it too, so no wake-up is ever lost.
 struct Waiters: Sendable {
     /// A client's published displayed alert, encoded once per change.
+    ///
+    /// Its representation changes without its id only by votes (§10): they are only ever
+    /// added while it is displayed, so their number tells an older representation of the
+    /// same alert from a newer one, and a reader that names it (`current?votes=N`) from
+    /// one that has not seen the last vote.
     struct Display: Sendable {
         var id: AlertID?
         var body: [UInt8]?
         /// A shared store's version of the client this display belongs to; nil: not known.
         var version: Int64?
+        /// The displayed alert's votes (0 when none, or none displayed).
+        var votes: Int = 0
     }
 
     struct CurrentWaiter: Sendable {
@@ -20,6 +27,9 @@ struct Waiters: Sendable {
         /// The token's name that parked it; nil without tokens.
         var owner: String?
         var after: AlertID?
+        /// The votes of `after` the reader has seen: as it said (`votes=N`), or as published
+        /// when it parked. A display of `after` with another number wakes it.
+        var votes: Int
         var timeout: Timers.Token
         var respond: @Sendable ([UInt8]?) -> Void
     }
@@ -93,14 +103,23 @@ struct Waiters: Sendable {
     /// of an older version than the one published is stale: it changes nothing.
     /// Publishes a client's display unless an older one than what is published: a lower
     /// version, or none where a version is known (a shared store's read without one, such
-    /// as a resync's, may have begun before the commit that published the newer one).
+    /// as a resync's, may have begun before the commit that published the newer one);
+    /// without versions (the embedded store, whose commits may be published in another
+    /// order than they committed), the same alert with fewer votes.
+    ///
+    /// Wakes the `current` waiters whose `after` it is not, and those of `after` whose
+    /// number of votes it changes (a vote counts as a change of the display, §10).
     mutating func publish(client: String, _ display: Display) -> [CurrentWaiter] {
         if let newer = displays[client]?.version {
             guard let version = display.version, version >= newer else { return [] }
+        } else if display.version == nil, let shown = displays[client], shown.id != nil, shown.id == display.id,
+            display.votes < shown.votes
+        {
+            return []
         }
         displays[client] = display
         guard let parked = currentWaiters[client] else { return [] }
-        let woken = parked.values.filter { $0.after != display.id }
+        let woken = parked.values.filter { $0.after != display.id || $0.votes != display.votes }
         guard !woken.isEmpty else { return [] }
         if woken.count == parked.count {
             currentWaiters[client] = nil

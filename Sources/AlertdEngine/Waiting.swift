@@ -3,17 +3,25 @@ import AlertdWire
 import NIOConcurrencyHelpers
 
 extension Engine {
-    /// `GET .../alerts/current?wait=N&after=ID`: the published displayed alert
+    /// `GET .../alerts/current?wait=N&after=ID&votes=V`: the published displayed alert
     /// (encoded once per display change; nil: none), at once when its id differs
     /// from `after`, else once it does or `wait` seconds passed.
+    ///
+    /// A vote (§10) changes the displayed alert's representation, not its id: it counts
+    /// as a change too. A waiter parked on `after` is answered when a vote is published
+    /// for that alert; and with `votes` (the number of votes of `after` the reader shows)
+    /// the call answers at once when the displayed alert has another number, so a vote
+    /// committed between two polls is not missed.
     ///
     /// - Parameter owner: the token's name, for its share of the waiter slots.
     ///
     /// With a shared store the published display is first made current (one round
     /// trip, shared by the reads that arrive together): a read through any instance
     /// reflects every change committed before it arrived (SPEC §9).
-    public func awaitCurrent(client: String, wait: Int, after: AlertID?, owner: String? = nil) async throws(EngineError) -> [UInt8]? {
-        if let now = currentNow(client: client, wait: wait, after: after) { return now.body }
+    public func awaitCurrent(client: String, wait: Int, after: AlertID?, votes: Int? = nil, owner: String? = nil) async throws(EngineError)
+        -> [UInt8]?
+    {
+        if let now = currentNow(client: client, wait: wait, after: after, votes: votes) { return now.body }
         if store.isShared { try await synchronize([client]) }
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
@@ -25,7 +33,9 @@ extension Engine {
         }
         let outcome: Outcome = waiters.withLockedValue { waiters in
             let display = waiters.display(client)
-            if seconds == 0 || display.id != after || waiters.draining { return .now(display.body) }
+            if seconds == 0 || display.id != after || votes.map({ $0 != display.votes }) == true || waiters.draining {
+                return .now(display.body)
+            }
             if let perToken = waiters.isFull(owner: owner, maxWaiters: settings.maxWaiters, maxPerOwner: settings.maxWaitersPerToken) {
                 return .full(perToken: perToken)
             }
@@ -35,7 +45,8 @@ extension Engine {
                 if let waiter = self.waiters.withLockedValue({ $0.removeCurrentWaiter(client, id) }) { answer(waiter) }
             }
             waiters.addCurrentWaiter(
-                Waiters.CurrentWaiter(id: id, client: client, owner: owner, after: after, timeout: timeout, respond: reply.resolve))
+                Waiters.CurrentWaiter(
+                    id: id, client: client, owner: owner, after: after, votes: display.votes, timeout: timeout, respond: reply.resolve))
             return .parked(reply)
         }
         switch outcome {
@@ -45,19 +56,21 @@ extension Engine {
         }
     }
 
-    /// What ``awaitCurrent(client:wait:after:owner:)`` answers when it answers at once
+    /// What ``awaitCurrent(client:wait:after:votes:owner:)`` answers when it answers at once
     /// from what is published, found without a task: with an embedded store (whose
     /// commits are all published as they commit), the published display when no wait
     /// is asked, or it is not `after`. nil: the call may wait, or the store is shared
     /// (a read checks the database first). The API's `current` takes this path first:
     /// it is alertd's most frequent request, and starting a task for it cost a fifth of
     /// its rate (bench/RESULTS.md, issue 28).
-    public func currentNow(client: String, wait: Int, after: AlertID?) -> Published? {
+    public func currentNow(client: String, wait: Int, after: AlertID?, votes: Int? = nil) -> Published? {
         guard !store.isShared else { return nil }
         let seconds = min(wait, settings.maxWaitSeconds)
         return waiters.withLockedValue { waiters in
             let display = waiters.display(client)
-            guard seconds == 0 || display.id != after || waiters.draining else { return nil }
+            guard seconds == 0 || display.id != after || votes.map({ $0 != display.votes }) == true || waiters.draining else {
+                return nil
+            }
             return Published(body: display.body)
         }
     }

@@ -85,7 +85,7 @@ final class DisplayReader: Sendable {
     /// The displayed alert and version of each client whose version is not the one known
     /// (-1: none known), with the client's place in the arrays (from 1).
     struct Check: PostgresPreparedStatement {
-        static let name = "alertd_display_check_v1"
+        static let name = "alertd_display_check_v2"
         static let sql = """
             SELECT \(AlertRow.qualified("a")), r.i, c.version
             FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS r(id, known, i)
@@ -124,8 +124,9 @@ final class DisplayReader: Sendable {
         do {
             for try await row in try await store.client.execute(Check(clients: names, versions: versions), logger: logger) {
                 let cells = row.makeRandomAccess()
-                let index = Int(try cells[18].decode(Int64.self)) - 1
-                let version = try cells[19].decode(Int64?.self)
+                // After the alert's columns, however many it has.
+                let index = Int(try cells[AlertRow.names.count].decode(Int64.self)) - 1
+                let version = try cells[AlertRow.names.count + 1].decode(Int64?.self)
                 let alert = try cells[0].decode(String?.self) == nil ? nil : try AlertRow.alert(row)
                 guard pairs.indices.contains(index) else { continue }
                 changed[index] = VersionedDisplay(client: pairs[index].client, alert: alert, version: version)

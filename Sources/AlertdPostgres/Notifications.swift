@@ -164,8 +164,21 @@ final class Notifications: Sendable {
         if parts[2] == "-" {
             return parts[3].isEmpty ? PublishedDisplay(client: String(parts[0]), version: version, id: nil, body: nil) : nil
         }
-        guard let id = AlertID(parts[2]), let body = Data(base64Encoded: String(parts[3])), !body.isEmpty else { return nil }
-        return PublishedDisplay(client: String(parts[0]), version: version, id: id, body: Array(body))
+        guard let id = AlertID(parts[2]), let body = Data(base64Encoded: String(parts[3])), !body.isEmpty,
+            let votes = votes(in: Array(body))
+        else { return nil }
+        return PublishedDisplay(client: String(parts[0]), version: version, id: id, body: Array(body), votes: votes)
+    }
+
+    /// How many votes (§10) the alert resource `body` shows; 0 from an instance older than
+    /// votes; nil when `body` is no alert resource.
+    static func votes(in body: [UInt8]) -> Int? {
+        guard case .object(let resource) = try? JSONParser.parse(body) else { return nil }
+        switch resource["votes"] {
+        case .array(let votes)?: return votes.count
+        case nil: return 0
+        default: return nil
+        }
     }
 
     private func deliver(_ change: StoreChange) {

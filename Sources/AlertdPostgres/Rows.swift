@@ -9,7 +9,7 @@ enum AlertRow {
     /// The columns ``alert(_:)`` reads, by position.
     static let columns = """
         id, client, seq, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes
         """
 
     /// The names of ``columns``, in order.
@@ -51,7 +51,7 @@ enum AlertRow {
     }
 
     /// The positions of ``columns`` that are integers (the others are text).
-    static let numeric: Set<Int> = [2, 4, 11, 12, 13, 14, 15, 16]
+    static let numeric: Set<Int> = [2, 4, 11, 12, 13, 14, 15, 16, 18]
 
     /// One column's value: text or an integer (nil: NULL).
     enum Cell {
@@ -105,6 +105,17 @@ enum AlertRow {
         guard let createdAt = try time(11), let expiresAt = try time(14) else {
             throw Corrupt(description: "alert \(idText) lacks created_at or expires_at")
         }
+        // Absent from a notification of an instance older than votes (a rolling upgrade): 1 and none.
+        let quorum = Int(try number(18) ?? 1)
+        var stored: [Vote]?
+        if let text = try text(19) {
+            guard let votes = Vote.votes(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw Corrupt(description: "bad votes in alert \(idText)")
+            }
+            stored = votes
+        }
+        let votes = Alert.votes(stored: stored, result: result, decidedAt: try time(13))
+        result?.votes = votes
         return Alert(
             id: id, client: try required(text(1), "client"), title: try required(text(5), "title"),
             message: try text(6), style: style, buttons: buttons, priority: Int(try required(number(4), "priority")),
@@ -112,7 +123,8 @@ enum AlertRow {
             // Written by alertd from a validated object: no need to parse it again.
             metadata: try text(10).map { CompactJSON(trusting: Array($0.utf8)) },
             state: state, createdAt: createdAt, displayedAt: try time(12), decidedAt: try time(13), expiresAt: expiresAt,
-            dismissAfterMilliseconds: try number(15), result: result, sequence: try required(number(2), "seq"))
+            dismissAfterMilliseconds: try number(15), result: result, sequence: try required(number(2), "seq"), quorum: quorum,
+            votes: votes)
     }
 }
 
@@ -148,6 +160,14 @@ extension AlertRow {
         number("dismiss_after_ms", alert.dismissAfterMilliseconds)
         number("button_index", alert.result?.buttonIndex.map(Int64.init))
         text("decided_by", alert.result?.decidedBy)
+        number("quorum", Int64(alert.quorum))
+        if alert.votes.isEmpty {
+            text("votes", nil)
+        } else {
+            var votes = JSONWriter(capacity: 96 * alert.votes.count)
+            votes.votes(alert.votes)
+            text("votes", String(decoding: votes.bytes, as: UTF8.self))
+        }
         number("dismiss_at", alert.dismissAt?.milliseconds)
         number("version", version)
     }

@@ -123,6 +123,16 @@ enum Schema {
             3, "what a delivery produced (an Alertmanager silence id)",
             ["ALTER TABLE deliveries ADD COLUMN result text"]
         ),
+        // `votes`: the alert's votes as their JSON array; NULL for none. A row answered before
+        // this migration has none: its one choice is read as its vote. Columns with a constant
+        // default are added without rewriting the table.
+        Migration(
+            4, "quorum and votes (SPEC §10)",
+            [
+                "ALTER TABLE alerts ADD COLUMN quorum integer NOT NULL DEFAULT 1",
+                "ALTER TABLE alerts ADD COLUMN votes text",
+            ]
+        ),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

@@ -8,13 +8,13 @@ extension SQLiteStore {
     /// The columns `alert(from:)` reads, by position (reading by name searches the row each time).
     static let columns = """
         id, client, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes
         """
 
     static let upsertAlert = """
         INSERT OR REPLACE INTO alerts (id, client, state, priority, title, message, style, buttons, callback_url,
-            metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// Writes one alert row: its columns bound straight onto the cached statement
@@ -68,6 +68,14 @@ extension SQLiteStore {
         integer(alert.dismissAfterMilliseconds)
         integer(alert.result?.buttonIndex.map(Int64.init))
         text(alert.result?.decidedBy)
+        integer(Int64(alert.quorum))
+        if alert.votes.isEmpty {
+            bytes(nil)
+        } else {
+            var votes = JSONWriter(capacity: 96 * alert.votes.count)
+            votes.votes(alert.votes)
+            bytes(votes.bytes)
+        }
         let code = sqlite3_step(handle)
         sqlite3_reset(handle)
         guard code == SQLITE_DONE else {
@@ -105,6 +113,17 @@ extension SQLiteStore {
         }
         // Written by this store from a validated object: no need to parse it again.
         let metadata = (row[9] as String?).map { CompactJSON(trusting: Array($0.utf8)) }
+        func time(_ column: Int) -> Timestamp? {
+            (row[column] as Int64?).map { Timestamp(milliseconds: $0) }
+        }
+        let quorum: Int = row[17]
+        var stored: [Vote]?
+        if let text = row[18] as String? {
+            guard let votes = Vote.votes(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw CorruptRow(description: "bad votes in alert \(idText)")
+            }
+            stored = votes
+        }
         var result: AlertResult?
         if state.isTerminal {
             let index: Int? = row[15]
@@ -113,17 +132,16 @@ extension SQLiteStore {
                 outcome: state, button: button?.title, buttonIndex: button == nil ? nil : index,
                 cancelled: button?.style == .cancel, decidedBy: row[16])
         }
-        func time(_ column: Int) -> Timestamp? {
-            (row[column] as Int64?).map { Timestamp(milliseconds: $0) }
-        }
         guard let createdAt = time(10), let expiresAt = time(13) else {
             throw CorruptRow(description: "alert \(idText) lacks created_at or expires_at")
         }
+        let votes = Alert.votes(stored: stored, result: result, decidedAt: time(12))
+        result?.votes = votes
         return Alert(
             id: id, client: row[1], title: row[4], message: row[5], style: style,
             buttons: buttons, priority: row[3], callbackURL: row[8], metadata: metadata,
             state: state, createdAt: createdAt, displayedAt: time(11),
             decidedAt: time(12), expiresAt: expiresAt,
-            dismissAfterMilliseconds: row[14], result: result)
+            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes)
     }
 }

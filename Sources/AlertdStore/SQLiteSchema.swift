@@ -108,6 +108,15 @@ extension SQLiteStore {
         migrator.registerMigration("v7: events by alert (a purge deletes an alert's events)") { db in
             try db.execute(sql: "CREATE INDEX events_by_alert ON events(alert_id)")
         }
+        migrator.registerMigration("v8: quorum and votes (SPEC §10)") { db in
+            // `votes`: the alert's votes as their JSON array; NULL for none. A row answered
+            // before this migration has none: its one choice is read as its vote.
+            try db.execute(
+                sql: """
+                    ALTER TABLE alerts ADD COLUMN quorum INTEGER NOT NULL DEFAULT 1;
+                    ALTER TABLE alerts ADD COLUMN votes TEXT;
+                    """)
+        }
         return migrator
     }
 }

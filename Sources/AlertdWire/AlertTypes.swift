@@ -89,16 +89,25 @@ public struct AlertResult: Sendable, Hashable, Codable {
     public var buttonIndex: Int?
     /// True when the chosen button has style `cancel`.
     public var cancelled: Bool
-    /// The token name that answered or withdrew it; nil without auth.
+    /// The token name that answered or withdrew it; nil without auth. For an alert of
+    /// several deciders (`quorum` above 1), the decider whose vote completed it.
     public var decidedBy: String?
+    /// Every vote the alert had, in the order they were committed (SPEC §10): for an
+    /// answered alert of `quorum` 1, its one choice; empty for an alert withdrawn,
+    /// dismissed or expired before anyone chose.
+    public var votes: [Vote]
 
     /// A result; `outcome` must be a terminal state.
-    public init(outcome: AlertState, button: String? = nil, buttonIndex: Int? = nil, cancelled: Bool = false, decidedBy: String? = nil) {
+    public init(
+        outcome: AlertState, button: String? = nil, buttonIndex: Int? = nil, cancelled: Bool = false, decidedBy: String? = nil,
+        votes: [Vote] = []
+    ) {
         self.outcome = outcome
         self.button = button
         self.buttonIndex = buttonIndex
         self.cancelled = cancelled
         self.decidedBy = decidedBy
+        self.votes = votes
     }
 
     /// The member names, in the order the daemon writes them.
@@ -107,10 +116,23 @@ public struct AlertResult: Sendable, Hashable, Codable {
         case buttonIndex = "button_index"
         case cancelled
         case decidedBy = "decided_by"
+        case votes
     }
 
     /// Every member name a result has, in the order the daemon writes them.
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Decodes a result; a daemon older than `quorum` (0.x without SPEC §10) sends no
+    /// `votes`: empty then.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        outcome = try container.decode(AlertState.self, forKey: .outcome)
+        button = try container.decodeIfPresent(String.self, forKey: .button)
+        buttonIndex = try container.decodeIfPresent(Int.self, forKey: .buttonIndex)
+        cancelled = try container.decode(Bool.self, forKey: .cancelled)
+        decidedBy = try container.decodeIfPresent(String.self, forKey: .decidedBy)
+        votes = try container.decodeIfPresent([Vote].self, forKey: .votes) ?? []
+    }
 
     /// Encodes every member, `null` included, as the daemon writes them.
     public func encode(to encoder: any Encoder) throws {
@@ -120,6 +142,7 @@ public struct AlertResult: Sendable, Hashable, Codable {
         try container.encode(buttonIndex, forKey: .buttonIndex)
         try container.encode(cancelled, forKey: .cancelled)
         try container.encode(decidedBy, forKey: .decidedBy)
+        try container.encode(votes, forKey: .votes)
     }
 
     /// Writes the result as the daemon writes it: members in ``memberNames`` order, `null` for what is absent.
@@ -135,7 +158,98 @@ public struct AlertResult: Sendable, Hashable, Codable {
         json.bool(cancelled)
         json.key("decided_by")
         json.string(decidedBy)
+        json.key("votes")
+        json.votes(votes)
         json.endObject()
+    }
+}
+
+/// One decider's choice on an alert that needs several (SPEC §10, `quorum` above 1), or
+/// the one choice that answered an alert of `quorum` 1:
+/// `{"decided_by":"alice","button":"Deploy","button_index":0,"at":"…"}`.
+public struct Vote: Sendable, Hashable, Codable {
+    /// The name of the token that chose; nil without tokens (then only an alert of
+    /// `quorum` 1 can be answered).
+    public var decidedBy: String?
+    /// The chosen button's title.
+    public var button: String
+    /// The chosen button's index in `buttons`.
+    public var buttonIndex: Int
+    /// When the vote was made.
+    public var at: Timestamp
+
+    /// A vote with every field given.
+    public init(decidedBy: String?, button: String, buttonIndex: Int, at: Timestamp) {
+        self.decidedBy = decidedBy
+        self.button = button
+        self.buttonIndex = buttonIndex
+        self.at = at
+    }
+
+    /// The member names, in the order the daemon writes them.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case decidedBy = "decided_by"
+        case button
+        case buttonIndex = "button_index"
+        case at
+    }
+
+    /// Every member name a vote has, in the order the daemon writes them.
+    public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Encodes every member, `null` included, as the daemon writes them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(decidedBy, forKey: .decidedBy)
+        try container.encode(button, forKey: .button)
+        try container.encode(buttonIndex, forKey: .buttonIndex)
+        try container.encode(at, forKey: .at)
+    }
+
+    /// Writes the vote as the daemon writes it, members in ``memberNames`` order.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("decided_by")
+        json.string(decidedBy)
+        json.key("button")
+        json.string(button)
+        json.key("button_index")
+        json.int(buttonIndex)
+        json.key("at")
+        json.timestamp(at)
+        json.endObject()
+    }
+
+    /// Reads votes as ``JSONWriter/votes(_:)`` writes them (a store's column, a resource's
+    /// member); nil when `value` is not such an array.
+    public static func votes(from value: JSONValue) -> [Vote]? {
+        guard case .array(let items) = value else { return nil }
+        var votes: [Vote] = []
+        votes.reserveCapacity(items.count)
+        for item in items {
+            guard case .object(let fields) = item, case .string(let button)? = fields["button"],
+                case .number(let index)? = fields["button_index"], let buttonIndex = index.wholeInt,
+                case .string(let time)? = fields["at"], let at = Timestamp(rfc3339: time)
+            else { return nil }
+            let decidedBy: String?
+            switch fields["decided_by"] {
+            case .string(let name)?: decidedBy = name
+            case .null?, nil: decidedBy = nil
+            default: return nil
+            }
+            votes.append(Vote(decidedBy: decidedBy, button: button, buttonIndex: buttonIndex, at: at))
+        }
+        return votes
+    }
+}
+
+extension JSONWriter {
+    /// `[{"decided_by":…,"button":…,"button_index":…,"at":…}, …]`: how votes look in the API
+    /// and in the stores.
+    public mutating func votes(_ votes: [Vote]) {
+        beginArray()
+        for vote in votes { vote.write(into: &self) }
+        endArray()
     }
 }
 

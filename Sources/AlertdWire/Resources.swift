@@ -30,11 +30,15 @@ public struct NewAlert: Sendable, Hashable, Codable {
     public var callbackURL: String?
     /// Any JSON object up to 4 KiB, echoed back everywhere the alert appears.
     public var metadata: JSONObject?
+    /// How many different deciders must choose the same button before it is answered
+    /// (SPEC §10): 1–10, default 1. Above 1 needs buttons and a daemon with tokens.
+    public var quorum: Int?
 
     /// A value with every field given.
     public init(
         title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button]? = nil, priority: Int? = nil,
-        expiresIn: Double? = nil, dismissAfter: Double? = nil, callbackURL: String? = nil, metadata: JSONObject? = nil
+        expiresIn: Double? = nil, dismissAfter: Double? = nil, callbackURL: String? = nil, metadata: JSONObject? = nil,
+        quorum: Int? = nil
     ) {
         self.title = title
         self.message = message
@@ -45,10 +49,11 @@ public struct NewAlert: Sendable, Hashable, Codable {
         self.dismissAfter = dismissAfter
         self.callbackURL = callbackURL
         self.metadata = metadata
+        self.quorum = quorum
     }
 
     enum CodingKeys: String, CodingKey {
-        case title, message, style, buttons, priority, metadata
+        case title, message, style, buttons, priority, metadata, quorum
         case expiresIn = "expires_in"
         case dismissAfter = "dismiss_after"
         case callbackURL = "callback_url"
@@ -75,6 +80,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public var buttons: [Button]
     /// −100…100; higher is displayed earlier.
     public var priority: Int
+    /// How many different deciders must choose the same button (SPEC §10); 1 for most alerts.
+    public var quorum: Int
     /// Seconds from creation to `expiresAt`.
     public var expiresIn: Double
     /// Buttonless alerts only: seconds displayed before dismissal.
@@ -91,6 +98,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public var decidedAt: Timestamp?
     /// When it expires if still pending.
     public var expiresAt: Timestamp
+    /// The votes so far, in the order they were committed (SPEC §10); empty when none.
+    /// An answered alert of `quorum` 1 has one: the choice that answered it.
+    public var votes: [Vote]
     /// How it ended; nil while pending.
     public var result: AlertResult?
 
@@ -99,7 +109,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
         buttons: [Button], priority: Int, expiresIn: Double, dismissAfter: Double?, callbackURL: String?,
         metadata: JSONObject?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
-        result: AlertResult?
+        result: AlertResult?, quorum: Int = 1, votes: [Vote] = []
     ) {
         self.id = id
         self.client = client
@@ -119,6 +129,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         self.decidedAt = decidedAt
         self.expiresAt = expiresAt
         self.result = result
+        self.quorum = quorum
+        self.votes = votes
     }
 
     /// True once answered, dismissed, expired or withdrawn.
@@ -128,7 +140,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// ``memberNames`` follow this list, and a property test holds the daemon's
     /// renderer to it byte for byte.
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, client, state, position, title, message, style, buttons, priority
+        case id, client, state, position, title, message, style, buttons, priority, quorum
         case expiresIn = "expires_in"
         case dismissAfter = "dismiss_after"
         case callbackURL = "callback_url"
@@ -137,11 +149,37 @@ public struct AlertResource: Sendable, Hashable, Codable {
         case displayedAt = "displayed_at"
         case decidedAt = "decided_at"
         case expiresAt = "expires_at"
-        case result
+        case votes, result
     }
 
     /// Every member name the resource has, in the order the daemon writes them.
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Decodes a resource as the daemon writes it. A daemon older than `quorum` (SPEC §10)
+    /// sends neither `quorum` nor `votes`: 1 and none then.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        client = try container.decode(String.self, forKey: .client)
+        state = try container.decode(AlertState.self, forKey: .state)
+        position = try container.decodeIfPresent(Int.self, forKey: .position)
+        title = try container.decode(String.self, forKey: .title)
+        message = try container.decodeIfPresent(String.self, forKey: .message)
+        style = try container.decode(AlertStyle.self, forKey: .style)
+        buttons = try container.decode([Button].self, forKey: .buttons)
+        priority = try container.decode(Int.self, forKey: .priority)
+        quorum = try container.decodeIfPresent(Int.self, forKey: .quorum) ?? 1
+        expiresIn = try container.decode(Double.self, forKey: .expiresIn)
+        dismissAfter = try container.decodeIfPresent(Double.self, forKey: .dismissAfter)
+        callbackURL = try container.decodeIfPresent(String.self, forKey: .callbackURL)
+        metadata = try container.decodeIfPresent(JSONObject.self, forKey: .metadata)
+        createdAt = try container.decode(Timestamp.self, forKey: .createdAt)
+        displayedAt = try container.decodeIfPresent(Timestamp.self, forKey: .displayedAt)
+        decidedAt = try container.decodeIfPresent(Timestamp.self, forKey: .decidedAt)
+        expiresAt = try container.decode(Timestamp.self, forKey: .expiresAt)
+        votes = try container.decodeIfPresent([Vote].self, forKey: .votes) ?? []
+        result = try container.decodeIfPresent(AlertResult.self, forKey: .result)
+    }
 
     /// Writes the resource as the daemon writes it: every member in ``memberNames``
     /// order, `null` for what is absent, whole seconds as integers (`3600`, otherwise
@@ -159,9 +197,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public func write(into json: inout JSONWriter) {
         Self.write(
             id: id, client: client, state: state, position: position, title: title, message: message, style: style, buttons: buttons,
-            priority: priority, expiresIn: .seconds(expiresIn), dismissAfter: dismissAfter.map(Interval.seconds),
+            priority: priority, quorum: quorum, expiresIn: .seconds(expiresIn), dismissAfter: dismissAfter.map(Interval.seconds),
             callbackURL: callbackURL, metadata: metadata.map(CompactJSON.init), createdAt: createdAt, displayedAt: displayedAt,
-            decidedAt: decidedAt, expiresAt: expiresAt, result: result, into: &json)
+            decidedAt: decidedAt, expiresAt: expiresAt, votes: votes, result: result, into: &json)
     }
 
     /// A duration of the resource (`expires_in`, `dismiss_after`): the daemon keeps
@@ -187,9 +225,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// while pending; times as RFC 3339 with milliseconds; metadata as posted (compacted).
     public static func write(
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
-        buttons: [Button], priority: Int, expiresIn: Interval, dismissAfter: Interval?, callbackURL: String?, metadata: CompactJSON?,
-        createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp, result: AlertResult?,
-        into json: inout JSONWriter
+        buttons: [Button], priority: Int, quorum: Int, expiresIn: Interval, dismissAfter: Interval?, callbackURL: String?,
+        metadata: CompactJSON?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
+        votes: [Vote], result: AlertResult?, into json: inout JSONWriter
     ) {
         // Member by member in ``memberNames`` order (a loop over `CodingKeys.allCases` would
         // build that array on every alert written); a test holds the two to one order.
@@ -214,6 +252,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         json.endArray()
         json.key("priority")
         json.int(priority)
+        json.key("quorum")
+        json.int(quorum)
         json.key("expires_in")
         expiresIn.write(into: &json)
         json.key("dismiss_after")
@@ -230,6 +270,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         json.timestamp(decidedAt)
         json.key("expires_at")
         json.timestamp(expiresAt)
+        json.key("votes")
+        json.votes(votes)
         json.key("result")
         if let result { result.write(into: &json) } else { json.null() }
         json.endObject()
@@ -525,7 +567,7 @@ public struct ProblemDocument: Sendable, Hashable, Codable {
     public var code: String
     /// `invalid-alert`: one entry per violation.
     public var errors: [FieldError]?
-    /// `already-decided`: the alert as it is.
+    /// `already-decided`, `already-voted`: the alert as it is.
     public var alert: AlertResource?
 
     /// The base of every problem's `type` URI; the code follows it.
@@ -607,6 +649,8 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     public static let notDisplayed = ProblemCode("not-displayed", 409, "Alert not displayed")
     /// 409: the alert is terminal; the problem holds it.
     public static let alreadyDecided = ProblemCode("already-decided", 409, "Alert already decided")
+    /// 409: the decider voted for another button of this alert (SPEC §10); the problem holds it.
+    public static let alreadyVoted = ProblemCode("already-voted", 409, "Already voted")
     /// 409: the URL is already registered as a webhook of that client (its id is in the detail).
     public static let webhookExists = ProblemCode("webhook-exists", 409, "Webhook already registered")
     /// 413: the body is over the limit (64 KiB by default).
@@ -631,7 +675,7 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     /// Every code: those §4 lists, then alertd's own (`webhook-exists`, `internal`).
     public static let all: [ProblemCode] = [
         .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
-        .alreadyDecided, .webhookExists, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
+        .alreadyDecided, .alreadyVoted, .webhookExists, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
         .queueFull, .rateLimited, .tooManyWaiters, .unavailable, .internal,
     ]
 

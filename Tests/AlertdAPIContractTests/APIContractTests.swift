@@ -54,11 +54,12 @@ extension APIContractTests {
                 #expect(alert["decided_at"] is NSNull)
                 #expect(alert["result"] is NSNull)
                 let expectedKeys: Set<String> = [
-                    "id", "client", "state", "position", "title", "message", "style", "buttons", "priority", "expires_in",
+                    "id", "client", "state", "position", "title", "message", "style", "buttons", "priority", "quorum", "expires_in",
                     "dismiss_after", "callback_url", "metadata", "created_at", "displayed_at", "decided_at", "expires_at",
-                    "result",
+                    "votes", "result",
                 ]
                 #expect(Set(alert.keys) == expectedKeys)
+                #expect(alert["quorum"] as? Int == 1 && (alert["votes"] as? [Any])?.isEmpty == true)
 
                 let fetched = try await api.get(try #require(response.header("Location")))
                 #expect(fetched.status == 200)
@@ -565,7 +566,11 @@ extension APIContractTests {
                 #expect(result["button_index"] as? Int == 0)
                 #expect(result["cancelled"] as? Bool == false)
                 #expect(result["decided_by"] is NSNull, "no auth: nobody is named")
-                #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by"])
+                #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by", "votes"])
+                // §10: the one choice of a quorum-1 alert is its one vote.
+                let votes = try #require(result["votes"] as? [[String: Any]])
+                #expect(votes.count == 1 && votes.first?["button"] as? String == "Deploy" && votes.first?["decided_by"] is NSNull)
+                #expect(Contract.same(answered["votes"], result["votes"]))
 
                 let current = try await api.get("/v1/clients/\(client)/alerts/current").jsonObject()
                 #expect(current["id"] as? String == Contract.id(next))

@@ -32,6 +32,25 @@ struct NotificationPayloadTests {
         #expect(Notifications.display(none.dropFirst(2)) == PublishedDisplay(client: "team-a.b_c", version: 3, id: nil, body: nil))
     }
 
+    @Test("a display carries how many votes the alert has (§10): another instance's current readers learn of a vote")
+    func votes() throws {
+        var voted = Self.alert
+        voted.quorum = 3
+        voted.votes = [
+            Vote(decidedBy: "alice", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_001_000)),
+            Vote(decidedBy: "bob", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_002_000)),
+        ]
+        let entry = try #require(Notifications.display(client: "ops", version: 9_002, alert: voted))
+        let read = try #require(Notifications.display(entry.dropFirst(2)))
+        #expect(read == PublishedDisplay(client: "ops", version: 9_002, id: voted.id, body: voted.json(position: 0), votes: 2))
+        let unvoted = try #require(Notifications.display(client: "ops", version: 1, alert: Self.alert))
+        #expect(Notifications.display(unvoted.dropFirst(2))?.votes == 0)
+        // A body from an instance older than votes has none; one that is no alert is no display.
+        #expect(Notifications.votes(in: Array(#"{"id":"x","state":"displayed"}"#.utf8)) == 0)
+        #expect(Notifications.votes(in: Array(#"{"votes":3}"#.utf8)) == nil)
+        #expect(Notifications.votes(in: Array("not json".utf8)) == nil)
+    }
+
     @Test("a display too big for one payload is not sent (its c: entry has it read)")
     func tooBig() {
         var big = Self.alert
@@ -47,12 +66,18 @@ struct NotificationPayloadTests {
         #expect(Notifications.display(Substring(entry)) == nil)
     }
 
-    /// The alert above, answered by a named decider.
+    /// The alert above, answered by two named deciders (quorum 2, §10).
     static var answered: Alert {
         var alert = alert
         alert.state = .answered
         alert.decidedAt = Timestamp(milliseconds: 1_795_000_009_000)
-        alert.result = AlertResult(outcome: .answered, button: "Deploy", buttonIndex: 0, cancelled: false, decidedBy: "alice")
+        alert.quorum = 2
+        alert.votes = [
+            Vote(decidedBy: "bob", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_008_000)),
+            Vote(decidedBy: "alice", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_009_000)),
+        ]
+        alert.result = AlertResult(
+            outcome: .answered, button: "Deploy", buttonIndex: 0, cancelled: false, decidedBy: "alice", votes: alert.votes)
         alert.sequence = 4_711
         alert.callbackURL = "https://ci.example/hook?x=1 y"
         alert.metadata = CompactJSON(["build": .number(JSONNumber(literal: "4711")!), "who": .string("résumé \"quoted\"")])

@@ -208,6 +208,44 @@ struct SharedStoreTests {
         }
     }
 
+    @Test("votes made at the same moment on both instances all count; the one that completes the quorum answers it, once")
+    func votesOnTwoInstances() async throws {
+        let (tokens, secrets) = try await deciders()
+        let client = Contract.uniqueClient("shared-quorum")
+        // A webhook on loopback, which the default deny list refuses: its deliveries are
+        // recorded all the same, one per event.
+        let hook = "webhooks:\n  - {client: \(client), url: \"http://127.0.0.1:9/quorum\", secret: \"s\"}\n"
+        try await withTwo(more: tokens + hook) { a, b in
+            let voters = [(As(a, secrets["alice"]), "alice"), (As(b, secrets["bob"]), "bob"), (As(a, secrets["carol"]), "carol")]
+            for round in 0..<8 {
+                let quorum = round.isMultiple(of: 2) ? 2 : 3
+                let poster = As(round.isMultiple(of: 2) ? b : a, secrets["deployer"])
+                let id = Contract.id(try await poster.create(client, approval(quorum)))
+                let answers = try await withThrowingTaskGroup(of: (String, TestResponse).self) { group in
+                    for (voter, name) in voters.prefix(quorum) {
+                        group.addTask { (name, try await voter.vote(client, id, "Deploy")) }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(answers.allSatisfy { $0.1.status == 200 }, "round \(round): \(answers.map { $0.1.text })")
+                let states = try answers.map { try $0.1.jsonObject()["state"] as? String ?? "?" }
+                #expect(states.sorted() == ["answered"] + Array(repeating: "displayed", count: quorum - 1), "round \(round)")
+                let completer = try #require(answers.first { (try? $0.1.jsonObject()["state"] as? String) == "answered" }?.0)
+                for instance in [a, b] {
+                    let alert = try await As(instance, secrets["alice"]).alert(client, id)
+                    let result = try #require(alert["result"] as? [String: Any], "round \(round)")
+                    #expect(result["decided_by"] as? String == completer, "round \(round)")
+                    let votes = ballot(result["votes"])
+                    #expect(
+                        votes.count == quorum && Set(votes).count == quorum && votes.last == "\(completer):Deploy",
+                        "round \(round): \(votes)")
+                    let list = try await instance.get("/v1/clients/\(client)/alerts/\(id)/deliveries", headers: bearer(secrets["alice"]))
+                    #expect((try list.jsonObject()["deliveries"] as? [Any])?.count == 1, "round \(round): one event: \(list.text)")
+                }
+            }
+        }
+    }
+
     @Test("one Alertmanager notification taken by both instances at once posts one alert; a resolution on either withdraws it")
     func alertmanagerTwoInstances() async throws {
         try await withTwo(more: "integrations:\n  alertmanager:\n    url: \"http://127.0.0.1:9\"\n") { a, b in

@@ -219,7 +219,8 @@ struct RoutingTests {
         #expect(
             table == [
                 "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
-                "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "webhook-exists": 409, "payload-too-large": 413,
+                "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "already-voted": 409, "webhook-exists": 409,
+                "payload-too-large": 413,
                 "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
                 "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503, "internal": 500,
             ])
@@ -228,7 +229,8 @@ struct RoutingTests {
     @Test("every engine error maps to its problem code; the board's keep their names; none is a 500")
     func domainErrors() async {
         let expected: [EngineError.Code: Problem.Code] = [
-            .notFound: .notFound, .notDisplayed: .notDisplayed, .alreadyDecided: .alreadyDecided, .unknownButton: .unknownButton,
+            .notFound: .notFound, .notDisplayed: .notDisplayed, .alreadyDecided: .alreadyDecided, .alreadyVoted: .alreadyVoted,
+            .unknownButton: .unknownButton,
             .queueFull: .queueFull, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
             .invalidWebhook: .badRequest, .configWebhook: .forbidden, .webhookExists: .webhookExists, .tooManyWaiters: .tooManyWaiters,
             .unavailable: .unavailable,

@@ -218,6 +218,7 @@ struct OpenAPIWireTypeTests {
     func alert() throws {
         Self.check(AlertResource.self, ["Alert"])
         Self.check(AlertResult.self, ["AlertResult"])
+        Self.check(Vote.self, ["Vote"])
         Self.check(Button.self, ["Button"])
         Self.check(Button.self, ["NewButton"])
         Self.check(NewAlert.self, ["NewAlert"])
@@ -226,6 +227,7 @@ struct OpenAPIWireTypeTests {
         // The daemon writes every member, in this order: the document lists them all as required, in the same order.
         #expect(Document.schemas["Alert"]?["required"] as? [String] == AlertResource.memberNames)
         #expect(Document.schemas["AlertResult"]?["required"] as? [String] == AlertResult.memberNames)
+        #expect(Document.schemas["Vote"]?["required"] as? [String] == Vote.memberNames)
         #expect(Document.schemas["Button"]?["required"] as? [String] == Button.memberNames)
     }
 

@@ -49,8 +49,14 @@ struct ResourceCodecTests {
                 return
             }
             #expect(resource.keys == AlertResource.memberNames)
+            for case .object(let vote) in resource["votes"]?.arrayValue ?? [] {
+                #expect(vote.keys == Vote.memberNames)
+            }
             if case .object(let result)? = resource["result"] {
                 #expect(result.keys == AlertResult.memberNames)
+                for case .object(let vote) in result["votes"]?.arrayValue ?? [] {
+                    #expect(vote.keys == Vote.memberNames)
+                }
             } else {
                 #expect(resource["result"] == .null && sample.alert.result == nil)
             }
@@ -66,7 +72,7 @@ struct ResourceCodecTests {
             let alert = sample.alert
             let rules = AlertRules(maxExpiresIn: Double(RandomAlert.maxDurationMilliseconds) / 1000)
             let body = try JSONParser.parse(RandomAlert.postedBody(alert))
-            switch NewAlert.validate(body, rules: rules) {
+            switch NewAlert.validate(body, rules: rules, namedDeciders: true) {
             case .failure(let invalid):
                 Issue.record("invalid: \(invalid.errors)")
             case .success(let draft):
@@ -74,12 +80,19 @@ struct ResourceCodecTests {
                 #expect(draft.message.map { Array($0.utf8) } == alert.message.map { Array($0.utf8) })
                 #expect(draft.buttons == alert.buttons && draft.callbackURL == alert.callbackURL)
                 #expect(draft.metadata.map(CompactJSON.init) == alert.metadata)
+                #expect(draft.quorum == alert.quorum)
                 #expect(ClientID.isValid(alert.client))
             }
             #expect(alert.id.timestamp == alert.createdAt)
             #expect(alert.buttons.isEmpty == (alert.dismissAfterMilliseconds != nil))
             #expect(alert.result?.outcome == (alert.state.isTerminal ? alert.state : nil))
             #expect((alert.decidedAt != nil) == alert.state.isTerminal)
+            // §10: a decider votes once; an answered alert's result is its completing vote.
+            #expect(Set(alert.votes.map(\.decidedBy)).count == alert.votes.count)
+            #expect(alert.result.map { $0.votes == alert.votes } ?? true)
+            if alert.state == .answered, let last = alert.votes.last {
+                #expect(last.buttonIndex == alert.result?.buttonIndex && last.decidedBy == alert.result?.decidedBy)
+            }
         }
     }
 
@@ -100,8 +113,9 @@ struct ResourceCodecTests {
             result: alert.result.map {
                 AlertResult(
                     outcome: $0.outcome, button: $0.button, buttonIndex: $0.buttonIndex, cancelled: $0.cancelled,
-                    decidedBy: $0.decidedBy)
-            }
+                    decidedBy: $0.decidedBy, votes: $0.votes)
+            },
+            quorum: alert.quorum, votes: alert.votes
         )
     }
 
@@ -196,6 +210,33 @@ struct RandomAlert: Sendable, CustomStringConvertible {
                 outcome: .withdrawn,
                 decidedBy: rng.chance(0.5) ? Text.random(scalars: Int.random(in: 1...64, using: &rng), using: &rng) : nil)
         }
+        // §10: above 1 only with buttons; votes only once displayed, one per decider, fewer
+        // than the quorum for one button while pending, the completing one last when answered.
+        let quorum = !buttons.isEmpty && rng.chance(0.3) ? Int.random(in: 2...10, using: &rng) : 1
+        var votes: [Vote] = []
+        if let displayedAt {
+            let last = decidedAt ?? expiresAt
+            let others = quorum > 1 && state != .dismissed ? Int.random(in: 0...min(quorum - 1, 4), using: &rng) : 0
+            for n in 0..<others {
+                // Another button's vote, never the cancel one (that would have answered it).
+                guard
+                    let index = buttons.indices.filter({ buttons[$0].style != .cancel && $0 != result?.buttonIndex }).randomElement(
+                        using: &rng)
+                else { break }
+                let name =
+                    rng.chance(0.5) ? "decider \(n)" : "\(n) " + Text.random(scalars: Int.random(in: 1...32, using: &rng), using: &rng)
+                votes.append(Vote(decidedBy: name, button: buttons[index].title, buttonIndex: index, at: before(expiryFrom: displayedAt)))
+            }
+            if state == .answered, let chosen = result, let index = chosen.buttonIndex {
+                let agreeing = buttons[index].style == .cancel ? 1 : quorum
+                for n in 0..<agreeing {
+                    let name = n == agreeing - 1 ? chosen.decidedBy : "agreeing \(n)"
+                    let at = n == agreeing - 1 ? last : before(expiryFrom: displayedAt)
+                    votes.append(Vote(decidedBy: name, button: buttons[index].title, buttonIndex: index, at: at))
+                }
+            }
+        }
+        result?.votes = votes
 
         let titleLength =
             rng.chance(0.1) ? [1, 256].randomElement(using: &rng)! : Int.random(in: 1...(rng.chance(0.5) ? 16 : 256), using: &rng)
@@ -218,7 +259,7 @@ struct RandomAlert: Sendable, CustomStringConvertible {
             callbackURL: rng.chance(0.5) ? Self.callbackURL(using: &rng) : nil,
             metadata: rng.chance(0.6) ? Metadata.random(using: &rng) : nil,
             state: state, createdAt: created, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,
-            dismissAfterMilliseconds: dismissAfter, result: result
+            dismissAfterMilliseconds: dismissAfter, result: result, quorum: quorum, votes: votes
         )
         // The renderer prints a position for pending alerts only; terminal ones get a
         // stray one now and then, which must not show.
@@ -288,6 +329,8 @@ struct RandomAlert: Sendable, CustomStringConvertible {
         json.endArray()
         json.key("priority")
         json.int(alert.priority)
+        json.key("quorum")
+        json.int(alert.quorum)
         let expiresIn = alert.expiresAt.milliseconds - alert.createdAt.milliseconds
         if expiresIn > 0 {
             json.key("expires_in")

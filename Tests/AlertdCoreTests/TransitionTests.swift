@@ -19,7 +19,10 @@ struct ChoiceTests {
         #expect(answered.displayedAt == at(0))
         #expect(
             answered.result
-                == AlertResult(outcome: .answered, button: "Roll back", buttonIndex: 1, cancelled: false, decidedBy: "ops-console"))
+                == AlertResult(
+                    outcome: .answered, button: "Roll back", buttonIndex: 1, cancelled: false, decidedBy: "ops-console",
+                    votes: [Vote(decidedBy: "ops-console", button: "Roll back", buttonIndex: 1, at: at(500))]))
+        #expect(answered.votes == answered.result?.votes, "a quorum-1 alert's one choice is its one vote")
         #expect(change.decided.map(\.id) == [alert.id])
         #expect(change.saved.map(\.id) == [alert.id])
         #expect(change.saved.first?.state == .answered)
@@ -180,17 +183,17 @@ struct StoredRepeatTests {
     @Test("repeatChoice returns the alert for the same button, by title or index")
     func sameButton() throws {
         let alert = answered(1)
-        #expect(try AlertBoard.repeatChoice(.title("Roll back"), on: alert) == alert)
-        #expect(try AlertBoard.repeatChoice(.index(1), on: alert) == alert)
+        #expect(try AlertBoard.repeatChoice(.title("Roll back"), on: alert, by: nil) == alert)
+        #expect(try AlertBoard.repeatChoice(.index(1), on: alert, by: nil) == alert)
     }
 
     @Test("repeatChoice is already-decided for another button and unknown-button for a missing one")
     func otherButton() throws {
         let alert = answered(1)
-        let other = #expect(throws: BoardError.self) { try AlertBoard.repeatChoice(.index(0), on: alert) }
+        let other = #expect(throws: BoardError.self) { try AlertBoard.repeatChoice(.index(0), on: alert, by: nil) }
         #expect(other?.code == .alreadyDecided)
         #expect(other?.alert == alert)
-        let missing = #expect(throws: BoardError.self) { try AlertBoard.repeatChoice(.title("Nope"), on: alert) }
+        let missing = #expect(throws: BoardError.self) { try AlertBoard.repeatChoice(.title("Nope"), on: alert, by: nil) }
         #expect(missing?.code == .unknownButton)
     }
 

@@ -3,8 +3,9 @@ import AlertdWire
 import Testing
 
 /// Parses `text` as JSON and validates it as a posted alert.
-private func validate(_ text: String, rules: AlertRules = AlertRules()) throws -> Result<NewAlert, InvalidAlert> {
-    NewAlert.validate(try JSONParser.parse(text), rules: rules)
+private func validate(_ text: String, rules: AlertRules = AlertRules(), namedDeciders: Bool = true) throws -> Result<NewAlert, InvalidAlert>
+{
+    NewAlert.validate(try JSONParser.parse(text), rules: rules, namedDeciders: namedDeciders)
 }
 
 /// The violations found in `text`; empty when it is a valid alert.
@@ -55,7 +56,7 @@ struct ValidAlertTests {
                     ],
                     priority: -7, expiresIn: 3600.5, dismissAfter: nil,
                     callbackURL: "https://hooks.example.com:8443/alertd?x=1",
-                    metadata: ["ticket": "OPS-1", "weight": 1.5, "tags": ["a", "b"]]))
+                    metadata: ["ticket": "OPS-1", "weight": 1.5, "tags": ["a", "b"]], quorum: 1))
         // Metadata is kept as posted: member order and number spelling.
         #expect(result.metadata?.keys == ["ticket", "weight", "tags"])
         #expect(result.metadata?["weight"]?.numberValue?.literal == "1.50")
@@ -68,10 +69,11 @@ struct ValidAlertTests {
         #expect(result.buttons == [], "a validated alert has its defaults: no buttons is an empty list")
     }
 
-    @Test("Absent fields take their defaults: style alert, button style default, priority 0")
+    @Test("Absent fields take their defaults: style alert, button style default, priority 0, quorum 1")
     func defaults() throws {
         let result = try draft(#"{"title":"Hi","buttons":[{"title":"OK"}]}"#)
-        #expect(result == NewAlert(title: "Hi", style: .alert, buttons: [Button(title: "OK", style: .default)], priority: 0))
+        #expect(
+            result == NewAlert(title: "Hi", style: .alert, buttons: [Button(title: "OK", style: .default)], priority: 0, quorum: 1))
         #expect(result.style == .alert)
         #expect(result.priority == 0)
         #expect(result.message == nil && result.expiresIn == nil && result.dismissAfter == nil)
@@ -82,9 +84,9 @@ struct ValidAlertTests {
     func nullIsAbsent() throws {
         let body = """
             {"title":"x","message":null,"style":null,"buttons":null,"priority":null,"expires_in":null,
-             "dismiss_after":null,"callback_url":null,"metadata":null}
+             "dismiss_after":null,"callback_url":null,"metadata":null,"quorum":null}
             """
-        #expect(try draft(body) == NewAlert(title: "x", style: .alert, buttons: [], priority: 0))
+        #expect(try draft(body) == NewAlert(title: "x", style: .alert, buttons: [], priority: 0, quorum: 1))
         let withButton = try draft(#"{"title":"x","buttons":[{"title":"OK","style":null}]}"#)
         #expect(withButton.buttons == [Button(title: "OK", style: .default)])
     }
@@ -369,5 +371,63 @@ struct CallbackURLRuleTests {
         ])
     func rejected(url: String) throws {
         #expect(try fields(alert(#""callback_url":"\#(url)""#)) == ["callback_url"])
+    }
+}
+
+/// SPEC §10: `quorum` is an integer 1–10; above 1 it needs buttons and deciders with names.
+@Suite("quorum: how many different deciders must agree")
+struct QuorumValidationTests {
+    private static let buttons = #""buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]"#
+
+    @Test("Every quorum from 1 to 10 is accepted with buttons and named deciders", arguments: 1...10)
+    func accepted(quorum: Int) throws {
+        #expect(try draft(alert(Self.buttons + #","quorum":\#(quorum)"#)).quorum == quorum)
+    }
+
+    @Test("A whole number however JSON writes it", arguments: ["2", "2.0", "2e0", "0.2e1"])
+    func wholeNumbers(text: String) throws {
+        #expect(try draft(alert(Self.buttons + #","quorum":\#(text)"#)).quorum == 2)
+    }
+
+    @Test(
+        "Out of range, not whole or not a number is refused at quorum",
+        arguments: [
+            ("0", "must be between 1 and 10"), ("11", "must be between 1 and 10"), ("-1", "must be between 1 and 10"),
+            ("1e3", "must be between 1 and 10"), ("1.5", "must be an integer"), (#""2""#, "must be an integer, not a string"),
+            ("true", "must be an integer, not a boolean"), ("[2]", "must be an integer, not an array"),
+        ])
+    func refused(text: String, reason: String) throws {
+        let errors = try violations(alert(Self.buttons + #","quorum":\#(text)"#))
+        #expect(errors == [FieldError(field: "quorum", reason: reason)])
+    }
+
+    @Test("Above 1 needs buttons", arguments: ["", #","buttons":[]"#])
+    func needsButtons(buttons: String) throws {
+        #expect(try fields(alert(#""quorum":2"# + buttons)) == ["quorum"])
+        // Quorum 1 is any alert's, buttons or not.
+        #expect(try fields(alert(#""quorum":1"# + buttons)) == [])
+    }
+
+    @Test("Above 1 needs deciders with names: without tokens every choice is anonymous")
+    func needsNamedDeciders() throws {
+        let body = alert(Self.buttons + #","quorum":2"#)
+        guard case .failure(let invalid) = try validate(body, namedDeciders: false) else {
+            Issue.record("quorum 2 validated without named deciders")
+            return
+        }
+        #expect(invalid.errors.map(\.field) == ["quorum"])
+        #expect(invalid.errors.first?.reason.contains("auth.tokens") == true)
+        // Quorum 1 needs no names, and neither does an absent one.
+        #expect((try? validate(alert(Self.buttons + #","quorum":1"#), namedDeciders: false).get())?.quorum == 1)
+        #expect((try? validate(alert(Self.buttons), namedDeciders: false).get())?.quorum == 1)
+    }
+
+    @Test("Without buttons and without names: both reasons, each once at quorum")
+    func bothReasons() throws {
+        guard case .failure(let invalid) = try validate(alert(#""quorum":3"#), namedDeciders: false) else {
+            Issue.record("validated")
+            return
+        }
+        #expect(invalid.errors.map(\.field) == ["quorum", "quorum"])
     }
 }

@@ -89,6 +89,32 @@ struct ReadmeSnippetTests {
         #expect((answered["result"] as? [String: Any])?["decided_by"] as? String == (withToken ? "deployer" : nil))
     }
 
+    @Test("the two-person deploy approval pasted into one shell: alice's vote leaves it displayed, bob's answers it")
+    func twoPersonApproval() async throws {
+        var config = "auth:\n  tokens:\n"
+        var environment: [String: String] = [:]
+        for (name, roles, variable) in [("deployer", "post", "DEPLOYER"), ("alice", "answer", "ALICE"), ("bob", "answer", "BOB")] {
+            let (secret, entry) = try await newToken(name, roles: roles, clients: "ops")
+            config += entry
+            environment[variable] = secret
+        }
+        let daemon = try await Daemon.start(.init(config: config))
+        defer { daemon.cleanup() }
+        let blocks = try Self.shellBlocks(under: "## Two people approve a deploy (quorum)")
+        #expect(blocks.count == 3)
+        let script = blocks.joined(separator: "\n").replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(daemon.port)")
+        let run = try await Program.run("/bin/sh", ["-e", "-c", script], environment: environment, timeout: .seconds(30))
+        #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
+        // The two votes' answers, one body a line.
+        let bodies = try run.stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(bodies.count == 2, "\(run.stdout)")
+        let voters = { (body: [String: Any]?) in (body?["votes"] as? [[String: Any]] ?? []).compactMap { $0["decided_by"] as? String } }
+        #expect(bodies.first??["state"] as? String == "displayed" && voters(bodies.first ?? nil) == ["alice"])
+        let answered = bodies.last ?? nil
+        #expect(answered?["state"] as? String == "answered" && voters(answered) == ["alice", "bob"])
+        #expect((answered?["result"] as? [String: Any])?["decided_by"] as? String == "bob")
+    }
+
     @Test("the openssl verification computes the signature for a whsec_ secret and for a plain one", arguments: [true, false])
     func opensslVerification(whsec: Bool) async throws {
         let block = try #require(try Self.shellBlocks(under: "### Verifying callbacks").first)

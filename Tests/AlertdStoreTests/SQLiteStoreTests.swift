@@ -49,7 +49,9 @@ struct SQLiteStoreTests {
         let id = ids.next(at: Timestamp(milliseconds: 1_795_000_000_000))
         var answered = makeAlert(id, state: .answered)
         answered.decidedAt = Timestamp(milliseconds: 1_795_000_001_234)
-        answered.result = AlertResult(outcome: .answered, button: "Cancel", buttonIndex: 1, cancelled: true, decidedBy: "ops-console")
+        answered.votes = [Vote(decidedBy: "ops-console", button: "Cancel", buttonIndex: 1, at: answered.decidedAt!)]
+        answered.result = AlertResult(
+            outcome: .answered, button: "Cancel", buttonIndex: 1, cancelled: true, decidedBy: "ops-console", votes: answered.votes)
         do {
             let store = try SQLiteStore(directory: dir.path, durability: .full)
             try store.commit([.client("ops", createdAt: Timestamp(milliseconds: 1)), .alert(answered)])
@@ -58,6 +60,49 @@ struct SQLiteStoreTests {
         let loaded = try #require(try reopened.alert(id))
         #expect(loaded == answered)
         #expect(loaded.metadata?.description == #"{"z":1,"a":[1.50,"x"],"n":null}"#)
+    }
+
+    @Test("an alert of several deciders keeps its quorum and votes, in order, pending and once decided")
+    func roundTripVotes() throws {
+        let dir = TempDir()
+        var ids = AlertIDGenerator()
+        let id = ids.next(at: Timestamp(milliseconds: 1_795_000_000_000))
+        var pending = makeAlert(id, state: .displayed)
+        pending.quorum = 3
+        pending.votes = [
+            Vote(decidedBy: "carol", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_000_900)),
+            Vote(decidedBy: "a \"quoted\" name ✓", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_001_000)),
+        ]
+        var withdrawn = pending
+        withdrawn.state = .withdrawn
+        withdrawn.decidedAt = Timestamp(milliseconds: 1_795_000_002_000)
+        withdrawn.result = AlertResult(outcome: .withdrawn, decidedBy: "deployer", votes: pending.votes)
+        let store = try SQLiteStore(directory: dir.path, durability: .normal)
+        try store.commit([.client("ops", createdAt: Timestamp(milliseconds: 1)), .alert(pending)])
+        #expect(try store.load().pending == [pending])
+        try store.commit([.alert(withdrawn)])
+        #expect(try store.alert(id) == withdrawn)
+    }
+
+    @Test("a row answered before votes were stored (votes NULL) reads its one choice as its vote; other rows have none")
+    func rowsWithoutVotes() throws {
+        let dir = TempDir()
+        var ids = AlertIDGenerator()
+        let now = Timestamp(milliseconds: 1_795_000_000_000)
+        let (a, b) = (ids.next(at: now), ids.next(at: now))
+        // Written with no votes: the columns a row of an older alertd has (NULL votes, quorum 1).
+        var answered = makeAlert(a, state: .answered)
+        answered.decidedAt = now.adding(milliseconds: 700)
+        answered.result = AlertResult(outcome: .answered, button: "Deploy", buttonIndex: 0, decidedBy: "console")
+        var expired = makeAlert(b, state: .expired)
+        expired.decidedAt = now.adding(milliseconds: 900)
+        expired.result = AlertResult(outcome: .expired)
+        let store = try SQLiteStore(directory: dir.path, durability: .normal)
+        try store.commit([.client("ops", createdAt: now), .alert(answered), .alert(expired)])
+        let vote = Vote(decidedBy: "console", button: "Deploy", buttonIndex: 0, at: now.adding(milliseconds: 700))
+        let read = try #require(try store.alert(a))
+        #expect(read.votes == [vote] && read.result?.votes == [vote] && read.quorum == 1)
+        #expect(try store.alert(b) == expired)
     }
 
     @Test("absent fields stay absent, empty ones empty, and a later write of an alert replaces its row")

@@ -9,7 +9,8 @@ public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     guard let body = try? JSONParser.parse(UnsafeRawBufferPointer(start: data, count: size)) else { return 0 }
     let rules = AlertRules()
     let draft: NewAlert
-    switch NewAlert.validate(body, rules: rules) {
+    // With named deciders (tokens), so that a quorum above 1 validates too.
+    switch NewAlert.validate(body, rules: rules, namedDeciders: true) {
     case .failure(let invalid):
         precondition(!invalid.errors.isEmpty, "a refusal without a reason")
         return 0
@@ -36,6 +37,7 @@ public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     precondition(resource.priority == draft.priority, "priority changed")
     precondition(resource.callbackURL == draft.callbackURL, "callback_url changed")
     precondition(resource.metadata == draft.metadata, "metadata changed")
+    precondition(resource.quorum == draft.quorum && resource.votes.isEmpty, "quorum changed, or votes before any choice")
     precondition(resource.id == alert.id.description && AlertID(resource.id) == alert.id, "id does not round-trip")
     return 0
 }
@@ -43,7 +45,7 @@ public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
 /// §2's bounds, restated independently of the validator.
 private func check(_ draft: NewAlert, _ rules: AlertRules) {
     // A validated alert has its defaults filled in.
-    guard let buttons = draft.buttons, let priority = draft.priority, draft.style != nil else {
+    guard let buttons = draft.buttons, let priority = draft.priority, let quorum = draft.quorum, draft.style != nil else {
         preconditionFailure("a validated alert lacks a default")
     }
     precondition((1...256).contains(draft.title.unicodeScalars.count), "title length")
@@ -53,6 +55,7 @@ private func check(_ draft: NewAlert, _ rules: AlertRules) {
     precondition(buttons.allSatisfy { (1...64).contains($0.title.unicodeScalars.count) }, "button title length")
     precondition(buttons.count(where: { $0.style == .cancel }) <= 1, "two cancel buttons")
     precondition((-100...100).contains(priority), "priority range")
+    precondition((1...10).contains(quorum) && (quorum == 1 || !buttons.isEmpty), "quorum")
     if let expiresIn = draft.expiresIn { precondition(expiresIn > 0 && expiresIn <= rules.maxExpiresIn, "expires_in range") }
     if let dismissAfter = draft.dismissAfter { precondition(dismissAfter > 0 && buttons.isEmpty, "dismiss_after") }
     if let metadata = draft.metadata { precondition(JSONValue.object(metadata).compactBytes().count <= 4096, "metadata size") }
