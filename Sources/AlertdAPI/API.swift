@@ -386,4 +386,24 @@ struct Call: Sendable {
             Task(operation: operation)
         }
     }
+
+    /// As ``answer(inline:_:_:)`` (started inline), for work that may park, as a long-poll
+    /// does: `work` gets `later`, which answers the request when called (once). Work that
+    /// answers at once returns its value; work that parked returns nil, and its task ends:
+    /// a parked request holds no task (a suspended one cost ~8 KiB a waiter, issue 28).
+    func answer<T: Sendable>(
+        parking work: @escaping @Sendable (_ later: @escaping @Sendable (T) -> Void) async throws(EngineError) -> T?,
+        _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
+    ) {
+        Task.immediate {
+            let result: Result<T, EngineError>
+            do throws(EngineError) {
+                guard let value = try await work({ value in reply { render(.success(value)) } }) else { return }
+                result = .success(value)
+            } catch {
+                result = .failure(error)
+            }
+            reply { render(result) }
+        }
+    }
 }

@@ -63,11 +63,15 @@ extension API {
         }
         if wait > 0 { call.parking() }
         let owner = call.principal?.name
-        call.answer({ [engine, after] () async throws(EngineError) in
-            try await engine.awaitCurrent(client: client, wait: wait, after: after, votes: votes, owner: owner)
-        }) { [self] result in
+        call.answer(
+            parking: { [engine, after] (later) async throws(EngineError) in
+                try await engine.currentOrPark(client: client, wait: wait, after: after, votes: votes, owner: owner) {
+                    later(Engine.Published(body: $0))
+                }
+            }
+        ) { [self] result in
             switch result {
-            case .success(let body): answer(body)
+            case .success(let published): answer(published.body)
             case .failure(let error): render(Problem(error))
             }
         }
@@ -80,9 +84,17 @@ extension API {
         let id = try call.alertID(on: client)
         if wait > 0 { call.parking() }
         let owner = call.principal?.name
-        call.answer({ [engine] () async throws(EngineError) in try await engine.awaitAlert(id, on: client, wait: wait, owner: owner) }) {
-            [self] result in alertResponse(result, whole: call.seesCallbackURLs)
+        let render: @Sendable (Result<PositionedAlert, EngineError>) -> HTTPResponse = { [self] result in
+            alertResponse(result, whole: call.seesCallbackURLs)
         }
+        call.answer(
+            parking: { [engine] (later) async throws(EngineError) in
+                try await engine.alertOrPark(id, on: client, wait: wait, owner: owner) { decided in
+                    if let decided { return later(PositionedAlert(decided, position: nil)) }
+                    // Woken undecided (its wait is over, or alertd is stopping): read as committed now.
+                    call.answer({ () async throws(EngineError) in try await engine.settledAlert(id, on: client) }, render)
+                }
+            }, render)
     }
 
     /// `DELETE /v1/clients/{client}/alerts/{id}`.

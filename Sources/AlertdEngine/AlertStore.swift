@@ -77,8 +77,11 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// A client's pending alerts as committed, in display order (positions 0, 1, …).
     func pending(on client: String) async throws(EngineError) -> [PositionedAlert]
     func policy(of client: String) -> QueuePolicy
-    /// The displayed alert, as committed, of each of `clients` (nil: of every client).
-    func displays(of clients: [String]?) async throws(EngineError) -> [(client: String, alert: Alert?)]
+    /// The displayed alert, as committed, of each of `clients` (nil: of every client),
+    /// with the version it is of where the store knows one (the embedded store: its
+    /// number of the last change committed; nil from a shared store, whose reads of
+    /// `current` check versions of their own, ``refreshDisplays(_:)``).
+    func displays(of clients: [String]?) async throws(EngineError) -> [VersionedDisplay]
     /// A store shared by several instances (SPEC §9: a read reflects every change
     /// committed before it arrived): of each client in `known`, its displayed alert
     /// and version as committed now, when that version is not the one given (nil:
@@ -255,7 +258,9 @@ public struct Committed<Value: Sendable>: Sendable {
     /// The deliveries of the events committed with it, due now.
     public var deliveries: [PendingDelivery]
     /// A shared store's versions of the clients the transaction wrote: the one it
-    /// found (nil: the client was new) and the one it committed. Empty for an embedded store.
+    /// found (nil: the client was new) and the one it committed. The embedded store's
+    /// number of the change, for the clients whose display it changed (`from` nil): a
+    /// display is published only if not older than the one published.
     public var versions: [String: VersionStep]
 
     public init(

@@ -245,11 +245,6 @@ public final class Engine: Sendable {
         publish(try await store.displays(of: clients))
     }
 
-    /// Publishes displays read from the store.
-    func publish(_ displays: [(client: String, alert: Alert?)]) {
-        publish(encoded: displays.map { (client: $0.client, display: display(of: $0.alert, version: nil)) })
-    }
-
     /// Publishes displays a shared store read with their versions (older ones than published change nothing).
     func publish(_ displays: [VersionedDisplay]) {
         publish(encoded: displays.map { (client: $0.client, display: display(of: $0.alert, version: $0.version)) })

@@ -18,16 +18,23 @@ extension Engine {
     /// With a shared store the published display is first made current (one round
     /// trip, shared by the reads that arrive together): a read through any instance
     /// reflects every change committed before it arrived (SPEC §9).
-    public func awaitCurrent(client: String, wait: Int, after: AlertID?, votes: Int? = nil, owner: String? = nil) async throws(EngineError)
-        -> [UInt8]?
-    {
-        if let now = currentNow(client: client, wait: wait, after: after, votes: votes) { return now.body }
+    ///
+    /// Returns the display to answer at once, or nil once the read is parked: `respond`
+    /// answers it later, once (a change, its timeout, alertd draining). A parked read is
+    /// its waiter only, no task: a task suspended for each parked read kept ~8 KiB more a
+    /// waiter (14.4 KiB against 6.6, bench/RESULTS.md, issue 28), and a long-poll is
+    /// what alertd holds by the ten thousand.
+    public func currentOrPark(
+        client: String, wait: Int, after: AlertID?, votes: Int? = nil, owner: String? = nil,
+        respond: @escaping @Sendable ([UInt8]?) -> Void
+    ) async throws(EngineError) -> Published? {
+        if let now = currentNow(client: client, wait: wait, after: after, votes: votes) { return now }
         if store.isShared { try await synchronize([client]) }
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
         enum Outcome {
             case now([UInt8]?)
-            case parked(Reply<[UInt8]?>)
+            case parked
             /// Kept small (no error inside): this enum is built on every read.
             case full(perToken: Bool)
         }
@@ -40,23 +47,22 @@ extension Engine {
                 return .full(perToken: perToken)
             }
             let id = waiters.nextID()
-            let reply = Reply<[UInt8]?>()
             let timeout = timers.schedule(after: Double(seconds)) { [self] in
                 if let waiter = self.waiters.withLockedValue({ $0.removeCurrentWaiter(client, id) }) { answer(waiter) }
             }
             waiters.addCurrentWaiter(
                 Waiters.CurrentWaiter(
-                    id: id, client: client, owner: owner, after: after, votes: display.votes, timeout: timeout, respond: reply.resolve))
-            return .parked(reply)
+                    id: id, client: client, owner: owner, after: after, votes: display.votes, timeout: timeout, respond: respond))
+            return .parked
         }
         switch outcome {
-        case .now(let body): return body
-        case .parked(let reply): return await reply.value()
+        case .now(let body): return Published(body: body)
+        case .parked: return nil
         case .full(let perToken): throw tooManyWaiters(perToken: perToken, owner: owner, settings)
         }
     }
 
-    /// What ``awaitCurrent(client:wait:after:votes:owner:)`` answers when it answers at once
+    /// What ``currentOrPark(client:wait:after:votes:owner:respond:)`` answers when it answers at once
     /// from what is published, found without a task: with an embedded store (whose
     /// commits are all published as they commit), the published display when no wait
     /// is asked, or it is not `after`. nil: the call may wait, or the store is shared
@@ -78,6 +84,8 @@ extension Engine {
     /// A client's published display: the body `GET …/current` answers (nil: none displayed).
     public struct Published: Sendable {
         public var body: [UInt8]?
+
+        public init(body: [UInt8]?) { self.body = body }
     }
 
     /// `GET .../alerts/{id}?wait=N`: the alert as committed, at once when it is
@@ -86,14 +94,19 @@ extension Engine {
     /// The waiter parks before the alert is read, so a decision committed at any
     /// moment is seen: by the read, or by the publication that takes the waiter
     /// (whichever answers first; the other finds it gone).
-    public func awaitAlert(_ id: AlertID, on client: String, wait: Int, owner: String? = nil) async throws(EngineError)
-        -> PositionedAlert
-    {
+    ///
+    /// Returns the alert to answer at once, or nil once the read is parked: `respond`
+    /// is then called once, with the decided alert, or with nil when the wait ended
+    /// undecided (timed out, alertd draining: read it again, ``settledAlert(_:on:)``).
+    /// A parked read holds no task (see ``currentOrPark(client:wait:after:votes:owner:respond:)``).
+    public func alertOrPark(
+        _ id: AlertID, on client: String, wait: Int, owner: String? = nil, respond: @escaping @Sendable (Alert?) -> Void
+    ) async throws(EngineError) -> PositionedAlert? {
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
         if seconds == 0 { return try found(await lookup(id, on: client), id, client) }
         enum Outcome {
-            case parked(UInt64, Reply<Alert?>)
+            case parked(UInt64)
             case now
             case full(perToken: Bool)
         }
@@ -103,13 +116,12 @@ extension Engine {
                 return .full(perToken: perToken)
             }
             let waiterID = waiters.nextID()
-            let reply = Reply<Alert?>()
             let timeout = timers.schedule(after: Double(seconds)) { [self] in
                 if let waiter = self.waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(.alert(waiter, nil)) }
             }
             waiters.addAlertWaiter(
-                Waiters.AlertWaiter(id: waiterID, alertID: id, client: client, owner: owner, timeout: timeout, respond: reply.resolve))
-            return .parked(waiterID, reply)
+                Waiters.AlertWaiter(id: waiterID, alertID: id, client: client, owner: owner, timeout: timeout, respond: respond))
+            return .parked(waiterID)
         }
         switch outcome {
         case .now:
@@ -119,7 +131,7 @@ extension Engine {
             let current = try await lookup(id, on: client)
             if let current, current.alert.isPending { throw tooManyWaiters(perToken: perToken, owner: owner, settings) }
             return try found(current, id, client)
-        case .parked(let waiterID, let reply):
+        case .parked(let waiterID):
             let current: Result<PositionedAlert?, EngineError>
             do throws(EngineError) {
                 current = .success(try await lookup(id, on: client))
@@ -127,21 +139,19 @@ extension Engine {
                 current = .failure(error)
             }
             // Pending: parked until decided or timed out.
-            if case .success(let alert?) = current, alert.alert.isPending { return try await settled(reply, id, client) }
-            // Terminal, unknown or unreadable: answered now, unless a publication took the waiter first.
-            guard let waiter = waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) else {
-                return try await settled(reply, id, client)
-            }
+            if case .success(let alert?) = current, alert.alert.isPending { return nil }
+            // Terminal, unknown or unreadable: answered now, unless a publication took the
+            // waiter first (and answers it).
+            guard let waiter = waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) else { return nil }
             timers.cancel(waiter.timeout)
             return try found(current.get(), id, client)
         }
     }
 
-    /// What a parked alert waiter is answered: the decided alert it was woken with, or
-    /// (timed out, or alertd stopping) the alert as committed now.
-    private func settled(_ reply: Reply<Alert?>, _ id: AlertID, _ client: String) async throws(EngineError) -> PositionedAlert {
-        if let decided = await reply.value() { return PositionedAlert(decided, position: nil) }
-        return try found(await lookup(id, on: client), id, client)
+    /// What a parked alert waiter woken undecided (timed out, or alertd stopping) is
+    /// answered: the alert as committed now.
+    public func settledAlert(_ id: AlertID, on client: String) async throws(EngineError) -> PositionedAlert {
+        try found(await lookup(id, on: client), id, client)
     }
 
     private func found(_ alert: PositionedAlert?, _ id: AlertID, _ client: String) throws(EngineError) -> PositionedAlert {

@@ -45,7 +45,7 @@ extension PostgresAlertStore {
         settings.withLockedValue { $0[client].policy }
     }
 
-    public func displays(of clients: [String]?) async throws(EngineError) -> [(client: String, alert: Alert?)] {
+    public func displays(of clients: [String]?) async throws(EngineError) -> [VersionedDisplay] {
         try await read { [self] in
             let names: [String]
             if let clients {
@@ -62,7 +62,7 @@ extension PostgresAlertStore {
             {
                 shown[alert.client] = alert
             }
-            return names.map { (client: $0, alert: shown[$0]) }
+            return names.map { VersionedDisplay(client: $0, alert: shown[$0], version: nil) }
         }
     }
 

@@ -30,13 +30,20 @@ import Synchronization
 /// then commits what is queued and stops — put it first in the service group,
 /// so it stops last.
 public final class SQLiteAlertStore: AlertStore, Service {
-    private struct State: Sendable {
+    fileprivate struct State: Sendable {
         var board: WriteBehindBoard
         /// Keys whose alert is posted but not committed yet.
         var pendingKeys: [KeyRef: IdempotencyRecord] = [:]
+        /// The number of the last change submitted with displays, and of the last such
+        /// change committed. Commits complete in the order they were submitted, but each
+        /// is published by the task it resumes, in any order: the engine publishes a
+        /// display only if its number is not below the one published (a display of two
+        /// commits back never replaces the last one's).
+        var displaysSubmitted: Int64 = 0
+        var displaysCommitted: Int64 = 0
     }
 
-    private struct KeyRef: Hashable, Sendable {
+    fileprivate struct KeyRef: Hashable, Sendable {
         var client: String
         var key: String
     }
@@ -137,16 +144,19 @@ public final class SQLiteAlertStore: AlertStore, Service {
             if writes.isEmpty, !mutation.afterEarlierCommits {
                 return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))
             }
+            let versions = state.stamp(displays)
             let deliveries = mutation.events.flatMap(\.pendingDeliveries)
             committer.submit(writes) { [self] result in
                 if case .failure = result { return reply.resolve(.failure(.notCommitted)) }
                 if !change.isEmpty || mutation.idempotency != nil {
                     self.state.withLockedValue { state in
                         state.board.committed(change)
+                        state.committed(versions)
                         if let record = mutation.idempotency { state.pendingKeys[KeyRef(client: record.client, key: record.key)] = nil }
                     }
                 }
-                reply.resolve(.success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries)))
+                reply.resolve(
+                    .success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions)))
             }
             return nil
         }
@@ -186,10 +196,14 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let events = events(change)
         let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
         let deliveries = events.flatMap(\.pendingDeliveries)
+        let versions = state.stamp(displays)
         committer.submit(change.saved.map { .alert($0) } + events.map { .event($0) }) { [self] result in
             if case .failure = result { return report(.failure(.notCommitted)) }
-            self.state.withLockedValue { $0.board.committed(change) }
-            report(.success(Committed((), change: change, displays: displays, deliveries: deliveries)))
+            self.state.withLockedValue { state in
+                state.board.committed(change)
+                state.committed(versions)
+            }
+            report(.success(Committed((), change: change, displays: displays, deliveries: deliveries, versions: versions)))
         }
     }
 
@@ -241,9 +255,11 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     /// Every client's displayed alert at once, as committed: a display change still
     /// committing is not read (the displays a commit changes come with its completion).
-    public func displays(of clients: [String]?) async throws(EngineError) -> [(client: String, alert: Alert?)] {
+    public func displays(of clients: [String]?) async throws(EngineError) -> [VersionedDisplay] {
         state.withLockedValue { state in
-            (clients ?? state.board.board.clients).map { (client: $0, alert: state.board.visibleDisplayed(on: $0)) }
+            (clients ?? state.board.board.clients).map {
+                VersionedDisplay(client: $0, alert: state.board.visibleDisplayed(on: $0), version: state.displaysCommitted)
+            }
         }
     }
 
@@ -426,4 +442,20 @@ private final class FailureFlag: Sendable {
     func set(_ text: String) { reason.withLockedValue { $0 = $0 ?? text } }
     func clear() { reason.withLockedValue { $0 = nil } }
     var isSet: Bool { reason.withLockedValue { $0 != nil } }
+}
+
+extension SQLiteAlertStore.State {
+    /// Numbers a change's displays as submitted (under the lock, so in commit order).
+    mutating func stamp(_ displays: [(client: String, alert: Alert?)]) -> [String: VersionStep] {
+        guard !displays.isEmpty else { return [:] }
+        displaysSubmitted += 1
+        var versions: [String: VersionStep] = [:]
+        for display in displays { versions[display.client] = VersionStep(from: nil, to: displaysSubmitted) }
+        return versions
+    }
+
+    /// Records that a change with these numbered displays is committed.
+    mutating func committed(_ versions: [String: VersionStep]) {
+        for step in versions.values { displaysCommitted = max(displaysCommitted, step.to) }
+    }
 }

@@ -57,7 +57,9 @@ extension AlertStore {
         try await clients(after: after, limit: limit, where: { _ in true }).page
     }
 
-    func readDisplays(_ clients: [String]) async throws -> [(client: String, alert: Alert?)] { try await displays(of: clients) }
+    func readDisplays(_ clients: [String]) async throws -> [(client: String, alert: Alert?)] {
+        try await displays(of: clients).map { (client: $0.client, alert: $0.alert) }
+    }
 
     func readDecided(_ client: String) async throws -> [Alert] {
         try await decided(on: client, states: Set(AlertState.allCases.filter(\.isTerminal)), before: nil, limit: 100)

@@ -141,4 +141,38 @@ struct TransactionTests {
             #expect(try await store.readPending("ops").count == 1)
         }
     }
+
+    @Test(
+        "each commit that changes a display numbers it above the last, and a display read is of the last committed number or none",
+        arguments: StoreKind.allCases)
+    func displaysAreNumberedInCommitOrder(kind: StoreKind) async throws {
+        // Commits are published by the tasks they resume, in any order; the engine keeps
+        // the display of the highest number, so a display two commits back never replaces
+        // the last one's (a post, then a choice showing the next alert, in one group commit).
+        try await StoreUnderTest.with(kind) { subject in
+            let store = subject.store
+            let now = subject.clock.now()
+            let first = try await store.commit("ops", now: now) { board, _ throws(EngineError) in
+                do throws(BoardError) {
+                    let (alert, change) = try board.post(draft("A"), to: "ops", now: now)
+                    return Mutation(alert, change: change)
+                } catch {
+                    throw EngineError(error)
+                }
+            }.get()
+            _ = try await store.post(draft("B"), to: "ops", now: now).get()
+            let chosen = try await store.choose(0, of: first.value.id, on: "ops", now: now).get()
+
+            let before = try #require(first.versions["ops"]?.to, "the first post changed the display: it has a number")
+            let after = try #require(chosen.versions["ops"]?.to, "the choice changed the display: it has a number")
+            #expect(after > before)
+            #expect(chosen.displays.first?.alert?.title == "B")
+            // A read is of the last commit's number (the embedded store) or of none (a shared
+            // store, whose reads of current check the database's version themselves).
+            let read = try #require(try await store.displays(of: ["ops"]).first)
+            #expect(read.alert?.title == "B")
+            if kind == .sqlite { #expect(read.version == after) } else { #expect(read.version == nil) }
+        }
+    }
 }
+
