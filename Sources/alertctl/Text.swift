@@ -129,7 +129,7 @@ enum Text {
             lines.append(Terminal.safe("buttons:   " + numbered.joined(separator: "  ")))
         }
         lines.append("priority:  \(alert.priority)")
-        if let tally = tally(alert) { lines.append(Terminal.safe("quorum:    \(alert.quorum): \(tally)")) }
+        if let tally = tally(alert) { lines.append(Terminal.safe("votes:     \(tally)")) }
         lines.append("created:   \(alert.createdAt)")
         if let displayed = alert.displayedAt { lines.append("displayed: \(displayed)") }
         if let decided = alert.decidedAt { lines.append("decided:   \(decided)") }

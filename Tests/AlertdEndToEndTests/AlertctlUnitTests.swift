@@ -419,7 +419,7 @@ struct VoteTextTests {
         #expect(Text.tally(Self.alert(quorum: 1, votes: [("alice", "Deploy")])) == nil)
         let summary = Text.summary(Self.alert(votes: [("alice", "Deploy")]))
         #expect(summary.hasSuffix("(1 of 2 approvals — alice: Deploy)"), "\(summary)")
-        #expect(Text.details(Self.alert(votes: [("alice", "Deploy")])).contains("quorum:    2: 1 of 2 approvals — alice: Deploy"))
+        #expect(Text.details(Self.alert(votes: [("alice", "Deploy")])).contains("votes:     1 of 2 approvals — alice: Deploy"))
         #expect(Choose.vote(Self.alert(votes: [("alice", "Deploy")]))?.hasPrefix("voted: not decided yet") == true)
     }
 
@@ -451,7 +451,8 @@ struct VoteTextTests {
         // Alice votes Roll back: the answer is the alert still displayed, with her vote.
         let voted = Self.alert(votes: [("bob", "Deploy"), ("alice", "Roll back")])
         state.answered(voted, with: .destructive("Roll back"))
-        #expect(state.note?.text == "voted Roll back on “Deploy build 1234?”: Deploy 1 of 2, Roll back 1 of 2 — bob: Deploy, alice: Roll back")
+        #expect(
+            state.note?.text == "voted Roll back on “Deploy build 1234?”: Deploy 1 of 2, Roll back 1 of 2 — bob: Deploy, alice: Roll back")
         #expect(state.answeredHere == nil, "a vote is not the answer: its decision is told when it leaves")
         let frame = ConsoleStateTests.visible(state.frame(now: Date()))
         screen = frame.joined(separator: "\n")
