@@ -655,7 +655,6 @@ class QuorumTests(unittest.TestCase):
         field.send_keys(token)
         driver.find_element(By.ID, "login-submit").click()
         until(driver, lambda d: visible(d, "client-view") and text_of(d, "identity").startswith(name + " ·"))
-        until(driver, lambda d: "Nothing to answer" in text_of(d, "stage"))
 
     def click(self, driver, title):
         driver.find_element(By.XPATH, f"//div[@role='alertdialog']//button[.//span[text()='{title}']]").click()
@@ -666,6 +665,8 @@ class QuorumTests(unittest.TestCase):
     def test_one_votes_the_other_sees_it_without_reload_then_votes_and_the_alert_is_answered(self):
         self.sign_in(self.alice, self.ALICE, "alice")
         self.sign_in(self.bob, self.BOB, "bob")
+        for driver in (self.alice, self.bob):
+            until(driver, lambda d: "Nothing to answer" in text_of(d, "stage"))
         # Set on the page now: still there later means the page was never reloaded.
         self.bob.execute_script("window.__notReloaded = true")
         posted = self.daemon.post("ops", self.TWO_PERSON, token=self.DEPLOYER)
