@@ -99,20 +99,24 @@ public struct AlertdClient: Sendable {
     ///
     /// With `wait`, the daemon holds the request until the displayed alert's id differs from
     /// `after` (nil: from "nothing displayed") or `wait` seconds pass — a dashboard passes the
-    /// id it shows and never busy-loops:
+    /// id it shows and never busy-loops. A vote on the displayed alert (SPEC §10) also ends the
+    /// wait; `votes`, the number of votes of `after` the caller shows, makes it return at once
+    /// when the alert has another number, so no vote made between two polls is missed:
     ///
     /// ```swift
-    /// var shown: String?
+    /// var shown: AlertResource?
     /// while true {
-    ///     let alert = try await alerts.current(on: "ops", wait: 30, after: shown)
-    ///     shown = alert?.id
-    ///     render(alert)
+    ///     shown = try await alerts.current(on: "ops", wait: 30, after: shown?.id, votes: shown?.votes.count)
+    ///     render(shown)   // "1 of 2 approvals — alice: Deploy"
     /// }
     /// ```
-    public func current(on client: String, wait: Int? = nil, after: String? = nil) async throws -> AlertResource? {
+    public func current(on client: String, wait: Int? = nil, after: String? = nil, votes: Int? = nil) async throws
+        -> AlertResource?
+    {
         var query: [(String, String)] = []
         if let wait { query.append(("wait", String(max(0, wait)))) }
         if let after { query.append(("after", after)) }
+        if let votes { query.append(("votes", String(max(0, votes)))) }
         let answer = try await transport.send(
             .GET, Self.alertsPath(client) + "/current", query: query, timeout: timeout(waiting: wait))
         if answer.status == 204 { return nil }
@@ -121,16 +125,30 @@ public struct AlertdClient: Sendable {
 
     /// Chooses a button of the displayed alert: `POST …/alerts/{id}/choice`.
     ///
-    /// Repeating the same button for an answered alert returns the same result (safe retries).
+    /// Returns the alert as the choice left it. Usually that is the answered alert; for an
+    /// alert that needs several people (`quorum` above 1, SPEC §10) the choice is a **vote**,
+    /// and while fewer than `quorum` deciders agree the alert comes back still `displayed`,
+    /// `result` nil, the vote in `votes`. The vote that completes the quorum, or any vote for
+    /// the `cancel`-style button, answers it. Check the state before treating it as decided:
     ///
     /// ```swift
-    /// try await alerts.choose(on: "ops", id: alert.id, button: "Deploy")
+    /// let alert = try await alerts.choose(on: "ops", id: id, button: "Deploy")
+    /// if alert.isTerminal {
+    ///     print("answered \(alert.result?.button ?? "")")
+    /// } else {
+    ///     print("voted: \(alert.votes.count) of \(alert.quorum)")
+    /// }
     /// ```
+    ///
+    /// Repeating the same button (or, for a decider, their own vote) returns the alert as it is
+    /// (safe retries). A decider choosing another button after voting is
+    /// ``ProblemCode/alreadyVoted``, with the alert in the problem.
     public func choose(on client: String, id: String, button: String) async throws -> AlertResource {
         try await choose(on: client, id: id, .title(button))
     }
 
-    /// Chooses a button by title or by index: `POST …/alerts/{id}/choice`.
+    /// Chooses a button by title or by index: `POST …/alerts/{id}/choice`; with several deciders
+    /// a vote, as ``choose(on:id:button:)`` says.
     public func choose(on client: String, id: String, _ choice: ButtonChoice) async throws -> AlertResource {
         let answer = try await transport.send(
             .POST, Self.alertPath(client, id) + "/choice", body: choice, timeout: requestTimeout)

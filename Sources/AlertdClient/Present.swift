@@ -58,6 +58,63 @@ public enum AlertOutcome: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// How a presented alert ended, with every vote: what ``AlertPresenting/presentForDecision(_:on:)``
+/// and `present(…, quorum:)` return.
+///
+/// For an alert that needs several people (`quorum` above 1, SPEC §10) the outcome is the
+/// button that `quorum` different deciders chose, or the `cancel`-style button one of them
+/// chose (a veto), and ``votes`` says who chose what, in the order the daemon committed it:
+///
+/// ```swift
+/// let decision = try await alerts.present(
+///     on: "ops", title: "Deploy build 1234 to production?",
+///     buttons: [.default("Deploy"), .cancel("Cancel")], quorum: 2)
+/// if decision.outcome == .button("Deploy") {
+///     log("approved by \(decision.chosenBy.joined(separator: " and "))")   // "alice and bob"
+///     try await deploy()
+/// }
+/// ```
+public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
+    /// The button chosen, or why none was.
+    public var outcome: AlertOutcome
+    /// Every vote the alert had, in the order they were committed. An alert of `quorum` 1
+    /// answered by a button has one (its choice); votes short of the quorum stay on an alert
+    /// that then expired or was withdrawn; none when no one chose.
+    public var votes: [Vote]
+    /// The decider whose vote decided it (the one that completed the quorum, or cancelled);
+    /// for a withdrawn alert, who withdrew it. nil without tokens, or when no one did.
+    public var decidedBy: String?
+
+    /// A decision with every field given.
+    public init(outcome: AlertOutcome, votes: [Vote] = [], decidedBy: String? = nil) {
+        self.outcome = outcome
+        self.votes = votes
+        self.decidedBy = decidedBy
+    }
+
+    /// The decision of a terminal alert resource; nil while it is pending.
+    public init?(_ alert: AlertResource) {
+        guard let outcome = AlertOutcome(alert) else { return nil }
+        self.outcome = outcome
+        // A terminal alert's votes are its result's; the resource's own list is the same.
+        votes = alert.result.map { $0.votes.isEmpty ? alert.votes : $0.votes } ?? alert.votes
+        decidedBy = alert.result?.decidedBy
+    }
+
+    /// The deciders who chose the outcome's button, in the order they voted: for a deploy
+    /// approved by two people, both names; for a veto, the one who cancelled; empty when no
+    /// button was chosen (or without tokens, where choices have no name).
+    public var chosenBy: [String] {
+        guard let button = outcome.chosenButton else { return [] }
+        return votes.filter { $0.button == button }.compactMap(\.decidedBy)
+    }
+
+    public var description: String {
+        let names = chosenBy
+        return names.isEmpty ? outcome.description : "\(outcome) by \(names.joined(separator: ", "))"
+    }
+}
+
 /// Something that presents alerts to people and awaits their answer.
 ///
 /// ``AlertdClient`` is the real one; `AlertdClientTesting`'s `TestAlertPresenter` is a double
@@ -77,6 +134,19 @@ public enum AlertOutcome: Sendable, Hashable, CustomStringConvertible {
 public protocol AlertPresenting: Sendable {
     /// Presents `alert` on `client` and returns once it is terminal.
     func present(_ alert: NewAlert, on client: String) async throws -> AlertOutcome
+
+    /// Presents `alert` on `client` and returns once it is terminal: how it ended, who decided
+    /// and every vote. For an alert with a `quorum` above 1 this is where the votes are; a
+    /// conformer that has none to tell (the default) returns the outcome of
+    /// ``present(_:on:)`` with no votes.
+    func presentForDecision(_ alert: NewAlert, on client: String) async throws -> AlertDecision
+}
+
+extension AlertPresenting {
+    /// The outcome of ``present(_:on:)``, without votes: for a presenter that knows no more.
+    public func presentForDecision(_ alert: NewAlert, on client: String) async throws -> AlertDecision {
+        AlertDecision(outcome: try await present(alert, on: client))
+    }
 }
 
 extension AlertPresenting {
@@ -94,6 +164,32 @@ extension AlertPresenting {
             NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
                 dismissAfter: dismissAfter, metadata: metadata),
+            on: client)
+    }
+
+    /// Presents an alert that `quorum` different people must agree on (SPEC §10) and returns
+    /// the decision with its votes. Above 1, `quorum` needs buttons and a daemon with tokens:
+    /// each token's name is one decider. One `cancel`-style vote stops it at once.
+    ///
+    /// ```swift
+    /// let decision = try await alerts.present(
+    ///     on: "ops", title: "Deploy build 1234 to production?",
+    ///     buttons: [.default("Deploy"), .cancel("Cancel")], quorum: 2)
+    /// switch decision.outcome {
+    /// case .button("Deploy"): try await deploy(approvedBy: decision.chosenBy)   // ["alice", "bob"]
+    /// case .cancel: print("stopped by \(decision.decidedBy ?? "someone")")
+    /// default: print("no decision: \(decision.outcome)")
+    /// }
+    /// ```
+    public func present(
+        on client: String, title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button] = [],
+        priority: Int? = nil, expiresIn: Double? = nil, dismissAfter: Double? = nil, metadata: JSONObject? = nil,
+        quorum: Int
+    ) async throws -> AlertDecision {
+        try await presentForDecision(
+            NewAlert(
+                title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
+                dismissAfter: dismissAfter, metadata: metadata, quorum: quorum),
             on: client)
     }
 }
@@ -136,11 +232,24 @@ extension AlertdClient: AlertPresenting {
     /// let answer = try await alerts.present(NewAlert(title: "Deploy?", buttons: [.default("Deploy"), .cancel("No")]), on: "ops")
     /// ```
     public func present(_ alert: NewAlert, on client: String) async throws -> AlertOutcome {
+        try await presentForDecision(alert, on: client).outcome
+    }
+
+    /// Like ``present(_:on:)``, with who decided and every vote: for an alert of `quorum` 2,
+    /// the two deciders who approved (or the one who cancelled). It waits through the votes
+    /// short of the quorum: the daemon answers its long-poll only with the decision.
+    ///
+    /// ```swift
+    /// let decision = try await alerts.presentForDecision(
+    ///     NewAlert(title: "Drop db-3?", buttons: [.destructive("Drop"), .cancel("Keep")], quorum: 2), on: "ops")
+    /// print(decision.outcome, decision.votes.map { "\($0.decidedBy ?? "-"): \($0.button)" })
+    /// ```
+    public func presentForDecision(_ alert: NewAlert, on client: String) async throws -> AlertDecision {
         let terminal = try await presentUntilTerminal(alert, on: client)
-        guard let outcome = AlertOutcome(terminal) else {
+        guard let decision = AlertDecision(terminal) else {
             throw AlertdError(kind: .invalidResponse, message: "alertd answered an alert \(terminal.state) without its button")
         }
-        return outcome
+        return decision
     }
 
     /// Like ``present(_:on:)``, but returns the terminal alert itself: its result, who decided, when.

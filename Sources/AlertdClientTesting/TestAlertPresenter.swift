@@ -1,5 +1,6 @@
 public import AlertdClient
 public import AlertdWire
+import Foundation
 import NIOConcurrencyHelpers
 public import Testing
 
@@ -20,6 +21,8 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
     public var buttons: [Button] { alert.buttons ?? [] }
     /// The buttons' titles, in order.
     public var buttonTitles: [String] { buttons.map(\.title) }
+    /// How many different deciders must choose the same button: 1 unless the code asked for more.
+    public var quorum: Int { alert.quorum ?? 1 }
 
     public var description: String {
         let buttons = buttons.map { "\($0.title)(\($0.style.rawValue))" }.joined(separator: ", ")
@@ -46,6 +49,17 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
 ///     alerts.verifyAllExpectationsMet()
 /// }
 /// ```
+///
+/// An alert that needs several people (`quorum` above 1) is answered by named deciders'
+/// votes, ``Answer/votes(_:)``, counted as the daemon counts them (SPEC §10): it is decided
+/// when `quorum` different deciders chose the same button, or at once by a vote for the
+/// `cancel`-style button; votes that never get there leave it to expire.
+///
+/// ```swift
+/// alerts.expect(title: "Deploy build 1234?", answer: .votes([.init("alice", "Deploy"), .init("bob", "Deploy")]))
+/// let decision = try await alerts.presentForDecision(question, on: "ops")
+/// #expect(decision.outcome == .button("Deploy") && decision.chosenBy == ["alice", "bob"])
+/// ```
 public final class TestAlertPresenter: AlertPresenting, Sendable {
     /// How the test answers a presentation.
     public enum Answer: Sendable, Hashable {
@@ -57,6 +71,34 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         case expired
         /// The alert was withdrawn.
         case withdrawn
+        /// Named deciders chose, in this order, as people would on an alert with a `quorum`
+        /// (any quorum: the first vote decides an alert of quorum 1). The double counts them
+        /// as the daemon does (SPEC §10):
+        /// - a vote for the `cancel`-style button answers the alert at once, cancelled;
+        /// - `quorum` different deciders choosing the same button answer it with that button,
+        ///   ``AlertDecision/decidedBy`` the one who completed it;
+        /// - a decider's second ballot changes nothing (the same button again is a retry,
+        ///   another one the daemon refuses with `already-voted`);
+        /// - ballots that never reach a decision leave the alert to expire, with the votes
+        ///   made: the outcome is ``AlertOutcome/expired``.
+        ///
+        /// A ballot after the one that decided the alert fails the test: no one could cast it.
+        case votes([Ballot])
+    }
+
+    /// One decider's choice, for ``Answer/votes(_:)``: `Ballot("alice", "Deploy")`.
+    public struct Ballot: Sendable, Hashable, CustomStringConvertible {
+        /// The decider: a token's name, as the daemon would record it.
+        public var decider: String
+        /// The title of the button chosen.
+        public var button: String
+
+        public init(_ decider: String, _ button: String) {
+            self.decider = decider
+            self.button = button
+        }
+
+        public var description: String { "\(decider): \(button)" }
     }
 
     /// What the double reports to the code under test when a presentation goes wrong.
@@ -122,6 +164,13 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
 
     /// Records the presentation and answers it as the test said.
     public func present(_ alert: NewAlert, on client: String) async throws -> AlertOutcome {
+        try await presentForDecision(alert, on: client).outcome
+    }
+
+    /// Records the presentation and answers it as the test said, with the votes: a
+    /// ``Answer/votes(_:)`` answer's as counted, a ``Answer/button(_:)`` answer's one vote
+    /// (without a decider's name, as a daemon without tokens records it).
+    public func presentForDecision(_ alert: NewAlert, on client: String) async throws -> AlertDecision {
         let presented = PresentedAlert(client: client, alert: alert)
         let next: Expectation? = state.withLockedValue {
             $0.presented.append(presented)
@@ -143,25 +192,66 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         } else {
             throw Self.fail("an alert no test expected was presented: \(presented)", at: location)
         }
-        return try outcome(of: answer, for: presented, at: location)
+        return try decision(of: answer, for: presented, at: location)
     }
 
-    private func outcome(of answer: Answer, for presented: PresentedAlert, at location: SourceLocation) throws -> AlertOutcome {
+    private func decision(of answer: Answer, for presented: PresentedAlert, at location: SourceLocation) throws -> AlertDecision {
         switch answer {
         case .button(let title):
-            guard let button = presented.buttons.first(where: { $0.title == title }) else {
+            guard let index = presented.buttons.firstIndex(where: { $0.title == title }) else {
                 throw Self.fail("answered with \"\(title)\", which \(presented) does not have", at: location)
             }
-            return button.style == .cancel ? .cancel(title) : .button(title)
+            guard presented.quorum == 1 else {
+                throw Self.fail(
+                    "answered with .button(\"\(title)\"), but \(presented) needs \(presented.quorum) deciders: "
+                        + "say who chose with .votes([.init(\"alice\", \"\(title)\"), …])",
+                    at: location)
+            }
+            let outcome: AlertOutcome = presented.buttons[index].style == .cancel ? .cancel(title) : .button(title)
+            return AlertDecision(outcome: outcome, votes: [Vote(decidedBy: nil, button: title, buttonIndex: index, at: Self.now())])
         case .dismissed:
             guard presented.buttons.isEmpty else {
                 throw Self.fail("answered .dismissed, but only buttonless alerts are dismissed: \(presented)", at: location)
             }
-            return .dismissed
-        case .expired: return .expired
-        case .withdrawn: return .withdrawn
+            return AlertDecision(outcome: .dismissed)
+        case .expired: return AlertDecision(outcome: .expired)
+        case .withdrawn: return AlertDecision(outcome: .withdrawn)
+        case .votes(let ballots): return try count(ballots, for: presented, at: location)
         }
     }
+
+    /// The ballots counted as the daemon counts votes (SPEC §10).
+    private func count(_ ballots: [Ballot], for presented: PresentedAlert, at location: SourceLocation) throws -> AlertDecision {
+        var votes: [Vote] = []
+        for (number, ballot) in ballots.enumerated() {
+            guard let index = presented.buttons.firstIndex(where: { $0.title == ballot.button }) else {
+                throw Self.fail("\(ballot.decider) voted \"\(ballot.button)\", which \(presented) does not have", at: location)
+            }
+            // A decider votes once: the same button again changes nothing, another is refused.
+            if votes.contains(where: { $0.decidedBy == ballot.decider }) { continue }
+            votes.append(Vote(decidedBy: ballot.decider, button: ballot.button, buttonIndex: index, at: Self.now()))
+            let outcome: AlertOutcome
+            if presented.buttons[index].style == .cancel {
+                outcome = .cancel(ballot.button)
+            } else if votes.filter({ $0.button == ballot.button }).count >= presented.quorum {
+                outcome = .button(ballot.button)
+            } else {
+                continue
+            }
+            let after = ballots.dropFirst(number + 1)
+            guard after.isEmpty else {
+                throw Self.fail(
+                    "\(ballot) decided \(presented) (\(outcome)), so no one could cast the ballots after it: "
+                        + after.map(\.description).joined(separator: ", "),
+                    at: location)
+            }
+            return AlertDecision(outcome: outcome, votes: votes, decidedBy: ballot.decider)
+        }
+        // Short of the quorum: the alert stays until it expires, with the votes made.
+        return AlertDecision(outcome: .expired, votes: votes)
+    }
+
+    private static func now() -> Timestamp { Timestamp(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) }
 
     /// The first §2 rule the daemon would refuse the alert for, if any.
     static func violation(of alert: NewAlert, on client: String) -> String? {
@@ -176,6 +266,10 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         if Set(buttons.map(\.title)).count != buttons.count { return "button titles are not unique" }
         if buttons.filter({ $0.style == .cancel }).count > 1 { return "more than one cancel button" }
         if let priority = alert.priority, !(-100...100).contains(priority) { return "priority is outside −100…100" }
+        if let quorum = alert.quorum {
+            if !(1...10).contains(quorum) { return "quorum must be 1–10" }
+            if quorum > 1, buttons.isEmpty { return "a quorum above 1 needs buttons" }
+        }
         if let expiresIn = alert.expiresIn, expiresIn <= 0 { return "expires_in must be above 0" }
         if let dismissAfter = alert.dismissAfter {
             if !buttons.isEmpty { return "dismiss_after is only for alerts without buttons" }

@@ -17,6 +17,14 @@ struct Post: AsyncParsableCommand {
             Ctrl-C while waiting withdraws the alert. When the daemon cannot be reached for the \
             first post, it exits 4 at once; once the alert is posted, it keeps trying for \
             --retry-for seconds, saying so on stderr, then exits 4 naming the alert.
+
+            --quorum N asks N different people (token names) to choose the same button before \
+            the alert is answered; one vote for the --cancel button stops it at once. It needs \
+            buttons and a daemon with tokens. --wait waits through the votes and ends as above \
+            (with --json, the answered alert lists every vote):
+
+              alertctl post ops --title "Deploy to production?" --button Deploy --cancel Cancel \\
+                --quorum 2 --wait && ./deploy.sh
             """)
 
     @OptionGroup var connection: Connection
@@ -60,6 +68,11 @@ struct Post: AsyncParsableCommand {
 
     @Option(name: .long, help: "A JSON object echoed back with the alert.")
     var metadata: String?
+
+    @Option(
+        name: .long,
+        help: "How many different deciders (token names) must choose the same button: 1–10, default 1. Above 1 needs buttons and tokens.")
+    var quorum: Int?
 
     @Option(
         name: .customLong("idempotency-key"),
@@ -195,7 +208,7 @@ struct Post: AsyncParsableCommand {
         }
         return NewAlert(
             title: title, message: message, style: parsedStyle, buttons: buttons.isEmpty ? nil : buttons, priority: priority,
-            expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callback, metadata: object)
+            expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callback, metadata: object, quorum: quorum)
     }
 }
 
@@ -241,6 +254,12 @@ struct Choose: AsyncParsableCommand {
 
             A destructive button is chosen only after a confirmation: on a terminal alertctl \
             asks (y chooses it); without a terminal on stdin it refuses (exit 64) unless --yes.
+
+            On an alert that needs several people (posted with a quorum above 1) a choice is \
+            a vote: it prints the alert, still displayed, with the votes so far ("1 of 2 \
+            approvals — alice: Deploy"), and says so; the vote that completes the quorum, or \
+            a vote for the cancel button, answers it. A token that voted cannot choose \
+            another button (exit 3, Already voted).
 
             With --current it answers whatever alert the client displays now, without its id, \
             and prints which alert that was.
@@ -335,8 +354,20 @@ struct Choose: AsyncParsableCommand {
             } catch let error as AlertdError {
                 throw Failure(error)
             }
-            if connection.json { connection.printAnswer() } else { print(Text.summary(answered)) }
+            if connection.json {
+                connection.printAnswer()
+            } else {
+                print(Text.summary(answered))
+                if let vote = Self.vote(answered) { print(Terminal.safe(vote)) }
+            }
         }
+    }
+
+    /// What to say when the choice was a vote that did not decide the alert: nil when it did.
+    static func vote(_ alert: AlertResource) -> String? {
+        guard !alert.isTerminal, alert.quorum > 1 else { return nil }
+        return "voted: not decided yet; it is answered when \(alert.quorum) deciders choose the same button, "
+            + "or at once by a vote for the cancel button"
     }
 
     /// Asks on the terminal; refuses without one.

@@ -69,7 +69,46 @@ enum Text {
         line += "  \(quoted(alert.title))"
         if !alert.buttons.isEmpty { line += "  " + alert.buttons.map(button).joined(separator: " ") }
         if let result = alert.result, let chosen = result.button { line += "  → \(chosen)" }
+        if let tally = tally(alert) { line += "  (\(tally))" }
         return Terminal.safe(line)
+    }
+
+    /// `1 of 2 approvals — alice: Deploy`: for an alert that needs several deciders (`quorum`
+    /// above 1), how many chose each button so far and who chose what, as the dashboard says
+    /// it; nil for quorum 1. Votes for two buttons count apart (`Deploy 1 of 2, Roll back 1
+    /// of 2 — alice: Deploy, bob: Roll back`); a cancel-style vote needs no count (it
+    /// answers at once) and is only named.
+    static func tally(_ alert: AlertResource) -> String? {
+        guard alert.quorum > 1 else { return nil }
+        let isCancel = { (vote: Vote) in
+            alert.buttons.indices.contains(vote.buttonIndex) && alert.buttons[vote.buttonIndex].style == .cancel
+        }
+        var counted: [String] = []
+        for vote in alert.votes where !isCancel(vote) && !counted.contains(vote.button) { counted.append(vote.button) }
+        let count = { (button: String) in alert.votes.filter { $0.button == button }.count }
+        let head =
+            switch counted.count {
+            case 0: "0 of \(alert.quorum) approvals"
+            case 1: "\(count(counted[0])) of \(alert.quorum) approvals"
+            default: counted.map { "\($0) \(count($0)) of \(alert.quorum)" }.joined(separator: ", ")
+            }
+        if alert.votes.isEmpty { return head }
+        return head + " — " + alert.votes.map { "\($0.decidedBy ?? "anonymous"): \($0.button)" }.joined(separator: ", ")
+    }
+
+    /// Who decided a terminal alert, for people: the deciders who chose its button when it
+    /// needed several (`alice and bob`), else the one who decided; nil when no one is named.
+    static func deciders(_ alert: AlertResource) -> String? {
+        guard let result = alert.result else { return nil }
+        let voters = result.votes.filter { $0.button == result.button }.compactMap(\.decidedBy)
+        if alert.quorum > 1, voters.count > 1 { return names(voters) }
+        return result.decidedBy
+    }
+
+    /// `alice`, `alice and bob`, `alice, bob and carol`.
+    static func names(_ names: [String]) -> String {
+        guard let last = names.last, names.count > 1 else { return names.first ?? "" }
+        return names.dropLast().joined(separator: ", ") + " and " + last
     }
 
     static func details(_ alert: AlertResource) -> String {
@@ -90,6 +129,7 @@ enum Text {
             lines.append(Terminal.safe("buttons:   " + numbered.joined(separator: "  ")))
         }
         lines.append("priority:  \(alert.priority)")
+        if let tally = tally(alert) { lines.append(Terminal.safe("votes:     \(tally)")) }
         lines.append("created:   \(alert.createdAt)")
         if let displayed = alert.displayedAt { lines.append("displayed: \(displayed)") }
         if let decided = alert.decidedAt { lines.append("decided:   \(decided)") }
@@ -97,7 +137,7 @@ enum Text {
         if let result = alert.result {
             var text = result.outcome.rawValue
             if let chosen = result.button { text += ": \(chosen)" + (result.cancelled ? " (cancel)" : "") }
-            if let by = result.decidedBy { text += " by \(by)" }
+            if let by = deciders(alert) { text += " by \(by)" }
             lines.append(Terminal.safe("result:    \(text)"))
         }
         if let callback = alert.callbackURL { lines.append(Terminal.safe("callback:  \(callback)")) }

@@ -22,6 +22,10 @@ struct Watch: AsyncParsableCommand {
             A token that may not answer (no answer or admin role) is shown as read-only from the \
             start: the buttons are listed without keys. An alert answered elsewhere says how, \
             and by whom.
+
+            An alert that needs several people (a quorum above 1) shows its votes as they come \
+            ("1 of 2 approvals — alice: Deploy"); a key is then this token's vote. Once it has \
+            voted, its keys choose nothing more until the alert is decided.
             """)
 
     @OptionGroup var connection: Connection
@@ -36,8 +40,12 @@ struct Watch: AsyncParsableCommand {
             }
             let alertd = try connection.client()
             var state = ConsoleState(client: client)
-            // Whether this token may answer, known before the first key: unknown (an error) keeps the keys.
-            if let me = try? await alertd.whoAmI() { state.readOnly = ConsoleState.readOnly(me) }
+            // Whether this token may answer, and who votes, known before the first key: unknown
+            // (an error) keeps the keys.
+            if let me = try? await alertd.whoAmI() {
+                state.readOnly = ConsoleState.readOnly(me)
+                state.decider = .some(me.auth ? me.name : nil)
+            }
             let terminal = RawTerminal()
             defer { terminal.restore() }
             var console = Console(alertd: alertd, state: state)
@@ -100,6 +108,9 @@ struct Console {
         do {
             let answered = try await alertd.choose(on: state.client, id: alert.id, button: button.title)
             state.answered(answered, with: button)
+        } catch let error as AlertdError where error.code == .alreadyVoted && error.problem?.alert != nil {
+            state.show(error.problem!.alert!)
+            state.note = ConsoleState.Note(text: "already voted: a vote is not changed; \(button.title) was not chosen")
         } catch let error as AlertdError where error.code == .alreadyDecided && error.problem?.alert != nil {
             state.answeredHere = alert.id
             state.note = ConsoleState.Note(text: "too late: " + ConsoleState.decision(error.problem!.alert!), keep: true)
@@ -110,17 +121,19 @@ struct Console {
 
     /// Follows the displayed alert with long-polls; reconnects with backoff and says so. A token
     /// the daemon refuses (401) or that may not read the client (403) stops it: no retry helps.
+    /// Each poll passes the votes it shows, so a vote on the alert (SPEC §10) comes at once.
     static func follow(_ alertd: AlertdClient, _ client: String, into sink: AsyncStream<Event>.Continuation) async {
-        var shown: String?
+        var shown: AlertResource?
         var first = true
         var failures = 0
         while !Task.isCancelled {
             do {
-                let alert = try await alertd.current(on: client, wait: first ? nil : 25, after: shown)
+                let alert = try await alertd.current(
+                    on: client, wait: first ? nil : 25, after: shown?.id, votes: first ? nil : shown?.votes.count ?? 0)
                 first = false
                 if failures > 0 { sink.yield(.connection(nil)) }
                 failures = 0
-                shown = alert?.id
+                shown = alert
                 sink.yield(.alert(alert))
             } catch {
                 if Task.isCancelled { return }
@@ -174,6 +187,9 @@ struct ConsoleState {
     var confirming: Button?
     /// Why this token cannot answer (`read-only: …`), shown from the start; nil when it can (or is unknown).
     var readOnly: String?
+    /// Who this console votes as (SPEC §10): `.some(name)` from whoami (`.some(nil)` without
+    /// tokens, the one anonymous decider); nil while unknown, which never holds a key back.
+    var decider: String??
     /// The last alert answered (or found decided) from this console: its leaving needs no report.
     var answeredHere: String?
     /// The first message line shown.
@@ -206,10 +222,19 @@ struct ConsoleState {
         return Array(zip(Self.keys, ordered))
     }
 
+    /// This console's vote on the displayed alert, once it voted: its keys then choose nothing.
+    var myVote: Vote? {
+        guard let alert, alert.state == .displayed, alert.quorum > 1, let decider else { return nil }
+        return alert.votes.first { $0.decidedBy == decider }
+    }
+
     /// The displayed alert is `new`. Returns the one that left the display without being answered
-    /// here, whose fate (answered by whom, withdrawn, expired…) is worth telling.
+    /// here, whose fate (answered by whom, withdrawn, expired…) is worth telling. The same alert
+    /// again replaces it only with as many votes or more: an answer read before a vote never
+    /// takes the vote back off the screen.
     @discardableResult
     mutating func show(_ new: AlertResource?) -> AlertResource? {
+        if let new, let alert, new.id == alert.id, new.state == alert.state, new.votes.count < alert.votes.count { return nil }
         var left: AlertResource?
         if new?.id != alert?.id {
             if note?.keep != true { note = nil }
@@ -223,6 +248,12 @@ struct ConsoleState {
     }
 
     mutating func answered(_ alert: AlertResource, with button: Button) {
+        guard alert.isTerminal || alert.quorum == 1 else {
+            // A vote short of the quorum: the alert stays, with the vote; its decision is told when it leaves.
+            if alert.id == self.alert?.id { show(alert) }
+            note = Note(text: "voted \(button.title) on “\(alert.title)”: " + (Text.tally(alert) ?? ""))
+            return
+        }
         answeredHere = alert.id
         note = Note(text: "answered “\(alert.title)” with \(button.title)", keep: true)
         if alert.id == self.alert?.id { self.alert = alert }
@@ -237,7 +268,7 @@ struct ConsoleState {
     static func decision(_ alert: AlertResource) -> String {
         let title = "“\(alert.title)”"
         guard let result = alert.result else { return "\(title) is queued again behind a newer alert" }
-        let by = result.decidedBy.map { " by \($0)" } ?? ""
+        let by = Text.deciders(alert).map { " by \($0)" } ?? ""
         switch result.outcome {
         case .answered: return "\(title) was answered “\(result.button ?? "?")”\(by)"
         case .withdrawn: return "\(title) was withdrawn\(by)"
@@ -281,6 +312,10 @@ struct ConsoleState {
         }
         if let readOnly {
             note = Note(text: readOnly + "; nothing was chosen")
+            return .none
+        }
+        if let myVote {
+            note = Note(text: "you voted \(myVote.button): a vote is not changed; nothing was chosen")
             return .none
         }
         let shown = shownButtons
@@ -343,7 +378,7 @@ struct ConsoleState {
     private func hints(scrollable: Bool) -> String {
         var hints: [String] = []
         let shown = shownButtons
-        if denied == nil, readOnly == nil, !shown.isEmpty {
+        if denied == nil, readOnly == nil, myVote == nil, !shown.isEmpty {
             if confirming != nil { return "y choose · any other key keep · q quit" }
             hints.append(keyRange)
             if shown.contains(where: { $0.button.style == .cancel }) { hints.append("Esc cancel") }
@@ -368,7 +403,7 @@ struct ConsoleState {
         let title = Screen.wrap(Terminal.safe(alert.title), width: text).prefix(3)
         lines += title.map { Screen.bold("  " + $0) }
         lines.append("")
-        let buttons = buttonLines(now: now)
+        let buttons = buttonLines(now: now) + voteLines()
         if let message = alert.message {
             let wrapped = Screen.wrap(Terminal.safe(message, newlines: true), width: text)
             // Room left for the message once the title, the buttons and the blank lines are placed.
@@ -387,6 +422,17 @@ struct ConsoleState {
         }
         lines += buttons
         return Array(lines.prefix(height))
+    }
+
+    /// Under the buttons of an alert that needs several deciders: the votes so far, and this
+    /// console's own once it voted.
+    private func voteLines() -> [String] {
+        guard let alert, let tally = Text.tally(alert) else { return [] }
+        var lines = ["", Screen.cut("  " + Terminal.safe(tally), Self.width)]
+        if let myVote {
+            lines.append(Screen.dim(Screen.cut("  You voted " + Terminal.safe(myVote.button) + "; waiting for the others.", Self.width)))
+        }
+        return lines
     }
 
     /// One button a line; more than eight in two columns, so that sixteen take eight lines.
@@ -409,9 +455,10 @@ struct ConsoleState {
                 case .destructive: "  (destructive)"
                 case .cancel: "  (cancel, Esc)"
                 }
-            // Read-only: the buttons are shown, but no key offers them.
-            let key = readOnly == nil ? "[\(entry.key)] " : "· "
-            let shownMarker = readOnly == nil ? marker : marker.replacingOccurrences(of: ", Esc", with: "")
+            // Read-only, or voted: the buttons are shown, but no key offers them.
+            let offered = readOnly == nil && myVote == nil
+            let key = offered ? "[\(entry.key)] " : "· "
+            let shownMarker = offered ? marker : marker.replacingOccurrences(of: ", Esc", with: "")
             let label = Screen.cut(Terminal.safe("\(key)\(entry.button.title)") + shownMarker, cellWidth - 2)
             let padded = label + String(repeating: " ", count: max(0, cellWidth - label.count))
             return entry.button.style == .destructive ? Screen.red(padded) : padded

@@ -390,3 +390,92 @@ struct ConsoleStateTests {
         #expect(frame.last == "q quit" && frame.allSatisfy { $0.count <= 80 })
     }
 }
+
+@Suite("alertctl: the votes of an alert that needs several people (SPEC §10), in lines and on the console")
+struct VoteTextTests {
+    static let buttons: [Button] = [.default("Deploy"), .destructive("Roll back"), .cancel("Cancel")]
+
+    /// A displayed alert of `quorum` with votes `decider:button` (nil for an anonymous one).
+    static func alert(quorum: Int = 2, votes: [(String?, String)]) -> AlertResource {
+        var alert = ConsoleStateTests.alert(buttons: buttons, title: "Deploy build 1234?")
+        alert.quorum = quorum
+        alert.votes = votes.enumerated().map { number, vote in
+            Vote(
+                decidedBy: vote.0, button: vote.1, buttonIndex: buttons.firstIndex { $0.title == vote.1 }!,
+                at: Timestamp(milliseconds: Int64(number) * 1000))
+        }
+        return alert
+    }
+
+    @Test("the tally: how many of the quorum each button has and who chose what; cancel votes named, not counted; none for quorum 1")
+    func tally() {
+        #expect(Text.tally(Self.alert(votes: [])) == "0 of 2 approvals")
+        #expect(Text.tally(Self.alert(votes: [("alice", "Deploy")])) == "1 of 2 approvals — alice: Deploy")
+        #expect(
+            Text.tally(Self.alert(quorum: 3, votes: [("alice", "Deploy"), ("bob", "Roll back"), ("carol", "Deploy")]))
+                == "Deploy 2 of 3, Roll back 1 of 3 — alice: Deploy, bob: Roll back, carol: Deploy")
+        #expect(Text.tally(Self.alert(votes: [("alice", "Deploy"), ("bob", "Cancel")])) == "1 of 2 approvals — alice: Deploy, bob: Cancel")
+        #expect(Text.tally(Self.alert(votes: [(nil, "Deploy")])) == "1 of 2 approvals — anonymous: Deploy")
+        #expect(Text.tally(Self.alert(quorum: 1, votes: [("alice", "Deploy")])) == nil)
+        let summary = Text.summary(Self.alert(votes: [("alice", "Deploy")]))
+        #expect(summary.hasSuffix("(1 of 2 approvals — alice: Deploy)"), "\(summary)")
+        #expect(Text.details(Self.alert(votes: [("alice", "Deploy")])).contains("votes:     1 of 2 approvals — alice: Deploy"))
+        #expect(Choose.vote(Self.alert(votes: [("alice", "Deploy")]))?.hasPrefix("voted: not decided yet") == true)
+    }
+
+    @Test("a decided alert of several deciders names every one who chose its button")
+    func deciders() {
+        var decided = Self.alert(votes: [("alice", "Deploy"), ("bob", "Deploy")])
+        decided.state = .answered
+        decided.result = AlertResult(outcome: .answered, button: "Deploy", buttonIndex: 0, decidedBy: "bob", votes: decided.votes)
+        #expect(Text.deciders(decided) == "alice and bob")
+        #expect(ConsoleState.decision(decided) == "“Deploy build 1234?” was answered “Deploy” by alice and bob")
+        #expect(Text.details(decided).contains("result:    answered: Deploy by alice and bob"))
+        #expect(Choose.vote(decided) == nil)
+        #expect(Text.names(["alice", "bob", "carol"]) == "alice, bob and carol" && Text.names(["alice"]) == "alice")
+    }
+
+    @Test("the console shows the votes as they come; once this decider voted its keys choose nothing, Esc included")
+    func console() {
+        var state = ConsoleState(client: "ops")
+        state.decider = .some("alice")
+        state.show(Self.alert(votes: []))
+        var screen = ConsoleStateTests.visible(state.frame(now: Date())).joined(separator: "\n")
+        #expect(screen.contains("0 of 2 approvals") && screen.contains("[1] Deploy"), "\(screen)")
+        // Bob's vote comes through the long-poll: the same alert, one vote more.
+        state.show(Self.alert(votes: [("bob", "Deploy")]))
+        screen = ConsoleStateTests.visible(state.frame(now: Date())).joined(separator: "\n")
+        #expect(screen.contains("1 of 2 approvals — bob: Deploy") && screen.contains("[1] Deploy"), "\(screen)")
+        #expect(state.press(Array("1".utf8)) == .choose(.default("Deploy"), Self.alert(votes: [("bob", "Deploy")])))
+
+        // Alice votes Roll back: the answer is the alert still displayed, with her vote.
+        let voted = Self.alert(votes: [("bob", "Deploy"), ("alice", "Roll back")])
+        state.answered(voted, with: .destructive("Roll back"))
+        #expect(
+            state.note?.text == "voted Roll back on “Deploy build 1234?”: Deploy 1 of 2, Roll back 1 of 2 — bob: Deploy, alice: Roll back")
+        #expect(state.answeredHere == nil, "a vote is not the answer: its decision is told when it leaves")
+        let frame = ConsoleStateTests.visible(state.frame(now: Date()))
+        screen = frame.joined(separator: "\n")
+        #expect(screen.contains("You voted Roll back; waiting for the others."), "\(screen)")
+        #expect(!screen.contains("[1]") && screen.contains("· Deploy") && frame.last == "q quit", "\(screen)")
+        for key in ["1", "3", "\u{1B}"] {
+            #expect(state.press(Array(key.utf8)) == .none)
+            #expect(state.note?.text == "you voted Roll back: a vote is not changed; nothing was chosen")
+        }
+        // An answer read before the vote (one vote fewer) never takes it back off the screen.
+        state.show(Self.alert(votes: [("bob", "Deploy")]))
+        #expect(state.alert?.votes.count == 2)
+    }
+
+    @Test("without tokens the console votes as the one anonymous decider; while who it is is unknown, no key is held back")
+    func anonymousAndUnknown() {
+        var anonymous = ConsoleState(client: "ops")
+        anonymous.decider = .some(nil)
+        anonymous.show(Self.alert(votes: [(nil, "Deploy")]))
+        #expect(anonymous.myVote?.button == "Deploy")
+        var unknown = ConsoleState(client: "ops")
+        unknown.show(Self.alert(votes: [("alice", "Deploy")]))
+        #expect(unknown.myVote == nil)
+        #expect(unknown.press(Array("1".utf8)) != .none)
+    }
+}

@@ -626,5 +626,123 @@ class TokenTests(unittest.TestCase):
         self.assertIsNone(self.driver.execute_script("return sessionStorage.getItem('alertd.token')"))
 
 
+class QuorumTests(unittest.TestCase):
+    """An alert that needs two people (SPEC §10): two browsers signed in as two deciders."""
+
+    DEPLOYER = "alertd_deployer-secret-for-tests"
+    ALICE = "alertd_alice-secret-for-tests"
+    BOB = "alertd_bob-secret-for-tests"
+    TWO_PERSON = {**DEPLOY, "quorum": 2}
+
+    def setUp(self):
+        entries = (
+            token_entry("deployer", self.DEPLOYER, ["post"])
+            + token_entry("alice", self.ALICE, ["answer"])
+            + token_entry("bob", self.BOB, ["answer"])
+        )
+        self.daemon = Daemon("auth:\n  tokens:\n" + entries)
+        self.alice = browser()
+        self.bob = browser()
+
+    def tearDown(self):
+        self.alice.quit()
+        self.bob.quit()
+        self.daemon.cleanup()
+
+    def sign_in(self, driver, token, name):
+        driver.get(self.daemon.base + "/#/clients/ops")
+        field = until(driver, lambda d: visible(d, "login-view") and d.find_element(By.ID, "token-input"))
+        field.send_keys(token)
+        driver.find_element(By.ID, "login-submit").click()
+        until(driver, lambda d: visible(d, "client-view") and text_of(d, "identity").startswith(name + " ·"))
+
+    def click(self, driver, title):
+        driver.find_element(By.XPATH, f"//div[@role='alertdialog']//button[.//span[text()='{title}']]").click()
+
+    def votes(self, alert_id):
+        return [f"{v['decided_by']}:{v['button']}" for v in self.daemon.alert("ops", alert_id, self.DEPLOYER)["votes"]]
+
+    def test_one_votes_the_other_sees_it_without_reload_then_votes_and_the_alert_is_answered(self):
+        self.sign_in(self.alice, self.ALICE, "alice")
+        self.sign_in(self.bob, self.BOB, "bob")
+        for driver in (self.alice, self.bob):
+            until(driver, lambda d: "Nothing to answer" in text_of(d, "stage"))
+        # Set on the page now: still there later means the page was never reloaded.
+        self.bob.execute_script("window.__notReloaded = true")
+        posted = self.daemon.post("ops", self.TWO_PERSON, token=self.DEPLOYER)
+        following = self.daemon.post("ops", {"title": "Restart the cache?", "buttons": [{"title": "Restart"}]}, token=self.DEPLOYER)
+        for driver in (self.alice, self.bob):
+            until(driver, lambda d: dialog_id(d) == posted["id"], SOON)
+            until(driver, lambda d: text_of(d, "votes") == "0 of 2 approvals")
+            self.assertTrue(all(not b["disabled"] for b in dialog(driver)["buttons"]))
+
+        # Alice approves: a vote, not the answer. Her page says so and disables her buttons.
+        self.click(self.alice, "Deploy")
+        wait_for(lambda: self.votes(posted["id"]) == ["alice:Deploy"], SOON, "alice's vote committed")
+        self.assertEqual(self.daemon.alert("ops", posted["id"], self.DEPLOYER)["state"], "displayed")
+        until(self.alice, lambda d: text_of(d, "votes") == "1 of 2 approvals — alice: Deploy", SOON)
+        until(self.alice, lambda d: all(b["disabled"] for b in dialog(d)["buttons"]))
+        self.assertIn("You voted “Deploy”; waiting for 1 more.", text_of(self.alice, "voted-note"))
+        self.assertIn("You voted “Deploy” on", text_of(self.alice, "flash"))
+
+        # Bob's page shows her vote without a reload, within the long-poll's "at once", his buttons still live.
+        until(self.bob, lambda d: text_of(d, "votes") == "1 of 2 approvals — alice: Deploy", SOON)
+        self.assertTrue(self.bob.execute_script("return window.__notReloaded === true"))
+        self.assertEqual(dialog_id(self.bob), posted["id"])
+        self.assertTrue(all(not b["disabled"] for b in dialog(self.bob)["buttons"]))
+        self.assertFalse(visible(self.bob, "voted-note"))
+        screenshot(self.bob, "dashboard-quorum.png")
+
+        # Bob approves too: that answers it, and both pages move on to the next alert.
+        self.click(self.bob, "Deploy")
+        answered = wait_for(
+            lambda: (a := self.daemon.alert("ops", posted["id"], self.DEPLOYER))["state"] == "answered" and a, SOON, "the decision"
+        )
+        self.assertEqual(answered["result"]["button"], "Deploy")
+        self.assertEqual(answered["result"]["decided_by"], "bob")
+        self.assertEqual([v["decided_by"] for v in answered["result"]["votes"]], ["alice", "bob"])
+        for driver in (self.alice, self.bob):
+            until(driver, lambda d: dialog_id(d) == following["id"], SOON)
+            until(driver, lambda d: "answered “Deploy” by alice and bob" in text_of(d, "flash"), SOON)
+            row = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{posted['id']}'] .history-by"))
+            self.assertEqual(row.text, "alice and bob")
+        self.assertTrue(self.bob.execute_script("return window.__notReloaded === true"))
+
+    def test_a_decider_who_voted_cannot_press_again_by_key_or_click_even_after_a_reload(self):
+        posted = self.daemon.post("ops", {**self.TWO_PERSON, "buttons": [{"title": "Deploy"}, {"title": "Roll back"}, {"title": "Cancel", "style": "cancel"}]}, token=self.DEPLOYER)
+        self.sign_in(self.alice, self.ALICE, "alice")
+        until(self.alice, lambda d: dialog_id(d) == posted["id"], SOON)
+        ActionChains(self.alice).send_keys("1").perform()
+        wait_for(lambda: self.votes(posted["id"]) == ["alice:Deploy"], SOON, "alice's vote committed")
+        until(self.alice, lambda d: all(b["disabled"] for b in dialog(d)["buttons"]), SOON)
+        # Another number, Esc (the cancel button: a veto), Enter and a click choose nothing: no
+        # choice is even sent (alertd would refuse it, 409 already-voted, so the API cannot tell).
+        # The handlers run as the keys are dispatched, and a choice calls fetch before its first await.
+        self.alice.execute_script(
+            "window.__choices = 0; const f = window.fetch;"
+            "window.fetch = (url, options) => { if (String(url).endsWith('/choice')) window.__choices += 1; return f(url, options); };")
+        ActionChains(self.alice).send_keys("2").send_keys(Keys.ESCAPE).send_keys(Keys.ENTER).perform()
+        self.alice.execute_script("for (const b of document.querySelectorAll('#stage-content button.action')) b.click();")
+        self.assertEqual(self.alice.execute_script("return window.__choices"), 0)
+        # What the page knows comes from alertd: a reload shows the same vote, the same disabled buttons.
+        self.alice.refresh()
+        until(self.alice, lambda d: visible(d, "client-view") and dialog_id(d) == posted["id"], SOON)
+        until(self.alice, lambda d: text_of(d, "votes") == "1 of 2 approvals — alice: Deploy")
+        self.assertTrue(all(b["disabled"] for b in dialog(self.alice)["buttons"]))
+        self.assertTrue(visible(self.alice, "voted-note"))
+        self.assertEqual(self.votes(posted["id"]), ["alice:Deploy"])
+        self.assertEqual(self.daemon.alert("ops", posted["id"], self.DEPLOYER)["state"], "displayed")
+
+        # Bob's Cancel is a veto: one person stops it, and alice's page says so.
+        self.sign_in(self.bob, self.BOB, "bob")
+        until(self.bob, lambda d: text_of(d, "votes") == "1 of 2 approvals — alice: Deploy", SOON)
+        ActionChains(self.bob).send_keys(Keys.ESCAPE).perform()
+        until(self.alice, lambda d: "answered “Cancel” by bob" in text_of(d, "flash"), SOON)
+        until(self.alice, lambda d: "Nothing to answer" in text_of(d, "stage"), SOON)
+        result = self.daemon.alert("ops", posted["id"], self.DEPLOYER)["result"]
+        self.assertTrue(result["cancelled"])
+        self.assertEqual(result["decided_by"], "bob")
+
+
 if __name__ == "__main__":
     unittest.main()

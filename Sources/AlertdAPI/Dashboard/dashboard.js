@@ -269,6 +269,76 @@
 
   const canAnswer = () => state.me && (state.me.roles.includes("answer") || state.me.roles.includes("admin"));
 
+  // MARK: - Votes (SPEC §10: an alert that needs several people)
+
+  /** Who this page votes as: its token's name (from /v1/whoami), or null without tokens (one anonymous decider). */
+  const decider = () => (state.me && state.me.auth ? state.me.name : null);
+
+  const voteCount = (alert) => (alert && alert.votes ? alert.votes.length : 0);
+
+  /** This page's vote on the displayed alert, once it voted (its buttons are then disabled); else null. */
+  function myVote(alert) {
+    if (!alert || alert.state !== "displayed" || !(alert.quorum > 1) || !state.me) return null;
+    return alert.votes.find((vote) => vote.decided_by === decider()) || null;
+  }
+
+  /**
+   * "1 of 2 approvals — alice: Deploy", as alertctl says it; null for quorum 1. Votes for two
+   * buttons count apart ("Deploy 1 of 2, Roll back 1 of 2 — …"); a cancel-style vote needs no
+   * count (it answers at once) and is only named.
+   */
+  function tally(alert) {
+    if (!alert || !(alert.quorum > 1)) return null;
+    const votes = alert.votes || [];
+    const isCancel = (vote) => (alert.buttons[vote.button_index] || {}).style === "cancel";
+    const counted = [];
+    for (const vote of votes) if (!isCancel(vote) && !counted.includes(vote.button)) counted.push(vote.button);
+    const count = (button) => votes.filter((vote) => vote.button === button).length;
+    let head;
+    if (counted.length === 0) head = `0 of ${alert.quorum} approvals`;
+    else if (counted.length === 1) head = `${count(counted[0])} of ${alert.quorum} approvals`;
+    else head = counted.map((button) => `${button} ${count(button)} of ${alert.quorum}`).join(", ");
+    if (votes.length === 0) return head;
+    return head + " — " + votes.map((vote) => `${vote.decided_by === null ? "anonymous" : vote.decided_by}: ${vote.button}`).join(", ");
+  }
+
+  /** "alice", "alice and bob", "alice, bob and carol". */
+  function names(list) {
+    return list.length > 1 ? list.slice(0, -1).join(", ") + " and " + list[list.length - 1] : list[0] || "";
+  }
+
+  /** Who decided a terminal alert: every decider who chose its button when it needed several, else the one who decided. */
+  function deciders(alert) {
+    const result = alert.result || {};
+    const voters = (result.votes || []).filter((vote) => vote.button === result.button && vote.decided_by !== null);
+    if (alert.quorum > 1 && voters.length > 1) return names(voters.map((vote) => vote.decided_by));
+    return result.decided_by || null;
+  }
+
+  /** What "You voted" says under the buttons: the vote and how many more the button needs. */
+  function votedText(alert, vote) {
+    const more = Math.max(0, alert.quorum - alert.votes.filter((other) => other.button === vote.button).length);
+    return `You voted “${vote.button}”; waiting for ${more} more. A vote is not changed.`;
+  }
+
+  /**
+   * The alert shown got a vote (here or elsewhere): its votes line, its buttons and the
+   * "You voted" note change in place, so focus and an open confirmation stay where they are.
+   */
+  function renderVotes(alert) {
+    const line = $("votes");
+    if (line) line.textContent = tally(alert) || "";
+    const mine = myVote(alert);
+    const note = $("voted-note");
+    if (note) {
+      note.hidden = !mine;
+      note.textContent = mine ? votedText(alert, mine) : "";
+    }
+    for (const b of document.querySelectorAll("#stage-content button.action")) b.disabled = state.busy || !canAnswer() || !!mine;
+    // A vote of this token made in another tab: a confirmation left open here could only be refused.
+    if (mine && state.confirming) keep(false);
+  }
+
   // MARK: - Sign in
 
   async function start() {
@@ -431,8 +501,10 @@
     let after = "";
     while (generation === state.generation) {
       try {
-        // The first look answers at once; then each long-poll parks until the displayed alert is another.
-        const query = state.shown === undefined ? "" : `?wait=${WAIT_SECONDS}&after=${encodeURIComponent(after)}`;
+        // The first look answers at once; then each long-poll parks until the displayed alert is
+        // another, or has another number of votes than this page shows (SPEC §10, docs/quorum.md).
+        const query =
+          state.shown === undefined ? "" : `?wait=${WAIT_SECONDS}&after=${encodeURIComponent(after)}&votes=${voteCount(state.shown)}`;
         const alert = await api(clientPath(client, "/current" + query), { signal: state.controller.signal });
         if (generation !== state.generation) return;
         connected();
@@ -445,6 +517,11 @@
           if (previous && previous.id !== id) reportPrevious(client, previous, generation);
           refreshQueue(client, generation);
           refreshHistory(client, generation);
+        } else if (alert && state.shown && voteCount(alert) > voteCount(state.shown)) {
+          // A vote on the alert shown. (One with fewer votes than shown was read before the
+          // choice this page made and already shows: never taken back.)
+          state.shown = alert;
+          renderVotes(alert);
         }
       } catch (error) {
         if (isAbort(error) || error instanceof Unauthorized) return;
@@ -498,7 +575,8 @@
     const title = `“${alert.title}”`;
     const result = alert.result;
     if (!result) return `${title} is queued again behind a newer alert.`;
-    const by = result.decided_by ? ` by ${result.decided_by}` : "";
+    const who = deciders(alert);
+    const by = who ? ` by ${who}` : "";
     switch (result.outcome) {
       case "answered":
         return `${title} was answered “${result.button}”${by}.`;
@@ -586,6 +664,7 @@
     stage.className = sheet ? "stage sheet-stage" : "stage alert-stage";
     const ordered = orderedButtons(alert);
     const mayAnswer = canAnswer();
+    const mine = myVote(alert);
     const makeButton = (button, position) =>
       el(
         "button",
@@ -594,7 +673,7 @@
           class: `action ${button.style}`,
           "data-index": button.index,
           "data-style": button.style,
-          disabled: !mayAnswer,
+          disabled: !mayAnswer || !!mine,
           onclick: () => press(client, alert, button),
         },
         position < 9 ? el("kbd", { class: "key", "aria-hidden": "true", text: String(position + 1) }) : null,
@@ -607,11 +686,14 @@
       { class: "dialog-body" },
       el("h2", { id: "dialog-title", class: "dialog-title", text: alert.title }),
       alert.message ? el("p", { id: "dialog-message", class: "dialog-message", text: alert.message }) : null,
+      alert.quorum > 1 ? el("p", { id: "votes", class: "dialog-votes", text: tally(alert) }) : null,
       alert.metadata ? metadataElement(alert.metadata) : null,
       alert.buttons.length === 0 ? countdownElement() : null,
     );
     const note = mayAnswer
-      ? null
+      ? alert.quorum > 1
+        ? el("p", { id: "voted-note", class: "voted-note", hidden: !mine, text: mine ? votedText(alert, mine) : "" })
+        : null
       : el("p", {
           class: "readonly-note",
           text: `Read only: token ${state.me.name} (roles: ${state.me.roles.join(", ")}) may not answer; that needs the answer role.`,
@@ -711,7 +793,7 @@
    * alert. Every other button, cancel among them, is chosen at once.
    */
   function press(client, alert, button) {
-    if (state.busy || !canAnswer() || !state.shown || state.shown.id !== alert.id) return;
+    if (state.busy || !canAnswer() || !state.shown || state.shown.id !== alert.id || myVote(state.shown)) return;
     if (button.style !== "destructive") {
       keep(false);
       choose(client, alert, button);
@@ -780,13 +862,25 @@
         signal: state.controller.signal,
       });
       if (generation !== state.generation) return;
+      if (!answered.result) {
+        // A vote short of the quorum (SPEC §10): the alert stays, with the vote; its buttons
+        // stay disabled for this decider, and the long-poll brings the others' votes.
+        state.busy = false;
+        showVoted(answered);
+        $("flash").textContent = `You voted “${button.title}” on “${answered.title}”: ${tally(answered)}.`;
+        return;
+      }
       // The long-poll brings the next alert; until then this one stays, its buttons disabled.
       $("flash").textContent = `You answered “${answered.result.button}” to “${answered.title}”.`;
     } catch (error) {
       if (isAbort(error) || error instanceof Unauthorized) return;
       if (generation !== state.generation) return;
       const problem = error.problem || {};
-      if (problem.code === "already-decided" && problem.alert) {
+      if (problem.code === "already-voted" && problem.alert) {
+        state.busy = false;
+        showVoted(problem.alert);
+        $("flash").textContent = `You already voted on “${problem.alert.title}”: a vote is not changed, and “${button.title}” was not chosen.`;
+      } else if (problem.code === "already-decided" && problem.alert) {
         $("flash").textContent = "Too late: " + describeDecision(problem.alert);
       } else {
         $("flash").textContent = `The choice was not recorded: ${error.message}`;
@@ -796,6 +890,12 @@
         }
       }
     }
+  }
+
+  /** The alert as a choice of this page left it, when it is still the one shown and not older. */
+  function showVoted(alert) {
+    if (state.shown && state.shown.id === alert.id && voteCount(alert) >= voteCount(state.shown)) state.shown = alert;
+    if (state.shown && state.shown.id === alert.id) renderVotes(state.shown);
   }
 
   function onKey(event) {
@@ -920,7 +1020,7 @@
           el("td", { class: "history-title", text: alert.title }),
           el("td", null, el("span", { class: `outcome ${result.outcome}`, text: result.outcome })),
           el("td", { class: "history-button", text: result.button === null || result.button === undefined ? "—" : result.button }),
-          el("td", { class: "history-by", text: result.decided_by || "—" }),
+          el("td", { class: "history-by", text: deciders(alert) || "—" }),
           el("td", { class: "history-took", text: formatDuration(tookMs(alert)) }),
         );
       }),
