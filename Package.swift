@@ -395,3 +395,22 @@ if Context.environment["ALERTD_FUZZ"] != nil {
                 swiftSettings: [.unsafeFlags(sanitizers)], linkerSettings: [.unsafeFlags(sanitizers + ["-use-ld=lld"])]))
     }
 }
+
+// `make test-sanitizers` (scripts/test-sanitizers.sh) sets ALERTD_SANITIZE to `address`
+// or `thread`: on top of the ordinary debug build, every Swift target of this package
+// (alertd's modules, alertd and alertctl, the examples and the tests) is rebuilt
+// instrumented, and every product it goes into links the sanitizer's runtime. The
+// dependencies are not rebuilt, nor instrumented: a build of everything instrumented
+// (`SANITIZE_DEPENDENCIES=1`, `swift test --sanitize`, in a scratch path of its own)
+// took ~25 min of two cores for each sanitizer, which CI cannot afford (README,
+// Development). What is not instrumented is not checked, and cannot report: memory
+// errors inside NIO or GRDB, and races among their own threads; their locks are still
+// seen (the runtime intercepts pthread's), so their handovers to alertd's code are.
+if let sanitizer = Context.environment["ALERTD_SANITIZE"] {
+    precondition(["address", "thread"].contains(sanitizer), "ALERTD_SANITIZE is address or thread, not \(sanitizer)")
+    let flags = ["-sanitize=\(sanitizer)"]
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(flags)]
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(flags)]
+    }
+}
