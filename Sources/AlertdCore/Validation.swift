@@ -145,21 +145,7 @@ extension NewAlert {
             errors.append(FieldError(field: "buttons", reason: "must be an array, not \(other.typeName)"))
         }
 
-        var priority = 0
-        switch object["priority"] {
-        case nil, .null?: break
-        case .number(let number)?:
-            // A whole number however written (`65`, `65.0`, `6.5e1`): JSON has no integer type.
-            if let value = number.wholeInt, priorityRange.contains(value) {
-                priority = value
-            } else if !number.isWhole {
-                errors.append(FieldError(field: "priority", reason: "must be an integer"))
-            } else {
-                errors.append(FieldError(field: "priority", reason: "must be between -100 and 100"))
-            }
-        case let other?:
-            errors.append(FieldError(field: "priority", reason: "must be an integer, not \(other.typeName)"))
-        }
+        let priority = integer(object["priority"], field: "priority", in: priorityRange, errors: &errors) ?? 0
 
         let expiresIn = positiveSeconds(object["expires_in"], field: "expires_in", errors: &errors)
         if let expiresIn, expiresIn > rules.maxExpiresIn {
@@ -198,28 +184,15 @@ extension NewAlert {
             errors.append(FieldError(field: "metadata", reason: "must be an object, not \(other.typeName)"))
         }
 
-        var quorum = 1
-        switch object["quorum"] {
-        case nil, .null?: break
-        case .number(let number)?:
-            if let value = number.wholeInt, quorumRange.contains(value) {
-                quorum = value
-                if value > 1, buttons.isEmpty {
-                    errors.append(FieldError(field: "quorum", reason: "above 1 needs buttons to choose"))
-                }
-                if value > 1, !namedDeciders {
-                    errors.append(
-                        FieldError(
-                            field: "quorum",
-                            reason: "above 1 needs deciders with names: alertd has no tokens (auth.tokens), so every choice is anonymous"))
-                }
-            } else if !number.isWhole {
-                errors.append(FieldError(field: "quorum", reason: "must be an integer"))
-            } else {
-                errors.append(FieldError(field: "quorum", reason: "must be between 1 and 10"))
-            }
-        case let other?:
-            errors.append(FieldError(field: "quorum", reason: "must be an integer, not \(other.typeName)"))
+        let quorum = integer(object["quorum"], field: "quorum", in: quorumRange, errors: &errors) ?? 1
+        if quorum > 1, buttons.isEmpty {
+            errors.append(FieldError(field: "quorum", reason: "above 1 needs buttons to choose"))
+        }
+        if quorum > 1, !namedDeciders {
+            errors.append(
+                FieldError(
+                    field: "quorum",
+                    reason: "above 1 needs deciders with names: alertd has no tokens (auth.tokens), so every choice is anonymous"))
         }
 
         guard errors.isEmpty else { return .failure(InvalidAlert(errors: errors)) }
@@ -247,6 +220,24 @@ extension NewAlert {
 
     /// The shortest `expires_in` or `dismiss_after`: one millisecond.
     public static let minimumSeconds = 0.001
+
+    /// An optional integer field within `range`: nil when absent or refused (the reason in
+    /// `errors`). A whole number however written (`65`, `65.0`, `6.5e1`): JSON has no
+    /// integer type.
+    private static func integer(_ value: JSONValue?, field: String, in range: ClosedRange<Int>, errors: inout [FieldError]) -> Int? {
+        switch value {
+        case nil, .null?:
+            return nil
+        case .number(let number)?:
+            if let value = number.wholeInt, range.contains(value) { return value }
+            let reason = number.isWhole ? "must be between \(range.lowerBound) and \(range.upperBound)" : "must be an integer"
+            errors.append(FieldError(field: field, reason: reason))
+            return nil
+        case let other?:
+            errors.append(FieldError(field: field, reason: "must be an integer, not \(other.typeName)"))
+            return nil
+        }
+    }
 
     private static func positiveSeconds(_ value: JSONValue?, field: String, errors: inout [FieldError]) -> Double? {
         switch value {

@@ -6,19 +6,6 @@ import AlertdTestSupport
 import Foundation
 import Testing
 
-/// Tokens made by `alertd token new`, each on every client: `deployer` (post), `alice`,
-/// `bob` and `carol` (answer). The config's `auth` section and the secrets by name.
-func deciders() async throws -> (config: String, secrets: [String: String]) {
-    var secrets: [String: String] = [:]
-    var config = "auth:\n  tokens:\n"
-    for (name, roles) in [("deployer", "post"), ("alice", "answer"), ("bob", "answer"), ("carol", "answer")] {
-        let (secret, entry) = try await newToken(name, roles: roles, clients: "*")
-        secrets[name] = secret
-        config += entry
-    }
-    return (config, secrets)
-}
-
 /// A deploy approval: Deploy, Roll back (destructive), Cancel (cancel), with `quorum`.
 func approval(_ quorum: Any) -> [String: Any] {
     [

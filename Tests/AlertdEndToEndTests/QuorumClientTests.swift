@@ -12,13 +12,7 @@ struct QuorumClientTests {
     /// A daemon with tokens made by `alertd token new` on every client: `deployer` (post),
     /// `alice`, `bob` and `carol` (answer); and their secrets.
     static func start() async throws -> (Daemon, [String: String]) {
-        var secrets: [String: String] = [:]
-        var config = "auth:\n  tokens:\n"
-        for (name, roles) in [("deployer", "post"), ("alice", "answer"), ("bob", "answer"), ("carol", "answer")] {
-            let (secret, entry) = try await newToken(name, roles: roles, clients: "*")
-            secrets[name] = secret
-            config += entry
-        }
+        let (config, secrets) = try await deciders()
         return (try await Daemon.start(.init(config: config)), secrets)
     }
 

@@ -33,3 +33,17 @@ public func roleTokens() async throws -> (config: String, secrets: [String: Stri
 
 /// `Authorization: Bearer <secret>`; no header for nil.
 public func bearer(_ secret: String?) -> [(String, String)] { secret.map { [("Authorization", "Bearer \($0)")] } ?? [] }
+
+/// The deciders of a quorum (SPEC §10): tokens made by `alertd token new`, each on every
+/// client, `deployer` (post), `alice`, `bob` and `carol` (answer). The config's `auth`
+/// section and the secrets by name.
+public func deciders() async throws -> (config: String, secrets: [String: String]) {
+    var secrets: [String: String] = [:]
+    var config = "auth:\n  tokens:\n"
+    for (name, roles) in [("deployer", "post"), ("alice", "answer"), ("bob", "answer"), ("carol", "answer")] {
+        let (secret, entry) = try await newToken(name, roles: roles, clients: "*")
+        secrets[name] = secret
+        config += entry
+    }
+    return (config, secrets)
+}
