@@ -5,6 +5,10 @@ import Foundation
 import Testing
 
 /// A tmux session of 80×24 running one command: keys in with send-keys, the screen out with capture-pane.
+///
+/// Each session has a tmux server of its own (its own socket, `-S`): with one server for
+/// every test, a session started as another test's last session was killed met the
+/// server on its way out ("server exited unexpectedly", seen in a full run).
 struct TmuxSession {
     let name: String
 
@@ -15,15 +19,19 @@ struct TmuxSession {
         var arguments = ["new-session", "-d", "-x", "80", "-y", "24", "-s", session.name]
         let isolated = ["XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config"].merging(environment) { $1 }
         for (key, value) in isolated { arguments += ["-e", "\(key)=\(value)"] }
-        try await Self.tmux(arguments + command)
+        try await session.tmux(arguments + command)
         return session
     }
 
+    /// The socket of this session's own server, named after the session.
+    var socket: String { NSTemporaryDirectory() + "/" + name + ".tmux" }
+
+    /// Runs tmux on this session's own server.
     @discardableResult
-    static func tmux(_ arguments: [String]) async throws -> String {
+    func tmux(_ arguments: [String]) async throws -> String {
         // Not Foundation's Process: the first call starts the tmux server, which would keep
         // Process's exit-detection socket open (see Program).
-        let run = try await Program.run("tmux", ["-L", "alertd-tests"] + arguments, timeout: .seconds(20))
+        let run = try await Program.run("tmux", ["-S", socket] + arguments, timeout: .seconds(20))
         guard run.status == 0 else {
             throw ProcessError(
                 "tmux \(arguments.joined(separator: " ")) failed: \(run.stdout)\(run.stderr)", exitStatus: run.status, stderr: run.stderr)
@@ -31,15 +39,18 @@ struct TmuxSession {
         return run.stdout
     }
 
-    func screen() async -> String { (try? await Self.tmux(["capture-pane", "-p", "-t", name])) ?? "" }
+    func screen() async -> String { (try? await tmux(["capture-pane", "-p", "-t", name])) ?? "" }
 
-    func send(_ keys: String...) async throws { try await Self.tmux(["send-keys", "-t", name] + keys) }
+    func send(_ keys: String...) async throws { try await tmux(["send-keys", "-t", name] + keys) }
 
-    var isRunning: Bool { get async { (try? await Self.tmux(["has-session", "-t", name])) != nil } }
+    var isRunning: Bool { get async { (try? await tmux(["has-session", "-t", name])) != nil } }
 
-    /// Ends the session without waiting (for a `defer`).
+    /// Ends the session and its server, and removes its socket, without waiting (for a `defer`).
     func kill() {
-        Task { [name] in _ = try? await Self.tmux(["kill-session", "-t", name]) }
+        Task { [self] in
+            _ = try? await tmux(["kill-server"])
+            try? FileManager.default.removeItem(atPath: socket)
+        }
     }
 
     /// Waits until the screen satisfies `check`; fails the test with the screen as it is otherwise.
