@@ -37,20 +37,38 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     }
 
     public let code: Code
-    public let detail: String
+    /// The rest, out of line. An engine error is returned through every async call of a
+    /// request (typed throws, `Result<_, EngineError>`), and each frame reserves room
+    /// for one: with the alert inline (~300 bytes) the frames of one post overflowed
+    /// the task's first slab of memory, and every post paid for ten slabs from malloc
+    /// (issue 28, callgrind; bench/RESULTS.md). The common case, no error, is now 16 bytes.
+    private let details: Details
+
+    private final class Details: Sendable {
+        let detail: String
+        let alert: Alert?
+        let fieldErrors: [FieldError]
+        let retryAfter: Int?
+
+        init(detail: String, alert: Alert?, fieldErrors: [FieldError], retryAfter: Int?) {
+            self.detail = detail
+            self.alert = alert
+            self.fieldErrors = fieldErrors
+            self.retryAfter = retryAfter
+        }
+    }
+
+    public var detail: String { details.detail }
     /// `alreadyDecided`, `alreadyVoted`: the alert as it is.
-    public var alert: Alert?
+    public var alert: Alert? { details.alert }
     /// `invalidAlert`: one per violation.
-    public var fieldErrors: [FieldError] = []
+    public var fieldErrors: [FieldError] { details.fieldErrors }
     /// Seconds a client should wait before trying again.
-    public var retryAfter: Int?
+    public var retryAfter: Int? { details.retryAfter }
 
     public init(_ code: Code, _ detail: String, alert: Alert? = nil, fieldErrors: [FieldError] = [], retryAfter: Int? = nil) {
         self.code = code
-        self.detail = detail
-        self.alert = alert
-        self.fieldErrors = fieldErrors
-        self.retryAfter = retryAfter
+        self.details = Details(detail: detail, alert: alert, fieldErrors: fieldErrors, retryAfter: retryAfter)
     }
 
     public var description: String { "\(code.rawValue): \(detail)" }
