@@ -38,10 +38,10 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
 
     public let code: Code
     /// The rest, out of line. An engine error is returned through every async call of a
-    /// request (typed throws, `Result<_, EngineError>`), and each frame reserves room
-    /// for one: with the alert inline (~300 bytes) the frames of one post overflowed
-    /// the task's first slab of memory, and every post paid for ten slabs from malloc
-    /// (issue 28, callgrind; bench/RESULTS.md). The common case, no error, is now 16 bytes.
+    /// request (typed throws, `Result<_, EngineError>`), and each async frame reserves
+    /// room for one, taken from the task's allocator: with the alert inline it was 330
+    /// bytes, now 16. Frames over the allocator's ~1-KiB slab cost a malloc and a free
+    /// each (issue 28, bench/RESULTS.md).
     private let details: Details
 
     private final class Details: Sendable {

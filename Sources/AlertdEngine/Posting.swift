@@ -42,7 +42,31 @@ extension Engine {
     /// Posts a validated alert to a client's queue (§2, §3), idempotently when a
     /// key comes with it (§4): the same key and body within a day return the first
     /// alert and create nothing; the same key with another body is refused.
+    ///
+    /// The checks, the transaction's body and the reading of its outcome are synchronous
+    /// functions of their own (not inlined), so that their alert-sized values live on the
+    /// thread's stack: an async function keeps the values of its body in its frame, taken
+    /// from the task's allocator, and with them inline this one's frame took 6.1 KiB; now
+    /// 1.8 (issue 28, bench/RESULTS.md).
     public func post(_ draft: NewAlert, to client: String, idempotency: IdempotencyKey?) async throws(EngineError) -> Posted {
+        try admit(draft, to: client)
+        let now = clock.now()
+        // The key is looked up in the transaction: two posts with one key can never both create.
+        let committed = try await store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
+            [self] (board, context) throws(EngineError) -> Mutation<PostOutcome> in
+            try postMutation(draft, to: client, idempotency: idempotency, now: now, board: &board, context: context)
+        }
+        switch outcome(of: committed) {
+        case .posted(let posted): return posted
+        case .read(let id): return try await replayRead(id, on: client)
+        }
+    }
+
+    /// What refuses a post before its transaction: a callback it cannot sign or may not
+    /// reach, the Alertmanager integration's reserved metadata, a store that takes no
+    /// writes, a client whose receivers do not keep up.
+    @inline(never)
+    private func admit(_ draft: NewAlert, to client: String) throws(EngineError) {
         if draft.callbackURL != nil, settings.signingSecret == nil {
             throw EngineError(
                 .invalidAlert, "1 field is invalid",
@@ -74,51 +98,74 @@ extension Engine {
                 "client \(client) has \(limit) callback deliveries pending (callbacks.max_pending_per_client); "
                     + "posts are taken again as they are delivered or given up")
         }
-        enum Outcome: Sendable {
-            /// The alert as this transaction committed it, and its position.
-            case created(PositionedAlert)
-            /// The key's first alert: answered once everything before it, its own post included, is
-            /// committed; as the board holds it, when it does (no read of the store: a burst of
-            /// retries must not take a connection each, issue 29).
-            case replay(AlertID, PositionedAlert?)
+    }
+
+    /// A post's transaction, as it committed.
+    enum PostOutcome: Sendable {
+        /// The alert as this transaction committed it, and its position.
+        case created(PositionedAlert)
+        /// The key's first alert: answered once everything before it, its own post included, is
+        /// committed; as the board holds it, when it does (no read of the store: a burst of
+        /// retries must not take a connection each, issue 29).
+        case replay(AlertID, PositionedAlert?)
+    }
+
+    /// The body of a post's transaction: the key's first alert when the key is known
+    /// (the same body) or refused (another), else the alert posted on the board.
+    @inline(never)
+    private func postMutation(
+        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?, now: Timestamp, board: inout AlertBoard,
+        context: any TransactionContext
+    ) throws(EngineError) -> Mutation<PostOutcome> {
+        if let idempotency, let record = try context.idempotencyRecord(),
+            record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
+        {
+            guard record.bodyDigest == idempotency.bodyDigest else {
+                throw EngineError(.idempotencyMismatch, "Idempotency-Key \(idempotency.key) was used for a different body")
+            }
+            let held = board.alert(record.alertID).map { PositionedAlert($0, position: board.position(of: $0)) }
+            return Mutation(.replay(record.alertID, held), afterEarlierCommits: true)
         }
-        let now = clock.now()
-        // The key is looked up in the transaction: two posts with one key can never both create.
-        let committed = try await store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
-            (board, context) throws(EngineError) -> Mutation<Outcome> in
-            if let idempotency, let record = try context.idempotencyRecord(),
-                record.createdAt.milliseconds > now.milliseconds - IdempotencyKey.lifetimeMilliseconds
-            {
-                guard record.bodyDigest == idempotency.bodyDigest else {
-                    throw EngineError(.idempotencyMismatch, "Idempotency-Key \(idempotency.key) was used for a different body")
-                }
-                let held = board.alert(record.alertID).map { PositionedAlert($0, position: board.position(of: $0)) }
-                return Mutation(.replay(record.alertID, held), afterEarlierCommits: true)
-            }
-            let alert: Alert
-            let change: BoardChange
-            do throws(BoardError) {
-                (alert, change) = try board.post(draft, to: client, now: now)
-            } catch {
-                throw EngineError(error)
-            }
-            let record = idempotency.map {
-                IdempotencyRecord(client: client, key: $0.key, alertID: alert.id, bodyDigest: $0.bodyDigest, createdAt: now)
-            }
-            return Mutation(.created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record)
+        let alert: Alert
+        let change: BoardChange
+        do throws(BoardError) {
+            (alert, change) = try board.post(draft, to: client, now: now)
+        } catch {
+            throw EngineError(error)
         }
+        let record = idempotency.map {
+            IdempotencyRecord(client: client, key: $0.key, alertID: alert.id, bodyDigest: $0.bodyDigest, createdAt: now)
+        }
+        return Mutation(.created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record)
+    }
+
+    private enum PostAnswer {
+        case posted(Posted)
+        /// A replay whose alert the board no longer holds: read it.
+        case read(AlertID)
+    }
+
+    /// Publishes what a post committed and says what it answers.
+    @inline(never)
+    private func outcome(of committed: Committed<PostOutcome>) -> PostAnswer {
         published(committed)
         switch committed.value {
         case .created(let alert):
             observer.created()
-            return Posted(alert: alert, created: true)
+            return .posted(Posted(alert: alert, created: true))
         case .replay(_, let held?):
-            return Posted(alert: held, created: false)
+            return .posted(Posted(alert: held, created: false))
         case .replay(let id, nil):
-            guard let found = try await lookup(id, on: client) else {
-                throw EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)")
-            }
-            return Posted(alert: found, created: false)
+            return .read(id)
         }
+    }
+
+    /// A replay's alert, read from the store (the board forgot it).
+    @inline(never)
+    private func replayRead(_ id: AlertID, on client: String) async throws(EngineError) -> Posted {
+        guard let found = try await lookup(id, on: client) else {
+            throw EngineError(.notFound, "the alert of this Idempotency-Key is gone (purged)")
+        }
+        return Posted(alert: found, created: false)
     }
 }
