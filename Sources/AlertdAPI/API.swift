@@ -233,7 +233,7 @@ public final class API: HTTPHandler {
             started: admitted.started)
         let call = Call(
             request: request, captures: admitted.captures, principal: admitted.principal, requestID: admitted.requestID,
-            responder: responder, finish: finish, readsInline: engine.readsMayAnswerInline, slot: admitted.slot)
+            responder: responder, finish: finish, slot: admitted.slot)
         do {
             try admitted.route.handler(self)(call)
         } catch {
@@ -308,10 +308,6 @@ struct Call: Sendable {
     let requestID: String
     let responder: Responder
     let finish: @Sendable (HTTPResponse) -> HTTPResponse
-    /// Whether a read starts inline (``answer(inline:_:_:)``): only where it can be answered
-    /// without suspending (the embedded store). A shared store's reads always wait for the
-    /// database, and starting them inline only cost CPU (bench/RESULTS.md, issue 28).
-    let readsInline: Bool
     /// The token's place among its requests in flight, if counted.
     var slot: TokenConcurrency.Slot? = nil
 
@@ -368,12 +364,11 @@ struct Call: Sendable {
     ///
     /// `inline`: `work` starts at once, on this thread (`Task.immediate`), so a read that
     /// never suspends (of the embedded store) is answered before the handler returns.
-    /// For work that always suspends (a change waits for its commit; a shared store's read
-    /// for the database) a plain task is cheaper: started from libmicrohttpd's thread,
-    /// `Task.immediate` cost a post about 30 µs of CPU more (bench/RESULTS.md, issue 28).
-    /// nil: inline for the reads that can finish without suspending (``readsInline``).
+    /// For a change, which always waits for its commit, a plain task is cheaper: started
+    /// from libmicrohttpd's thread, `Task.immediate` cost a post about 30 µs of CPU more
+    /// (bench/RESULTS.md, issue 28).
     func answer<T: Sendable>(
-        inline: Bool? = nil, _ work: @escaping @Sendable () async throws(EngineError) -> T,
+        inline: Bool = true, _ work: @escaping @Sendable () async throws(EngineError) -> T,
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
     ) {
         let operation: @Sendable () async -> Void = {
@@ -385,14 +380,14 @@ struct Call: Sendable {
             }
             reply { render(result) }
         }
-        if inline ?? readsInline {
+        if inline {
             Task.immediate(operation: operation)
         } else {
             Task(operation: operation)
         }
     }
 
-    /// As ``answer(inline:_:_:)`` (a read), for work that may park, as a long-poll
+    /// As ``answer(inline:_:_:)`` (started inline), for work that may park, as a long-poll
     /// does: `work` gets `later`, which answers the request when called (once). Work that
     /// answers at once returns its value; work that parked returns nil, and its task ends:
     /// a parked request holds no task (a suspended one cost ~8 KiB a waiter, issue 28).
@@ -400,7 +395,7 @@ struct Call: Sendable {
         parking work: @escaping @Sendable (_ later: @escaping @Sendable (T) -> Void) async throws(EngineError) -> T?,
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
     ) {
-        let operation: @Sendable () async -> Void = {
+        Task.immediate {
             let result: Result<T, EngineError>
             do throws(EngineError) {
                 guard let value = try await work({ value in reply { render(.success(value)) } }) else { return }
@@ -409,11 +404,6 @@ struct Call: Sendable {
                 result = .failure(error)
             }
             reply { render(result) }
-        }
-        if readsInline {
-            Task.immediate(operation: operation)
-        } else {
-            Task(operation: operation)
         }
     }
 }

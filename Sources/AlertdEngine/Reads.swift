@@ -12,10 +12,6 @@ extension Engine {
     /// Pending alerts on every client.
     public var pendingTotal: Int { store.pendingTotal }
 
-    /// Whether reads can be answered without suspending: the embedded store's are (what
-    /// it committed is in memory); a shared store's always wait for the database.
-    public var readsMayAnswerInline: Bool { !store.isShared }
-
     /// The bytes the store takes (for `/metrics`); nil: not known yet.
     public var storeBytes: Int? { store.storeBytes }
 

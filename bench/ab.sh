@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# bench/ab.sh: two builds of alertd against each other, one run of each in turn, ROUNDS
+# times, so the machine's drift (another process, the CPU's clock) falls on both alike.
+# Prints every run and, per build, the median; then B's median against A's.
+#
+#   bench/ab.sh post A B           POSTs, SQLite (durability: full), wrk -t2 -c64, a fresh
+#                                  state directory per run; with PERF=1 also perf stat's CPU
+#                                  time and context switches a post (the daemon's own)
+#   bench/ab.sh pg-current A B     GET …/current of one client with an alert displayed,
+#                                  through two instances on one PostgreSQL (SPEC §9: each
+#                                  read checks the client's version in the database)
+#   bench/ab.sh pg-current-alone A B   the same, one instance, both loads on it
+#
+# A and B are alertd binaries (release builds). Environment: ROUNDS [5], DURATION [10]
+# seconds a run, WARMUP [2], PORT [19180]; an environment for one build only goes in
+# ENV_A / ENV_B (e.g. ENV_B="GLIBC_TUNABLES=glibc.malloc.arena_max=2").
+# Raw output: bench/out/ab-<mode>-<timestamp>/.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+MODE=${1:?"usage: bench/ab.sh post|pg-current|pg-current-alone A B"}
+BIN_A=${2:?"binary A"}
+BIN_B=${3:?"binary B"}
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+PORT=${PORT:-19180}
+OUT="$HERE/out/ab-$MODE-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$OUT"
+chmod 755 "$OUT"
+say() { echo "[ab.sh] $*" >&2; }
+for tool in wrk python3 curl; do command -v "$tool" >/dev/null || { say "needs $tool"; exit 2; }; done
+[ "${PERF:-0}" = 0 ] || command -v perf >/dev/null || { say "PERF=1 needs perf (linux-perf)"; exit 2; }
+
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# ---- PostgreSQL, once for every run (pg-* modes) ----------------------------------------
+URL=""
+if [[ $MODE == pg-* ]]; then
+    PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    [ -n "$PGBIN" ] || { say "needs PostgreSQL (apt-get install postgresql)"; exit 2; }
+    AS_PG=()
+    if [ "$(id -u)" -eq 0 ]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --); fi
+    PG_PORT=$((PORT + 10))
+    mkdir -p "$OUT/pgdata" "$OUT/pgrun"
+    [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$OUT/pgdata" "$OUT/pgrun"
+    "${AS_PG[@]}" "$PGBIN/initdb" -D "$OUT/pgdata" -A trust -U postgres -E UTF8 --locale=C >"$OUT/initdb.log" 2>&1
+    "${AS_PG[@]}" "$PGBIN/postgres" -D "$OUT/pgdata" -p "$PG_PORT" -k "$OUT/pgrun" -c listen_addresses=127.0.0.1 \
+        -c max_connections=200 -c shared_buffers=256MB >"$OUT/postgres.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do
+        "$PGBIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT" -U postgres -q && break
+        sleep 0.1
+    done
+    "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE alertd" postgres
+    URL="postgres://postgres@127.0.0.1:$PG_PORT/alertd?sslmode=disable"
+fi
+
+config() { # $1 file, $2 state dir
+    {
+        echo "log: {level: warning}"
+        echo "state_dir: $2"
+        echo "limits: {max_pending_per_client: 10000000, max_pending_total: 100000000, max_connections: 60000, max_connections_per_ip: 60000}"
+        if [ -n "$URL" ]; then
+            echo "store: {backend: postgres, postgres: {url: \"$URL\", pool_size: 8}}"
+        else
+            echo "durability: full"
+        fi
+    } >"$1"
+}
+
+# Starts build $1 (A or B) as instance $2 on port $3; sets STARTED to its pid.
+start() {
+    local which=$1 name=$2 port=$3 bin env
+    if [ "$which" = A ]; then bin=$BIN_A env=${ENV_A:-}; else bin=$BIN_B env=${ENV_B:-}; fi
+    local state="$OUT/state-$name"
+    [[ $MODE == pg-* ]] || rm -rf "$state"
+    config "$OUT/$name.yaml" "$state"
+    # shellcheck disable=SC2086
+    env $env "$bin" --config "$OUT/$name.yaml" --listen "127.0.0.1:$port" 2>>"$OUT/$name.log" &
+    STARTED=$!
+    PIDS+=("$STARTED")
+    for _ in $(seq 1 300); do
+        curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    say "build $which did not become ready"; cat "$OUT/$name.log" >&2; exit 1
+}
+stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+rps() { sed -n 's/^RESULT rps=\([0-9.]*\).*/\1/p' "$1"; }
+
+# One run of build $1 (round $2): appends "build rps [cpu_us cs]" to results.
+run() {
+    local which=$1 round=$2 tag="$1-$2"
+    case $MODE in
+    post)
+        start "$which" "$tag" "$PORT"
+        local pid=$STARTED
+        wrk -t2 -c64 -d"${WARMUP}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT" -- 8 warm >/dev/null 2>&1
+        wrk -t2 -c64 -d"${DURATION}s" -s "$HERE/wrk/post_alert.lua" "http://127.0.0.1:$PORT" -- 8 bench \
+            >"$OUT/$tag.txt" 2>&1 &
+        local load=$!
+        if [ "${PERF:-0}" = 1 ]; then
+            sleep 1
+            perf stat -x, -e task-clock,context-switches -p "$pid" -- sleep $((DURATION - 2)) 2>"$OUT/$tag.perf"
+        fi
+        wait "$load"
+        stop "$pid"
+        local r; r=$(rps "$OUT/$tag.txt")
+        if [ "${PERF:-0}" = 1 ]; then
+            python3 - "$which" "$r" "$OUT/$tag.perf" $((DURATION - 2)) >>"$OUT/results" <<'EOF'
+import sys
+which, rps, path, secs = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+values = {line.split(",")[2]: float(line.split(",")[0]) for line in open(path) if line.count(",") > 2}
+posts = rps * secs
+print(which, rps, round(values["task-clock"] * 1000 / posts, 1), round(values["context-switches"] / posts, 2))
+EOF
+        else
+            echo "$which $r" >>"$OUT/results"
+        fi
+        ;;
+    pg-current | pg-current-alone)
+        start "$which" "$tag-a" "$PORT"
+        local a=$STARTED b="" second=$PORT
+        if [ "$MODE" = pg-current ]; then
+            start "$which" "$tag-b" $((PORT + 1))
+            b=$STARTED second=$((PORT + 1))
+        fi
+        curl -fsS -o /dev/null -H 'Content-Type: application/json' \
+            -d '{"title":"Deploy build 4711?","buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}' \
+            "http://127.0.0.1:$PORT/v1/clients/shown/alerts"
+        local warm=()
+        for port in "$PORT" "$second"; do
+            wrk -t1 -c32 -d"${WARMUP}s" -s "$HERE/wrk/get_current.lua" "http://127.0.0.1:$port" -- shown >/dev/null 2>&1 &
+            warm+=($!)
+        done
+        wait "${warm[@]}"
+        wrk -t1 -c32 -d"${DURATION}s" -s "$HERE/wrk/get_current.lua" "http://127.0.0.1:$PORT" -- shown >"$OUT/$tag-a.txt" 2>&1 &
+        local first=$!
+        wrk -t1 -c32 -d"${DURATION}s" -s "$HERE/wrk/get_current.lua" "http://127.0.0.1:$second" -- shown >"$OUT/$tag-b.txt" 2>&1
+        wait "$first"
+        stop "$a"
+        [ -z "$b" ] || stop "$b"
+        echo "$which $(python3 -c "print($(rps "$OUT/$tag-a.txt") + $(rps "$OUT/$tag-b.txt"))")" >>"$OUT/results"
+        ;;
+    *) say "unknown mode $MODE"; exit 2 ;;
+    esac
+    say "$(tail -1 "$OUT/results")"
+}
+
+say "$MODE: A=$BIN_A${ENV_A:+ ($ENV_A)}, B=$BIN_B${ENV_B:+ ($ENV_B)}, $ROUNDS rounds of ${DURATION}s; raw: $OUT"
+for round in $(seq 1 "$ROUNDS"); do
+    # Alternate which goes first, so neither always follows the other.
+    if ((round % 2)); then run A "$round"; run B "$round"; else run B "$round"; run A "$round"; fi
+done
+python3 - "$OUT/results" <<'EOF' | tee "$OUT/summary.txt"
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+medians = {}
+for build in ("A", "B"):
+    mine = [r for r in rows if r[0] == build]
+    columns = list(zip(*[[float(x) for x in r[1:]] for r in mine]))
+    medians[build] = [statistics.median(c) for c in columns]
+    labels = ["req/s", "CPU us/post", "switches/post"][: len(columns)]
+    print(f"{build}: " + "  ".join(f"{l} median {m:,.1f} (runs: {', '.join(f'{x:,.1f}' for x in c)})"
+                                    for l, m, c in zip(labels, medians[build], columns)))
+a, b = medians["A"][0], medians["B"][0]
+print(f"B against A: req/s {100 * (b - a) / a:+.1f} %")
+if len(medians["A"]) > 1:
+    print(f"B against A: CPU a post {100 * (medians['B'][1] - medians['A'][1]) / medians['A'][1]:+.1f} %")
+EOF
