@@ -27,7 +27,6 @@ WARMUP=${WARMUP:-2}
 PORT=${PORT:-19180}
 OUT="$HERE/out/ab-$MODE-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
-chmod 755 "$OUT"
 say() { echo "[ab.sh] $*" >&2; }
 for tool in wrk python3 curl; do command -v "$tool" >/dev/null || { say "needs $tool"; exit 2; }; done
 [ "${PERF:-0}" = 0 ] || command -v perf >/dev/null || { say "PERF=1 needs perf (linux-perf)"; exit 2; }
@@ -42,23 +41,9 @@ trap cleanup EXIT
 # ---- PostgreSQL, once for every run (pg-* modes) ----------------------------------------
 URL=""
 if [[ $MODE == pg-* ]]; then
-    PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-    [ -n "$PGBIN" ] || { say "needs PostgreSQL (apt-get install postgresql)"; exit 2; }
-    AS_PG=()
-    if [ "$(id -u)" -eq 0 ]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --); fi
-    PG_PORT=$((PORT + 10))
-    mkdir -p "$OUT/pgdata" "$OUT/pgrun"
-    [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$OUT/pgdata" "$OUT/pgrun"
-    "${AS_PG[@]}" "$PGBIN/initdb" -D "$OUT/pgdata" -A trust -U postgres -E UTF8 --locale=C >"$OUT/initdb.log" 2>&1
-    "${AS_PG[@]}" "$PGBIN/postgres" -D "$OUT/pgdata" -p "$PG_PORT" -k "$OUT/pgrun" -c listen_addresses=127.0.0.1 \
-        -c max_connections=200 -c shared_buffers=256MB >"$OUT/postgres.log" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 100); do
-        "$PGBIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT" -U postgres -q && break
-        sleep 0.1
-    done
-    "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE alertd" postgres
-    URL="postgres://postgres@127.0.0.1:$PG_PORT/alertd?sslmode=disable"
+    # shellcheck source=tools/pgcluster.sh
+    source "$HERE/tools/pgcluster.sh"
+    pg_cluster "$OUT" $((PORT + 10))
 fi
 
 config() { # $1 file, $2 state dir

@@ -67,23 +67,9 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- PostgreSQL -------------------------------------------------------------------------
-AS_PG=()
-if [ "$(id -u)" -eq 0 ]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --); fi
-PGDATA="$OUT/pgdata"
-mkdir -p "$PGDATA" "$OUT/pgrun"
-[ "$(id -u)" -ne 0 ] || chown postgres:postgres "$PGDATA" "$OUT/pgrun"
-chmod 755 "$OUT"
-"${AS_PG[@]}" "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$OUT/initdb.log" 2>&1
-"${AS_PG[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PG_PORT" -k "$OUT/pgrun" -c listen_addresses=127.0.0.1 \
-    -c max_connections=200 -c shared_buffers=256MB -c synchronous_commit="${PG_SYNC:-on}" -c fsync=on \
-    >"$OUT/postgres.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-    "$PGBIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT" -U postgres -q && break
-    sleep 0.1
-done
-"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE alertd" postgres
-URL="postgres://postgres@127.0.0.1:$PG_PORT/alertd?sslmode=disable"
+# shellcheck source=tools/pgcluster.sh
+source "$HERE/tools/pgcluster.sh"
+pg_cluster "$OUT" "$PG_PORT" -c synchronous_commit="${PG_SYNC:-on}" -c fsync=on
 
 # ---- alertd -----------------------------------------------------------------------------
 config() { # $1 name, $2 store section
