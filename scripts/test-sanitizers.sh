@@ -25,6 +25,7 @@ cd "$(dirname "$0")/.."
 sanitizers=("$@")
 [ ${#sanitizers[@]} -gt 0 ] || sanitizers=(thread address)
 status=0
+summary=()
 for sanitizer in "${sanitizers[@]}"; do
     case $sanitizer in thread) scratch=.build-tsan ;; address) scratch=.build-asan ;; *) scratch=".build-$sanitizer" ;; esac
     reports=$(mktemp -d "/tmp/alertd-$sanitizer-XXXXXX")
@@ -44,17 +45,27 @@ for sanitizer in "${sanitizers[@]}"; do
     fi
     # shellcheck disable=SC2086
     timeout --kill-after=30 120m swift test ${build[@]+"${build[@]}"} \
-        --experimental-maximum-parallelization-width "${SANITIZER_PARALLELISM:-6}" ${SWIFT_TEST_ARGS:-} || rc=$?
+        --experimental-maximum-parallelization-width "${SANITIZER_PARALLELISM:-6}" ${SWIFT_TEST_ARGS:-} 2>&1 |
+        tee "$reports.log" || rc=${PIPESTATUS[0]}
     unset ALERTD_SANITIZE
     echo "== $sanitizer: swift test exited $rc after $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
+    verdict="swift test exited $rc"
     if compgen -G "$reports/report*" >/dev/null; then
         echo "== $sanitizer: $(ls "$reports" | wc -l) process(es) reported:"
         for file in "$reports"/report*; do
             echo "---- $file"
             head -80 "$file"
         done
+        verdict+=", $(ls "$reports" | wc -l) process(es) reported: $(grep -h '^SUMMARY:' "$reports"/report* | sort | uniq -c | tr -s ' ' | paste -sd ';' -)"
         status=1
     fi
     [ $rc -eq 0 ] || status=1
+    failed=$(grep -c '^✘ Test .* failed\|^✘ Test .* recorded an issue' "$reports.log" || true)
+    [ "$failed" = 0 ] || verdict+=", failed tests: $(grep '^✘ Test .* failed' "$reports.log" | sed 's/^✘ Test \(.*\) failed.*/\1/' | sort -u | paste -sd ';' -)"
+    summary+=("$sanitizer: $verdict")
 done
+# The end of the output is what CI keeps: say there what failed, and why.
+echo "== sanitizers:"
+printf '   %s\n' "${summary[@]}"
+[ $status -eq 0 ] || echo "== sanitizers: FAILED (each report in full above, under its sanitizer's pass)"
 exit $status
