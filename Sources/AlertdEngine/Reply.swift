@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+public import NIOConcurrencyHelpers
 
 /// A value given once, from any thread, to one task that awaits it — before or after
 /// it is given. Where an async call meets a callback it cannot pass a continuation to
@@ -10,19 +10,26 @@ import NIOConcurrencyHelpers
 /// unchecked continuation (the states below resume it exactly once): every post makes
 /// one (issue 28's figures). A `Synchronization.Mutex` would keep it in one object too,
 /// but ThreadSanitizer cannot see its handover in the kernel (README, Development).
+///
+/// Inlinable, so a reply of a concrete type is specialized where it is used: the
+/// embedded store's commit reply (`Reply<Bool>`) looks no generic metadata up.
 public struct Reply<Value: Sendable>: Sendable {
-    private enum State {
+    @usableFromInline
+    enum State: Sendable {
         case empty
         case waiting(UnsafeContinuation<Value, Never>)
         case resolved(Value)
         case taken
     }
 
-    private let state = NIOLockedValueBox(State.empty)
+    @usableFromInline
+    let state: NIOLockedValueBox<State>
 
-    public init() {}
+    @inlinable
+    public init() { state = NIOLockedValueBox(State.empty) }
 
     /// Gives the value; calls after the first are ignored.
+    @inlinable
     public func resolve(_ value: Value) {
         let waiter = state.withLockedValue { state -> UnsafeContinuation<Value, Never>? in
             switch state {
@@ -40,6 +47,7 @@ public struct Reply<Value: Sendable>: Sendable {
     }
 
     /// The value, once given. Await it once.
+    @inlinable
     public func value() async -> Value {
         if let ready = take() { return ready }
         return await withUnsafeContinuation { (continuation: UnsafeContinuation<Value, Never>) in
@@ -55,7 +63,8 @@ public struct Reply<Value: Sendable>: Sendable {
         }
     }
 
-    private func take() -> Value? {
+    @inlinable
+    func take() -> Value? {
         state.withLockedValue { state -> Value? in
             guard case .resolved(let value) = state else { return nil }
             state = .taken

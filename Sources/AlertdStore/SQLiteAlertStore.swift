@@ -114,10 +114,16 @@ public final class SQLiteAlertStore: AlertStore, Service {
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
         // Resolved by the commit's completion, on the writer thread: the writes are submitted
-        // under the board's lock, so SQLite applies them in board order.
-        let reply = Reply<Result<Committed<Value>, EngineError>>()
-        let immediate: Result<Committed<Value>, EngineError>? = state.withLockedValue { state in
-            if let refusal { return .failure(refusal) }
+        // under the board's lock, so SQLite applies them in board order. The reply says only
+        // whether the commit succeeded, and is of one concrete type: a reply of the generic
+        // `Result<Committed<Value>, …>` looked its metadata up at every use, seven times a
+        // post, since this runs unspecialized (called through `any AlertStore`).
+        let reply = Reply<Bool>()
+        var refused: EngineError?
+        var done: Committed<Value>?
+        var submitted: Committed<Value>?
+        state.withLockedValue { state in
+            if let refusal { return refused = refusal }
             let mutation: Mutation<Value>
             do throws(EngineError) {
                 let (key, pending, persistent, logger) = (
@@ -128,7 +134,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
                         try body(&board, Context(key: key, pending: pending, persistent: persistent, logger: logger, committed: committed))
                     }, change: { $0.change })  // not `\.change`: a generic key path is made on every call
             } catch {
-                return .failure(error)
+                return refused = error
             }
             let change = mutation.change
             var writes: [StoreWrite] = []
@@ -142,26 +148,27 @@ public final class SQLiteAlertStore: AlertStore, Service {
             for event in mutation.events { writes.append(.event(event)) }
             let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
             if writes.isEmpty, !mutation.afterEarlierCommits {
-                return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))
+                return done = Committed(mutation.value, change: change, displays: displays, deliveries: [])
             }
             let versions = state.stamp(displays)
-            let deliveries = mutation.events.flatMap(\.pendingDeliveries)
+            let (deliveries, idempotency) = (mutation.events.flatMap(\.pendingDeliveries), mutation.idempotency)
             committer.submit(writes) { [self] result in
-                if case .failure = result { return reply.resolve(.failure(.notCommitted)) }
-                if !change.isEmpty || mutation.idempotency != nil {
+                if case .failure = result { return reply.resolve(false) }
+                if !change.isEmpty || idempotency != nil {
                     self.state.withLockedValue { state in
                         state.board.committed(change)
                         state.committed(versions)
-                        if let record = mutation.idempotency { state.pendingKeys[KeyRef(client: record.client, key: record.key)] = nil }
+                        if let record = idempotency { state.pendingKeys[KeyRef(client: record.client, key: record.key)] = nil }
                     }
                 }
-                reply.resolve(
-                    .success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions)))
+                reply.resolve(true)
             }
-            return nil
+            submitted = Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions)
         }
-        if let immediate { return try immediate.get() }
-        return try await reply.value().get()
+        if let refused { throw refused }
+        if let done { return done }
+        guard let submitted, await reply.value() else { throw .notCommitted }
+        return submitted
     }
 
     public func fireDeadlines(
