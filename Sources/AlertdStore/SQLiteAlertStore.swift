@@ -113,17 +113,29 @@ public final class SQLiteAlertStore: AlertStore, Service {
         client: String, now: Timestamp, idempotencyKey: String?,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
-        // Resolved by the commit's completion, on the writer thread: the writes are submitted
-        // under the board's lock, so SQLite applies them in board order. The reply says only
-        // whether the commit succeeded, and is of one concrete type: a reply of the generic
-        // `Result<Committed<Value>, …>` looked its metadata up at every use, seven times a
-        // post, since this runs unspecialized (called through `any AlertStore`).
+        // This runs unspecialized (called through `any AlertStore`), so every value of a
+        // generic type it keeps is taken from the task's allocator, and every generic type
+        // it names is looked up at run time. So the transaction is begun in a synchronous
+        // function, and the commit's reply is of one concrete type (it says only whether the
+        // commit succeeded): one generic value is kept across the wait, where seven were,
+        // and a post looks up no metadata here (issue 28, bench/RESULTS.md).
         let reply = Reply<Bool>()
-        var refused: EngineError?
-        var done: Committed<Value>?
-        var submitted: Committed<Value>?
-        state.withLockedValue { state in
-            if let refusal { return refused = refusal }
+        let committed = try begin(client: client, now: now, idempotencyKey: idempotencyKey, reply: reply, body)
+        guard await reply.value() else { throw .notCommitted }
+        return committed
+    }
+
+    /// A transaction's body run on the board and its writes submitted, under the lock: what
+    /// it commits, once `reply` says true. `reply` is resolved at once when there is nothing
+    /// to wait for, else by the commit's completion, on the writer thread: the writes are
+    /// submitted under the board's lock, so SQLite applies them in board order.
+    @inline(never)
+    private func begin<Value: Sendable>(
+        client: String, now: Timestamp, idempotencyKey: String?, reply: Reply<Bool>,
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
+    ) throws(EngineError) -> Committed<Value> {
+        let outcome: Result<Committed<Value>, EngineError> = state.withLockedValue { state in
+            if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
             do throws(EngineError) {
                 let (key, pending, persistent, logger) = (
@@ -134,7 +146,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
                         try body(&board, Context(key: key, pending: pending, persistent: persistent, logger: logger, committed: committed))
                     }, change: { $0.change })  // not `\.change`: a generic key path is made on every call
             } catch {
-                return refused = error
+                return .failure(error)
             }
             let change = mutation.change
             var writes: [StoreWrite] = []
@@ -148,7 +160,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
             for event in mutation.events { writes.append(.event(event)) }
             let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
             if writes.isEmpty, !mutation.afterEarlierCommits {
-                return done = Committed(mutation.value, change: change, displays: displays, deliveries: [])
+                reply.resolve(true)
+                return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))
             }
             let versions = state.stamp(displays)
             let (deliveries, idempotency) = (mutation.events.flatMap(\.pendingDeliveries), mutation.idempotency)
@@ -163,12 +176,9 @@ public final class SQLiteAlertStore: AlertStore, Service {
                 }
                 reply.resolve(true)
             }
-            submitted = Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions)
+            return .success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions))
         }
-        if let refused { throw refused }
-        if let done { return done }
-        guard let submitted, await reply.value() else { throw .notCommitted }
-        return submitted
+        return try outcome.get()
     }
 
     public func fireDeadlines(
