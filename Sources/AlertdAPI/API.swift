@@ -359,8 +359,10 @@ struct Call: Sendable {
     /// Answers with what the engine's async `work` gives, as `render` makes it: the one
     /// bridge between libmicrohttpd's callbacks and the engine. Work that suspends (a
     /// commit, a long-poll, the database) leaves the connection suspended, no thread
-    /// held, and resumes it with the answer; the response is built on the connection's
-    /// own thread (``reply(_:)``).
+    /// held, and resumes it with the answer. The response is built in the task, on the
+    /// cooperative pool (never on the store writer's thread, which only resumes it), as
+    /// soon as `work` returns: the task keeps no `Result` of `T` for a later build, and a
+    /// post makes 3–4 fewer allocations (callgrind, issue 28).
     ///
     /// `inline`: `work` starts at once, on this thread (`Task.immediate`), so a read that
     /// never suspends (of the embedded store) is answered before the handler returns.
@@ -372,13 +374,13 @@ struct Call: Sendable {
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
     ) {
         let operation: @Sendable () async -> Void = {
-            let result: Result<T, EngineError>
+            let response: HTTPResponse
             do throws(EngineError) {
-                result = .success(try await work())
+                response = render(.success(try await work()))
             } catch {
-                result = .failure(error)
+                response = render(.failure(error))
             }
-            reply { render(result) }
+            respond(response)
         }
         if inline {
             Task.immediate(operation: operation)
