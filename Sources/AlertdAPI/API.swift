@@ -350,8 +350,9 @@ struct Call: Sendable {
     func respond(_ response: HTTPResponse) { responder.respond(finish(response)) }
 
     /// Answers with a response built when it is sent, on the connection's own
-    /// thread: answers that come from a commit's completion are not built on
-    /// the store writer's thread.
+    /// thread: for answers handed to a callback that may run on the store writer's
+    /// thread (a parked waiter woken by a deadline round's commit), which must not
+    /// build them.
     func reply(_ make: @escaping @Sendable () -> HTTPResponse) {
         responder.respond(building: { [finish] in finish(make()) })
     }
@@ -398,14 +399,15 @@ struct Call: Sendable {
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
     ) {
         Task.immediate {
-            let result: Result<T, EngineError>
+            let response: HTTPResponse
             do throws(EngineError) {
+                // A parked waiter's answer comes through `later`, from whoever wakes it.
                 guard let value = try await work({ value in reply { render(.success(value)) } }) else { return }
-                result = .success(value)
+                response = render(.success(value))
             } catch {
-                result = .failure(error)
+                response = render(.failure(error))
             }
-            reply { render(result) }
+            respond(response)
         }
     }
 }

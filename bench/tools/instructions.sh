@@ -27,11 +27,8 @@ run() {  # run BINARY COUNT NAME -> total instructions
     valgrind --tool=callgrind --callgrind-out-file="$WORK/out" "$bin" --config "$WORK/alertd.yaml" \
         --listen "127.0.0.1:$port" --state-dir "$WORK/state-$port" > /dev/null 2> "$WORK/valgrind.log" &
     PID=$!
-    python3 "$HERE/get_load.py" "$port" 1
-    if [ "$MODE" = get ]; then
-        curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' \
-            -d '{"title":"Deploy?","buttons":[{"title":"OK"}]}' "http://127.0.0.1:$port/v1/clients/bench/alerts"
-    fi
+    # One request first, once it listens; for `get`, the post whose alert it then reads.
+    python3 "$HERE/get_load.py" "$port" 1 post
     python3 "$HERE/get_load.py" "$port" "$count" "$MODE"
     kill -INT "$PID"
     wait "$PID" || true

@@ -1,13 +1,13 @@
 # bench/tools/pgcluster.sh: sourced by postgres.sh and ab.sh. A PostgreSQL cluster of the
 # bench's own, on disk (fsync on), under $1, listening on 127.0.0.1:$2, with a database
 # "alertd"; extra `-c name=value` settings after. Appends the server's pid to PIDS
-# (the caller's cleanup stops it) and sets PGBIN and URL.
+# (the caller's cleanup stops it) and sets URL, and PGBIN unless the caller has.
 #
 #   pg_cluster "$OUT" "$PG_PORT" [-c synchronous_commit=off ...]
 pg_cluster() {
     local dir=$1 port=$2
     shift 2
-    PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    : "${PGBIN:=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
     [ -n "$PGBIN" ] || { echo "needs PostgreSQL (apt-get install postgresql)" >&2; exit 2; }
     local as_pg=()
     if [ "$(id -u)" -eq 0 ]; then as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups --); fi
