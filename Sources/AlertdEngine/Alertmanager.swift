@@ -1,7 +1,6 @@
 public import AlertdAlertmanager
 public import AlertdCore
 import AlertdWire
-import NIOConcurrencyHelpers
 
 extension Engine {
     /// What a notification did to one of its alerts.
@@ -76,23 +75,22 @@ extension Engine {
         }
         if let refusal = refusal() { throw refusal }
         guard !notification.alerts.isEmpty else { return [] }
-        // Every alert's transaction at once (one flush, on a shared store), answered once all are
-        // committed; each started here, in the notification's order, so they reach the store in it.
-        let results = await withTaskGroup(of: (Int, Result<AlertmanagerReceipt, EngineError>).self) { group in
-            for (index, (alert, draft)) in zip(notification.alerts, drafts).enumerated() {
-                group.addImmediateTask { [self] in
-                    do throws(EngineError) {
-                        return (index, .success(try await take(alert, draft: draft, on: client)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
-            }
-            var results = [Result<AlertmanagerReceipt, EngineError>?](repeating: nil, count: notification.alerts.count)
-            for await (index, result) in group { results[index] = result }
-            return results
+        // One transaction after another, in the notification's order: each alert joins its
+        // queue in that order, and the answer comes once the last has committed.
+        //
+        // Not a task group with `addImmediateTask` (that started every transaction at once, in
+        // order): Swift 6.3.1's optimiser miscompiles an immediate child whose closure has a
+        // typed `do throws(…)`/`catch` and returns a tuple holding a `Result` with a payload.
+        // The group then yields garbage or loses a result (the release build trapped here on
+        // ordinary notifications, SIGILL, issue 44; the debug build never did).
+        // docs/defects/immediate-child-typed-throws.swift reproduces it in 40 lines:
+        // `swiftc -O` traps within a few thousand rounds, `-Onone` or `addTask` never.
+        var receipts: [AlertmanagerReceipt] = []
+        receipts.reserveCapacity(notification.alerts.count)
+        for (alert, draft) in zip(notification.alerts, drafts) {
+            receipts.append(try await take(alert, draft: draft, on: client))
         }
-        return try results.map { result throws(EngineError) in try result!.get() }
+        return receipts
     }
 
     /// One alert of a notification: one transaction of its client's queue. A resolution
