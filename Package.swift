@@ -85,6 +85,7 @@ let package = Package(
             name: "AlertdPostgres",
             dependencies: [
                 "AlertdCore", "AlertdEngine", "AlertdWire",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -380,7 +380,7 @@ final class Flushes: Sendable {
                         store: store, grown: &grown, writes: &writes, outcomes: outcomes))
             }
             if !writes.isEmpty {
-                notices.withLockedValue { $0 = Notifications.payloads(writes.entries, from: store.instance) }
+                notices.withLockedValue { $0 = store.notifications.sealed(writes.entries) }
                 // Read to its end: an error of a statement that returns rows comes with them, and
                 // one left unread let COMMIT end the failed transaction as a ROLLBACK, silently.
                 for try await _ in try await connection.execute(writes, logger: logger) {}

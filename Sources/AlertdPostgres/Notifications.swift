@@ -22,6 +22,10 @@ import PostgresNIO
 /// NOTIFY is transactional: it is heard only once its transaction committed,
 /// and never if it rolled back.
 ///
+/// Every payload goes sealed (``NotificationSeal``) under the key in `secrets`: any
+/// role that may connect hears the channel and can send on it (SPEC §9). What does
+/// not open is dropped, and said in the log at most once a minute.
+///
 /// When the connection drops, it is made again (after a second), and the
 /// engine is asked to look at everything a waiter waits on
 /// (``StoreChange/resync``): nothing committed in between is missed. The same
@@ -29,8 +33,13 @@ import PostgresNIO
 /// engine's first reads and it.
 final class Notifications: Sendable {
     static let channel = "alertd"
-    /// Below PostgreSQL's limit of 8000 bytes a payload.
-    static let maxPayload = 7_000
+    /// A payload before it is sealed: sealed, it stays below PostgreSQL's limit of 8000 bytes.
+    static let maxPayload = 5_800
+
+    /// What this instance seals with, once read from the database (``loadKey(_:now:logger:)``).
+    let seal = NIOLockedValueBox<NotificationSeal?>(nil)
+    /// Payloads heard that did not open, and when that was last logged (uptime nanoseconds).
+    let refused = NIOLockedValueBox<(count: Int, loggedAt: UInt64?)>((0, nil))
 
     let url: PostgresURL
     let instance: String
@@ -86,15 +95,46 @@ final class Notifications: Sendable {
         return payloads
     }
 
+    /// `entries` in as few payloads as fit, each sealed; none before the key is known
+    /// (nothing is written before: the key is read with the migrations).
+    func sealed(_ entries: [String]) -> [String] {
+        guard let seal = seal.withLockedValue({ $0 }) else { return [] }
+        return Self.payloads(entries, from: instance).map { seal.seal($0) }
+    }
+
     /// NOTIFYs `entries` in the transaction `connection` runs, in as few payloads as fit.
-    static func send(_ entries: [String], from instance: String, on connection: PostgresConnection, logger: Logger) async throws {
-        for payload in payloads(entries, from: instance) {
-            try await connection.run("SELECT pg_catalog.pg_notify(\(channel), \(payload))", logger: logger)
+    func send(_ entries: [String], on connection: PostgresConnection, logger: Logger) async throws {
+        for payload in sealed(entries) {
+            try await connection.run("SELECT pg_catalog.pg_notify(\(Self.channel), \(payload))", logger: logger)
         }
     }
 
-    /// Listens until cancelled, reconnecting when the connection drops.
+    /// Reads the notifications' key from `secrets`, making it first if no instance has.
+    func loadKey(_ client: PostgresClient, now: Int64, logger: Logger) async throws {
+        let candidate = NotificationSeal.newKey()
+        try await client.query(
+            """
+            INSERT INTO secrets (name, value, created_at) VALUES (\(NotificationSeal.secretName), \(candidate.bytea), \(now))
+            ON CONFLICT (name) DO NOTHING
+            """, logger: logger)
+        var stored: [UInt8]?
+        for try await value in try await client.query(
+            "SELECT value FROM secrets WHERE name = \(NotificationSeal.secretName)", logger: logger
+        ).decode(ByteBuffer.self) {
+            stored = [UInt8](bytea: value)
+        }
+        guard let stored, stored.count == 32 else {
+            throw AlertRow.Corrupt(description: "the notifications' key in table secrets is missing or not 32 bytes")
+        }
+        seal.withLockedValue { $0 = NotificationSeal(key: stored) }
+    }
+
+    /// Listens until cancelled, reconnecting when the connection drops; from the moment
+    /// the key is known (a payload heard before could not be opened).
     func run() async {
+        while seal.withLockedValue({ $0 }) == nil {
+            do { try await Task.sleep(for: .milliseconds(20)) } catch { return }
+        }
         var connectionID = 0
         while !Task.isCancelled {
             connectionID += 1
@@ -121,7 +161,33 @@ final class Notifications: Sendable {
         }
     }
 
+    /// A payload heard: opened and told to the engine, or dropped when alertd did not seal it.
     func handle(_ payload: String) {
+        guard let seal = seal.withLockedValue({ $0 }), let plain = seal.open(payload) else {
+            refuse()
+            return
+        }
+        dispatch(plain)
+    }
+
+    /// Logs a payload that did not open: at most once a minute, with how many since.
+    private func refuse() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let count: Int? = refused.withLockedValue { refused in
+            refused.count += 1
+            if let last = refused.loggedAt, now - last < 60_000_000_000 { return nil }
+            refused.loggedAt = now
+            defer { refused.count = 0 }
+            return refused.count
+        }
+        guard let count else { return }
+        logger.warning(
+            "a notification on channel alertd was not sealed by alertd: dropped. Another role that can connect to the database is sending on it (docs/high-availability.md: REVOKE CONNECT ON DATABASE … FROM PUBLIC)",
+            metadata: ["dropped": "\(count)"])
+    }
+
+    /// A payload as an instance wrote it, before sealing: what it names goes to the engine.
+    func dispatch(_ payload: String) {
         var clients: [String] = []
         var decided: [AlertID] = []
         var webhooks = false

@@ -132,10 +132,28 @@ public final class PostgresAlertStore: AlertStore, Service {
     public func migrate() async throws -> [Int] {
         while !clientRunning.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
         let applied = try await Schema.migrate(client.current, logger: logger)
+        try await notifications.loadKey(client.current, now: clock.now().milliseconds, logger: logger)
+        try? await warnOfPublicConnect()
         migrated.store(true, ordering: .releasing)
         try? await readCounts()
         if !applied.isEmpty { logger.info("schema migrated", metadata: ["versions": "\(applied)"]) }
         return applied
+    }
+
+    /// Warns when every role may connect (PostgreSQL's default for a new database): any of
+    /// them may LISTEN and NOTIFY on alertd's channel (SPEC §9). Notifications are sealed, so
+    /// that is no way in, but a database only alertd's role reaches is the one to run.
+    private func warnOfPublicConnect() async throws {
+        for try await (open, name) in try await client.query(
+            """
+            SELECT pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CONNECT'),
+                   pg_catalog.current_database()::text
+            """, logger: logger
+        ).decode((Bool, String).self) where open {
+            logger.warning(
+                "every role may connect to database \(name) (PUBLIC holds CONNECT): any of them can listen and send on alertd's notification channel. alertd seals its notifications and drops any it did not seal; still, revoke it: REVOKE CONNECT ON DATABASE \"\(name)\" FROM PUBLIC, then GRANT CONNECT to the roles that need it (docs/high-availability.md)"
+            )
+        }
     }
 
     /// Reads the counts every second (and the next deadline), for the bounds and readiness.

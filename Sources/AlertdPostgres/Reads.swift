@@ -137,9 +137,9 @@ extension PostgresAlertStore {
     /// Runs `body` in a transaction that tells the other instances of `notify` with its commit.
     func write(notify: [String], _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws(EngineError) {
         do {
-            try await client.withTransaction(logger: logger) { [instance, logger] connection in
+            try await client.withTransaction(logger: logger) { [notifications, logger] connection in
                 try await body(connection)
-                try await Notifications.send(notify, from: instance, on: connection, logger: logger)
+                try await notifications.send(notify, on: connection, logger: logger)
             }
         } catch {
             throw unavailable(error)

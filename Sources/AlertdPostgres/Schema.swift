@@ -133,6 +133,21 @@ enum Schema {
                 "ALTER TABLE alerts ADD COLUMN votes text",
             ]
         ),
+        Migration(
+            5, "secrets only alertd's instances read (the notifications' key)",
+            [
+                // Tables are not readable by PUBLIC; said again for a database whose default
+                // privileges grant more. Never grant anything on this table (docs/high-availability.md).
+                """
+                CREATE TABLE secrets (
+                    name text COLLATE "C" PRIMARY KEY,
+                    value bytea NOT NULL,
+                    created_at bigint NOT NULL
+                )
+                """,
+                "REVOKE ALL ON secrets FROM PUBLIC",
+            ]
+        ),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

@@ -4,6 +4,7 @@
 // Likewise a decided alert (t:), which the other instances answer their waiters with.
 
 import AlertdCore
+import Foundation
 import AlertdEngine
 import AlertdWire
 import Logging
@@ -116,7 +117,83 @@ struct NotificationPayloadTests {
         }
         let other = AlertID(high: 9, low: 9)
         let entry = try #require(Notifications.terminal(Self.answered))
-        notifications.handle("i:elsewhere d:\(Self.answered.id) \(entry) d:\(other)")
+        notifications.dispatch("i:elsewhere d:\(Self.answered.id) \(entry) d:\(other)")
         #expect(heard.withLock { $0 } == ["terminal \([Self.answered.id])", "decided \([other])"])
+    }
+
+    // MARK: - Sealed (SPEC §9: a role that may connect hears and sends on the channel)
+
+    static let key = NotificationSeal.newKey()
+
+    @Test("a payload is sealed: it opens with the key, and shows nothing of the alert without it")
+    func sealed() throws {
+        let seal = NotificationSeal(key: Self.key)
+        let entries = [
+            "c:ops", try #require(Notifications.display(client: "ops", version: 9, alert: Self.answered)),
+            try #require(Notifications.terminal(Self.answered)),
+        ]
+        let plain = try #require(Notifications.payloads(entries, from: "here").first)
+        let sealed = seal.seal(plain)
+        #expect(seal.open(sealed) == plain)
+        #expect(sealed.utf8.count == NotificationSeal.sealedSize(of: plain.utf8.count))
+        // Nothing readable: no client, id, title or callback URL, neither as text nor as base64 of it.
+        let decoded = String(decoding: Data(base64Encoded: String(sealed.dropFirst())) ?? Data(), as: UTF8.self)
+        for secret in ["ops", Self.answered.id.description, "Deploy 1.4.2?", "ci.example", "alice"] {
+            #expect(!sealed.contains(secret) && !decoded.contains(secret), "\(secret) shows in \(sealed)")
+        }
+        // Each sealing is new (a random nonce): two equal payloads look unrelated.
+        #expect(seal.seal(plain) != sealed)
+    }
+
+    @Test(
+        "what alertd did not seal does not open: plain text, another key's, a bit flipped, cut short, not base64",
+        arguments: 0..<6)
+    func forgeries(kind: Int) throws {
+        let seal = NotificationSeal(key: Self.key)
+        let plain = "i:elsewhere " + (try #require(Notifications.terminal(Self.answered)))
+        let genuine = seal.seal(plain)
+        let forged: String
+        switch kind {
+        case 0: forged = plain
+        case 1: forged = NotificationSeal(key: NotificationSeal.newKey()).seal(plain)
+        case 2:
+            var bytes = try #require(Data(base64Encoded: String(genuine.dropFirst())))
+            bytes[bytes.count / 2] ^= 1
+            forged = "1" + bytes.base64EncodedString()
+        case 3: forged = String(genuine.prefix(genuine.count - 8))
+        case 4: forged = "1!!" + genuine.dropFirst(3)
+        default: forged = "2" + genuine.dropFirst()
+        }
+        #expect(seal.open(forged) == nil)
+    }
+
+    @Test("a payload heard that does not open tells the engine nothing; a sealed one does")
+    func handleOpensOrDrops() throws {
+        let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
+        notifications.seal.withLockedValue { $0 = NotificationSeal(key: Self.key) }
+        let heard = Mutex<Int>(0)
+        notifications.handler.withLockedValue { $0 = { _ in heard.withLock { $0 += 1 } } }
+        let entry = try #require(Notifications.terminal(Self.answered))
+        // A stranger's forgery, as a role with CONNECT only can send it: NOTIFY alertd, 'i:x t:…'.
+        notifications.handle("i:elsewhere \(entry)")
+        notifications.handle(NotificationSeal(key: NotificationSeal.newKey()).seal("i:elsewhere \(entry)"))
+        #expect(heard.withLock { $0 } == 0)
+        #expect(notifications.refused.withLockedValue { $0.count } == 1, "logged once, the second counted")
+        // Another instance's, sealed with the same key from the same table.
+        let other = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "elsewhere", logger: Logger(label: "t"))
+        other.seal.withLockedValue { $0 = NotificationSeal(key: Self.key) }
+        for payload in other.sealed(["c:ops", entry]) { notifications.handle(payload) }
+        #expect(heard.withLock { $0 } == 2)
+    }
+
+    @Test("the largest payload, sealed, stays below PostgreSQL's 8000 bytes")
+    func sealedFits() {
+        #expect(NotificationSeal.sealedSize(of: Notifications.maxPayload) < 8000)
+        let seal = NotificationSeal(key: Self.key)
+        let entries = (0..<400).map { "c:client-\($0)" }
+        for payload in Notifications.payloads(entries, from: "here") {
+            #expect(payload.utf8.count <= Notifications.maxPayload)
+            #expect(seal.seal(payload).utf8.count < 8000)
+        }
     }
 }

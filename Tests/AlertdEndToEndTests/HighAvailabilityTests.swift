@@ -672,7 +672,7 @@ struct HighAvailabilityTests {
 
 /// Instances of the real alertd on one PostgreSQL database: the same config, each with its
 /// own state directory and port, started together (they migrate once, under the advisory lock).
-private struct Cluster {
+struct Cluster {
     let instances: [Daemon]
     let postgres: TestPostgres
     /// The database's name (for psql).

@@ -155,10 +155,10 @@ public final class TestPostgres: Sendable {
         }
     }
 
-    /// Runs statements one after the other on `database`, over a connection of its own.
-    public func execute(_ statements: String..., database: String = "postgres") async throws {
+    /// Runs statements one after the other on `database`, over a connection of its own (as `user`).
+    public func execute(_ statements: String..., database: String = "postgres", user: String = "postgres") async throws {
         let configuration = PostgresConnection.Configuration(
-            host: "127.0.0.1", port: port, username: "postgres", password: nil, database: database, tls: .disable)
+            host: "127.0.0.1", port: port, username: user, password: nil, database: database, tls: .disable)
         let connection = try await PostgresConnection.connect(
             configuration: configuration, id: Self.connections.add(1, ordering: .relaxed).newValue, logger: Self.quiet)
         do {
@@ -173,6 +173,55 @@ public final class TestPostgres: Sendable {
     private let free = NIOLockedValueBox<[String]>([])
     private static let connections = Atomic<Int>(0)
     private static let quiet = Logger(label: "alertd.test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Listens on `channel` of `database` as `user` (any role that may connect can, SPEC §9)
+    /// until the listener is stopped; what it hears is ``Listener/payloads``.
+    public func listen(_ channel: String, database: String, user: String) async throws -> Listener {
+        let configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: port, username: user, password: nil, database: database, tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            configuration: configuration, id: Self.connections.add(1, ordering: .relaxed).newValue, logger: Self.quiet)
+        let listener = Listener(connection: connection)
+        let listening = AsyncStream<Void>.makeStream()
+        listener.task.withLockedValue {
+            $0 = Task {
+                try? await connection.listen(on: channel) { notifications in
+                    listening.continuation.finish()
+                    for try await notification in notifications { listener.heard.withLockedValue { $0.append(notification.payload) } }
+                }
+                listening.continuation.finish()
+            }
+        }
+        for await _ in listening.stream {}
+        return listener
+    }
+
+    /// A connection listening on a channel (``listen(_:database:user:)``).
+    public final class Listener: Sendable {
+        let connection: PostgresConnection
+        let heard = NIOLockedValueBox<[String]>([])
+        let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+        init(connection: PostgresConnection) { self.connection = connection }
+
+        /// Every payload heard so far, in order.
+        public var payloads: [String] { heard.withLockedValue { $0 } }
+
+        /// Waits until at least `count` payloads were heard (polled: a notification is no event here).
+        public func awaitPayloads(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [String] {
+            let deadline = ContinuousClock.now + timeout
+            while payloads.count < count {
+                guard ContinuousClock.now < deadline else { throw TestFailure("heard \(payloads.count) of \(count) notifications") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return payloads
+        }
+
+        public func stop() async {
+            task.withLockedValue { $0 }?.cancel()
+            try? await connection.close()
+        }
+    }
 
     /// Runs SQL through psql on `database`; its output (unaligned, tuples only).
     @discardableResult
