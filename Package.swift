@@ -155,6 +155,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Web Push (SPEC §11), pure: RFC 8291 encryption, RFC 8292 VAPID, the subscription's keys
+        // and the payloads a device decrypts. swift-crypto does every primitive.
+        .target(
+            name: "AlertdPush",
+            dependencies: ["AlertdCore", "AlertdWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // The delivery worker: sends due deliveries over AsyncHTTPClient and records each attempt.
         .target(
             name: "AlertdCallbacks",
@@ -185,7 +191,8 @@ let package = Package(
         // The SDK's test double: records presented alerts, answers as a test says.
         .target(
             name: "AlertdClientTesting",
-            dependencies: ["AlertdClient", "AlertdWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
+            // AlertdCore for the daemon's own validation of an alert (one copy of the rules).
+            dependencies: ["AlertdClient", "AlertdCore", "AlertdWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // `alertctl mcp`: a Model Context Protocol server on stdio whose tools ask people
         // questions through the SDK (docs/agents.md).
         .target(
@@ -241,6 +248,9 @@ let package = Package(
             ]),
         .testTarget(
             name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
+        .testTarget(
+            name: "AlertdPushTests",
+            dependencies: ["AlertdPush", "AlertdCore", "AlertdWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "AlertdClientTests",
             dependencies: [
