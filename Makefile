@@ -1,5 +1,5 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-debian test-deb deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
+.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-debian deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
 
 # The version, written in one place: Sources/AlertdVersion/Version.swift.
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/AlertdVersion/Version.swift)
@@ -7,10 +7,7 @@ VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/Aler
 # scratch path of its own so it never invalidates the debug build or `make run`'s.
 STATIC := .build-deb
 DEB := dist/alertd_$(VERSION)_amd64.deb
-# The package make test builds from the debug build (see test-deb), and the one
-# test-debian tests (make deb's unless told otherwise).
-TEST_DEB_DIR := .build/test-deb
-TEST_DEB := $(TEST_DEB_DIR)/alertd_$(VERSION)_amd64.deb
+# The package test-debian tests: make deb's unless told otherwise (PACKAGE=file).
 PACKAGE ?= $(DEB)
 
 deps:
@@ -30,7 +27,7 @@ test-deps:
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 python3-venv systemd openssl prometheus \
 		chromium chromium-driver python3-selenium tmux \
-		dpkg-dev binutils libcurl4 lintian systemd-container debootstrap man-db postgresql nginx-light \
+		dpkg-dev binutils libcurl4 libcurl4-openssl-dev lintian systemd-container debootstrap man-db postgresql nginx-light \
 		prometheus-alertmanager
 
 # The Python tiers' packages from PyPI, every version pinned: the OpenAPI checks'
@@ -51,41 +48,51 @@ venv: $(VENV)/.installed
 run: deps
 	swift run -c release alertd
 
-# swift test builds alertd; the contract tier runs again on PostgreSQL (a throwaway cluster the
-# tests start; a filter that matches no test fails, see scripts/swift-test-nonempty.sh), and again
+# What ships is what is tested (issue 48): make test first builds the package as `make deb`
+# does (alertd and alertctl optimised, the Swift runtime linked in), and every tier that starts
+# alertd or alertctl as a process runs those binaries (SHIPPED: ALERTD_TEST_SHIPPED=1 makes the
+# tiers refuse a debug build or a binary they were not given). The debug build keeps the
+# in-process tiers. Then: swift test; the contract tier again on PostgreSQL (a throwaway cluster
+# the tests start; a filter that matches no test fails, see scripts/swift-test-nonempty.sh), and
 # through two alertd processes on one database behind nginx round-robin (ALERTD_TEST_MODE=balanced,
-# SPEC §9); the browser tests then run alertd (Debian's python3, for python3-selenium);
-# the OpenAPI document is checked against a live alertd; then the Debian package is built
-# from the debug build (test-deb) and tested (Tests/Debian; under a real systemd when root).
-# Each tier is bounded, so a hang fails the run with a message instead of stalling it:
-# the tests started and not finished above the message are the ones to look at.
-# `alertctl mcp` is driven by the official Python MCP SDK (test-mcp).
+# SPEC §9); the dashboard in Chromium (Debian's python3, for python3-selenium); the OpenAPI
+# document against a live alertd; `alertctl mcp` through the official Python MCP SDK; the package
+# itself (Tests/Debian; under a real systemd when root). A Python tier fails unless it ran every
+# test it holds (scripts/python-tier.py). Each tier is bounded, so a hang fails the run with a
+# message instead of stalling it: the tests started and not finished above the message are the
+# ones to look at.
 test: test-deps venv
-	@timeout --kill-after=30 25m swift test || { rc=$$?; \
+	@$(MAKE) --no-print-directory deb
+	@$(SHIPPED) timeout --kill-after=30 25m swift test || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
-	@ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+	@$(SHIPPED) ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the contract tier on PostgreSQL stopped after 10 minutes (a hang)" >&2; exit $$rc; }
-	@ALERTD_TEST_MODE=balanced ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+	@$(SHIPPED) ALERTD_TEST_MODE=balanced ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the contract tier through two instances behind nginx stopped after 10 minutes (a hang)" >&2; exit $$rc; }
-	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
-		/usr/bin/python3 -m unittest discover -s Tests/Browser -v || { rc=$$?; \
+	@$(SHIPPED) timeout --kill-after=30 10m /usr/bin/python3 scripts/python-tier.py Tests/Browser || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
-	@$(MAKE) --no-print-directory test-openapi
-	@$(MAKE) --no-print-directory test-mcp
-	@$(MAKE) --no-print-directory test-deb
-	@$(MAKE) --no-print-directory test-debian PACKAGE=$(TEST_DEB)
+	@$(SHIPPED) $(MAKE) --no-print-directory test-openapi
+	@$(SHIPPED) $(MAKE) --no-print-directory test-mcp
+	@$(MAKE) --no-print-directory test-debian PACKAGE=$(DEB)
+
+# The shipped binaries, as every process tier of make test runs them (see test).
+SHIPPED_BIN := $(CURDIR)/$(STATIC)/release
+SHIPPED := ALERTD_TEST_SHIPPED=1 ALERTD_BINARY=$(SHIPPED_BIN)/alertd ALERTCTL_BINARY=$(SHIPPED_BIN)/alertctl \
+	ALERTD_BIN=$(SHIPPED_BIN)/alertd ALERTCTL_BIN=$(SHIPPED_BIN)/alertctl
 
 # The package's tests only, on the .deb as it is (make deb first, or PACKAGE=file): its version,
 # files, lintian, libraries; then, as root with systemd-nspawn, under a real systemd.
 test-debian:
-	@ALERTD_DEB=$(PACKAGE) timeout --kill-after=30 15m /usr/bin/python3 -m unittest discover -s Tests/Debian -v \
+	@ALERTD_DEB=$(PACKAGE) timeout --kill-after=30 15m /usr/bin/python3 scripts/python-tier.py Tests/Debian \
 		|| { rc=$$?; [ $$rc -lt 124 ] || echo "make test: the Debian tests stopped after 15 minutes (a hang)" >&2; exit $$rc; }
 
-# What make deb needs besides the build's libraries: dpkg-shlibdeps, strip.
+# What make deb needs besides the build's libraries: dpkg-shlibdeps, strip, and libcurl's
+# development files (the static link of FoundationNetworking asks for -lcurl, the unversioned
+# libcurl.so that only libcurl4-openssl-dev installs; libcurl4 alone fails: cannot find -lcurl).
 deb-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
-		libmicrohttpd-dev libsqlite3-dev pkg-config dpkg-dev binutils libcurl4
+		libmicrohttpd-dev libsqlite3-dev pkg-config dpkg-dev binutils libcurl4 libcurl4-openssl-dev
 
 # dist/alertd_<version>_amd64.deb: install it with `apt install ./dist/alertd_…deb`.
 deb: deb-deps
@@ -108,46 +115,32 @@ release-static:
 $(DEB): release-static
 	packaging/deb/build.sh $(VERSION) $(STATIC)/release $(STATIC)/generate-manual/debug/generate-manual dist
 
-# The package make test tests: the same files, the binaries from the debug build the
-# Swift tests just used, relinked the way the installed ones are linked (the runtime
-# static, no RUNPATH, BIND_NOW) in seconds, instead of the optimised build (11 minutes
-# on two cores, which would take CI past its half hour). Objects compiled for the shared
-# runtime autolink the shared Foundation, which brings its own dependencies; linked
-# statically, those must be named (the release build names them itself).
-DEBUG_STATIC_FLAGS := --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now \
-	-Xlinker -lCoreFoundation -Xlinker -l_FoundationICU -Xlinker -l_FoundationCShims \
-	-Xlinker -l_FoundationCollections -Xlinker -lBlocksRuntime -Xlinker -ldispatch -Xlinker -lstdc++ $(CURL_FLAGS)
-test-deb: deb-deps
-	swift build $(DEBUG_STATIC_FLAGS) --product alertd
-	swift build $(DEBUG_STATIC_FLAGS) --product alertctl
-	swift build --package-path .build/checkouts/swift-argument-parser --scratch-path .build/generate-manual \
-		--product generate-manual
-	packaging/deb/build.sh $(VERSION) .build/debug .build/generate-manual/debug/generate-manual $(TEST_DEB_DIR)
 # openapi/alertd.yaml: valid OpenAPI 3.1, served as is, and schemathesis against a live alertd
 # (every phase and check, bounded: see Tests/OpenAPI/test_openapi.py).
+# ALERTD_BIN names the alertd to test (make test: the shipped one); else the debug build.
 test-openapi: venv
-	@swift build --product alertd >/dev/null
-	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" timeout --kill-after=30 10m \
-		$(VENV)/bin/python -m unittest discover -s Tests/OpenAPI -v || { rc=$$?; \
+	@[ -n "$$ALERTD_BIN" ] || swift build --product alertd >/dev/null
+	@ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" timeout --kill-after=30 10m \
+		$(VENV)/bin/python scripts/python-tier.py Tests/OpenAPI || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the OpenAPI tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 
 # `alertctl mcp` driven by the official Python MCP SDK (Tests/MCP), against a live alertd.
 test-mcp: venv
-	@swift build --product alertd >/dev/null
-	@swift build --product alertctl >/dev/null
-	@ALERTD_BIN="$$(swift build --show-bin-path)/alertd" ALERTCTL_BIN="$$(swift build --show-bin-path)/alertctl" \
-		timeout --kill-after=30 5m $(VENV)/bin/python -m unittest discover -s Tests/MCP -v || { rc=$$?; \
+	@[ -n "$$ALERTD_BIN" ] || swift build --product alertd >/dev/null
+	@[ -n "$$ALERTCTL_BIN" ] || swift build --product alertctl >/dev/null
+	@ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" ALERTCTL_BIN="$${ALERTCTL_BIN:-$$(swift build --show-bin-path)/alertctl}" \
+		timeout --kill-after=30 5m $(VENV)/bin/python scripts/python-tier.py Tests/MCP --needs-alertctl || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the MCP tests stopped after 5 minutes (a hang)" >&2; exit $$rc; }
 
 # The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
 test-browser:
-	swift build
-	ALERTD_BIN="$$(swift build --show-bin-path)/alertd" /usr/bin/python3 -m unittest discover -s Tests/Browser -v
+	[ -n "$$ALERTD_BIN" ] || swift build --product alertd
+	ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" /usr/bin/python3 scripts/python-tier.py Tests/Browser
 
-# The Swift tests under ThreadSanitizer, then AddressSanitizer (+ LeakSanitizer), the
-# alertd they start built the same way; any report from any process fails it.
-test-sanitizers: test-deps
-	scripts/test-sanitizers.sh
+# The in-process Swift tests under ThreadSanitizer, then AddressSanitizer (+ LeakSanitizer);
+# any report fails it. What they start as a process is the shipped build (make test built it).
+test-sanitizers: test-deps release-static
+	$(SHIPPED) scripts/test-sanitizers.sh
 
 # The libFuzzer harnesses of fuzz/: build (alertd's modules instrumented, on top of the
 # debug build; the next plain `swift build` rebuilds them plain, ~2 min), replay the
@@ -156,11 +149,11 @@ FUZZ_SECONDS ?= 600
 fuzz: deps
 	fuzz/run.sh all $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 
-# What CI runs after `make test`: the wire fuzzer for 60 s against the debug alertd, then
-# every harness for 60 s (all at once), starting from the committed corpus.
-fuzz-ci: deps
-	swift build --product alertd
-	/usr/bin/python3 fuzz/wire/wirefuzz.py --binary "$$(swift build --show-bin-path)/alertd" --seconds 60
+# What CI runs after `make test`: the wire fuzzer for 60 s against the shipped alertd (make
+# deb's, which make test built), then every harness for 60 s (all at once), starting from the
+# committed corpus.
+fuzz-ci: deps release-static
+	/usr/bin/python3 fuzz/wire/wirefuzz.py --binary "$(SHIPPED_BIN)/alertd" --seconds 60
 	fuzz/run.sh ci
 
 # Random and mutated HTTP/1.1 against the real binary (WIRE_BINARY, default the debug build).

@@ -1,4 +1,5 @@
 public import AlertdClient
+import AlertdCore
 public import AlertdWire
 import Foundation
 import NIOConcurrencyHelpers
@@ -253,36 +254,25 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
 
     private static func now() -> Timestamp { Timestamp(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) }
 
-    /// The first §2 rule the daemon would refuse the alert for, if any.
+    /// Why the daemon would refuse the alert, if it would: the daemon's own validation
+    /// (AlertdCore's `NewAlert.validate`, SPEC §2 and §10) of the body the SDK sends, with a
+    /// daemon's default bounds and tokens on (so a quorum's deciders have names), and its
+    /// client id rule. Not what depends on a daemon's config: `callbacks.deny`, a signing
+    /// secret for `callback_url`, a `max_expires_in` other than the default week.
     static func violation(of alert: NewAlert, on client: String) -> String? {
-        let buttons = alert.buttons ?? []
-        if !Self.isValidClient(client) { return "the client id \"\(client)\" is not valid" }
-        if alert.title.unicodeScalars.isEmpty || alert.title.unicodeScalars.count > 256 { return "title must be 1–256 characters" }
-        if let message = alert.message, message.unicodeScalars.count > 4096 { return "message is longer than 4096 characters" }
-        if buttons.count > 16 { return "more than 16 buttons" }
-        if buttons.contains(where: { $0.title.unicodeScalars.isEmpty || $0.title.unicodeScalars.count > 64 }) {
-            return "button titles must be 1–64 characters"
+        if !ClientID.isValid(client) { return "the client id \"\(client)\" is not valid" }
+        let body: JSONValue
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            body = try JSONParser.parse(Array(try encoder.encode(alert)))
+        } catch {
+            return "it cannot be sent as JSON: \(error)"
         }
-        if Set(buttons.map(\.title)).count != buttons.count { return "button titles are not unique" }
-        if buttons.filter({ $0.style == .cancel }).count > 1 { return "more than one cancel button" }
-        if let priority = alert.priority, !(-100...100).contains(priority) { return "priority is outside −100…100" }
-        if let quorum = alert.quorum {
-            if !(1...10).contains(quorum) { return "quorum must be 1–10" }
-            if quorum > 1, buttons.isEmpty { return "a quorum above 1 needs buttons" }
+        switch NewAlert.validate(body, rules: AlertRules(), namedDeciders: true) {
+        case .success: return nil
+        case .failure(let invalid): return invalid.errors.map { "\($0.field): \($0.reason)" }.joined(separator: "; ")
         }
-        if let expiresIn = alert.expiresIn, expiresIn <= 0 { return "expires_in must be above 0" }
-        if let dismissAfter = alert.dismissAfter {
-            if !buttons.isEmpty { return "dismiss_after is only for alerts without buttons" }
-            if dismissAfter <= 0 { return "dismiss_after must be above 0" }
-        }
-        return nil
-    }
-
-    private static func isValidClient(_ id: String) -> Bool {
-        let bytes = Array(id.utf8)
-        func alnum(_ b: UInt8) -> Bool { (48...57).contains(b) || (65...90).contains(b) || (97...122).contains(b) }
-        guard let first = bytes.first, bytes.count <= 64, alnum(first) else { return false }
-        return bytes.allSatisfy { alnum($0) || $0 == 46 || $0 == 95 || $0 == 45 }
     }
 
     @discardableResult

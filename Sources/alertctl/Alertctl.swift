@@ -26,7 +26,7 @@ struct Alertctl: AsyncParsableCommand {
             4 the daemon could not be reached or answered nonsense; 64 bad usage (flags, URL, \
             config file); 130 interrupted.
             """,
-        version: AlertdVersion.string,
+        version: AlertdVersion.printed,
         subcommands: [
             Post.self, Current.self, Choose.self, Get.self, List.self, Withdraw.self, Clients.self, Webhooks.self,
             Deliveries.self, Watch.self, WhoAmI.self, MCPCommand.self,

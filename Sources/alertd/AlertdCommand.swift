@@ -21,7 +21,7 @@ struct AlertdCommand: AsyncParsableCommand {
             with no config file at all it serves 127.0.0.1:8080 with its state in ./alertd-state. \
             --listen and --state-dir override the file.
             """,
-        version: AlertdVersion.string,
+        version: AlertdVersion.printed,
         subcommands: [TokenCommand.self, CheckConfigCommand.self, MigrateCommand.self, MigrateStoreCommand.self])
 
     @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))

@@ -35,11 +35,19 @@ struct SuspendResumeTests {
         answering.start()
         try #require(await entered.wait(timeout: .seconds(20)) { $0 ? true : nil } == true, "the resume never began")
         // The resume is under way: a check now must wait for it, never see an empty list.
+        let checking = Observed(false)
         let closed = Observed<(Bool, Bool)?>(nil)
         Thread {
+            checking.update { $0 = true }
             let result = registry.isEmpty
             closed.update { $0 = (result, resumeReturned.load(ordering: .sequentiallyConsistent)) }
         }.start()
+        try #require(await checking.wait(timeout: .seconds(20)) { $0 ? true : nil } == true, "the check never began")
+        // The check began and must now be held by the resume still under way: a check that
+        // returned here (it takes microseconds) saw the list without waiting. Half a second
+        // is the bound of a negative, for a loaded machine; the gate opens only after it.
+        let returnedEarly = await closed.wait(timeout: .milliseconds(500)) { $0 }
+        #expect(returnedEarly == nil, "the check returned \(String(describing: returnedEarly)) while the resume was under way")
         gate.signal()
         let (result, afterResume) = try #require(await closed.wait(timeout: .seconds(20)) { $0 }, "the check never returned")
         #expect(result)

@@ -63,6 +63,12 @@ struct TestAlertPresenterTests {
             NewAlert(title: "x", buttons: [.cancel("A"), .cancel("B")]),
             NewAlert(title: "x", buttons: [.default("A")], dismissAfter: 2),
             NewAlert(title: "x", priority: 101),
+            // What the double's own copy of the rules missed (issue 48): it now runs the daemon's.
+            NewAlert(title: "x", metadata: ["note": .string(String(repeating: "n", count: 4100))]),
+            NewAlert(title: "x", callbackURL: "ftp://ci.example/hook"),
+            NewAlert(title: "x", callbackURL: "/relative/hook"),
+            NewAlert(title: "x", expiresIn: 604_801),
+            NewAlert(title: String(repeating: "t", count: 257)),
         ])
     func refusedByTheDaemon(alert: NewAlert) async throws {
         let alerts = TestAlertPresenter { _ in .expired }
@@ -79,13 +85,24 @@ struct TestAlertPresenterTests {
         try await withKnownIssue {
             _ = try await alerts.present(NewAlert(title: "x", buttons: [.default("A")], quorum: quorum), on: "ops")
         } matching: {
-            "\($0)".contains("quorum must be 1–10")
+            "\($0)".contains("quorum: must be between 1 and 10")
         }
         try await withKnownIssue {
             _ = try await alerts.present(NewAlert(title: "notice", quorum: 2), on: "ops")
         } matching: {
-            "\($0)".contains("a quorum above 1 needs buttons")
+            "\($0)".contains("quorum: above 1 needs buttons to choose")
         }
+    }
+
+    @Test("the double takes what the daemon takes: every optional member, at its bounds")
+    func acceptedByTheDaemon() async throws {
+        let alerts = TestAlertPresenter { _ in .button("A") }
+        let alert = NewAlert(
+            title: String(repeating: "t", count: 256), message: String(repeating: "m", count: 4096), style: .actionSheet,
+            buttons: [.default("A"), .destructive("B"), .cancel("C")], priority: 100, expiresIn: 604_800,
+            callbackURL: "https://ci.example/hook?build=1", metadata: ["note": .string(String(repeating: "n", count: 4000))],
+            quorum: 1)
+        #expect(try await alerts.present(alert, on: "team-a.b_c") == .button("A"))
     }
 
     @Test("an expectation never met fails verifyAllExpectationsMet")

@@ -34,11 +34,11 @@ struct AuthTests {
     func exposure() async throws {
         var options = Daemon.Options(config: "log: { level: info }\n")
         options.listen = "0.0.0.0:0"
-        await #expect {
-            try await Daemon.start(options)
-        } throws: { error in
-            (error as? ProcessError)?.stderr.contains("refusing to listen on 0.0.0.0:0") == true
-        }
+        let refused = try await Daemon.refusal(options)
+        #expect(refused.exitStatus == 1, "\(refused)")
+        #expect(
+            refused.stderr.contains("msg=\"cannot run\"") && refused.stderr.contains("refusing to listen on 0.0.0.0:0"), "\(refused.stderr)"
+        )
         let (_, entry) = try await newToken("ops", roles: "read", clients: "*")
         options.config = "auth:\n  tokens:\n" + entry
         let daemon = try await Daemon.start(options)

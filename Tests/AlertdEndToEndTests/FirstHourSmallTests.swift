@@ -30,8 +30,11 @@ struct FirstHourSmallTests {
         let (directory, file) = try Self.configFile("state_dir: /proc/alertd-test-\(UUID().uuidString)/state\n")
         defer { try? FileManager.default.removeItem(at: directory) }
         let start = try await Program.alertd(["--config", file.path])
-        #expect(start.status != 0, "\(start)")
-        #expect(start.stderr.contains("cannot be created: ") && start.stderr.contains("state_dir"), "\(start)")
+        #expect(start.status == 1, "\(start)")
+        #expect(
+            start.stderr.contains("msg=\"cannot run\"") && start.stderr.contains("cannot be created: ")
+                && start.stderr.contains("state_dir"),
+            "\(start)")
         #expect(!start.stderr.contains("NSCocoaErrorDomain"), "\(start)")
     }
 

@@ -67,17 +67,12 @@ struct StartRefusalTests {
     /// `alertd: <config file>: <line>` on stderr. Anything else (listening, a trap, a hang
     /// past the start timeout) fails.
     static func expectRefusal(config: String, line: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        do {
-            let daemon = try await Daemon.start(.init(config: config))
-            defer { daemon.cleanup() }
-            Issue.record("alertd accepted the config and listens; wanted a refusal naming: \(line)", sourceLocation: sourceLocation)
-        } catch let error as ProcessError {
-            #expect(error.exitStatus == 2, "\(error)", sourceLocation: sourceLocation)
-            let lines = error.stderr.split(separator: "\n")
-            #expect(
-                lines.contains { $0.hasPrefix("alertd: ") && $0.hasSuffix(".yaml: \(line)") },
-                "no line naming the key: \(error.stderr.suffix(1000))", sourceLocation: sourceLocation)
-        }
+        let error = try await Daemon.refusal(.init(config: config))
+        #expect(error.exitStatus == 2, "\(error)", sourceLocation: sourceLocation)
+        let lines = error.stderr.split(separator: "\n")
+        #expect(
+            lines.contains { $0.hasPrefix("alertd: ") && $0.hasSuffix(".yaml: \(line)") },
+            "no line naming the key: \(error.stderr.suffix(1000))", sourceLocation: sourceLocation)
     }
 
     /// Same trap from the network: with `alerts.max_expires_in` configured very

@@ -58,8 +58,9 @@ struct StoreMigrationTests {
             "migrate-store", "--from", "sqlite:\(scratch.url.path)", "--to", "postgres://alertd@127.0.0.1:\(closed.port)/alertd",
             "--password-file", scratch.url.path + "/nowhere",
         ])
-        #expect(missing.status != 0)
-        #expect(missing.stderr.contains("--password-file: cannot read the password file"), "\(missing.stderr)")
+        // A bad argument: 64, as every refused argument of alertd's commands.
+        #expect(missing.status == 64, "\(missing)")
+        #expect(missing.stderr.contains("Error: --password-file: cannot read the password file"), "\(missing.stderr)")
         #expect(!missing.stderr.contains("visible to every user"))
     }
 
@@ -77,8 +78,8 @@ struct StoreMigrationTests {
         let daemon = try await Daemon.start(.init(config: "log:\n  level: info\n", stateDir: URL(fileURLWithPath: state)))
         defer { daemon.cleanup() }
         let refused = try await Program.alertd(["migrate", "--config", config.path])
-        #expect(refused.status != 0)
-        #expect(refused.stderr.contains("in use by another alertd"), "\(refused.stderr)")
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("Error: state directory \(state) is in use by another alertd (pid "), "\(refused.stderr)")
     }
 
     @Test("migrate-store copies alerts, keys, webhooks and pending deliveries into PostgreSQL; a second copy is refused")
@@ -114,8 +115,8 @@ struct StoreMigrationTests {
         )
 
         let refused = try await Program.alertd(["migrate-store", "--from", "sqlite:\(embedded.stateDir.path)", "--to", url])
-        #expect(refused.status != 0)
-        #expect(refused.stderr.contains("already holds alertd's data"), "\(refused.stderr)")
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("Error: ") && refused.stderr.contains("already holds alertd's data"), "\(refused.stderr)")
 
         // On PostgreSQL: the same queue in the same order, the key, the webhook; the delivery resumes.
         let refusedAttempts = receiver.requests.count

@@ -144,12 +144,11 @@ struct TLSTests {
         try #require(old.status == 0, "\(old.output)")
         for key in [encrypted, traditional] {
             let config = "tls: { cert_file: \"\(material.cert)\", key_file: \"\(key)\" }\n"
-            await #expect {
-                try await Daemon.start(.init(config: config))
-            } throws: { error in
-                let stderr = (error as? ProcessError)?.stderr ?? ""
-                return stderr.contains("tls.key_file: \(key) is an encrypted private key") && stderr.contains("openssl pkey")
-            }
+            let refused = try await Daemon.refusal(.init(config: config))
+            #expect(refused.exitStatus == 1, "\(refused)")
+            #expect(
+                refused.stderr.contains("msg=\"cannot run\"") && refused.stderr.contains("tls.key_file: \(key) is an encrypted private key")
+                    && refused.stderr.contains("openssl pkey"), "\(refused.stderr)")
             let file = material.directory.appendingPathComponent("alertd.yaml")
             try Data("state_dir: \(material.directory.path)/state\n\(config)".utf8).write(to: file)
             let checked = try await Program.alertd(["check-config", file.path])
@@ -159,16 +158,18 @@ struct TLSTests {
 
     @Test("a tls section without both files, or with a file that is not PEM, is refused at start")
     func badTLSConfig() async throws {
-        await #expect(throws: ProcessError.self) { try await Daemon.start(.init(config: "tls: { cert_file: /nonexistent.pem }\n")) }
+        // A config alertd refuses: exit 2, one `alertd:` line.
+        let halfConfigured = try await Daemon.refusal(.init(config: "tls: { cert_file: /nonexistent.pem }\n"))
+        #expect(halfConfigured.exitStatus == 2, "\(halfConfigured)")
+        #expect(halfConfigured.stderr.contains("tls needs both cert_file and key_file"), "\(halfConfigured.stderr)")
         let material = try await SelfSigned()
         defer { material.remove() }
         let notPEM = material.directory.appendingPathComponent("junk.pem")
         try Data("junk".utf8).write(to: notPEM)
-        await #expect {
-            try await Daemon.start(.init(config: "tls: { cert_file: \"\(notPEM.path)\", key_file: \"\(material.key)\" }\n"))
-        } throws: { error in
-            (error as? ProcessError)?.stderr.contains("not a PEM file") == true
-        }
+        // A start that fails: exit 1, `cannot run` naming the file.
+        let junk = try await Daemon.refusal(.init(config: "tls: { cert_file: \"\(notPEM.path)\", key_file: \"\(material.key)\" }\n"))
+        #expect(junk.exitStatus == 1, "\(junk)")
+        #expect(junk.stderr.contains("msg=\"cannot run\"") && junk.stderr.contains("\(notPEM.path) is not a PEM file"), "\(junk.stderr)")
     }
 
     /// Whether `openssl s_client` completes a handshake with the daemon offering only what `arguments` allow.
@@ -211,10 +212,12 @@ struct TLSTests {
         let daemon = try await Daemon.start(.init(config: "tls: { \(files), priorities: \"NORMAL\" }\n"))
         defer { daemon.cleanup() }
         #expect(try await Self.handshakes(daemon.port, ["-tls1_2", "-cipher", "AES128-SHA@SECLEVEL=0"]))
-        await #expect {
-            try await Daemon.start(.init(config: "tls: { \(files), priorities: \"NO-SUCH-KEYWORD\" }\n"))
-        } throws: { error in
-            (error as? ProcessError)?.stderr.contains("priority") == true
-        }
+        // A segfault on a bad string once passed a looser check: the status and the line, exactly.
+        let refused = try await Daemon.refusal(.init(config: "tls: { \(files), priorities: \"NO-SUCH-KEYWORD\" }\n"))
+        #expect(refused.exitStatus == 1, "\(refused)")
+        #expect(refused.stderr.contains("Setting priorities to `NO-SUCH-KEYWORD' failed"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("msg=\"cannot run\"") && refused.stderr.contains("is the TLS priority string valid?"),
+            "\(refused.stderr)")
     }
 }

@@ -108,7 +108,7 @@ import Testing
         #expect(try alerts[id].state == (withdrawOnCancel ? .withdrawn : .displayed))
     }
 
-    @Test func withdrawingAnAnsweredQuestionTellsTheAnswer() async throws {
+    @Test func withdrawingAPendingQuestionSaysItWasWithdrawnAndByWhom() async throws {
         let server = server()
         let posted = try await call(server, Tools.askHuman, Self.question.merging(["timeout_seconds": 0]) { $1 })
         let id = try #require(posted.structuredContent?.objectValue?["alert_id"]?.stringValue)

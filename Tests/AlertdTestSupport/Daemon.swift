@@ -240,24 +240,73 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// Starts alertd with `options` expecting it to refuse, and returns how it ended: its
+    /// exit status and stderr, for the test to check against what the docs say (2 for a
+    /// config it refuses, one `alertd: …` line a problem; 1 for a start that fails,
+    /// `msg="cannot run"`). A daemon that starts after all is stopped and fails the test;
+    /// one that hangs is killed (its status is then 128 + 9), so neither a trap nor a hang
+    /// can pass for a refusal where the status is checked.
+    public static func refusal(_ options: Options = .init()) async throws -> ProcessError {
+        let started: Daemon
+        do {
+            started = try await start(options)
+        } catch let error as ProcessError {
+            return error
+        }
+        started.cleanup()
+        throw TestFailure("alertd started on port \(started.port) where it should have refused:\n\(started.stderrText)")
+    }
+
     /// Where a binary built by this package is: `override`, else `$<NAME>_BINARY`
     /// (`ALERTD_BINARY`), else in the directory of the test executable (SwiftPM builds
     /// both into the same directory).
+    ///
+    /// With `ALERTD_TEST_SHIPPED=1` (`make test`, and so CI) only the shipped binaries will
+    /// do: `$<NAME>_BINARY` must name one, and a debug build is refused (`--version` says
+    /// "(debug build)"), so that no test that starts a process runs what users never get.
     public static func locateBinary(_ name: String = "alertd", override: String? = nil) throws -> String {
         let variable = name.uppercased() + "_BINARY"
+        let shipped = ProcessInfo.processInfo.environment["ALERTD_TEST_SHIPPED"] == "1"
         let path: String
         if let override {
             path = override
         } else if let fromEnvironment = ProcessInfo.processInfo.environment[variable], !fromEnvironment.isEmpty {
             path = fromEnvironment
+        } else if shipped {
+            throw ProcessError("ALERTD_TEST_SHIPPED=1: set \(variable) to the \(name) make deb builds (make test does)")
         } else {
             path = URL(fileURLWithPath: selfExecutablePath()).deletingLastPathComponent().appendingPathComponent(name).path
         }
         guard access(path, X_OK) == 0 else {
             throw ProcessError("no executable \(name) at \(path); build it with `swift build --product \(name)` or set \(variable)")
         }
+        if shipped, try isDebugBuild(path) {
+            throw ProcessError("ALERTD_TEST_SHIPPED=1, but \(path) is a debug build: the process tiers run the optimised binaries")
+        }
         return path
     }
+
+    /// Whether the binary at `path` says it is a debug build (`--version`), asked once a path.
+    static func isDebugBuild(_ path: String) throws -> Bool {
+        if let known = debugBuilds.withLockedValue({ $0[path] }) { return known }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--version"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ProcessError("\(path) --version exited \(process.terminationStatus)", exitStatus: process.terminationStatus)
+        }
+        let debug = printed.contains("(debug build)")
+        debugBuilds.withLockedValue { $0[path] = debug }
+        return debug
+    }
+
+    private static let debugBuilds = NIOLockedValueBox<[String: Bool]>([:])
 
     static func selfExecutablePath() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
