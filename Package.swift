@@ -59,7 +59,7 @@ let package = Package(
         .target(
             name: "AlertdEngine",
             dependencies: [
-                "AlertdAlertmanager", "AlertdCore", "AlertdWire", "AlertdDelivery",
+                "AlertdAlertmanager", "AlertdCore", "AlertdWire", "AlertdDelivery", "AlertdPush",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -234,7 +234,7 @@ let package = Package(
         .testTarget(
             name: "AlertdDaemonTests",
             dependencies: [
-                "AlertdDaemon", "AlertdAlertmanager", "AlertdTestSupport", "AlertdWire",
+                "AlertdDaemon", "AlertdAlertmanager", "AlertdCore", "AlertdTestSupport", "AlertdWire",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         .testTarget(
@@ -250,7 +250,9 @@ let package = Package(
             name: "AlertdDeliveryTests", dependencies: ["AlertdDelivery", "AlertdCore", "AlertdWire", "AlertdClient", "AlertdTestSupport"]),
         .testTarget(
             name: "AlertdPushTests",
-            dependencies: ["AlertdPush", "AlertdCore", "AlertdWire", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "AlertdPush", "AlertdCore", "AlertdWire", "AlertdTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "AlertdClientTests",
             dependencies: [
@@ -290,6 +292,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 // TestPostgres' databases, made and reset without a psql per test.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // PushDevice: a browser's keys and its decryption of a push.
+                "AlertdWire", .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/AlertdTestSupport"
         ),
@@ -326,7 +330,7 @@ let package = Package(
             name: "AlertdAPIContractTests",
             dependencies: [
                 "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
-                "AlertdPostgres",
+                "AlertdPostgres", "AlertdPush",
                 "AlertdInProcess", "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -239,8 +239,12 @@ extension API {
 
     /// `{"button": "Deploy"}` or `{"button_index": 0}`, exactly one.
     static func selection(_ body: [UInt8]) throws(Problem) -> ButtonSelection {
-        let object = try jsonObject(body)
-        if let unknown = object.keys.first(where: { $0 != "button" && $0 != "button_index" }) {
+        try selection(try jsonObject(body))
+    }
+
+    /// The choice in a body's members; `also` names the members it may have besides.
+    static func selection(_ object: JSONObject, also: Set<String> = []) throws(Problem) -> ButtonSelection {
+        if let unknown = object.keys.first(where: { $0 != "button" && $0 != "button_index" && !also.contains($0) }) {
             throw Problem(.badRequest, "unknown field \(unknown); send {\"button\": title} or {\"button_index\": n}")
         }
         switch (object["button"], object["button_index"]) {

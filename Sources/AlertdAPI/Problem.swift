@@ -31,7 +31,7 @@ public struct Problem: Error, Sendable {
         let alert = self.alert
         withoutActuallyEscaping(render) { render in
             ProblemDocument.write(
-                code: code, detail: detail, errors: code == .invalidAlert ? errors : nil, into: &json,
+                code: code, detail: detail, errors: code == .invalidAlert || !errors.isEmpty ? errors : nil, into: &json,
                 alert: alert.map { alert in { render(&$0, alert) } })
         }
         return HTTPResponse(
@@ -59,6 +59,9 @@ extension Problem {
             case .invalidWebhook: .badRequest
             case .configWebhook: .forbidden
             case .webhookExists: .webhookExists
+            case .invalidSubscription: .badRequest
+            case .confirmationRequired: .confirmationRequired
+            case .answerUsed: .answerUsed
             case .tooManyWaiters: .tooManyWaiters
             case .unavailable: .unavailable
             }

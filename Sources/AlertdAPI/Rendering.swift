@@ -10,16 +10,18 @@ enum Rendering {
     /// - Parameter wholeTargets: whether targets are shown as they are (to
     ///   `admin`, or to everyone when no tokens are configured); otherwise
     ///   through ``Redaction/callbackURL(_:)``.
+    ///
+    /// A push's target is a device's endpoint at its push service, which identifies the
+    /// device: it is shown redacted to everyone, `admin` included (SPEC §11).
     static func deliveries(_ records: [DeliveryRecord], wholeTargets: Bool) -> [UInt8] {
         var out = JSONWriter(capacity: 256 + records.count * 256)
-        let shown =
-            wholeTargets
-            ? records
-            : records.map { record in
-                var shown = record
+        let shown = records.map { record in
+            var shown = record
+            if !wholeTargets || record.type?.hasPrefix(DeliveryKind.pushTypePrefix) == true {
                 shown.target = Redaction.callbackURL(record.target)
-                return shown
             }
+            return shown
+        }
         DeliveryList(deliveries: shown).write(into: &out)
         return out.bytes
     }

@@ -24,6 +24,13 @@ extension API {
         Route("GET", "/v1/clients/{client}/webhooks", .admin, "list_webhooks", API.listWebhooks),
         Route("GET", "/v1/clients/{client}/webhooks/{id}", .admin, "get_webhook", API.getWebhook),
         Route("DELETE", "/v1/clients/{client}/webhooks/{id}", .admin, "delete_webhook", API.deleteWebhook),
+        // Web Push (SPEC §11): any valid token; the clients a subscription names are checked against it.
+        Route("GET", "/v1/push/key", .open, "push_key", API.pushKey),
+        Route("POST", "/v1/push/subscriptions", .open, "create_push_subscription", API.createPushSubscription),
+        Route("GET", "/v1/push/subscriptions", .open, "list_push_subscriptions", API.listPushSubscriptions),
+        Route("DELETE", "/v1/push/subscriptions/{id}", .open, "delete_push_subscription", API.deletePushSubscription),
+        // A push's answer_url: the link itself is the capability, no Authorization.
+        Route("POST", "/v1/answers/{token}", .anyone, "answer_link", API.answerThroughLink),
         // Prometheus Alertmanager's webhook receiver: its alerts posted to {client} (docs/alertmanager.md).
         Route("POST", "/v1/integrations/alertmanager/{client}", .alertmanager, "alertmanager", API.receiveAlertmanager),
     ]

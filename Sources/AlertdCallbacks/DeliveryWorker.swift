@@ -136,6 +136,22 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// Told of every recorded attempt with its delivery (for metrics).
     private let observe: @Sendable (AttemptRecord, PendingDelivery) -> Void
 
+    /// Makes each push's request (SPEC §11): the engine, which holds the subscriptions and
+    /// the VAPID key, attached once it exists (``attach(_:)``); held weakly, since the engine
+    /// holds the worker. None: pushes are not sent (they fail, saying so).
+    private let preparer = NIOLockedValueBox(WeakPreparer())
+    private var push: (any PushPreparing)? { preparer.withLockedValue { $0.preparer } }
+
+    private struct WeakPreparer: @unchecked Sendable {
+        // Read and written under the box's lock only; the engine it points to is Sendable.
+        weak var preparer: (any PushPreparing)?
+    }
+
+    /// Attaches what makes pushes' requests (the engine).
+    public func attach(_ preparer: any PushPreparing) {
+        self.preparer.withLockedValue { $0.preparer = preparer }
+    }
+
     public init(
         settings: Settings, log: any DeliveryLog, clock: any WallClock, logger: Logger,
         observe: @escaping @Sendable (AttemptRecord, PendingDelivery) -> Void = { _, _ in }
@@ -346,7 +362,8 @@ public final class DeliveryWorker: @unchecked Sendable {
         // The attempt's deadline covers resolving the name and connecting too.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeout * 1000))
         let checked = check(delivery.target)
-        let trusted = delivery.kind == .callback ? nil : settings.trustedTargets[delivery.target]
+        // The config's own integration targets are trusted; a push endpoint, like a callback, never.
+        let trusted = delivery.kind == .alertmanagerSilence ? settings.trustedTargets[delivery.target] : nil
         guard let url = checked.url else {
             return await settle(delivery, .failed(reason: "not an http or https URL"), at: startedAt)
         }
@@ -376,9 +393,25 @@ public final class DeliveryWorker: @unchecked Sendable {
             return await settle(
                 delivery, .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"), at: startedAt)
         }
+        var prepared: PreparedPush?
+        if delivery.kind == .push {
+            // Made for this attempt: encrypted for the subscription as it is now, signed now.
+            do {
+                prepared = try await push?.preparePush(delivery, now: startedAt)
+            } catch {
+                return await settle(delivery, .failed(reason: "the push could not be made: \(error.detail)"), at: startedAt)
+            }
+            guard prepared != nil else {
+                return await settle(delivery, .failed(reason: "not sent: the push subscription is gone"), at: startedAt, stop: true)
+            }
+        }
         let (outcome, produced) = await send(
-            delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, trusted: trusted)
-        await settle(delivery, outcome, at: startedAt, result: produced)
+            delivery, to: url, addresses: addresses[...], at: startedAt, deadline: deadline, trusted: trusted, push: prepared)
+        if delivery.kind == .push, case .response(let status, _) = outcome, status == 404 || status == 410 {
+            // The device unsubscribed (RFC 8030 §6.4 / §7.3): its subscription ends, nothing more is sent to it.
+            await push?.pushSubscriptionGone(delivery)
+        }
+        await settle(delivery, outcome, at: startedAt, result: produced, giveUpAt: prepared?.giveUpAt)
     }
 
     /// Logs a refusal with its whole reason (the recorded one may say less): a warning the
@@ -428,11 +461,11 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// trusted target, and what its answer produced (a silence id) is returned with the outcome.
     private func send(
         _ delivery: PendingDelivery, to url: TargetURL, addresses: ArraySlice<IPAddress>, at startedAt: Timestamp,
-        deadline: NIODeadline, trusted: TrustedTarget?
+        deadline: NIODeadline, trusted: TrustedTarget?, push: PreparedPush?
     ) async -> (AttemptOutcome, produced: String?) {
         var headers = HTTPHeaders()
-        headers.reserveCapacity(7)
-        headers.add(name: "content-type", value: "application/json")
+        headers.reserveCapacity(8)
+        if delivery.kind != .push { headers.add(name: "content-type", value: "application/json") }
         headers.add(name: "user-agent", value: Self.userAgent)
         switch delivery.kind {
         case .callback:
@@ -451,6 +484,8 @@ public final class DeliveryWorker: @unchecked Sendable {
         case .alertmanagerSilence:
             headers.add(name: "accept", value: "application/json")
             if let authorization = trusted?.authorization { headers.add(name: "authorization", value: authorization) }
+        case .push:
+            for (name, value) in push?.headers ?? [] { headers.add(name: name, value: value) }
         }
         let route = Route(url)
         if route == .rewrite { headers.add(name: "host", value: url.hostHeader) }
@@ -476,7 +511,7 @@ public final class DeliveryWorker: @unchecked Sendable {
             var request = HTTPClientRequest(url: target)
             request.method = .POST
             request.headers = headers
-            request.body = .bytes(delivery.body)
+            request.body = .bytes(push?.body ?? delivery.body)
             let lease: PinnedClients.Lease?
             do {
                 lease = route == .pinned ? try pinned.lease(host: host, address: address) : nil
@@ -672,13 +707,31 @@ public final class DeliveryWorker: @unchecked Sendable {
     ///
     /// A silence for Alertmanager is given up once it would have ended, and at once
     /// when Alertmanager refuses it as malformed (400, 422: the same bytes never pass).
-    private func settle(_ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, result: String? = nil) async {
+    ///
+    /// A push is given up when its alert expires (`giveUpAt`), and at once when its push
+    /// service says the subscription is gone (404, 410) or the request is malformed (400,
+    /// 413: the same bytes never pass); `stop` ends it without another attempt.
+    private func settle(
+        _ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, result: String? = nil,
+        giveUpAt: Timestamp? = nil, stop: Bool = false
+    ) async {
         var rng = SystemRandom()  // not SystemRandomNumberGenerator: see SystemRandom
         let silence = delivery.kind == .alertmanagerSilence
-        let (record, retry) = settings.policy.settle(
+        let stopping: Set<Int> =
+            switch delivery.kind {
+            case .alertmanagerSilence: [400, 422]
+            case .push: [400, 404, 410, 413]
+            case .callback: []
+            }
+        var (record, retry) = settings.policy.settle(
             delivery, outcome: outcome, at: startedAt, now: clock.now(),
-            giveUpAt: silence ? AlertmanagerSilence.endsAt(of: delivery.body) : nil, stoppingStatuses: silence ? [400, 422] : [],
+            giveUpAt: silence ? AlertmanagerSilence.endsAt(of: delivery.body) : giveUpAt, stoppingStatuses: stopping,
             result: result, using: &rng)
+        if stop, retry != nil {
+            retry = nil
+            record.state = .failed
+            record.nextAttemptAt = nil
+        }
         if silence { logSilence(record, delivery) }
         // An attempt that failed while alertd stops (most likely cut off by it) is
         // not recorded: the delivery stays pending as it stood and resumes at the

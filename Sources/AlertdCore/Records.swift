@@ -69,13 +69,34 @@ public enum DeliveryKind: Sendable, Hashable {
     /// A silence for Alertmanager (`alertmanager.silence`, docs/alertmanager.md): its API's
     /// request, to the configured Alertmanager, with its auth; the silence id recorded.
     case alertmanagerSilence
+    /// A Web Push message (`push.alert.displayed`, `push.alert.decided`, SPEC §11) to a
+    /// subscription's push service: its body the payload in clear, encrypted for the
+    /// subscription (the delivery's `secret` holds its id) at each attempt.
+    case push
 
     /// The event type of a silence delivery.
     public static let alertmanagerSilenceType = "alertmanager.silence"
+    /// What the event types of pushes start with.
+    public static let pushTypePrefix = "push."
 
     /// The kind of a delivery of an event of `type`.
     public init(eventType type: String) {
-        self = type == Self.alertmanagerSilenceType ? .alertmanagerSilence : .callback
+        if type == Self.alertmanagerSilenceType {
+            self = .alertmanagerSilence
+        } else if type.hasPrefix(Self.pushTypePrefix) {
+            self = .push
+        } else {
+            self = .callback
+        }
+    }
+
+    /// The label of the kind on `/metrics`.
+    public var label: String {
+        switch self {
+        case .callback: "callback"
+        case .alertmanagerSilence: "alertmanager_silence"
+        case .push: "push"
+        }
     }
 }
 

@@ -123,9 +123,16 @@ final class AlertdMetrics: Sendable {
         counter(terminalCounters, key: outcome, label: "alertd_alerts_terminal_total", dimension: "outcome").increment()
     }
 
-    /// A delivery attempt ended: `delivered`, `retry` or `failed`.
-    func delivery(_ result: String) {
-        counter(deliveryCounters, key: result, label: "alertd_deliveries_total", dimension: "result").increment()
+    /// A delivery attempt of `kind` (callback, push, alertmanager_silence) ended: `delivered`, `retry` or `failed`.
+    func delivery(_ result: String, kind: DeliveryKind) {
+        let key = kind.label + "/" + result
+        deliveryCounters.withLockedValue { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "alertd_deliveries_total", dimensions: [("kind", kind.label), ("result", result)], factory: factory)
+            counters[key] = counter
+            return counter
+        }.increment()
     }
 
     private func counter(_ cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, key: String, label: String, dimension: String)
@@ -144,10 +151,10 @@ final class AlertdMetrics: Sendable {
         { [self] record, delivery in
             switch record.state {
             case .delivered:
-                self.delivery("delivered")
+                self.delivery("delivered", kind: delivery.kind)
                 deliveryLatency.recordMilliseconds(max(0, record.attempt.at.milliseconds - delivery.eventCreatedAt.milliseconds))
-            case .pending: self.delivery("retry")
-            case .failed: self.delivery("failed")
+            case .pending: self.delivery("retry", kind: delivery.kind)
+            case .failed: self.delivery("failed", kind: delivery.kind)
             }
         }
     }
@@ -198,13 +205,15 @@ final class AlertdMetrics: Sendable {
         "alertd_store_bytes":
             "Bytes the store takes: the SQLite database with its WAL, or alertd's tables in PostgreSQL (measured at each purge).",
         "alertd_waiters": "Requests parked in long-polls.",
-        "alertd_deliveries_pending": "Callback deliveries not yet made, by state: waiting (for their time) or in_flight.",
+        "alertd_deliveries_pending":
+            "Deliveries (callbacks, pushes, silences) not yet made, by state: waiting (for their time) or in_flight.",
         "alertd_store_commit_duration_seconds":
             "Time to commit one group of writes (fsync included; on PostgreSQL, a flush from BEGIN to COMMIT).",
         "alertd_store_changes_total":
             "Changes committed by the PostgreSQL store's flushes (divide by the commit count for changes per flush).",
         "alertd_store_round_trips_total": "Round trips to PostgreSQL made by the store's flushes (BEGIN and COMMIT included).",
-        "alertd_deliveries_total": "Callback delivery attempts, by result: delivered, retry, failed.",
+        "alertd_deliveries_total":
+            "Delivery attempts, by kind (callback, push, alertmanager_silence) and result (delivered, retry, failed).",
         "alertd_delivery_latency_seconds": "Time from a terminal event to its delivery.",
     ]
 }

@@ -130,10 +130,11 @@ public struct Alertd: Sendable {
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
                     signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager,
                     callbackDeny: try config.callbacks.denyList(), retentionMax: config.retentionMax,
-                    maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient),
+                    maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient, push: config.push),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) }, backlog: { deliveries.backlog(of: $0) })
+            deliveries.attach(engine)
             let api = API(
                 engine: engine, access: access(config, tls: config.tls != nil),
                 metrics: metrics.api(engine: engine, deliveries: deliveries),

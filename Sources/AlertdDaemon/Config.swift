@@ -4,7 +4,7 @@ public import AlertdCore
 public import AlertdDelivery
 public import AlertdPostgres
 public import AlertdStore
-import AlertdEngine
+public import AlertdEngine
 import AlertdWire
 import Foundation
 public import Logging
@@ -38,6 +38,8 @@ public struct Config: Sendable {
     /// `integrations.alertmanager`: Prometheus Alertmanager as a poster, and the
     /// silences its alerts' buttons create (docs/alertmanager.md). nil: off.
     public var alertmanager: AlertmanagerSettings?
+    /// `push` (SPEC §11): Web Push; nil: off.
+    public var push: PushSettings?
 
     /// `store.backend`: SQLite in `state_dir` (the default), or a PostgreSQL
     /// database several instances share (§9).

@@ -2,6 +2,7 @@ import AlertdAPI
 import AlertdAlertmanager
 import AlertdCore
 import AlertdDelivery
+import AlertdEngine
 import AlertdPostgres
 import AlertdStore
 import AlertdWire
@@ -98,7 +99,7 @@ extension Config {
         guard let root = problems.section(node, path: "", source: source) else { return }
         root.only([
             "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
-            "webhooks", "tls", "http", "store", "integrations",
+            "webhooks", "tls", "http", "store", "integrations", "push",
         ])
         problems.check {
             if let v = try root.string("listen") {
@@ -126,7 +127,7 @@ extension Config {
         let sections: [(key: String, read: (Section, inout Config, String, Problems) -> Void)] = [
             ("store", readStore), ("limits", readLimits), ("tls", readTLS), ("http", readHTTP), ("log", readLogging),
             ("metrics", readMetrics), ("alerts", readAlerts), ("clients", readClients), ("auth", readAuth),
-            ("callbacks", readCallbacks), ("integrations", readIntegrations),
+            ("callbacks", readCallbacks), ("integrations", readIntegrations), ("push", readPush),
         ]
         for (key, read) in sections {
             if let section = problems.check({ try root.section(key) }) ?? nil { read(section, &config, source, problems) }
@@ -241,6 +242,30 @@ extension Config {
                 config.logLevel = level
             }
         }
+    }
+
+    /// `push` (SPEC §11): Web Push is on with a `subject`.
+    private static func readPush(_ push: Section, into config: inout Config, source: String, _ problems: Problems) {
+        push.only(["subject", "remind_every", "allow_http"])
+        let subject = problems.check { try push.string("subject") } ?? nil
+        let remindEvery = problems.check { try push.seconds("remind_every") } ?? nil
+        let allowHTTP = (problems.check { try push.bool("allow_http") } ?? nil) ?? false
+        guard let subject else {
+            if !problems.has("push.subject") {
+                problems.add(push.error("subject", "is required to turn push on: a mailto: or https: contact for push services' operators"))
+            }
+            return
+        }
+        guard subject.hasPrefix("mailto:") || subject.hasPrefix("https:"), subject.count > 8, Self.isHeaderSafe(subject) else {
+            problems.add(push.error("subject", "must be a mailto: or https: URI (VAPID's contact, RFC 8292), not \(subject)"))
+            return
+        }
+        if let remindEvery, remindEvery < 60 {
+            problems.add(
+                push.error("remind_every", "must be at least a minute (60s, 10m), not \(remindEvery) s: a reminder a second is a flood"))
+            return
+        }
+        config.push = PushSettings(subject: subject, remindEvery: remindEvery, allowHTTP: allowHTTP)
     }
 
     /// `metrics`: whether /metrics needs a token.

@@ -102,8 +102,8 @@ public struct DeliveryQueue: Sendable {
         integrations = Lane(maxInFlight: maxInFlightIntegrations)
     }
 
-    /// Callback deliveries of `client`'s alerts waiting or in flight (the integrations'
-    /// requests are not counted: an operator's silence is never refused for a backlog).
+    /// Callback and push deliveries of `client`'s alerts waiting or in flight (the
+    /// integrations' requests are not counted: an operator's silence is never refused for a backlog).
     public func backlog(of client: String) -> Int { byClient[client] ?? 0 }
 
     /// Adds a delivery, due at `delivery.due`. False if it is already waiting or in flight.
@@ -114,7 +114,7 @@ public struct DeliveryQueue: Sendable {
         let entry = Entry(due: delivery.due, sequence: sequence, box: Box(delivery))
         let host = Self.host(of: delivery.target)
         switch delivery.kind {
-        case .callback:
+        case .callback, .push:
             callbacks.targets[host, default: Target()].waiting.insert(entry)
             byClient[delivery.client, default: 0] += 1
         case .alertmanagerSilence:
@@ -146,7 +146,7 @@ public struct DeliveryQueue: Sendable {
         guard known.remove(delivery.id) != nil else { return }
         let key = Self.host(of: delivery.target)
         switch delivery.kind {
-        case .callback:
+        case .callback, .push:
             if let count = byClient[delivery.client] { byClient[delivery.client] = count > 1 ? count - 1 : nil }
             callbacks.finished(key)
         case .alertmanagerSilence:

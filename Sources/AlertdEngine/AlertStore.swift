@@ -113,6 +113,25 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// Every delivery still pending (at start).
     func pendingDeliveries() async throws(EngineError) -> [PendingDelivery]
 
+    // MARK: Web Push (SPEC §11)
+
+    /// The secret `name` (the VAPID key): the stored one, or `make`'s, stored first, when no
+    /// process stored one yet. Every process sharing the store gets the same.
+    func secret(named name: String, make: @escaping @Sendable () -> [UInt8]) async throws(EngineError) -> [UInt8]
+    /// Every push subscription.
+    func pushSubscriptions() async throws(EngineError) -> [PushSubscription]
+    /// Stores `subscription`; one with the same endpoint is replaced, and returned.
+    func savePushSubscription(_ subscription: PushSubscription) async throws(EngineError) -> PushSubscription?
+    /// Removes a subscription (and its answer tokens); whether there was one.
+    func deletePushSubscription(id: String) async throws(EngineError) -> Bool
+    /// Stores an answer token, replacing the one made for the same alert and subscription.
+    func saveAnswerToken(_ token: AnswerToken) async throws(EngineError)
+    /// The answer token with this hash, if any.
+    func answerToken(hash: [UInt8]) async throws(EngineError) -> AnswerToken?
+    /// Marks the token used at `now`, if it was not: true when this call did (single use,
+    /// however many processes try at once).
+    func useAnswerToken(hash: [UInt8], now: Timestamp) async throws(EngineError) -> Bool
+
     // MARK: Changes made by other processes
 
     /// Tells `handler` of every change another process committed (a store
@@ -163,6 +182,8 @@ public enum StoreChange: Sendable {
     case terminal([Alert])
     /// The webhooks registered through the API changed.
     case webhooks
+    /// The push subscriptions changed.
+    case pushSubscriptions
     /// Changes may have been missed (the store lost its connection for a
     /// while): everything a waiter waits on must be looked at again.
     case resync

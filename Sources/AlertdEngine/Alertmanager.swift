@@ -144,7 +144,8 @@ extension Engine {
                     throw EngineError(error)
                 }
                 let written = IdempotencyRecord(client: client, key: key, alertID: posted.id, bodyDigest: digest, createdAt: now)
-                return Mutation(receipt(.created, posted.id), change: change, idempotency: written)
+                return Mutation(
+                    receipt(.created, posted.id), change: change, idempotency: written, events: pushEvents(for: change, now: now))
             }
         }
         published(committed)

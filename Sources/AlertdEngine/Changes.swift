@@ -32,6 +32,8 @@ extension Engine {
             }
         case .webhooks:
             rereadWebhooks()
+        case .pushSubscriptions:
+            jobs.start { [self] in await rereadPushSubscriptions() }
         case .resync:
             // Missed notifications: every client something waits on, every alert
             // something waits for, and the webhooks are looked at again.
@@ -39,6 +41,7 @@ extension Engine {
             jobs.start { [self] in try? await synchronize(clients) }
             for id in alerts { wakeAlertWaiters(id) }
             jobs.start { [self] in await reread() }
+            jobs.start { [self] in await rereadPushSubscriptions() }
         }
     }
 

@@ -3,6 +3,7 @@ public import AlertdCore
 public import AlertdDelivery
 public import AlertdWire
 public import Logging
+import AlertdPush
 import NIOConcurrencyHelpers
 import Synchronization
 
@@ -43,12 +44,16 @@ public final class Engine: Sendable {
         /// `callbacks.deny` and `callbacks.allow`, checked when a `callback_url` is posted or
         /// a webhook registered (``Engine/refusedTarget(_:)``); nil: checked at delivery only.
         public var callbackDeny: DenyList?
+        /// `push:` (SPEC §11); nil: Web Push is off.
+        public var push: PushSettings?
 
         public init(
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
             signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil, callbackDeny: DenyList? = nil,
-            retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000
+            retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000,
+            push: PushSettings? = nil
         ) {
+            self.push = push
             self.maxPendingDeliveriesPerClient = maxPendingDeliveriesPerClient
             self.maxWaitSeconds = maxWaitSeconds
             self.maxWaiters = maxWaiters
@@ -95,6 +100,9 @@ public final class Engine: Sendable {
     /// runs, and whether another must follow it (`Changes.swift`).
     let webhookRereads = NIOLockedValueBox((running: false, again: false))
     let outbox: Outbox
+    /// Push subscriptions by client (SPEC §11), and the VAPID key once read from the store.
+    let pushRegistry = NIOLockedValueBox(PushRegistry())
+    let vapid = NIOLockedValueBox<VAPID?>(nil)
     /// A client's callback deliveries not yet made (``Settings/maxPendingDeliveriesPerClient``).
     let backlog: @Sendable (String) -> Int
     let alarm = Alarm()
@@ -134,6 +142,7 @@ public final class Engine: Sendable {
     public func start() async throws(EngineError) {
         let api = try await store.webhooks()
         registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
+        try await startPush()
         try await republish(nil)
         store.observeChanges { [weak self] change in self?.follow(change) }
     }

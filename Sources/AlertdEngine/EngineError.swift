@@ -30,6 +30,12 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case configWebhook
         /// The URL is already a webhook of that client: each event would be delivered twice.
         case webhookExists
+        /// A push subscription the engine cannot take (``EngineError/fieldErrors`` say where).
+        case invalidSubscription
+        /// A destructive button chosen through an `answer_url` without confirming it.
+        case confirmationRequired
+        /// An `answer_url` used before, expired, or whose alert is decided.
+        case answerUsed
         /// Every waiter slot, or the token's share, is taken.
         case tooManyWaiters
         /// Shutting down, or the store takes no writes now (``EngineError/retryAfter`` says when to retry).

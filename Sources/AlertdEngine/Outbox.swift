@@ -41,8 +41,10 @@ extension Engine {
     /// - Parameter webhooks: the targets of a request's decision as
     ///   ``committedWebhooks(of:then:)`` read them; nil: the registry's.
     func events(for change: BoardChange, requestID: String? = nil, webhooks given: [Webhook]? = nil) -> [OutboxEvent] {
-        guard !change.decided.isEmpty else { return [] }
         let now = clock.now()
+        // Displays and decisions pushed to the subscriptions of their clients (SPEC §11).
+        let pushes = pushEvents(for: change, now: now)
+        guard !change.decided.isEmpty else { return pushes }
         let settings = self.settings
         let signingSecret = settings.signingSecret
         var events: [OutboxEvent] = []
@@ -80,7 +82,7 @@ extension Engine {
                     id: event.id.description, alertID: alert.id, client: alert.client, type: event.type, createdAt: now,
                     body: event.body, deliveries: deliveries))
         }
-        return events
+        return events + pushes
     }
 
     /// The webhooks a request's decision on `client` sends its event to, read when the

@@ -136,7 +136,10 @@ extension Engine {
         let record = idempotency.map {
             IdempotencyRecord(client: client, key: $0.key, alertID: alert.id, bodyDigest: $0.bodyDigest, createdAt: now)
         }
-        return Mutation(.created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record)
+        // A post that displays its alert pushes it to the client's subscriptions (SPEC §11).
+        return Mutation(
+            .created(PositionedAlert(alert, position: board.position(of: alert))), change: change, idempotency: record,
+            events: pushEvents(for: change, now: now))
     }
 
     private enum PostAnswer {

@@ -13,7 +13,8 @@ import PostgresNIO
 /// skips its own), then `c:<client>` for each client whose queue changed,
 /// `d:<alert id>` for each alert decided, and where it fits `t:<alert id>:<base64
 /// of its row>`, the decided alert as committed, which the other instances answer
-/// their waiters with, with no read; `w` when the API's webhooks changed;
+/// their waiters with, with no read; `w` when the API's webhooks changed; `s` when
+/// the push subscriptions did;
 /// and, where it fits, `v:<client>:<version>:<alert id or ->:<base64 of the
 /// displayed alert>`: the client's display as committed, which the other
 /// instances publish as it is, with no read (a client without it is read
@@ -191,6 +192,7 @@ final class Notifications: Sendable {
         var clients: [String] = []
         var decided: [AlertID] = []
         var webhooks = false
+        var subscriptions = false
         var displays: [PublishedDisplay] = []
         var terminal: [Alert] = []
         for entry in payload.split(separator: " ") {
@@ -206,6 +208,8 @@ final class Notifications: Sendable {
                 decided.append(id)
             } else if entry == "w" {
                 webhooks = true
+            } else if entry == "s" {
+                subscriptions = true
             }
         }
         if !displays.isEmpty {
@@ -221,6 +225,7 @@ final class Notifications: Sendable {
         }
         if !decided.isEmpty { deliver(.decided(decided)) }
         if webhooks { deliver(.webhooks) }
+        if subscriptions { deliver(.pushSubscriptions) }
     }
 
     /// A `v:` entry's display; nil when it is not one (then its `c:` entry has the client read again).

@@ -148,6 +148,36 @@ enum Schema {
                 "REVOKE ALL ON secrets FROM PUBLIC",
             ]
         ),
+        Migration(
+            6, "Web Push: subscriptions and answer tokens (SPEC §11)",
+            [
+                """
+                CREATE TABLE push_subscriptions (
+                    id text COLLATE "C" PRIMARY KEY,
+                    endpoint text NOT NULL UNIQUE,
+                    p256dh bytea NOT NULL,
+                    auth bytea NOT NULL,
+                    clients text NOT NULL,
+                    answer boolean NOT NULL,
+                    decider text,
+                    created_at bigint NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE answer_tokens (
+                    hash bytea PRIMARY KEY,
+                    alert_id text NOT NULL,
+                    client text NOT NULL,
+                    subscription_id text NOT NULL,
+                    decider text,
+                    expires_at bigint NOT NULL,
+                    used_at bigint,
+                    UNIQUE (alert_id, subscription_id)
+                )
+                """,
+                "CREATE INDEX answer_tokens_by_expiry ON answer_tokens (expires_at)",
+            ]
+        ),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

@@ -21,6 +21,7 @@ extension PostgresAlertStore {
             }
             let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
                 try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
+                try await connection.query("DELETE FROM answer_tokens WHERE expires_at < \(keysBefore.milliseconds)", logger: logger)
                 // Clients with nothing left: forgotten, unless one is in a transaction now.
                 var forgotten: [String] = []
                 for try await id in try await connection.query(

@@ -23,13 +23,25 @@ public enum StoreWrite: Sendable {
     /// Records a delivery attempt and the delivery's new state (ignored if the
     /// alert was purged meanwhile).
     case attempt(AttemptRecord)
+    /// Stores a secret unless one of that name is stored (the first one stays).
+    case secret(name: String, value: [UInt8], createdAt: Timestamp)
+    /// Stores a push subscription, replacing one with its endpoint (SPEC §11).
+    case pushSubscription(PushSubscription)
+    /// Removes a push subscription and its answer tokens.
+    case deletePushSubscription(id: String)
+    /// Stores an answer token, replacing the one of its alert and subscription.
+    case answerToken(AnswerToken)
+    /// Marks an answer token used, if it was not.
+    case useAnswerToken(hash: [UInt8], at: Timestamp)
+    /// Deletes answer tokens that expired before this time.
+    case deleteAnswerTokens(expiredBefore: Timestamp)
 
     /// A write nothing a user was told depends on the fsync of: a delivery attempt's record
     /// (delivery is at least once), a purge's deletions (a power loss undoes them, and the
     /// next purge deletes them again).
     public var needsNoFsync: Bool {
         switch self {
-        case .attempt, .deleteTerminal, .deleteKeys: true
+        case .attempt, .deleteTerminal, .deleteKeys, .deleteAnswerTokens: true
         default: false
         }
     }
@@ -63,6 +75,12 @@ public protocol PersistentStore: Sendable {
     func idempotency(client: String, key: String) throws -> IdempotencyRecord?
     /// Every webhook registered through the API.
     func webhooks() throws -> [Webhook]
+    /// The secret `name`, if one is stored.
+    func secret(named name: String) throws -> [UInt8]?
+    /// Every push subscription.
+    func pushSubscriptions() throws -> [PushSubscription]
+    /// The answer token with this hash.
+    func answerToken(hash: [UInt8]) throws -> AnswerToken?
     /// The deliveries of an alert's events, oldest first, with their attempts.
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
     /// Every delivery still pending, with its event's body and how many attempts it had.

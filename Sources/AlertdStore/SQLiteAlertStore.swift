@@ -59,6 +59,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
     private let logger: Logger
     /// The handler ``observeChanges(_:)`` was given: kept, never called (see there).
     private let changeHandler = NIOLockedValueBox<(@Sendable (StoreChange) -> Void)?>(nil)
+    /// Answer tokens being used now (``useAnswerToken(hash:now:)``).
+    private let answerUses = NIOLockedValueBox<Set<[UInt8]>>([])
     /// Pending alerts found at start.
     public let restoredPending: Int
 
@@ -316,6 +318,43 @@ public final class SQLiteAlertStore: AlertStore, Service {
         }.get()
     }
 
+    // MARK: - Web Push (SPEC §11)
+
+    public func secret(named name: String, make: @escaping @Sendable () -> [UInt8]) async throws(EngineError) -> [UInt8] {
+        if let stored = try read({ try persistent.secret(named: name) }) { return stored }
+        try await commit([.secret(name: name, value: make(), createdAt: clock.now())])
+        guard let stored = try read({ try persistent.secret(named: name) }) else { throw EngineError.unreadable }
+        return stored
+    }
+
+    public func pushSubscriptions() async throws(EngineError) -> [PushSubscription] { try read { try persistent.pushSubscriptions() } }
+
+    public func savePushSubscription(_ subscription: PushSubscription) async throws(EngineError) -> PushSubscription? {
+        let replaced = try read { try persistent.pushSubscriptions().first { $0.endpoint == subscription.endpoint } }
+        try await commit([.pushSubscription(subscription)])
+        return replaced
+    }
+
+    public func deletePushSubscription(id: String) async throws(EngineError) -> Bool {
+        let existed = try read { try persistent.pushSubscriptions().contains { $0.id == id } }
+        try await commit([.deletePushSubscription(id: id)])
+        return existed
+    }
+
+    public func saveAnswerToken(_ token: AnswerToken) async throws(EngineError) { try await commit([.answerToken(token)]) }
+
+    public func answerToken(hash: [UInt8]) async throws(EngineError) -> AnswerToken? { try read { try persistent.answerToken(hash: hash) } }
+
+    /// One process writes the store: a use is claimed in memory first, so two uses at once
+    /// cannot both read the token unused.
+    public func useAnswerToken(hash: [UInt8], now: Timestamp) async throws(EngineError) -> Bool {
+        guard answerUses.withLockedValue({ $0.insert(hash).inserted }) else { return false }
+        defer { _ = answerUses.withLockedValue { $0.remove(hash) } }
+        guard let stored = try read({ try persistent.answerToken(hash: hash) }), stored.usedAt == nil else { return false }
+        try await commit([.useAnswerToken(hash: hash, at: now)])
+        return true
+    }
+
     /// One process owns the state directory: nothing changes behind its back, so
     /// `handler` is never called. It is kept all the same, as long as the store: the
     /// engine's holds the engine weakly, and the Swift runtime points from an object to
@@ -346,7 +385,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             }
             if ids.count < Self.purgeRound { break }
         }
-        try await commit([.deleteKeys(createdBefore: keysBefore)])
+        try await commit([.deleteKeys(createdBefore: keysBefore), .deleteAnswerTokens(expiredBefore: keysBefore)])
         return forgetIdleClients()
     }
 

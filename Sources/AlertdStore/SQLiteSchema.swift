@@ -117,6 +117,20 @@ extension SQLiteStore {
                     ALTER TABLE alerts ADD COLUMN votes TEXT;
                     """)
         }
+        migrator.registerMigration("v9: Web Push: secrets, subscriptions, answer tokens (SPEC §11)") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE secrets (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, created_at INTEGER NOT NULL);
+                    CREATE TABLE push_subscriptions (
+                        id TEXT PRIMARY KEY NOT NULL, endpoint TEXT NOT NULL UNIQUE, p256dh BLOB NOT NULL, auth BLOB NOT NULL,
+                        clients TEXT NOT NULL, answer INTEGER NOT NULL, decider TEXT, created_at INTEGER NOT NULL);
+                    CREATE TABLE answer_tokens (
+                        hash BLOB PRIMARY KEY NOT NULL, alert_id TEXT NOT NULL, client TEXT NOT NULL,
+                        subscription_id TEXT NOT NULL, decider TEXT, expires_at INTEGER NOT NULL, used_at INTEGER,
+                        UNIQUE (alert_id, subscription_id));
+                    CREATE INDEX answer_tokens_by_expiry ON answer_tokens(expires_at);
+                    """)
+        }
         return migrator
     }
 }

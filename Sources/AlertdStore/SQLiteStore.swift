@@ -237,6 +237,44 @@ public final class SQLiteStore: PersistentStore {
             case .deleteKeys(let createdBefore):
                 try db.cachedStatement(sql: "DELETE FROM idempotency_keys WHERE created_at < ?")
                     .execute(arguments: [createdBefore.milliseconds])
+            case .secret(let name, let value, let createdAt):
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO secrets (name, value, created_at) VALUES (?, ?, ?)",
+                    arguments: [name, Data(value), createdAt.milliseconds])
+            case .pushSubscription(let subscription):
+                try db.execute(sql: "DELETE FROM push_subscriptions WHERE endpoint = ?", arguments: [subscription.endpoint])
+                try db.execute(
+                    sql: """
+                        INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, clients, answer, decider, created_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        subscription.id, subscription.endpoint, Data(subscription.p256dh), Data(subscription.auth),
+                        subscription.storedClients, subscription.answer, subscription.decider,
+                        subscription.createdAt.milliseconds,
+                    ])
+            case .deletePushSubscription(let id):
+                try db.execute(sql: "DELETE FROM answer_tokens WHERE subscription_id = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM push_subscriptions WHERE id = ?", arguments: [id])
+            case .answerToken(let token):
+                try db.execute(
+                    sql: "DELETE FROM answer_tokens WHERE alert_id = ? AND subscription_id = ?",
+                    arguments: [token.alertID.description, token.subscriptionID])
+                try db.execute(
+                    sql: """
+                        INSERT INTO answer_tokens (hash, alert_id, client, subscription_id, decider, expires_at, used_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        Data(token.hash), token.alertID.description, token.client, token.subscriptionID, token.decider,
+                        token.expiresAt.milliseconds, token.usedAt?.milliseconds,
+                    ])
+            case .useAnswerToken(let hash, let at):
+                try db.execute(
+                    sql: "UPDATE answer_tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL",
+                    arguments: [at.milliseconds, Data(hash)])
+            case .deleteAnswerTokens(let expiredBefore):
+                try db.execute(sql: "DELETE FROM answer_tokens WHERE expires_at < ?", arguments: [expiredBefore.milliseconds])
             }
         }
     }
@@ -317,6 +355,39 @@ public final class SQLiteStore: PersistentStore {
             return IdempotencyRecord(
                 client: client, key: key, alertID: id, bodyDigest: Array(digest),
                 createdAt: Timestamp(milliseconds: row["created_at"]))
+        }
+    }
+
+    public func secret(named name: String) throws -> [UInt8]? {
+        try pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM secrets WHERE name = ?", arguments: [name]).map(Array.init)
+        }
+    }
+
+    public func pushSubscriptions() throws -> [PushSubscription] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, endpoint, p256dh, auth, clients, answer, decider, created_at FROM push_subscriptions ORDER BY id"
+            ).map { row in
+                PushSubscription(
+                    id: row[0], endpoint: row[1], p256dh: Array(row[2] as Data), auth: Array(row[3] as Data),
+                    clients: PushSubscription.clients(stored: row[4] as String), answer: row[5], decider: row[6],
+                    createdAt: Timestamp(milliseconds: row[7]))
+            }
+        }
+    }
+
+    public func answerToken(hash: [UInt8]) throws -> AnswerToken? {
+        try pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT alert_id, client, subscription_id, decider, expires_at, used_at FROM answer_tokens WHERE hash = ?",
+                    arguments: [Data(hash)]),
+                let alertID = AlertID(row[0] as String)
+            else { return nil }
+            return AnswerToken(
+                hash: hash, alertID: alertID, client: row[1], subscriptionID: row[2], decider: row[3],
+                expiresAt: Timestamp(milliseconds: row[4]), usedAt: (row[5] as Int64?).map(Timestamp.init(milliseconds:)))
         }
     }
 

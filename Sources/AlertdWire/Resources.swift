@@ -651,6 +651,10 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     public static let alreadyDecided = ProblemCode("already-decided", 409, "Alert already decided")
     /// 409: the decider voted for another button of this alert (SPEC §10); the problem holds it.
     public static let alreadyVoted = ProblemCode("already-voted", 409, "Already voted")
+    /// 409: a destructive button chosen through an `answer_url` without `"confirm": true` (SPEC §11).
+    public static let confirmationRequired = ProblemCode("confirmation-required", 409, "Confirmation required")
+    /// 410: an `answer_url` used before, expired, or for an alert already decided (SPEC §11).
+    public static let answerUsed = ProblemCode("answer-used", 410, "Answer link used")
     /// 409: the URL is already registered as a webhook of that client (its id is in the detail).
     public static let webhookExists = ProblemCode("webhook-exists", 409, "Webhook already registered")
     /// 413: the body is over the limit (64 KiB by default).
@@ -675,7 +679,8 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     /// Every code: those §4 lists, then alertd's own (`webhook-exists`, `internal`).
     public static let all: [ProblemCode] = [
         .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
-        .alreadyDecided, .alreadyVoted, .webhookExists, .payloadTooLarge, .unsupportedMediaType, .unknownButton, .idempotencyMismatch,
+        .alreadyDecided, .alreadyVoted, .confirmationRequired, .webhookExists, .answerUsed, .payloadTooLarge, .unsupportedMediaType,
+        .unknownButton, .idempotencyMismatch,
         .queueFull, .rateLimited, .tooManyWaiters, .unavailable, .internal,
     ]
 

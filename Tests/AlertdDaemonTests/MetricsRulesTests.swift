@@ -1,5 +1,6 @@
 import CoreMetrics
 import AlertdTestSupport
+import AlertdCore
 import Foundation
 import Testing
 
@@ -24,7 +25,8 @@ struct MetricsRulesTests {
         metrics.request(route: "healthz", status: 200, nanoseconds: 1000)
         metrics.alertsCreated.increment()
         metrics.terminal("answered")
-        metrics.delivery("failed")
+        metrics.delivery("failed", kind: .callback)
+        metrics.delivery("delivered", kind: .push)
         metrics.commitDuration.recordNanoseconds(1000)
         metrics.deliveriesWaiting.record(1)
         metrics.pending.record(1)
@@ -40,5 +42,9 @@ struct MetricsRulesTests {
             })
         #expect(!named.isEmpty)
         #expect(named.subtracting(exposed).isEmpty, "named in rules but not exposed: \(named.subtracting(exposed).sorted())")
+        // Deliveries are counted by kind too: a push is a delivery of its own kind (SPEC §11).
+        let rendered = String(decoding: metrics.render(), as: UTF8.self)
+        #expect(rendered.contains(#"alertd_deliveries_total{kind="callback",result="failed"} 1"#), "\(rendered)")
+        #expect(rendered.contains(#"alertd_deliveries_total{kind="push",result="delivered"} 1"#), "\(rendered)")
     }
 }

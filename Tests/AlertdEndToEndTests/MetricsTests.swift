@@ -42,7 +42,7 @@ struct MetricsTests {
             #expect(response.status == 200)
             #expect(response.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
             text = response.text
-        } while sample(text, #"alertd_deliveries_total{result="delivered"}"#) == nil && ContinuousClock.now < deadline
+        } while sample(text, #"alertd_deliveries_total{kind="callback",result="delivered"}"#) == nil && ContinuousClock.now < deadline
 
         let checked = try await promtool(text)
         #expect(checked.status == 0, "promtool: \(checked.output)")
@@ -57,7 +57,7 @@ struct MetricsTests {
         // One duration histogram per route, whatever the statuses.
         #expect(sample(text, #"alertd_http_request_duration_seconds_count{route="post_alert"}"#) == 3)
         #expect((sample(text, "alertd_store_commit_duration_seconds_count") ?? 0) >= 2)
-        #expect(sample(text, #"alertd_deliveries_total{result="delivered"}"#) == 1)
+        #expect(sample(text, #"alertd_deliveries_total{kind="callback",result="delivered"}"#) == 1)
         #expect(sample(text, "alertd_delivery_latency_seconds_count") == 1)
         #expect(!text.contains("secret-team-name"), "client ids are not labels")
         #expect(text.contains("# HELP alertd_http_requests_total"))
@@ -100,7 +100,7 @@ struct MetricsTests {
         let deadline = ContinuousClock.now + .seconds(20)
         repeat {
             text = try await http.get("/metrics").text
-        } while (sample(text, #"alertd_deliveries_total{result="retry"}"#) ?? 0) < 1 && ContinuousClock.now < deadline
+        } while (sample(text, #"alertd_deliveries_total{kind="callback",result="retry"}"#) ?? 0) < 1 && ContinuousClock.now < deadline
         #expect(backlog() == 3, "\(text)")
         #expect((sample(text, #"alertd_deliveries_pending{state="waiting"}"#) ?? 0) >= 1, "\(text)")
         #expect(try await promtool(text).status == 0)

@@ -119,6 +119,9 @@ public final class ControlledStore: PersistentStore, Sendable {
         try inner.idempotency(client: client, key: key)
     }
     public func webhooks() throws -> [Webhook] { try inner.webhooks() }
+    public func secret(named name: String) throws -> [UInt8]? { try inner.secret(named: name) }
+    public func pushSubscriptions() throws -> [PushSubscription] { try inner.pushSubscriptions() }
+    public func answerToken(hash: [UInt8]) throws -> AnswerToken? { try inner.answerToken(hash: hash) }
     public func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
     public func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
     public func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {

@@ -4,6 +4,7 @@
 // they will read what it sends.
 
 import AlertdCore
+import AlertdTestSupport
 import AlertdWire
 import Crypto
 import Foundation
@@ -37,15 +38,17 @@ struct WebPushEncryptionTests {
 
     @Test("a fresh key and salt each time, and the receiver's key opens it")
     func roundTrip() throws {
-        let receiver = P256.KeyAgreement.PrivateKey()
-        let auth = Array(repeating: UInt8(7), count: 16)
-        let keys = try PushKeys(p256dh: Base64URL.encode(receiver.publicKey.x963Representation), auth: Base64URL.encode(auth))
+        let device = PushDevice()
+        let keys = try PushKeys(p256dh: device.p256dh, auth: device.authText)
         let message = Array("{\"type\":\"alert.displayed\"}".utf8)
         let one = try WebPushEncryption.encrypt(message, for: keys)
         let two = try WebPushEncryption.encrypt(message, for: keys)
         #expect(one != two)
-        #expect(try Self.decrypt(one, receiver: receiver, auth: auth) == message)
-        #expect(try Self.decrypt(two, receiver: receiver, auth: auth) == message)
+        #expect(try device.open(one) == message)
+        #expect(try device.open(two) == message)
+        // The RFC's example opens with the RFC's receiver key.
+        let rfc = PushDevice(privateKey: bytes(Self.uaPrivate), auth: bytes(Self.authSecret))
+        #expect(try rfc.open(bytes(Self.body)) == Array(Self.plaintext.utf8))
     }
 
     @Test("3993 bytes fit one 4096-byte record; one more is refused")
@@ -73,27 +76,6 @@ struct WebPushEncryptionTests {
         #expect {
             try PushKeys(p256dh: p256dh, auth: auth)
         } throws: { ($0 as? PushKeys.Invalid)?.field == field }
-    }
-
-    /// What a browser does with a push (RFC 8291 §3.4, RFC 8188): written here independently
-    /// of the encrypter, from the RFC's steps.
-    static func decrypt(_ body: [UInt8], receiver: P256.KeyAgreement.PrivateKey, auth: [UInt8]) throws -> [UInt8] {
-        let salt = Array(body[0..<16])
-        let idLength = Int(body[20])
-        let sender = try P256.KeyAgreement.PublicKey(x963Representation: body[21..<(21 + idLength)])
-        let shared = try receiver.sharedSecretFromKeyAgreement(with: sender)
-        let info = Array("WebPush: info\0".utf8) + Array(receiver.publicKey.x963Representation) + Array(sender.x963Representation)
-        let ikm = shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: auth, sharedInfo: info, outputByteCount: 32)
-        let prk = HKDF<SHA256>.extract(inputKeyMaterial: ikm, salt: salt)
-        let key = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Array("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
-        let nonce = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Array("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
-        let record = body[(21 + idLength)...]
-        let box = try AES.GCM.SealedBox(
-            nonce: AES.GCM.Nonce(data: nonce.withUnsafeBytes { Array($0) }), ciphertext: record.dropLast(16), tag: record.suffix(16))
-        var plain = Array(try AES.GCM.open(box, using: key))
-        #expect(plain.last == 2, "the last record's delimiter")
-        plain.removeLast()
-        return plain
     }
 }
 

@@ -1,0 +1,332 @@
+public import AlertdCore
+import AlertdDelivery
+import AlertdPush
+public import AlertdWire
+import Logging
+import NIOConcurrencyHelpers
+
+/// `push:` (SPEC §11): Web Push is on when it has a subject.
+public struct PushSettings: Sendable, Hashable {
+    /// VAPID's contact, `mailto:` or `https:`.
+    public var subject: String
+    /// Pushes again, as a reminder, while an alert stays displayed and unanswered; nil: never.
+    public var remindEvery: Double?
+    /// Whether endpoints may be `http:` (tests, a private push service).
+    public var allowHTTP: Bool
+
+    public init(subject: String, remindEvery: Double? = nil, allowHTTP: Bool = false) {
+        self.subject = subject
+        self.remindEvery = remindEvery
+        self.allowHTTP = allowHTTP
+    }
+}
+
+/// The subscriptions of every client, kept at hand: a display change writes its pushes in its
+/// own transaction, without a read.
+struct PushRegistry: Sendable {
+    private(set) var byID: [String: PushSubscription] = [:]
+    private var byClient: [String: [String]] = [:]
+    var ids = AlertIDGenerator()
+
+    init(_ subscriptions: [PushSubscription] = []) {
+        replace(with: subscriptions)
+    }
+
+    var isEmpty: Bool { byID.isEmpty }
+
+    func subscriptions(of client: String) -> [PushSubscription] {
+        (byClient[client] ?? []).compactMap { byID[$0] }
+    }
+
+    func subscription(endpoint: String) -> PushSubscription? {
+        byID.values.first { $0.endpoint == endpoint }
+    }
+
+    mutating func replace(with subscriptions: [PushSubscription]) {
+        byID = Dictionary(subscriptions.map { ($0.id, $0) }, uniquingKeysWith: { _, new in new })
+        reindex()
+    }
+
+    mutating func add(_ subscription: PushSubscription) {
+        byID = byID.filter { $0.value.endpoint != subscription.endpoint }
+        byID[subscription.id] = subscription
+        reindex()
+    }
+
+    mutating func remove(id: String) {
+        guard byID.removeValue(forKey: id) != nil else { return }
+        reindex()
+    }
+
+    private mutating func reindex() {
+        var index: [String: [String]] = [:]
+        for subscription in byID.values.sorted(by: { $0.id < $1.id }) {
+            for client in subscription.clients { index[client, default: []].append(subscription.id) }
+        }
+        byClient = index
+    }
+}
+
+/// What the delivery worker asks of the engine to send a push: the request of an attempt
+/// (encrypted for its subscription, signed with alertd's VAPID key), and what to do when
+/// the push service says the subscription is gone.
+public protocol PushPreparing: AnyObject, Sendable {
+    /// The body and headers of `delivery`'s next attempt at `now`; nil when its subscription
+    /// is gone (removed since the push was written) or push is off.
+    func preparePush(_ delivery: PendingDelivery, now: Timestamp) async throws(EngineError) -> PreparedPush?
+    /// The push service answered 404 or 410: the device unsubscribed; its subscription ends.
+    func pushSubscriptionGone(_ delivery: PendingDelivery) async
+}
+
+/// A push request as sent: the `aes128gcm` body and RFC 8030's and 8292's headers.
+public struct PreparedPush: Sendable {
+    public var body: [UInt8]
+    public var headers: [(String, String)]
+    /// Past this no attempt is made: the alert expired, so the push would only mislead.
+    public var giveUpAt: Timestamp?
+}
+
+extension Engine {
+    /// The secret that holds the VAPID key in the store (every instance of §9 reads the same).
+    static let vapidSecretName = "vapid"
+
+    /// Loads (or makes, at first start) the VAPID key and the subscriptions, with push on.
+    func startPush() async throws(EngineError) {
+        guard let push = settings.push else { return }
+        let scalar = try await store.secret(named: Self.vapidSecretName) { VAPID.newPrivateKey() }
+        do {
+            let key = try VAPID(privateKey: scalar, subject: push.subject)
+            vapid.withLockedValue { $0 = key }
+        } catch {
+            throw EngineError(.unavailable, "the VAPID key in the store is not a P-256 key: \(error)")
+        }
+        let subscriptions = try await store.pushSubscriptions()
+        pushRegistry.withLockedValue { $0.replace(with: subscriptions) }
+    }
+
+    /// Reads the subscriptions again (another instance changed them).
+    func rereadPushSubscriptions() async {
+        guard settings.push != nil else { return }
+        do {
+            let subscriptions = try await store.pushSubscriptions()
+            pushRegistry.withLockedValue { $0.replace(with: subscriptions) }
+        } catch {
+            logger.warning("push subscriptions not read again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// `GET /v1/push/key`: the VAPID public key, base64url of the uncompressed point; nil with push off.
+    public var pushPublicKey: String? { vapid.withLockedValue { $0?.publicKeyBase64URL } }
+
+    public static let pushOff = EngineError(.notFound, "Web Push is off: set push.subject in alertd's config (docs/push.md)")
+
+    /// A subscription as posted (SPEC §11), checked: the endpoint an `https` URL (or `http`
+    /// with `push.allow_http`) that `callbacks.deny` allows, the keys a browser's, at least
+    /// one valid client. Roles are the API's to check. The same endpoint again replaces
+    /// the subscription it had (`replaced`).
+    public func subscribe(
+        endpoint: String, p256dh: String, auth: String, clients: [String], answer: Bool, decider: String?
+    ) async throws(EngineError) -> (subscription: PushSubscription, replaced: Bool) {
+        guard let push = settings.push else { throw Self.pushOff }
+        var errors: [FieldError] = []
+        if let problem = CallbackURL.problem(endpoint) {
+            errors.append(FieldError(field: "endpoint", reason: problem))
+        } else if endpoint.lowercased().hasPrefix("http:"), !push.allowHTTP {
+            errors.append(FieldError(field: "endpoint", reason: "must be https (push.allow_http permits http, for tests)"))
+        } else if endpoint.utf8.count > 2048 {
+            errors.append(FieldError(field: "endpoint", reason: "is longer than 2048 bytes"))
+        } else if let refused = refusedTarget(endpoint) {
+            errors.append(FieldError(field: "endpoint", reason: refused))
+        }
+        var keys: PushKeys?
+        do {
+            keys = try PushKeys(p256dh: p256dh, auth: auth)
+        } catch {
+            errors.append(FieldError(field: error.field, reason: error.reason))
+        }
+        if clients.isEmpty { errors.append(FieldError(field: "clients", reason: "must name at least one client")) }
+        if clients.count > PushSubscription.maxClients {
+            errors.append(FieldError(field: "clients", reason: "names more than \(PushSubscription.maxClients) clients"))
+        }
+        for (index, client) in clients.enumerated() where !ClientID.isValid(client) {
+            errors.append(FieldError(field: "clients[\(index)]", reason: "is not a valid client id"))
+        }
+        if Set(clients).count != clients.count { errors.append(FieldError(field: "clients", reason: "names a client twice")) }
+        guard errors.isEmpty, let keys else {
+            throw EngineError(
+                .invalidSubscription, errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid", fieldErrors: errors)
+        }
+        if let refusal = refusal() { throw refusal }
+        let now = clock.now()
+        let id = pushRegistry.withLockedValue { PushSubscription.newID(&$0.ids, at: now) }
+        let subscription = PushSubscription(
+            id: id, endpoint: endpoint, p256dh: keys.p256dh, auth: keys.auth, clients: clients, answer: answer, decider: decider,
+            createdAt: now)
+        let replaced = try await store.savePushSubscription(subscription)
+        pushRegistry.withLockedValue { $0.add(subscription) }
+        return (subscription, replaced != nil)
+    }
+
+    /// The subscriptions `decider` made (`all`: every one, for an admin).
+    public func pushSubscriptions(of decider: String?, all: Bool) async throws(EngineError) -> [PushSubscription] {
+        guard settings.push != nil else { throw Self.pushOff }
+        // The store's: another instance's subscriptions count (SPEC §9).
+        let stored = try await store.pushSubscriptions()
+        return stored.filter { all || $0.decider == decider }.sorted { $0.id < $1.id }
+    }
+
+    /// Removes a subscription: its maker's or, `admin`, anyone's.
+    public func unsubscribe(id: String, by decider: String?, admin: Bool) async throws(EngineError) {
+        guard settings.push != nil else { throw Self.pushOff }
+        let stored = try await store.pushSubscriptions()
+        guard let subscription = stored.first(where: { $0.id == id }), admin || subscription.decider == decider else {
+            throw EngineError(.notFound, "no push subscription \(id) of this token")
+        }
+        _ = try await store.deletePushSubscription(id: id)
+        pushRegistry.withLockedValue { $0.remove(id: id) }
+    }
+
+    // MARK: - Pushes as outbox events
+
+    /// The pushes of a change, written in its transaction: `alert.displayed` to each
+    /// subscription of a client where an alert became displayed, `alert.decided` to each
+    /// of the client of an alert that became terminal.
+    func pushEvents(for change: BoardChange, now: Timestamp) -> [OutboxEvent] {
+        // No subscription (push off, or nobody subscribed): one lock, nothing copied; a post pays no more.
+        guard let registry = pushRegistry.withLockedValue({ $0.isEmpty ? nil : $0 }) else { return [] }
+        var events: [OutboxEvent] = []
+        for (index, alert) in change.saved.enumerated() where alert.state == .displayed {
+            if let before = change.replaced[index], before.state == .displayed { continue }
+            let subscriptions = registry.subscriptions(of: alert.client)
+            guard !subscriptions.isEmpty else { continue }
+            events += pushEvents(
+                of: PushPayload.displayed(alert), type: PushPayload.displayedType, alert: alert, to: subscriptions, now: now)
+        }
+        for alert in change.decided {
+            let subscriptions = registry.subscriptions(of: alert.client)
+            guard !subscriptions.isEmpty else { continue }
+            events += pushEvents(of: PushPayload.decided(alert), type: PushPayload.decidedType, alert: alert, to: subscriptions, now: now)
+        }
+        return events
+    }
+
+    private func pushEvents(
+        of payload: [UInt8], type: String, alert: Alert, to subscriptions: [PushSubscription], now: Timestamp
+    ) -> [OutboxEvent] {
+        subscriptions.map { subscription in
+            OutboxEvent(
+                id: outbox.eventID(at: now).description, alertID: alert.id, client: alert.client,
+                type: DeliveryKind.pushTypePrefix + type, createdAt: now, body: payload,
+                deliveries: [
+                    OutboxDelivery(id: outbox.deliveryID(at: now), target: subscription.endpoint, webhookID: nil, secret: subscription.id)
+                ])
+        }
+    }
+}
+
+extension Engine: PushPreparing {
+    public func preparePush(_ delivery: PendingDelivery, now: Timestamp) async throws(EngineError) -> PreparedPush? {
+        guard let vapid = vapid.withLockedValue({ $0 }) else { return nil }
+        guard let subscription = pushRegistry.withLockedValue({ $0.byID[delivery.secret] }),
+            let summary = PushPayload.summary(of: delivery.body)
+        else { return nil }
+        var payload = delivery.body
+        var giveUpAt: Timestamp?
+        var ttl = Int64(86_400)
+        if summary.type == PushPayload.displayedType {
+            let expiresAt = summary.expiresAt ?? now.adding(seconds: 86_400)
+            giveUpAt = expiresAt
+            ttl = min(86_400, max(0, (expiresAt.milliseconds - now.milliseconds) / 1000))
+            if subscription.answer {
+                // A capability for this alert and this subscription, made now: the outbox keeps none.
+                let (token, hash) = AnswerTokens.mint()
+                let tokenExpiry = Timestamp(milliseconds: min(expiresAt.milliseconds, now.milliseconds + AnswerToken.lifetimeMilliseconds))
+                guard let alertID = AlertID(summary.alertID) else { return nil }
+                try await store.saveAnswerToken(
+                    AnswerToken(
+                        hash: hash, alertID: alertID, client: delivery.client, subscriptionID: subscription.id,
+                        decider: subscription.decider,
+                        expiresAt: tokenExpiry))
+                payload = PushPayload.withAnswer(payload, url: "/v1/answers/" + token, expiresAt: tokenExpiry) ?? payload
+            }
+        }
+        let body: [UInt8]
+        let authorization: String
+        do {
+            body = try WebPushEncryption.encrypt(payload, for: PushKeys(checkedP256dh: subscription.p256dh, auth: subscription.auth))
+            authorization = try vapid.authorization(endpoint: subscription.endpoint, now: now.milliseconds / 1000)
+        } catch {
+            throw EngineError(.unavailable, "the push could not be made: \(error)")
+        }
+        return PreparedPush(
+            body: body,
+            headers: [
+                ("content-type", "application/octet-stream"), ("content-encoding", "aes128gcm"), ("ttl", String(ttl)),
+                ("urgency", summary.priority >= 50 ? "high" : "normal"),
+                // The alert's id (26 characters of base32, all in base64url's alphabet): a newer
+                // push about the alert replaces an older one still queued at the push service.
+                ("topic", summary.alertID), ("authorization", authorization),
+            ],
+            giveUpAt: giveUpAt)
+    }
+
+    public func pushSubscriptionGone(_ delivery: PendingDelivery) async {
+        let id = delivery.secret
+        do {
+            if try await store.deletePushSubscription(id: id) {
+                logger.info("push subscription ended: its push service says it is gone", metadata: ["subscription": "\(id)"])
+            }
+        } catch {
+            logger.warning("push subscription not removed", metadata: ["subscription": "\(id)", "error": "\(error)"])
+        }
+        pushRegistry.withLockedValue { $0.remove(id: id) }
+    }
+}
+
+extension Engine {
+    /// `POST /v1/answers/{token}` (SPEC §11): the choice of a push's `answer_url`, made as
+    /// the subscription's decider (a vote under a quorum), without any `Authorization`.
+    ///
+    /// Refused, with nothing used up, when it cannot be made as asked: no such token (404,
+    /// the same for one never made, one purged and one forged), a destructive button without
+    /// `confirm` (409 `confirmation-required`), a button the alert lacks (422). A token once
+    /// used, expired, or whose alert is terminal is 410 `answer-used`. Used atomically: of two
+    /// uses at once, one decides and the other is 410.
+    public func answer(token: Substring, _ selection: ButtonSelection, confirmed: Bool) async throws(EngineError) -> PositionedAlert {
+        guard settings.push != nil else { throw Self.pushOff }
+        let unknown = EngineError(.notFound, "no such answer link (it may have been purged; answer on the dashboard)")
+        guard AnswerTokens.isWellFormed(token) else { throw unknown }
+        let hash = AnswerTokens.hash(of: String(token))
+        guard let stored = try await store.answerToken(hash: hash) else { throw unknown }
+        let now = clock.now()
+        if stored.usedAt != nil { throw EngineError(.answerUsed, "this answer link was used already") }
+        if stored.expiresAt <= now { throw EngineError(.answerUsed, "this answer link expired at \(stored.expiresAt)") }
+        guard let positioned = try await store.alert(stored.alertID) else { throw unknown }
+        let alert = positioned.alert
+        if alert.state.isTerminal {
+            throw EngineError(.answerUsed, "the alert is \(alert.state.rawValue) already", alert: alert)
+        }
+        let index: Int
+        switch selection {
+        case .title(let title):
+            guard let found = alert.buttons.firstIndex(where: { $0.title == title }) else {
+                throw EngineError(.unknownButton, "the alert has no button \(title)")
+            }
+            index = found
+        case .index(let given):
+            guard alert.buttons.indices.contains(given) else {
+                throw EngineError(.unknownButton, "the alert has no button \(given) (it has \(alert.buttons.count))")
+            }
+            index = given
+        }
+        if alert.buttons[index].style == .destructive, !confirmed {
+            throw EngineError(
+                .confirmationRequired, "\(alert.buttons[index].title) is destructive: send \"confirm\": true to choose it")
+        }
+        // Used up before the choice, atomically: of two uses at once only one gets here.
+        guard try await store.useAnswerToken(hash: hash, now: now) else {
+            throw EngineError(.answerUsed, "this answer link was used already")
+        }
+        return try await choose(.index(index), alert: alert.id, on: stored.client, by: stored.decider)
+    }
+}
