@@ -302,7 +302,11 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func saveWebhook(_ webhook: Webhook) async throws(EngineError) { try await commit([.webhook(webhook)]) }
 
-    public func deleteWebhook(id: String) async throws(EngineError) { try await commit([.deleteWebhook(id: id)]) }
+    /// Webhook ids are never used again, so every cancelled delivery of `id` is this removal's.
+    public func deleteWebhook(id: String) async throws(EngineError) -> [String] {
+        try await commit([.deleteWebhook(id: id)])
+        return try read { try persistent.cancelledDeliveries(ofWebhook: id) }
+    }
 
     public func deliveries(of alertID: AlertID) async throws(EngineError) -> [DeliveryRecord] {
         try read { try persistent.deliveries(of: alertID) }

@@ -170,6 +170,11 @@ public final class SQLiteStore: PersistentStore {
                     arguments: [webhook.id, webhook.client, webhook.url, webhook.secret, webhook.createdAt.milliseconds])
             case .deleteWebhook(let id):
                 try db.execute(sql: "DELETE FROM webhooks WHERE id = ?", arguments: [id])
+                // Its deliveries would go on to a receiver nobody wants any more, for max_age,
+                // counted against the client's callbacks.max_pending_per_client.
+                try db.execute(
+                    sql: "UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL WHERE webhook_id = ? AND state = 'pending'",
+                    arguments: [id])
             case .event(let event):
                 try db.execute(
                     sql: "INSERT INTO events (id, alert_id, client, type, created_at, body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -352,6 +357,13 @@ public final class SQLiteStore: PersistentStore {
                     state: DeliveryState(rawValue: stateText) ?? .pending, attempts: attempts,
                     nextAttemptAt: (row[5] as Int64?).map { Timestamp(milliseconds: $0) }, type: row[6], silenceID: row[7])
             }
+        }
+    }
+
+    public func cancelledDeliveries(ofWebhook id: String) throws -> [String] {
+        try pool.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT id FROM deliveries WHERE webhook_id = ? AND state = 'cancelled' ORDER BY id", arguments: [id])
         }
     }
 

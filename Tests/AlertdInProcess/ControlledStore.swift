@@ -121,6 +121,7 @@ public final class ControlledStore: PersistentStore, Sendable {
     public func webhooks() throws -> [Webhook] { try inner.webhooks() }
     public func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
     public func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
+    public func cancelledDeliveries(ofWebhook id: String) throws -> [String] { try inner.cancelledDeliveries(ofWebhook: id) }
     public func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
         try inner.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: limit)
     }
