@@ -621,6 +621,22 @@ struct HighAvailabilityTests {
         #expect(stale.isEmpty, "long-polls answered with another display than the one current:\n\(stale.joined(separator: "\n"))")
     }
 
+    @Test(
+        "an instance on PostgreSQL starts without postgres-nio's warning of a lease before PostgresClient.run(), and says nothing worse than info"
+    )
+    func quietStart() async throws {
+        // Issue 45: every start logged "Trying to lease connection from `PostgresClient`, but
+        // `PostgresClient.run()` hasn't been called yet" (the migrations leased first).
+        let cluster = try await Cluster.start(2)
+        defer { cluster.cleanup() }
+        for instance in cluster.instances {
+            _ = try await instance.client().postAlert("quiet", oneButton)
+            let text = instance.stderrText
+            #expect(!text.contains("hasn't been called yet"), "\(text)")
+            #expect(!text.split(separator: "\n").contains { $0.contains("level=warning") || $0.contains("level=error") }, "\(text)")
+        }
+    }
+
     // MARK: - Behind a load balancer
 
     @Test(
