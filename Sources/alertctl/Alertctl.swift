@@ -71,7 +71,9 @@ struct Alertctl: AsyncParsableCommand {
                 let end = min(index + count, arguments.count)
                 global += arguments[index..<end]
                 index = end
-            } else if let sub = command.configuration.subcommands.first(where: { $0._commandName == argument }) {
+            } else if let sub = command.configuration.subcommands.first(where: {
+                $0._commandName == argument || $0.configuration.aliases.contains(argument)
+            }) {
                 path.append(argument)
                 command = sub
                 index += 1
