@@ -12,7 +12,8 @@ struct Post: AsyncParsableCommand {
             it prints the chosen button and exits 0 for a button other than cancel, 1 for the \
             cancel button, 2 when dismissed, expired or withdrawn — so a script can gate on a person:
 
-              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel --wait && ./deploy.sh
+              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel \\
+                --wait && ./deploy.sh
 
             Ctrl-C while waiting withdraws the alert. When the daemon cannot be reached for the \
             first post, it exits 4 at once; once the alert is posted, it keeps trying for \
@@ -23,8 +24,8 @@ struct Post: AsyncParsableCommand {
             buttons and a daemon with tokens. --wait waits through the votes and ends as above \
             (with --json, the answered alert lists every vote):
 
-              alertctl post ops --title "Deploy to production?" --button Deploy --cancel Cancel \\
-                --quorum 2 --wait && ./deploy.sh
+              alertctl post ops --title "Deploy to production?" --button Deploy \\
+                --cancel Cancel --quorum 2 --wait && ./deploy.sh
             """)
 
     @OptionGroup var connection: Connection

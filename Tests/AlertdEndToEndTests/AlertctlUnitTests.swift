@@ -572,3 +572,22 @@ struct AlertctlIssue45Tests {
         }
     }
 }
+
+@Suite("Help texts: an example in a command's help is printed whole at 80 columns, for copy and paste (issue 45, item 10)")
+struct HelpExampleTests {
+    /// Every command of alertctl, subcommands included.
+    static func commands(_ root: any ParsableCommand.Type = alertctl.Alertctl.self) -> [any ParsableCommand.Type] {
+        [root] + root.configuration.subcommands.flatMap { commands($0) }
+    }
+
+    @Test("each indented line of a discussion (an example) is a whole line of the help rendered at 80 columns")
+    func examplesWhole() {
+        for command in Self.commands() {
+            let help = alertctl.Alertctl.helpMessage(for: command, columns: 80)
+            let lines = Set(help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            for example in command.configuration.discussion.split(separator: "\n").map(String.init) where example.hasPrefix("  ") {
+                #expect(lines.contains(example), "alertctl \(command._commandName): the example is wrapped:\n\(example)\n\(help)")
+            }
+        }
+    }
+}
