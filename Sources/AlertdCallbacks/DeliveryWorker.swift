@@ -215,9 +215,9 @@ public final class DeliveryWorker: @unchecked Sendable {
         state.withLockedValue { state in
             state.queue.cancel(set)
             state.refused.subtract(set)
-            // In flight (or not held here at all, which costs a little memory until the next cancel).
-            state.cancelled.formUnion(set)
-            if state.cancelled.count > 100_000 { state.cancelled = set }
+            // What is still held is in flight: its attempt's end must not retry it. (Ids this
+            // instance does not hold, another's with a shared outbox, are not kept.)
+            state.cancelled.formUnion(set.filter { state.queue.holds($0) })
         }
     }
 

@@ -175,6 +175,9 @@ public struct DeliveryQueue: Sendable {
         return removed
     }
 
+    /// Whether `id` is waiting or in flight.
+    public func holds(_ id: String) -> Bool { known.contains(id) }
+
     /// Makes the waiting callback deliveries among `ids` due at `now` (those the deny list
     /// refused, after a reload changed it), in the order they were due.
     public mutating func advance(_ ids: Set<String>, to now: Timestamp) {

@@ -67,7 +67,8 @@ public protocol PersistentStore: Sendable {
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
     /// Every delivery still pending, with its event's body and how many attempts it had.
     func pendingDeliveries() throws -> [PendingDelivery]
-    /// The ids of the deliveries of webhook `id` that were cancelled (its removal did).
+    /// The ids of the deliveries the commit that removed webhook `id` cancelled (taken: a
+    /// second call answers `[]`).
     func cancelledDeliveries(ofWebhook id: String) throws -> [String]
     /// Terminal alerts past retention, at most `limit`: decided before `decidedBefore`, or
     /// beyond their client's newest `keepPerClient` (by id), without a delivery still

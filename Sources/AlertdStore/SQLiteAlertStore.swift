@@ -302,9 +302,15 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func saveWebhook(_ webhook: Webhook) async throws(EngineError) { try await commit([.webhook(webhook)]) }
 
-    /// Webhook ids are never used again, so every cancelled delivery of `id` is this removal's.
+    /// The ids come from the commit itself (`UPDATE … RETURNING`), kept by the rows until taken here.
     public func deleteWebhook(id: String) async throws(EngineError) -> [String] {
-        try await commit([.deleteWebhook(id: id)])
+        do {
+            try await commit([.deleteWebhook(id: id)])
+        } catch {
+            // A failed commit's ids were rolled back with it.
+            _ = try? persistent.cancelledDeliveries(ofWebhook: id)
+            throw error
+        }
         return try read { try persistent.cancelledDeliveries(ofWebhook: id) }
     }
 

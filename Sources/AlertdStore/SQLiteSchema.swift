@@ -117,6 +117,10 @@ extension SQLiteStore {
                     ALTER TABLE alerts ADD COLUMN votes TEXT;
                     """)
         }
+        migrator.registerMigration("v9: pending deliveries by webhook (a webhook's removal cancels them)") { db in
+            // Without it, removing a webhook scanned every delivery on the writer's thread.
+            try db.execute(sql: "CREATE INDEX deliveries_pending_by_webhook ON deliveries(webhook_id) WHERE state = 'pending'")
+        }
         return migrator
     }
 }

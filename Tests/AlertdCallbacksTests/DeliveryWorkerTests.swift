@@ -456,7 +456,7 @@ struct DeliveryWorkerIssue45Tests {
         let asked = NIOLockedValueBox<[String]>([])
         let harness = try Harness { host, _ in
             asked.withLockedValue { $0.append(host) }
-            if host == "slow.test" { _ = release.wait(timeout: .now() + 20) }
+            if host == "slow.test" { _ = release.wait(timeout: .now() + 300) }
             return [IPAddress("127.0.0.1")!]
         }
         defer {
@@ -465,7 +465,9 @@ struct DeliveryWorkerIssue45Tests {
         }
         let started = ContinuousClock.now
         #expect(await harness.worker.addresses(of: "slow.test", port: 80, within: 0.3) == nil)
-        #expect(ContinuousClock.now - started < .seconds(10), "the bound did not hold")
+        // The lookup hangs for 300 s; the answer comes at the bound (a whole suite on two loaded
+        // cores took 12 s to deliver it, hence the room).
+        #expect(ContinuousClock.now - started < .seconds(60), "the bound did not hold")
         #expect(await harness.worker.addresses(of: "fast.test", port: 80, within: 5) == [IPAddress("127.0.0.1")!])
         #expect(await harness.worker.addresses(of: "10.1.2.3", port: 80, within: 5) == [IPAddress("10.1.2.3")!])
         #expect(asked.withLockedValue { $0 } == ["slow.test", "fast.test"], "a literal needs no lookup")

@@ -248,6 +248,7 @@ struct DeliveryQueueCancelTests {
         #expect(queue.backlog(of: "ops") == 4 && queue.waitingCount == 3)
         #expect(queue.cancel(["a", "c", "flying", "unknown"]) == 2)
         #expect(queue.waitingCount == 1 && queue.backlog(of: "ops") == 2)
+        #expect(queue.holds("flying") && !queue.holds("a") && queue.holds("b") && !queue.holds("unknown"))
         #expect(queue.takeDue(now: eventTime.adding(seconds: 5)).map(\.id) == ["b"])
         // A cancelled id can be added again (a restart's restore would not: the store settled it).
         let added = queue.add(client(delivery("a")))
