@@ -518,7 +518,8 @@ struct ConsoleState {
         let detail = error.problem.map { "\($0.title): \($0.detail)" } ?? error.message
         switch code {
         case .unauthorized:
-            return "The daemon does not accept this token.\n\n"
+            let none = unauthorized?.hasPrefix("alertd needs a token") == true
+            return (none ? "The daemon needs a token.\n\n" : "The daemon does not accept this token.\n\n")
                 + (unauthorized ?? "\(detail)\n\nGive another with --token, $ALERTD_TOKEN or alertctl.yaml.")
         case .forbidden:
             return "This token cannot read client \(client).\n\n\(detail)\n\n"

@@ -535,6 +535,24 @@ struct AlertctlIssue45Tests {
                 "alertd refused the token from the token file /h/token (token_file in /h/.config/alertd/alertctl.yaml); "))
     }
 
+    @Test("a 401 while the console runs (a token removed by a reload) says which token, or that there was none")
+    func unauthorizedInTheConsole() throws {
+        let problem = try JSONValueDecoder().decode(
+            ProblemDocument.self,
+            from: Array(
+                #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"the token is not valid","code":"unauthorized"}"#.utf8)
+        )
+        let error = AlertdError(kind: .problem, status: 401, problem: problem, message: "Unauthorized")
+        let refused = Connection.unauthorized(
+            nil, settings: Settings(url: "http://h", token: "t", tokenSource: "--token", cacert: nil, insecure: false, file: nil))
+        let words = ConsoleState.refusal(error, "ops", unauthorized: refused) ?? ""
+        #expect(words.hasPrefix("The daemon does not accept this token.\n\nalertd refused the token from --token;"), "\(words)")
+        let none = Connection.unauthorized(
+            nil, settings: Settings(url: "http://h", token: nil, tokenSource: nil, cacert: nil, insecure: false, file: nil))
+        let needs = ConsoleState.refusal(error, "ops", unauthorized: none) ?? ""
+        #expect(needs.hasPrefix("The daemon needs a token.\n\nalertd needs a token and none was given"), "\(needs)")
+    }
+
     @Test("post --wait says it is still waiting after 1, 2, 5, 10, 20 and 30 minutes, then every 30")
     func stillWaiting() {
         #expect((0..<9).map(Post.stillWaitingMark) == [60, 120, 300, 600, 1200, 1800, 3600, 5400, 7200])
