@@ -61,7 +61,9 @@ extension API {
         }
     }
 
-    /// `DELETE /v1/clients/{client}/webhooks/{id}`: 204; a config file's webhook is 403.
+    /// `DELETE /v1/clients/{client}/webhooks/{id}`: 204, with `Alertd-Cancelled-Deliveries`:
+    /// how many of its deliveries still pending were cancelled with it (§4 keeps the 204, so
+    /// the count is a header); a config file's webhook is 403.
     func deleteWebhook(_ call: Call) throws {
         let client = try call.client()
         _ = try call.query()
@@ -69,11 +71,16 @@ extension API {
         call.answer(inline: false, { [engine] () async throws(EngineError) in try await engine.deleteWebhook(client: client, id: id) }) {
             [self] result in
             switch result {
-            case .success: HTTPResponse(status: 204, headers: [("Cache-Control", "no-store")])
+            case .success(let cancelled):
+                HTTPResponse(
+                    status: 204, headers: [("Cache-Control", "no-store"), (API.cancelledDeliveriesHeader, String(cancelled))])
             case .failure(let error): render(Problem(error))
             }
         }
     }
+
+    /// The header of a webhook's removal that says how many deliveries it cancelled.
+    public static let cancelledDeliveriesHeader = "Alertd-Cancelled-Deliveries"
 
     static func webhookBody(_ body: [UInt8]) throws(Problem) -> (url: String, secret: String?) {
         let object = try jsonObject(body)

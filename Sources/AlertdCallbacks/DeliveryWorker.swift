@@ -78,6 +78,9 @@ public final class DeliveryWorker: @unchecked Sendable {
         /// header value sent to it, if any. A delivery of an integration to any other
         /// URL (the config changed since it was written) is checked and sent without auth.
         public var trustedTargets: [String: TrustedTarget]
+        /// When a receiver whose attempts keep failing is logged (once): failing for this many
+        /// seconds, and this many attempts in a row (``ReceiverHealth``).
+        public var receiverFailing: (seconds: Double, attempts: Int) = (60, 3)
 
         public init(
             timeout: Double, policy: RetryPolicy, deny: DenyList, maxInFlightPerTarget: Int = 32, maxInFlight: Int = 256,
@@ -108,6 +111,15 @@ public final class DeliveryWorker: @unchecked Sendable {
     private struct State: Sendable {
         var queue: DeliveryQueue
         var stopping = false
+        /// ``shutdown()`` or ``shutdownNow()`` closed the HTTP clients: a second call does nothing.
+        var shutDown = false
+        /// Deliveries whose last attempt the deny list refused: a reload that changes the
+        /// list makes them due at once (``update(deny:)``).
+        var refused: Set<String> = []
+        /// Deliveries the store cancelled while their attempt was in flight: not retried.
+        var cancelled: Set<String> = []
+        /// Receivers failing since a time, by host (``ReceiverHealth``).
+        var receivers = ReceiverHealth()
     }
 
     // Taken per delivery and per attempt: NIO's plain pthread mutex.
@@ -130,6 +142,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     private let log: any DeliveryLog
     private let clock: any WallClock
     private let settings: Settings
+    /// `callbacks.deny` and `callbacks.allow`, replaced by a reload (``update(deny:)``).
+    private let deny: NIOLockedValueBox<DenyList>
     private let logger: Logger
     private static let userAgent = "alertd"
 
@@ -158,11 +172,15 @@ public final class DeliveryWorker: @unchecked Sendable {
     ) {
         self.observe = observe
         self.settings = settings
+        self.deny = NIOLockedValueBox(settings.deny)
         self.log = log
         self.clock = clock
         self.logger = logger
         state = NIOLockedValueBox(
-            State(queue: DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget, maxInFlight: settings.maxInFlight)))
+            State(
+                queue: DeliveryQueue(maxInFlightPerTarget: settings.maxInFlightPerTarget, maxInFlight: settings.maxInFlight),
+                receivers: ReceiverHealth(
+                    minimumSeconds: settings.receiverFailing.seconds, minimumFailures: settings.receiverFailing.attempts)))
         resolver = CachingResolver(lookUp: settings.lookUp)
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -203,6 +221,54 @@ public final class DeliveryWorker: @unchecked Sendable {
             return state.queue.nextDue
         }
         if let next { wake(for: next) }
+    }
+
+    /// Takes deliveries the store cancelled (their webhook was removed) out of the queue;
+    /// one whose attempt is in flight finishes it and is not retried.
+    public func cancel(_ ids: [String]) {
+        guard !ids.isEmpty else { return }
+        let set = Set(ids)
+        state.withLockedValue { state in
+            state.queue.cancel(set)
+            state.refused.subtract(set)
+            // What is still held is in flight: its attempt's end must not retry it. (Ids this
+            // instance does not hold, another's with a shared outbox, are not kept.)
+            state.cancelled.formUnion(set.filter { state.queue.holds($0) })
+        }
+    }
+
+    /// A reloaded `callbacks.deny` and `callbacks.allow`: checked from the next attempt on. The
+    /// deliveries the old list refused are due at once, so a receiver the change lets through
+    /// gets its events now rather than at the end of their backoff; a refusal is warned about
+    /// again (``RefusalLog``).
+    public func update(deny new: DenyList) {
+        deny.withLockedValue { $0 = new }
+        targets.withLockedValue { $0.removeAll() }
+        refusals.withLockedValue { $0 = RefusalLog() }
+        let now = clock.now()
+        let next = state.withLockedValue { state -> Timestamp? in
+            state.queue.advance(state.refused, to: now)
+            state.refused.removeAll()
+            return state.queue.nextDue
+        }
+        if let next { wake(for: next) }
+    }
+
+    /// Every address `host` resolves to, through the worker's resolver (one lookup per name
+    /// at a time, answers kept for a second), for the check at post and registration
+    /// (``Engine/refusedTarget(_:)``); nil when it cannot be resolved within `seconds`. The
+    /// lookup blocks a thread of the resolver's own pool, never the caller's.
+    public func addresses(of host: String, port: Int, within seconds: Double) async -> [IPAddress]? {
+        if let literal = IPAddress(host) { return [literal] }
+        let eventLoop = client.eventLoopGroup.next()
+        let answer = resolver.addresses(of: host, port: port, on: eventLoop)
+        let promise = eventLoop.makePromise(of: [IPAddress]?.self)
+        let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { promise.succeed(nil) }
+        answer.whenComplete { result in
+            timeout.cancel()
+            promise.succeed(try? result.get())
+        }
+        return try? await promise.futureResult.get()
     }
 
     /// Callback deliveries of `client`'s alerts waiting or in flight (``DeliveryQueue/backlog(of:)``).
@@ -297,6 +363,8 @@ public final class DeliveryWorker: @unchecked Sendable {
         }
         let cut = running.count
         if cut > 0 { logger.notice("attempts cut off by shutdown; they stay pending", metadata: ["attempts": "\(cut)"]) }
+        // Once: a failed start (a busy port) shuts down here after the service did.
+        guard takeShutdown() else { return }
         do {
             try await client.shutdown()
         } catch {
@@ -310,9 +378,18 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// attempts in flight are cut off and stay pending.
     public func shutdownNow() {
         beginShutdown()
+        guard takeShutdown() else { return }
         try? client.syncShutdown()
         pinned.shutdown()
         resolver.shutdown()
+    }
+
+    /// True for the first caller only: the HTTP clients are shut down once.
+    private func takeShutdown() -> Bool {
+        state.withLockedValue { state in
+            defer { state.shutDown = true }
+            return !state.shutDown
+        }
     }
 
     private func beginShutdown() {
@@ -375,7 +452,7 @@ public final class DeliveryWorker: @unchecked Sendable {
         // the URL does not show already. The config's own integration targets are not checked.
         if trusted == nil, let refusal = checked.refusal {
             refused(delivery, because: refusal)
-            return await settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt)
+            return await settle(delivery, .failed(reason: "refused: " + refusal), at: startedAt, refusedByDenyList: true)
         }
         let addresses: [IPAddress]
         do {
@@ -386,12 +463,13 @@ public final class DeliveryWorker: @unchecked Sendable {
             return await settle(delivery, failed(delivery, error), at: startedAt)
         }
         // A literal was checked with its address above; a name's addresses are checked now, every time.
-        if trusted == nil, url.address == nil, let refusal = settings.deny.refuses(host: url.host, addresses: addresses) {
+        if trusted == nil, url.address == nil, let refusal = deny.withLockedValue({ $0 }).refuses(host: url.host, addresses: addresses) {
             // Recorded without the address or the entry it matched: they
             // would tell whoever reads deliveries what the name resolves to.
             refused(delivery, because: refusal)
             return await settle(
-                delivery, .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"), at: startedAt)
+                delivery, .failed(reason: "refused: \(url.host) resolves to an address denied by callbacks.deny"), at: startedAt,
+                refusedByDenyList: true)
         }
         var prepared: PreparedPush?
         if delivery.kind == .push {
@@ -671,7 +749,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     private func check(_ target: String) -> CheckedTarget {
         if let hit = targets.withLockedValue({ $0[target] }) { return hit }
         let url = TargetURL(target)
-        let checked = CheckedTarget(url: url, refusal: url.flatMap { settings.deny.refuses(host: $0.host, addresses: []) })
+        let list = deny.withLockedValue { $0 }
+        let checked = CheckedTarget(url: url, refusal: url.flatMap { list.refuses(host: $0.host, addresses: []) })
         targets.withLockedValue { targets in
             if targets.count >= 4096 { targets.removeAll(keepingCapacity: true) }
             targets[target] = checked
@@ -710,10 +789,13 @@ public final class DeliveryWorker: @unchecked Sendable {
     ///
     /// A push is given up when its alert expires (`giveUpAt`), and at once when its push
     /// service says the subscription is gone (404, 410) or the request is malformed (400,
-    /// 413: the same bytes never pass); `stop` ends it without another attempt.
+    /// 413: the same bytes never pass); `stop` ends it without another attempt. A delivery
+    /// cancelled while its attempt was in flight (its webhook removed) is not retried; the
+    /// store, which settled it as cancelled, keeps no attempt of it. A refusal by the deny
+    /// list is remembered, for a reload that changes the list (``update(deny:)``).
     private func settle(
         _ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, result: String? = nil,
-        giveUpAt: Timestamp? = nil, stop: Bool = false
+        giveUpAt: Timestamp? = nil, stop: Bool = false, refusedByDenyList: Bool = false
     ) async {
         var rng = SystemRandom()  // not SystemRandomNumberGenerator: see SystemRandom
         let silence = delivery.kind == .alertmanagerSilence
@@ -742,12 +824,24 @@ public final class DeliveryWorker: @unchecked Sendable {
         // the receiver's next delivery does not wait for the store. The retry cannot
         // overtake this record: it is due a back-off later, and this task hands the
         // record to the store (whose writer keeps the order it is given) right below.
-        let nextDue = state.withLockedValue { state -> Timestamp? in
+        let (nextDue, health) = state.withLockedValue { state -> (Timestamp?, ReceiverHealth.Report?) in
             state.queue.finished(delivery)
-            if let retry, !state.stopping { state.queue.retry(retry) }
-            return state.queue.nextDue
+            let cancelled = state.cancelled.remove(delivery.id) != nil
+            if let retry, !state.stopping, !cancelled { state.queue.retry(retry) }
+            if refusedByDenyList, retry != nil, !cancelled {
+                state.refused.insert(delivery.id)
+            } else {
+                state.refused.remove(delivery.id)
+            }
+            var health: ReceiverHealth.Report?
+            if delivery.kind == .callback, !refusedByDenyList, !cutOff {
+                health = state.receivers.record(
+                    host: DeliveryQueue.host(of: delivery.target), answered: ReceiverHealth.answered(record.attempt), at: record.attempt.at)
+            }
+            return (state.queue.nextDue, health)
         }
         if let nextDue { wake(for: nextDue) }
+        if let health { logHealth(health, delivery, record) }
         logger.debug(
             "delivery attempt",
             metadata: [
@@ -809,6 +903,22 @@ extension DeliveryWorker {
         }
     }
 
+    /// A receiver that keeps failing, once per run of failures, and its recovery.
+    private func logHealth(_ report: ReceiverHealth.Report, _ delivery: PendingDelivery, _ record: AttemptRecord) {
+        switch report {
+        case .failing(let host, let since, let failures):
+            logger.warning(
+                "callback receiver keeps failing; its deliveries are retried until callbacks.max_age (said once until it answers)",
+                metadata: [
+                    "receiver": "\(host)", "client": "\(delivery.client)", "failing_since": "\(since.rfc3339)",
+                    "attempts_failed": "\(failures)",
+                    "last": "\(record.attempt.statusCode.map { "HTTP \($0)" } ?? record.attempt.error ?? "")",
+                ])
+        case .recovered(let host, let failures):
+            logger.info("callback receiver answers again", metadata: ["receiver": "\(host)", "attempts_failed": "\(failures)"])
+        }
+    }
+
     /// A silence created, or given up on: said at info and warning, the rest at debug.
     private func logSilence(_ record: AttemptRecord, _ delivery: PendingDelivery) {
         switch record.state {
@@ -823,7 +933,7 @@ extension DeliveryWorker {
                     "delivery": "\(delivery.id)", "attempt": "\(record.number)",
                     "status": "\(record.attempt.statusCode.map(String.init) ?? record.attempt.error ?? "")",
                 ])
-        case .pending:
+        case .pending, .cancelled:
             break
         }
     }

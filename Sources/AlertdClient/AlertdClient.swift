@@ -275,10 +275,14 @@ public struct AlertdClient: Sendable {
         return try transport.decode(WebhookResource.self, from: answer)
     }
 
-    /// Removes a registered webhook; events already pending for it are still delivered.
-    public func removeWebhook(on client: String, id: String) async throws {
-        _ = try await transport.send(
+    /// Removes a registered webhook. Its deliveries still pending are cancelled with it
+    /// (their state becomes `cancelled`): returns how many (the daemon's
+    /// `Alertd-Cancelled-Deliveries`; 0 from a daemon that does not say, which cancels none).
+    @discardableResult
+    public func removeWebhook(on client: String, id: String) async throws -> Int {
+        let answer = try await transport.send(
             .DELETE, Self.clientPath(client) + "/webhooks/" + Transport.percentEncoded(id), timeout: requestTimeout)
+        return answer.headers.first(name: "alertd-cancelled-deliveries").flatMap { Int($0) } ?? 0
     }
 
     /// The deliveries of an alert's terminal event: each target, every attempt, the next one's time.

@@ -39,4 +39,19 @@ public struct Heap<Element: Comparable & Sendable>: Sendable {
         }
         return result
     }
+
+    /// Takes out every element `shouldRemove` picks and returns them (in no particular
+    /// order); the rest keep their heap order. O(n log n): for rare bulk changes.
+    @discardableResult
+    public mutating func removeAll(where shouldRemove: (Element) -> Bool) -> [Element] {
+        var removed: [Element] = []
+        var kept: [Element] = []
+        for item in items {
+            if shouldRemove(item) { removed.append(item) } else { kept.append(item) }
+        }
+        guard !removed.isEmpty else { return [] }
+        items = []
+        for item in kept { insert(item) }
+        return removed
+    }
 }

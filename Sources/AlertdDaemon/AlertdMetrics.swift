@@ -155,6 +155,8 @@ final class AlertdMetrics: Sendable {
                 deliveryLatency.recordMilliseconds(max(0, record.attempt.at.milliseconds - delivery.eventCreatedAt.milliseconds))
             case .pending: self.delivery("retry", kind: delivery.kind)
             case .failed: self.delivery("failed", kind: delivery.kind)
+            // An attempt never settles a delivery as cancelled: a webhook's removal does.
+            case .cancelled: break
             }
         }
     }

@@ -133,7 +133,9 @@ public struct Alertd: Sendable {
                     maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient, push: config.push),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
-                deliver: { deliveries.enqueue($0) }, backlog: { deliveries.backlog(of: $0) })
+                deliver: { deliveries.enqueue($0) }, backlog: { deliveries.backlog(of: $0) },
+                lookUp: { host, port in await deliveries.addresses(of: host, port: port, within: Alertd.lookupSeconds) },
+                cancel: { deliveries.cancel($0) })
             deliveries.attach(engine)
             let api = API(
                 engine: engine, access: access(config, tls: config.tls != nil),
@@ -161,6 +163,12 @@ public struct Alertd: Sendable {
         try await engine.start()
         started.open()
     }
+
+    /// How long a post or a webhook registration waits for the name of its callback URL to
+    /// resolve before the check of `callbacks.deny` lets it through (the delivery worker
+    /// checks it again before each attempt): a slow name server delays that request by this
+    /// much at most, on its own task.
+    public static let lookupSeconds: Double = 2
 
     /// Releases the state directory (``services`` do at the end of a run).
     public func releaseStateDirectory() { lock?.release() }

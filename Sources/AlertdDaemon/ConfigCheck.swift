@@ -86,10 +86,16 @@ extension Config {
             guard isDirectory.boolValue else { return "is not a directory" }
             return access(directory, W_OK | X_OK) == 0 ? nil : "is not writable by this user (uid \(getuid()))"
         }
-        // Created at start: the nearest existing parent must let this user do it.
+        // Created at start: the nearest existing parent must be a directory (under a file nothing
+        // can be created, whoever asks: root's access() says yes to a file with an x bit) and
+        // let this user do it.
         var parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
         while !FileManager.default.fileExists(atPath: parent), parent != "/" {
             parent = URL(fileURLWithPath: parent).deletingLastPathComponent().path
+        }
+        var parentIsDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: parent, isDirectory: &parentIsDirectory), !parentIsDirectory.boolValue {
+            return "cannot be created: \(parent) is a file, not a directory"
         }
         return access(parent, W_OK | X_OK) == 0 ? nil : "does not exist and \(parent) is not writable by this user (uid \(getuid()))"
     }

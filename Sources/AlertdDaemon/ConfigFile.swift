@@ -315,7 +315,7 @@ extension Config {
         problems.check { if let v = try auth.bool("allow_anonymous") { config.allowAnonymous = v } }
         for (index, node) in ((problems.check { try auth.list("tokens") } ?? nil) ?? []).enumerated() {
             guard let entry = problems.section(node, path: "auth.tokens[\(index)]", source: source) else { continue }
-            problems.check { config.tokens.append(try Self.token(entry, existing: config.tokens)) }
+            if let token = Self.token(entry, existing: config.tokens, problems) { config.tokens.append(token) }
         }
     }
 
@@ -331,6 +331,13 @@ extension Config {
                     _ = try WebhookKey(secret: secret)
                 } catch {
                     throw callbacks.error("signing_secret", "\(error)", separator: ": ")
+                }
+                // The sample's placeholder is in every copy of config/alertd.yaml: anyone could sign with it.
+                if secret.lowercased().hasPrefix(Self.placeholderSecretPrefix) {
+                    throw callbacks.error(
+                        "signing_secret",
+                        "is the sample config's placeholder (\(secret)), which anyone can read: replace it with a secret of "
+                            + "your own (openssl rand -base64 32 makes one)")
                 }
                 config.callbacks.signingSecret = secret
             }
@@ -369,6 +376,9 @@ extension Config {
                     "must be at least callbacks.retry_initial_seconds (\(config.callbacks.retryInitialSeconds))"))
         }
     }
+
+    /// How the sample config's placeholder secrets begin (`replace-with-openssl-rand-base64-32`).
+    static let placeholderSecretPrefix = "replace-with"
 
     /// `integrations`: Alertmanager.
     private static func readIntegrations(_ integrations: Section, into config: inout Config, source: String, _ problems: Problems) {
@@ -520,43 +530,77 @@ extension Config {
         text.unicodeScalars.allSatisfy { $0.value > 32 && $0.value < 127 }
     }
 
-    /// One entry of `auth.tokens`.
-    private static func token(_ entry: Section, existing: [Token]) throws -> Token {
+    /// One entry of `auth.tokens`: every problem of it is recorded, each under its key (a
+    /// missing name and a bad role are both said); nil when it has any.
+    private static func token(_ entry: Section, existing: [Token], _ problems: Problems) -> Token? {
         entry.only(["name", "sha256", "roles", "clients"])
-        guard let name = try entry.string("name"), !name.isEmpty, name.utf8.count <= 64, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
-        else {
-            let space = (try? entry.string("name"))??.contains(" ") == true ? "; a space is not one (use - or _)" : ""
-            throw entry.error("name", "is required: up to 64 visible ASCII characters\(space)")
-        }
-        guard !existing.contains(where: { $0.name == name }) else {
-            throw entry.error("name", "\(name) is already the name of another token", separator: ": ")
-        }
-        guard let hex = try entry.string("sha256"), let digest = Self.digest(hex: hex) else {
-            throw entry.error("sha256", "must be the 64 hex digits of the secret's SHA-256 (alertd token new prints it)")
-        }
-        guard !existing.contains(where: { $0.digest == digest }) else {
-            throw entry.error("sha256", "is the same secret as another token's")
-        }
-        guard let roleNames = try entry.strings("roles"), !roleNames.isEmpty else {
-            throw entry.error("roles", "must list at least one of read, post, answer, admin, alertmanager")
-        }
-        var roles: Set<Role> = []
-        for roleName in roleNames {
-            guard let role = Role(rawValue: roleName) else {
-                throw entry.error("roles", "\(roleName) is not one of read, post, answer, admin, alertmanager", separator: ": ")
+        var valid = true
+        func check<T>(_ body: () throws -> T?) -> T? {
+            guard let value = problems.check(body) ?? nil else {
+                valid = false
+                return nil
             }
-            roles.insert(role)
+            return value
         }
-        guard let patterns = try entry.strings("clients"), !patterns.isEmpty else {
-            throw entry.error("clients", "must list client ids or globs (\"*\" for every client)")
-        }
-        var clients: [ClientPattern] = []
-        for text in patterns {
-            guard let pattern = ClientPattern(text) else {
-                throw entry.error("clients", "\(text) is not a client id glob (letters, digits, . _ - and *)", separator: ": ")
+        let name = check { () throws -> String? in
+            guard let name = try entry.string("name"), !name.isEmpty, name.utf8.count <= 64,
+                name.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
+            else {
+                let space = (try? entry.string("name"))??.contains(" ") == true ? "; a space is not one (use - or _)" : ""
+                throw entry.error("name", "is required: up to 64 visible ASCII characters\(space)")
             }
-            clients.append(pattern)
+            guard !existing.contains(where: { $0.name == name }) else {
+                throw entry.error("name", "\(name) is already the name of another token", separator: ": ")
+            }
+            return name
         }
+        let digest = check { () throws -> [UInt8]? in
+            guard let hex = try entry.string("sha256"), let digest = Self.digest(hex: hex) else {
+                throw entry.error("sha256", "must be the 64 hex digits of the secret's SHA-256 (alertd token new prints it)")
+            }
+            guard !existing.contains(where: { $0.digest == digest }) else {
+                throw entry.error("sha256", "is the same secret as another token's")
+            }
+            return digest
+        }
+        let roles = check { () throws -> Set<Role>? in
+            guard let roleNames = try entry.strings("roles"), !roleNames.isEmpty else {
+                throw entry.error("roles", "must list at least one of read, post, answer, admin, alertmanager")
+            }
+            var roles: Set<Role> = []
+            var unknown: [String] = []
+            for roleName in roleNames {
+                if let role = Role(rawValue: roleName) { roles.insert(role) } else { unknown.append(roleName) }
+            }
+            guard unknown.isEmpty else {
+                let hints = unknown.map { name in
+                    Section.closest(to: name, in: Set(Role.allCases.map(\.rawValue))).map { "\(name) (did you mean \($0)?)" } ?? name
+                }
+                throw entry.error(
+                    "roles",
+                    "\(hints.joined(separator: ", ")) \(unknown.count == 1 ? "is not one" : "are not any") of read, post, answer, admin, alertmanager",
+                    separator: ": ")
+            }
+            return roles
+        }
+        let clients = check { () throws -> [ClientPattern]? in
+            guard let patterns = try entry.strings("clients"), !patterns.isEmpty else {
+                throw entry.error("clients", "must list client ids or globs (\"*\" for every client)")
+            }
+            var clients: [ClientPattern] = []
+            var bad: [String] = []
+            for text in patterns {
+                if let pattern = ClientPattern(text) { clients.append(pattern) } else { bad.append(text) }
+            }
+            guard bad.isEmpty else {
+                throw entry.error(
+                    "clients",
+                    "\(bad.joined(separator: ", ")) \(bad.count == 1 ? "is not a client id glob" : "are not client id globs") (letters, digits, . _ - and *)",
+                    separator: ": ")
+            }
+            return clients
+        }
+        guard valid, let name, let digest, let roles, let clients else { return nil }
         return Token(name: name, digest: digest, roles: roles, clients: clients)
     }
 

@@ -1,4 +1,5 @@
 import AlertdAPI
+import AlertdCallbacks
 import AlertdEngine
 import Logging
 import NIOConcurrencyHelpers
@@ -6,7 +7,8 @@ import Synchronization
 
 /// SIGHUP: re-reads the config file and applies what may change while alertd
 /// runs — tokens, rate limits, the config's webhooks, client policies and
-/// limits, waiter limits, retention and the log level — without touching open
+/// limits, waiter limits, retention, `callbacks.deny` and `callbacks.allow`, and the
+/// log level — without touching open
 /// connections. A config that does not load is refused with one log line and
 /// the running one stays. Keys that only take effect at start are named in the log.
 final class Reloader: Sendable {
@@ -52,6 +54,12 @@ final class Reloader: Sendable {
             maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds,
             retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient)
         if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
+        let denyChanged = new.callbacks.deny != old.callbacks.deny || new.callbacks.allow != old.callbacks.allow
+        if denyChanged, let deny = try? new.callbacks.denyList() {
+            // Checked when the file was read; both the checks at post and the worker's, at once.
+            engine.update(callbackDeny: deny)
+            alertd.deliveries.update(deny: deny)
+        }
         LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
         current.withLockedValue { $0 = new }
 
@@ -73,8 +81,7 @@ final class Reloader: Sendable {
         if new.alertRules != old.alertRules { atStart.append("alerts") }
         let (a, b) = (new.callbacks, old.callbacks)
         if a.signingSecret != b.signingSecret || a.timeout != b.timeout || a.maxAge != b.maxAge
-            || a.retryInitialSeconds != b.retryInitialSeconds || a.retryMaxIntervalSeconds != b.retryMaxIntervalSeconds || a.deny != b.deny
-            || a.allow != b.allow
+            || a.retryInitialSeconds != b.retryInitialSeconds || a.retryMaxIntervalSeconds != b.retryMaxIntervalSeconds
         {
             atStart.append("callbacks")
         }
@@ -84,6 +91,7 @@ final class Reloader: Sendable {
         var metadata: Logger.Metadata = [
             "tokens": "\(new.tokens.count)", "config_webhooks": "\(new.webhooks.count)", "log_level": "\(new.logLevel)",
         ]
+        if denyChanged { metadata["callbacks_deny_allow"] = "applied" }
         if !atStart.isEmpty { metadata["changed_at_next_start"] = "\(atStart.joined(separator: ","))" }
         logger.info("config reloaded", metadata: metadata)
     }

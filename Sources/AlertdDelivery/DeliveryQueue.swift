@@ -154,6 +154,45 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
+    /// Takes the waiting deliveries among `ids` out of the queue (their webhook was removed,
+    /// the store cancelled them) and returns how many. One in flight is not touched: its
+    /// attempt ends as it ends, and the worker does not retry it.
+    @discardableResult
+    public mutating func cancel(_ ids: Set<String>) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        var removed = 0
+        for key in Array(callbacks.targets.keys) {
+            let gone = callbacks.targets[key]!.waiting.removeAll { ids.contains($0.box.delivery.id) }
+            for entry in gone {
+                let delivery = entry.box.delivery
+                known.remove(delivery.id)
+                if let count = byClient[delivery.client] { byClient[delivery.client] = count > 1 ? count - 1 : nil }
+            }
+            removed += gone.count
+            if callbacks.targets[key]!.inFlight == 0 && callbacks.targets[key]!.waiting.isEmpty { callbacks.targets[key] = nil }
+        }
+        waitingCount -= removed
+        return removed
+    }
+
+    /// Whether `id` is waiting or in flight.
+    public func holds(_ id: String) -> Bool { known.contains(id) }
+
+    /// Makes the waiting callback deliveries among `ids` due at `now` (those the deny list
+    /// refused, after a reload changed it), in the order they were due.
+    public mutating func advance(_ ids: Set<String>, to now: Timestamp) {
+        guard !ids.isEmpty else { return }
+        for key in Array(callbacks.targets.keys) {
+            let moved = callbacks.targets[key]!.waiting.removeAll { ids.contains($0.box.delivery.id) && $0.due > now }
+            for entry in moved.sorted() {
+                var delivery = entry.box.delivery
+                delivery.due = now
+                sequence &+= 1
+                callbacks.targets[key]!.waiting.insert(Entry(due: now, sequence: sequence, box: Box(delivery)))
+            }
+        }
+    }
+
     /// The earliest due time among targets with a free slot; nil if nothing
     /// can be taken (the global bounds are reached, or every due target is full).
     public var nextDue: Timestamp? {

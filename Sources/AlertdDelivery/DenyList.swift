@@ -104,17 +104,19 @@ public struct DenyList: Sendable {
     /// trailing dot are allowed); `addresses` are those it resolved to. A host
     /// that is itself an address literal is checked as an address too.
     public func refuses(host: String, addresses: [IPAddress]) -> String? {
-        var name = Substring(host)
-        if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
-        if name.hasSuffix(".") { name = name.dropLast() }
-        let lowercased = name.lowercased()
+        refusal(host: host, addresses: addresses)?.description
+    }
 
+    /// What refuses a target: the entry, and the address it caught (nil when a host glob
+    /// caught the name itself); nil when nothing does. See ``refuses(host:addresses:)``.
+    public func refusal(host: String, addresses: [IPAddress]) -> Refusal? {
+        let lowercased = Self.bare(host)
         if !hosts.isEmpty || !allowedHosts.isEmpty {
             let labels = lowercased.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             // A name the admin allowed goes through, whatever it resolves to.
             if allowedHosts.contains(where: { $0.matches(labels) }) { return nil }
             for rule in hosts where rule.pattern.matches(labels) {
-                return "host \(lowercased) matches callbacks.deny entry \(rule.entry)"
+                return Refusal(host: lowercased, entry: rule.entry, address: nil)
             }
         }
         var candidates = addresses
@@ -126,10 +128,54 @@ public struct DenyList: Sendable {
         }
         for address in candidates where !allowedNetworks.contains(where: { $0.contains(address) }) {
             for rule in networks where rule.network.contains(address) {
-                return "\(address) is in callbacks.deny entry \(rule.entry)"
+                return Refusal(host: lowercased, entry: rule.entry, address: address)
             }
         }
         return nil
+    }
+
+    /// Whether the host alone settles the check, with no lookup: an address literal, or
+    /// a name one of the host globs (of `deny` or of `allow`) matches. Any other name is
+    /// judged by the addresses it resolves to.
+    public func judgesWithoutResolving(host: String) -> Bool {
+        let lowercased = Self.bare(host)
+        if IPAddress(lowercased) != nil || networks.isEmpty { return true }
+        let labels = lowercased.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        return allowedHosts.contains { $0.matches(labels) } || hosts.contains { $0.pattern.matches(labels) }
+    }
+
+    /// The host without the brackets of an IPv6 literal or a trailing dot, lowercased.
+    private static func bare(_ host: String) -> String {
+        var name = Substring(host)
+        if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
+        if name.hasSuffix(".") { name = name.dropLast() }
+        return name.lowercased()
+    }
+
+    /// Why `callbacks.deny` refuses a target.
+    public struct Refusal: Sendable, Hashable, CustomStringConvertible {
+        /// The host, lowercased, without brackets or a trailing dot.
+        public let host: String
+        /// The deny entry that matched, as written in the config.
+        public let entry: String
+        /// The address the entry caught: the host itself when it is a literal, or one it
+        /// resolved to; nil when a host glob caught the name.
+        public let address: IPAddress?
+
+        /// `host metadata.internal matches callbacks.deny entry *.internal`, or
+        /// `127.0.0.1 is in callbacks.deny entry 127.0.0.0/8`.
+        public var description: String {
+            guard let address else { return "host \(host) matches callbacks.deny entry \(entry)" }
+            return "\(address) is in callbacks.deny entry \(entry)"
+        }
+
+        /// Said without the address a name resolved to (whoever reads it learns nothing of
+        /// what the name resolves to beyond the entry): `localhost resolves to an address
+        /// in callbacks.deny entry 127.0.0.0/8`; a literal or a host glob as ``description``.
+        public var withoutResolvedAddress: String {
+            guard address != nil, IPAddress(host) == nil else { return description }
+            return "\(host) resolves to an address in callbacks.deny entry \(entry)"
+        }
     }
 
     private static let unspecifiedV4 = IPAddress(ipv4: 0)

@@ -107,7 +107,9 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// Every webhook registered through the API.
     func webhooks() async throws(EngineError) -> [Webhook]
     func saveWebhook(_ webhook: Webhook) async throws(EngineError)
-    func deleteWebhook(id: String) async throws(EngineError)
+    /// Removes an API webhook and, in the same transaction, cancels its deliveries still
+    /// pending (state `cancelled`, no next attempt): the ids of those it cancelled.
+    func deleteWebhook(id: String) async throws(EngineError) -> [String]
     /// The deliveries of an alert's events, oldest first, with their attempts.
     func deliveries(of alertID: AlertID) async throws(EngineError) -> [DeliveryRecord]
     /// Every delivery still pending (at start).

@@ -1,5 +1,6 @@
 public import AlertdCore
 import AlertdWire
+import Logging
 
 extension Engine {
     /// Chooses a button of a displayed alert (§4's choice rules): repeating the
@@ -78,6 +79,7 @@ extension Engine {
         switch committed.value {
         case .decided(let alert):
             published(committed)
+            logDecision(alert, by: decider, requestID: requestID)
             // A vote that decided nothing yet leaves the alert displayed.
             return PositionedAlert(alert, position: alert.state == .displayed ? 0 : nil)
         case .repeated(let alert):
@@ -113,6 +115,33 @@ extension Engine {
             } catch {
                 throw EngineError(error)
             }
+        }
+    }
+
+    /// One info line per decision a person made, once committed: who chose what on which
+    /// alert (a vote short of the quorum says how many agree so far), or who withdrew it.
+    /// Repeats (safe retries) change nothing and log nothing.
+    private func logDecision(_ alert: Alert, by decider: String?, requestID: String?) {
+        var metadata: Logger.Metadata = [
+            "client": "\(alert.client)", "alert": "\(alert.id)", "by": "\(decider ?? "anonymous")",
+        ]
+        if let requestID { metadata["request"] = "\(requestID)" }
+        switch alert.state {
+        case .answered:
+            metadata["button"] = "\(alert.result?.button ?? "")"
+            if alert.result?.cancelled == true { metadata["cancelled"] = "true" }
+            if alert.quorum > 1 { metadata["votes"] = "\(alert.votes.count)" }
+            logger.info("alert answered", metadata: metadata)
+        case .withdrawn:
+            logger.info("alert withdrawn", metadata: metadata)
+        case .displayed, .queued:
+            // A vote that decided nothing yet (§10).
+            guard let vote = alert.votes.last(where: { $0.decidedBy == decider }) else { return }
+            metadata["button"] = "\(vote.button)"
+            metadata["agreeing"] = "\(alert.votes.filter { $0.button == vote.button }.count) of \(alert.quorum)"
+            logger.info("vote recorded", metadata: metadata)
+        default:
+            break
         }
     }
 

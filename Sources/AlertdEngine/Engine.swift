@@ -7,6 +7,11 @@ import AlertdPush
 import NIOConcurrencyHelpers
 import Synchronization
 
+/// Resolves a callback target's host for the check at post and registration: every address
+/// it resolves to for TCP, or nil when it could not be resolved (in time). Runs off
+/// libmicrohttpd's threads and bounds its own wait.
+public typealias TargetLookup = @Sendable (_ host: String, _ port: Int) async -> [IPAddress]?
+
 /// alertd's behaviour between the HTTP API and the store: posting with
 /// idempotency, decisions, reads, deadlines, long-poll waiters, the webhook
 /// registry and the outbox. It speaks domain values and ``EngineError``,
@@ -103,8 +108,12 @@ public final class Engine: Sendable {
     /// Push subscriptions by client (SPEC §11), and the VAPID key once read from the store.
     let pushRegistry = NIOLockedValueBox(PushRegistry())
     let vapid = NIOLockedValueBox<VAPID?>(nil)
+    /// Looks up a callback host for the check at post and registration (``refusedTarget(_:)``).
+    let lookUp: TargetLookup?
     /// A client's callback deliveries not yet made (``Settings/maxPendingDeliveriesPerClient``).
     let backlog: @Sendable (String) -> Int
+    /// Takes cancelled deliveries (by id) out of the delivery worker's queue.
+    let cancelDeliveries: @Sendable ([String]) -> Void
     let alarm = Alarm()
     let timers: Timers
     /// Work started here and not waited for, run by ``EngineJobsService``.
@@ -119,11 +128,17 @@ public final class Engine: Sendable {
     ///   - webhooks: the config file's webhooks; the API's are read from the store.
     ///   - deliver: takes the deliveries of committed events (the delivery worker's queue).
     ///   - backlog: a client's callback deliveries waiting or in flight (the worker's count).
+    ///   - lookUp: resolves a callback host for the check at post and registration; nil:
+    ///     names are judged at delivery only.
+    ///   - cancel: takes back deliveries the store cancelled (a webhook removed) from the worker's queue.
     public init(
         store: any AlertStore, clock: any WallClock, rules: AlertRules, settings: Settings, configWebhooks: [Webhook] = [],
         logger: Logger, observer: Observer = Observer(), deliver: @escaping @Sendable ([PendingDelivery]) -> Void = { _ in },
-        backlog: @escaping @Sendable (String) -> Int = { _ in 0 }
+        backlog: @escaping @Sendable (String) -> Int = { _ in 0 }, lookUp: TargetLookup? = nil,
+        cancel: @escaping @Sendable ([String]) -> Void = { _ in }
     ) {
+        self.lookUp = lookUp
+        self.cancelDeliveries = cancel
         self.backlog = backlog
         self.store = store
         self.clock = clock
@@ -207,6 +222,12 @@ public final class Engine: Sendable {
             $0.maxWaitersPerToken = maxWaitersPerToken
             $0.retentionSeconds = retentionSeconds
         }
+    }
+
+    /// A reloaded `callbacks.deny` and `callbacks.allow`, checked from the next post or
+    /// registration on (the delivery worker takes its own copy).
+    public func update(callbackDeny: DenyList) {
+        _settings.withLockedValue { $0.callbackDeny = callbackDeny }
     }
 
     /// New per-client settings from a reload: limits apply from the next post; a

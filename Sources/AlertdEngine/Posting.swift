@@ -20,15 +20,22 @@ public struct IdempotencyKey: Sendable, Hashable {
 extension Engine {
     /// Why a callback target is refused before anything is stored (SPEC §5), or nil.
     ///
-    /// Only what can be judged without resolving a name: a host that is an
-    /// address literal in a `callbacks.deny` block, or a name one of its host
-    /// globs matches (and `callbacks.allow` does not). Any other name passes
-    /// here; the delivery worker checks it, and every address it resolves to,
-    /// before each attempt, since DNS can change.
-    public func refusedTarget(_ url: String) -> String? {
+    /// A host that is an address literal in a `callbacks.deny` block, or a name one of its
+    /// host globs matches (and `callbacks.allow` does not), is refused as it is. Any other
+    /// name is looked up (``TargetLookup``, bounded in time, off libmicrohttpd's threads:
+    /// the caller's task suspends) and refused when an address it resolves to is in a
+    /// block that `allow` does not cover; the reason names the entry, never the address
+    /// (whoever posted learns nothing of what the name resolves to beyond it). A name that
+    /// does not resolve in time passes: the delivery worker checks it, and every address it
+    /// resolves to, before each attempt, since DNS can change.
+    public func refusedTarget(_ url: String) async -> String? {
         guard let deny = settings.callbackDeny, let target = TargetURL(url) else { return nil }
-        return deny.refuses(host: target.host, addresses: []).map {
-            "is refused: \($0) (callbacks.allow in alertd's config names exceptions)"
+        var addresses: [IPAddress] = []
+        if !deny.judgesWithoutResolving(host: target.host), let lookUp {
+            addresses = await lookUp(target.host, target.port) ?? []
+        }
+        return deny.refusal(host: target.host, addresses: addresses).map {
+            "is refused: \($0.withoutResolvedAddress) (callbacks.allow in alertd's config names exceptions)"
         }
     }
 
@@ -50,6 +57,7 @@ extension Engine {
     /// 1.8 (issue 28, bench/RESULTS.md).
     public func post(_ draft: NewAlert, to client: String, idempotency: IdempotencyKey?) async throws(EngineError) -> Posted {
         try admit(draft, to: client)
+        if let url = draft.callbackURL { try await admitCallback(url) }
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
         let committed = try await store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
@@ -74,9 +82,6 @@ extension Engine {
                     FieldError(field: "callback_url", reason: "this daemon has no callbacks.signing_secret to sign callbacks with")
                 ])
         }
-        if let url = draft.callbackURL, let refused = refusedTarget(url) {
-            throw EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])
-        }
         if draft.metadata?[AlertmanagerMapping.metadataKey] != nil {
             // Only the receiver writes it: a button of an alert that carries it can create a
             // silence in Alertmanager (on its labels), so a plain post must not be able to.
@@ -97,6 +102,14 @@ extension Engine {
                 .queueFull,
                 "client \(client) has \(limit) callback deliveries pending (callbacks.max_pending_per_client); "
                     + "posts are taken again as they are delivered or given up")
+        }
+    }
+
+    /// A `callback_url` that `callbacks.deny` refuses, by its host or by what it resolves to.
+    @inline(never)
+    private func admitCallback(_ url: String) async throws(EngineError) {
+        if let refused = await refusedTarget(url) {
+            throw EngineError(.invalidAlert, "1 field is invalid", fieldErrors: [FieldError(field: "callback_url", reason: refused)])
         }
     }
 

@@ -135,7 +135,7 @@ extension Engine {
             errors.append(FieldError(field: "endpoint", reason: "must be https (push.allow_http permits http, for tests)"))
         } else if endpoint.utf8.count > 2048 {
             errors.append(FieldError(field: "endpoint", reason: "is longer than 2048 bytes"))
-        } else if let refused = refusedTarget(endpoint) {
+        } else if let refused = await refusedTarget(endpoint) {
             errors.append(FieldError(field: "endpoint", reason: refused))
         }
         var keys: PushKeys?

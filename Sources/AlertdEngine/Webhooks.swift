@@ -1,5 +1,6 @@
 public import AlertdCore
 public import AlertdWire
+import Logging
 import NIOConcurrencyHelpers
 
 /// The webhooks of every client: the config file's (present while listed
@@ -67,7 +68,7 @@ extension Engine {
         if let problem = CallbackURL.problem(url) {
             throw EngineError(.invalidWebhook, "url \(problem)")
         }
-        if let refused = refusedTarget(url) {
+        if let refused = await refusedTarget(url) {
             throw EngineError(.invalidWebhook, "url \(refused)")
         }
         if let secret {
@@ -141,8 +142,11 @@ extension Engine {
         registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
     }
 
-    /// Removes an API webhook; a config one is refused, an unknown one not found.
-    public func deleteWebhook(client: String, id: String) async throws(EngineError) {
+    /// Removes an API webhook; a config one is refused, an unknown one not found. Its
+    /// deliveries still pending are cancelled with it (state `cancelled`, never attempted
+    /// again, no longer counted against `callbacks.max_pending_per_client`): how many.
+    @discardableResult
+    public func deleteWebhook(client: String, id: String) async throws(EngineError) -> Int {
         try await synchronizeWebhooks()
         guard let webhook = webhooks(of: client).first(where: { $0.id == id }) else {
             throw EngineError(.notFound, "no webhook \(id) on client \(client)")
@@ -151,8 +155,12 @@ extension Engine {
             throw EngineError(.configWebhook, "webhook \(id) is defined in the config file; remove it there")
         }
         if let refusal = refusal() { throw refusal }
-        try await store.deleteWebhook(id: id)
+        let cancelled = try await store.deleteWebhook(id: id)
         registry.withLockedValue { $0.remove(id: id, client: client) }
+        cancelDeliveries(cancelled)
+        logger.info(
+            "webhook removed", metadata: ["client": "\(client)", "webhook": "\(id)", "deliveries_cancelled": "\(cancelled.count)"])
+        return cancelled.count
     }
 
     /// Replaces the config file's webhooks (a reload); the API's stay. Events

@@ -2,6 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// The store's connections: postgres-nio's `PostgresClient`, made safe for a
 /// database that goes away.
@@ -43,6 +44,9 @@ final class Pool: Sendable {
     private let probe: PostgresConnection.Configuration
     private let logger: Logger
     private let state: NIOLockedValueBox<State>
+    /// Set once the first pool runs (its `run()` has begun): postgres-nio warns of any
+    /// lease before, so nothing leases until then (``untilRunning()``).
+    private let firstRunning = Atomic<Bool>(false)
     /// Pools to run: the first, then each that takes over.
     private let runners: AsyncStream<Runner>
     private let newRunner: AsyncStream<Runner>.Continuation
@@ -84,21 +88,40 @@ final class Pool: Sendable {
     var current: PostgresClient { state.withLockedValue { $0.current } }
 
     /// Runs the pools and the probe until cancelled (or the service group shuts down).
+    ///
+    /// Each pool's `PostgresClient.run()` is started as an immediate task, which runs on this
+    /// thread until it first suspends: `run()` marks its pool running before that, so when
+    /// the pool is adopted (and the first one announced, ``untilRunning()``) no lease can
+    /// come before it. (Started as a child task, it ran whenever the executor got to it, and
+    /// the migrations at start leased first: postgres-nio logged "Trying to lease connection
+    /// from `PostgresClient`, but `PostgresClient.run()` hasn't been called yet" at every
+    /// start.) The task is this one's: cancelled with it, or when its pool is done, and
+    /// awaited.
     func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.watch() }
             for await runner in runners {
                 group.addTask {
-                    await withDiscardingTaskGroup { pool in
-                        pool.addTask {
-                            self.adopt(runner)
-                            await runner.client.run()
-                        }
+                    let running = Task.immediate { await runner.client.run() }
+                    self.adopt(runner)
+                    if runner.generation == 0 { self.firstRunning.store(true, ordering: .releasing) }
+                    await withTaskCancellationHandler {
                         for await _ in runner.ended {}
-                        pool.cancelAll()
+                    } onCancel: {
+                        running.cancel()
                     }
+                    running.cancel()
+                    await running.value
                 }
             }
+        }
+    }
+
+    /// Returns once the first pool runs: leasing before would make postgres-nio warn.
+    func untilRunning() async throws {
+        while !firstRunning.load(ordering: .acquiring) {
+            try Task.checkCancellation()
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 

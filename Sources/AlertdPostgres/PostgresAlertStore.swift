@@ -56,8 +56,6 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// alertd's tables with their indexes and TOAST, as the last purge measured them.
     let measuredBytes = NIOLockedValueBox<Int?>(nil)
     let healthy = Atomic<Bool>(true)
-    /// Set as the pool starts running: nothing leases a connection before (postgres-nio warns).
-    let clientRunning = Atomic<Bool>(false)
     /// Set once the schema is current: the counts are read only then.
     let migrated = Atomic<Bool>(false)
     /// Set while a round of ``fireDeadlines(now:events:completion:)`` runs.
@@ -114,10 +112,7 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
-            group.addTask {
-                self.clientRunning.store(true, ordering: .releasing)
-                await self.client.run()
-            }
+            group.addTask { await self.client.run() }
             group.addTask { await self.notifications.run() }
             group.addTask { await self.refreshCounts() }
             // Until a graceful shutdown (or cancellation), and then until the work started has
@@ -130,7 +125,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// Applies the schema's migrations (under an advisory lock); the versions applied.
     @discardableResult
     public func migrate() async throws -> [Int] {
-        while !clientRunning.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        try await client.untilRunning()
         let applied = try await Schema.migrate(client.current, logger: logger)
         try await notifications.loadKey(client.current, now: clock.now().milliseconds, logger: logger)
         try? await warnOfPublicConnect()

@@ -41,10 +41,24 @@ extension PostgresAlertStore {
         }
     }
 
-    public func deleteWebhook(id: String) async throws(EngineError) {
+    /// Its pending deliveries are cancelled in the same transaction, whichever instance
+    /// holds them: an instance that attempts one later finds it settled (its claim fails).
+    public func deleteWebhook(id: String) async throws(EngineError) -> [String] {
+        let cancelled = NIOLockedValueBox<[String]>([])
         try await write(notify: ["w"]) { connection in
             try await connection.query("DELETE FROM webhooks WHERE id = \(id)", logger: self.logger)
+            var ids: [String] = []
+            for try await delivery in try await connection.query(
+                """
+                UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, lease_until = NULL, leased_by = NULL
+                WHERE webhook_id = \(id) AND state = 'pending' RETURNING id
+                """, logger: self.logger
+            ).decode(String.self) {
+                ids.append(delivery)
+            }
+            cancelled.withLockedValue { $0 = ids.sorted() }
         }
+        return cancelled.withLockedValue { $0 }
     }
 
     // MARK: - Changes made elsewhere

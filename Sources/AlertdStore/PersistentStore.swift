@@ -14,7 +14,7 @@ public enum StoreWrite: Sendable {
     case deleteKeys(createdBefore: Timestamp)
     /// Registers an API webhook.
     case webhook(Webhook)
-    /// Removes an API webhook.
+    /// Removes an API webhook, and cancels its deliveries still pending.
     case deleteWebhook(id: String)
     /// Forgets clients that hold no alert any more.
     case deleteClients([String])
@@ -85,6 +85,9 @@ public protocol PersistentStore: Sendable {
     func deliveries(of alertID: AlertID) throws -> [DeliveryRecord]
     /// Every delivery still pending, with its event's body and how many attempts it had.
     func pendingDeliveries() throws -> [PendingDelivery]
+    /// The ids of the deliveries the commit that removed webhook `id` cancelled (taken: a
+    /// second call answers `[]`).
+    func cancelledDeliveries(ofWebhook id: String) throws -> [String]
     /// Terminal alerts past retention, at most `limit`: decided before `decidedBefore`, or
     /// beyond their client's newest `keepPerClient` (by id), without a delivery still
     /// pending. Read beside the writer: a purge then deletes them a few hundred a commit,

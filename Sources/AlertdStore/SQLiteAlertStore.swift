@@ -304,7 +304,17 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func saveWebhook(_ webhook: Webhook) async throws(EngineError) { try await commit([.webhook(webhook)]) }
 
-    public func deleteWebhook(id: String) async throws(EngineError) { try await commit([.deleteWebhook(id: id)]) }
+    /// The ids come from the commit itself (`UPDATE … RETURNING`), kept by the rows until taken here.
+    public func deleteWebhook(id: String) async throws(EngineError) -> [String] {
+        do {
+            try await commit([.deleteWebhook(id: id)])
+        } catch {
+            // A failed commit's ids were rolled back with it.
+            _ = try? persistent.cancelledDeliveries(ofWebhook: id)
+            throw error
+        }
+        return try read { try persistent.cancelledDeliveries(ofWebhook: id) }
+    }
 
     public func deliveries(of alertID: AlertID) async throws(EngineError) -> [DeliveryRecord] {
         try read { try persistent.deliveries(of: alertID) }

@@ -117,7 +117,11 @@ extension SQLiteStore {
                     ALTER TABLE alerts ADD COLUMN votes TEXT;
                     """)
         }
-        migrator.registerMigration("v9: Web Push: secrets, subscriptions, answer tokens (SPEC §11)") { db in
+        migrator.registerMigration("v9: pending deliveries by webhook (a webhook's removal cancels them)") { db in
+            // Without it, removing a webhook scanned every delivery on the writer's thread.
+            try db.execute(sql: "CREATE INDEX deliveries_pending_by_webhook ON deliveries(webhook_id) WHERE state = 'pending'")
+        }
+        migrator.registerMigration("v10: Web Push: secrets, subscriptions, answer tokens (SPEC §11)") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE secrets (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, created_at INTEGER NOT NULL);

@@ -4,6 +4,7 @@ public import AlertdWire
 import Foundation
 import GRDB
 import GRDBSQLite
+import NIOConcurrencyHelpers
 
 /// How hard a commit is pushed to disk.
 public enum Durability: String, Sendable {
@@ -18,6 +19,9 @@ public final class SQLiteStore: PersistentStore {
     public static let fileName = "alertd.sqlite"
     let pool: DatabasePool
     let durability: Durability
+    /// The deliveries each webhook's removal cancelled, by webhook id, from the commit that
+    /// removed it until ``cancelledDeliveries(ofWebhook:)`` takes them.
+    private let cancelled = NIOLockedValueBox<[String: [String]]>([:])
 
     /// Opens (creating and migrating) the database in `directory`.
     public init(directory: String, durability: Durability) throws {
@@ -134,19 +138,20 @@ public final class SQLiteStore: PersistentStore {
     /// drains a backlog; an fsync per batch of them would buy nothing a user can see.
     public func commit(_ writes: [StoreWrite]) throws {
         guard durability == .full, !writes.isEmpty, writes.allSatisfy(\.needsNoFsync) else {
-            return try pool.write { db in try Self.apply(writes, db) }
+            return try pool.write { db in try Self.apply(writes, db, cancelled: cancelled) }
         }
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
             try db.inTransaction {
-                try Self.apply(writes, db)
+                try Self.apply(writes, db, cancelled: cancelled)
                 return .commit
             }
         }
     }
 
-    private static func apply(_ writes: [StoreWrite], _ db: Database) throws {
+    /// `cancelled`: where a webhook's removal leaves the ids of the deliveries it cancelled.
+    private static func apply(_ writes: [StoreWrite], _ db: Database, cancelled: NIOLockedValueBox<[String: [String]]>) throws {
         for write in writes {
             switch write {
             case .client(let id, let createdAt):
@@ -170,6 +175,18 @@ public final class SQLiteStore: PersistentStore {
                     arguments: [webhook.id, webhook.client, webhook.url, webhook.secret, webhook.createdAt.milliseconds])
             case .deleteWebhook(let id):
                 try db.execute(sql: "DELETE FROM webhooks WHERE id = ?", arguments: [id])
+                // Its deliveries would go on to a receiver nobody wants any more, for max_age,
+                // counted against the client's callbacks.max_pending_per_client. Exactly those
+                // this transaction cancelled are kept for the caller (a delivery written by a
+                // decision in the same batch included).
+                let ids = try String.fetchAll(
+                    db,
+                    sql: """
+                        UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL
+                        WHERE webhook_id = ? AND state = 'pending' RETURNING id
+                        """,
+                    arguments: [id])
+                cancelled.withLockedValue { $0[id] = ids.sorted() }
             case .event(let event):
                 try db.execute(
                     sql: "INSERT INTO events (id, alert_id, client, type, created_at, body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -424,6 +441,10 @@ public final class SQLiteStore: PersistentStore {
                     nextAttemptAt: (row[5] as Int64?).map { Timestamp(milliseconds: $0) }, type: row[6], silenceID: row[7])
             }
         }
+    }
+
+    public func cancelledDeliveries(ofWebhook id: String) throws -> [String] {
+        cancelled.withLockedValue { $0.removeValue(forKey: id) } ?? []
     }
 
     public func pendingDeliveries() throws -> [PendingDelivery] {

@@ -279,9 +279,11 @@ public struct FieldError: Sendable, Hashable, Codable, CustomStringConvertible {
     public var description: String { "\(field): \(reason)" }
 }
 
-/// Where a delivery stands.
+/// Where a delivery stands: `pending` (attempted again at `next_attempt_at`), `delivered`,
+/// `failed` (given up: a 410, or `callbacks.max_age` passed), or `cancelled` (its webhook
+/// was removed before it was delivered: never attempted again).
 public enum DeliveryState: String, Sendable, Hashable, Codable, CaseIterable {
-    case pending, delivered, failed
+    case pending, delivered, failed, cancelled
 }
 
 /// One attempt to deliver: its time and the status code or error.

@@ -17,12 +17,12 @@ struct Alertctl: AsyncParsableCommand {
             --json prints the daemon's answer as it wrote it, on stdout; when the daemon refuses \
             (exit 3) it prints the problem+json object there (read its code: alertctl --json … | jq -r .code), \
             and the one-line explanation still goes to stderr. Seconds (--expires-in, --dismiss-after, \
-            --retry-for) may be written as durations: 90s, 5m, 1h30m.
+            --retry-for, and the --wait of get and current) may be written as durations: 90s, 5m, 1h30m.
 
             Exit codes: 0 done (post --wait: a button other than cancel was chosen); \
             1 post --wait: the cancel button was chosen (choose: a destructive button was not \
             confirmed); 2 post --wait: dismissed, expired or \
-            withdrawn; 3 the daemon refused the request (its problem is printed on stderr; with --json its problem+json on stdout); \
+            withdrawn (get --wait: still pending when the wait ended); 3 the daemon refused the request (its problem is printed on stderr; with --json its problem+json on stdout); \
             4 the daemon could not be reached or answered nonsense; 64 bad usage (flags, URL, \
             config file); 130 interrupted.
             """,
@@ -71,7 +71,9 @@ struct Alertctl: AsyncParsableCommand {
                 let end = min(index + count, arguments.count)
                 global += arguments[index..<end]
                 index = end
-            } else if let sub = command.configuration.subcommands.first(where: { $0._commandName == argument }) {
+            } else if let sub = command.configuration.subcommands.first(where: {
+                $0._commandName == argument || $0.configuration.aliases.contains(argument)
+            }) {
                 path.append(argument)
                 command = sub
                 index += 1

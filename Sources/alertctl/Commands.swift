@@ -12,7 +12,8 @@ struct Post: AsyncParsableCommand {
             it prints the chosen button and exits 0 for a button other than cancel, 1 for the \
             cancel button, 2 when dismissed, expired or withdrawn — so a script can gate on a person:
 
-              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel --wait && ./deploy.sh
+              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel \\
+                --wait && ./deploy.sh
 
             Ctrl-C while waiting withdraws the alert. When the daemon cannot be reached for the \
             first post, it exits 4 at once; once the alert is posted, it keeps trying for \
@@ -23,8 +24,8 @@ struct Post: AsyncParsableCommand {
             buttons and a daemon with tokens. --wait waits through the votes and ends as above \
             (with --json, the answered alert lists every vote):
 
-              alertctl post ops --title "Deploy to production?" --button Deploy --cancel Cancel \\
-                --quorum 2 --wait && ./deploy.sh
+              alertctl post ops --title "Deploy to production?" --button Deploy \\
+                --cancel Cancel --quorum 2 --wait && ./deploy.sh
             """)
 
     @OptionGroup var connection: Connection
@@ -105,19 +106,39 @@ struct Post: AsyncParsableCommand {
     }
 
     private func postAndWait(_ alert: NewAlert) async throws {
-        var alertd = try connection.client()
-        alertd.retryFor = retryFor
+        var configured = try connection.client()
+        configured.retryFor = retryFor
+        let alertd = configured
         let posted = PostedAlert()
         // Ctrl-C or SIGTERM cancels the wait, and cancelling withdraws the alert.
         let task = Task { [client, idempotencyKey] in
-            try await alertd.presentUntilTerminal(alert, on: client, idempotencyKey: idempotencyKey) { progress in
-                switch progress {
-                case .posted(let alert): posted.id = alert.id
-                case .retrying(let notice):
-                    // Nothing was posted and nothing could be: fail now, not after --retry-for.
-                    if notice.alertID == nil, notice.error.neverSent { throw notice.error }
-                    complain(Self.retrying(notice))
+            try await withThrowingTaskGroup(of: AlertResource?.self) { group in
+                group.addTask {
+                    try await alertd.presentUntilTerminal(alert, on: client, idempotencyKey: idempotencyKey) { progress in
+                        switch progress {
+                        case .posted(let alert):
+                            // Said once (a retried post of the same key is the same alert), so that a
+                            // wait that may last hours never looks hung.
+                            if posted.id == nil { complain("alert \(alert.id): waiting for an answer on \(client) (Ctrl-C withdraws it)") }
+                            posted.id = alert.id
+                        case .retrying(let notice):
+                            // Nothing was posted and nothing could be: fail now, not after --retry-for.
+                            if notice.alertID == nil, notice.error.neverSent { throw notice.error }
+                            complain(Self.retrying(notice))
+                        }
+                    }
                 }
+                group.addTask {
+                    await Self.sayStillWaiting(on: client, posted: posted)
+                    return nil
+                }
+                while let outcome = try await group.next() {
+                    if let terminal = outcome {
+                        group.cancelAll()
+                        return terminal
+                    }
+                }
+                throw CancellationError()
             }
         }
         let interrupts = Interrupts { task.cancel() }
@@ -126,7 +147,7 @@ struct Post: AsyncParsableCommand {
         do {
             terminal = try await task.value
         } catch let error as AlertdError {
-            var failure = Failure(error)
+            var failure = connection.failure(error)
             // A transient error that ends the wait is --retry-for running out (or, before the
             // first post, a daemon that cannot be reached at all: said as is).
             if error.isTransient, !(error.neverSent && error.alertID == nil) {
@@ -149,6 +170,27 @@ struct Post: AsyncParsableCommand {
         case .button: return
         case .cancel: throw ExitCode(Exit.cancelled)
         case .dismissed, .expired, .withdrawn: throw ExitCode(Exit.noDecision)
+        }
+    }
+
+    /// When a long wait says it is still waiting, in seconds since it began: after 1, 2, 5,
+    /// 10, 20 and 30 minutes, then every 30 minutes.
+    static func stillWaitingMark(_ index: Int) -> Double {
+        let marks: [Double] = [60, 120, 300, 600, 1200, 1800]
+        return index < marks.count ? marks[index] : marks[marks.count - 1] + Double(index - marks.count + 1) * 1800
+    }
+
+    /// `alertctl: alert 01M…: still waiting for an answer on ops after 5 min` on stderr at each
+    /// ``stillWaitingMark(_:)``, once the alert is posted, until cancelled.
+    static func sayStillWaiting(on client: String, posted: PostedAlert) async {
+        let start = ContinuousClock.now
+        var index = 0
+        while !Task.isCancelled {
+            let mark = stillWaitingMark(index)
+            try? await Task.sleep(until: start + .milliseconds(Int64(mark * 1000)))
+            if Task.isCancelled { return }
+            if let id = posted.id { complain("alert \(id): still waiting for an answer on \(client) after \(Text.seconds(mark))") }
+            index += 1
         }
     }
 
@@ -213,22 +255,35 @@ struct Post: AsyncParsableCommand {
 }
 
 struct Current: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the alert a client displays now.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the alert a client displays now.",
+        discussion: """
+            With --wait it waits as long as asked (asking the daemon again each time its \
+            limits.max_wait_seconds runs out) for the displayed alert to differ from --after \
+            (without --after: for an alert to be displayed), then shows what is displayed.
+            """)
 
     @OptionGroup var connection: Connection
 
     @Argument(help: "The client.")
     var client: String
 
-    @Option(name: .long, help: "Wait up to this many seconds for the displayed alert to differ from --after.")
-    var wait: Int?
+    @Option(
+        name: .long, help: "Wait up to this long (seconds, or 90s, 5m) for the displayed alert to differ from --after.",
+        transform: Seconds.zeroOrMore)
+    var wait: Double?
 
     @Option(name: .long, help: "The id you already show (with --wait).")
     var after: String?
 
     func run() async throws {
         try await guarded {
-            let alert = try await connection.run { try await $0.current(on: client, wait: wait, after: after) }
+            let alert = try await connection.run { alertd in
+                try await LongWait.until(seconds: wait) { seconds in
+                    let alert = try await alertd.current(on: client, wait: seconds, after: after)
+                    return (alert, (alert?.id ?? "") != (after ?? ""))
+                }
+            }
             if connection.json {
                 connection.printAnswer()
             } else {
@@ -246,10 +301,10 @@ struct Choose: AsyncParsableCommand {
             alertctl choose <client> --current <button> [--number] [--yes]
             """,
         discussion: """
-            BUTTON is the button's title, or with --number the number that alertctl watch, \
-            alertctl get and the dashboard show beside it: counted from 1, in the order they \
-            show the buttons (the cancel button last; watch's keys go on a, b, … after 9, \
-            so --number 10 is key a). (The API's button_index counts from 0 in \
+            BUTTON is the button's title, or with --number the label that alertctl watch, \
+            get, list and the dashboard show beside it: counted from 1 in the order they show \
+            the buttons (the cancel button last), 1 to 9, then a to g for the tenth to the \
+            sixteenth button; --number 10 is the same as --number a. (The API's button_index counts from 0 in \
             the order the alert was posted with; alertctl never takes it.)
 
             A destructive button is chosen only after a confirmation: on a terminal alertctl \
@@ -285,7 +340,9 @@ struct Choose: AsyncParsableCommand {
 
     @Flag(
         name: .long,
-        help: "BUTTON is the number shown beside the button by watch, get and the dashboard: 1 is the first, the cancel button is last.")
+        help:
+            "BUTTON is the label shown beside the button by watch, get, list and the dashboard: 1 is the first, a the tenth, the cancel button last."
+    )
     var number = false
 
     @Flag(name: [.customShort("y"), .long], help: "Choose a destructive button without asking.")
@@ -315,10 +372,12 @@ struct Choose: AsyncParsableCommand {
             let word = words[words.count - 1]
             var wanted: Int?
             if number {
-                guard let value = Int(word) else {
-                    throw Failure("--number needs a number (1 is the first button shown), not \(word)", code: Exit.usage)
+                guard let position = ButtonNumbers.position(word) else {
+                    throw Failure(
+                        "--number needs the number or key shown beside the button (1 is the first; a is the tenth), not \(word)",
+                        code: Exit.usage)
                 }
-                wanted = value
+                wanted = position + 1
             }
             let alertd = try connection.client()
             let alert: AlertResource
@@ -332,14 +391,14 @@ struct Choose: AsyncParsableCommand {
                     alert = try await alertd.alert(on: client, id: words[0])
                 }
             } catch let error as AlertdError {
-                throw Failure(error)
+                throw connection.failure(error)
             }
             let shown = ButtonNumbers.shown(alert.buttons)
             var choice = ButtonChoice.title(word)
             var button = alert.buttons.first { $0.title == word }
             if let wanted {
                 guard wanted >= 1, wanted <= shown.count else {
-                    throw Failure(Self.noSuchNumber(wanted, alert, shown))
+                    throw Failure(Self.noSuchNumber(word, wanted, alert, shown))
                 }
                 let entry = shown[wanted - 1]
                 button = entry.button
@@ -348,26 +407,38 @@ struct Choose: AsyncParsableCommand {
             if let button, button.style == .destructive, !alert.state.isTerminal, !yes {
                 try confirm(button, of: alert)
             }
+            // On an alert of several deciders, this token's vote as it stood before: the same
+            // vote again is answered 200 and changes nothing, and is said as such, not as a new vote.
+            var earlier: Vote?
+            if alert.quorum > 1, !alert.state.isTerminal, let me = try? await alertd.whoAmI(), me.auth {
+                earlier = alert.votes.first { $0.decidedBy == me.name }
+            }
             let answered: AlertResource
             do {
                 answered = try await alertd.choose(on: client, id: alert.id, choice)
             } catch let error as AlertdError {
-                throw Failure(error)
+                throw connection.failure(error)
             }
             if connection.json {
                 connection.printAnswer()
             } else {
                 print(Text.summary(answered))
-                if let vote = Self.vote(answered) { print(Terminal.safe(vote)) }
+                if let vote = Self.vote(answered, earlier: earlier) { print(Terminal.safe(vote)) }
             }
         }
     }
 
     /// What to say when the choice was a vote that did not decide the alert: nil when it did.
-    static func vote(_ alert: AlertResource) -> String? {
+    /// `earlier`: this token's vote before the choice, if it had one (the choice repeated it).
+    static func vote(_ alert: AlertResource, earlier: Vote? = nil) -> String? {
         guard !alert.isTerminal, alert.quorum > 1 else { return nil }
-        return "voted: not decided yet; it is answered when \(alert.quorum) deciders choose the same button, "
-            + "or at once by a vote for the cancel button"
+        let rule =
+            "it is answered when \(alert.quorum) deciders choose the same button, or at once by a vote for the cancel button"
+        if let earlier {
+            return "already voted: your vote for \(earlier.button) of \(earlier.at) stands, and nothing new was recorded; "
+                + "not decided yet; " + rule
+        }
+        return "voted: not decided yet; " + rule
     }
 
     /// Asks on the terminal; refuses without one.
@@ -387,18 +458,20 @@ struct Choose: AsyncParsableCommand {
         }
     }
 
-    /// `no button 0: buttons are numbered from 1 …`.
-    static func noSuchNumber(_ wanted: Int, _ alert: AlertResource, _ shown: [ButtonNumbers.Entry]) -> String {
-        if shown.isEmpty { return "no button \(wanted): “\(alert.title)” has no buttons" }
-        let list = shown.enumerated().map { "\($0.offset + 1) \($0.element.button.title)" }.joined(separator: ", ")
+    /// `no button 0: buttons are numbered from 1 …`: `typed` as given, `wanted` the number it stands for.
+    static func noSuchNumber(_ typed: String, _ wanted: Int, _ alert: AlertResource, _ shown: [ButtonNumbers.Entry]) -> String {
+        if shown.isEmpty { return "no button \(typed): “\(alert.title)” has no buttons" }
+        let list = shown.enumerated().map { "\(ButtonNumbers.label($0.offset)) \($0.element.button.title)" }.joined(separator: ", ")
         let from = wanted < 1 ? "buttons are numbered from 1, as watch and the dashboard show them; " : ""
-        return "no button \(wanted): \(from)“\(alert.title)” has \(list)"
+        return "no button \(typed): \(from)“\(alert.title)” has \(list)"
     }
 }
 
 /// The one numbering people see and type: from 1, in the order watch and the dashboard show the
-/// buttons (the cancel button set apart, last). The API's `button_index` is the 0-based position
-/// in the alert's `buttons`; `index` keeps it.
+/// buttons (the cancel button set apart, last), each with one label — `1`–`9`, then `a`–`g` for
+/// the tenth to the sixteenth, the key that watch and the dashboard take — shown the same by
+/// get, list, watch and the dashboard. The API's `button_index` is the 0-based position in the
+/// alert's `buttons`; `index` keeps it.
 enum ButtonNumbers {
     struct Entry: Equatable {
         var button: Button
@@ -409,22 +482,79 @@ enum ButtonNumbers {
         let entries = buttons.enumerated().map { Entry(button: $0.element, index: $0.offset) }
         return entries.filter { $0.button.style != .cancel } + entries.filter { $0.button.style == .cancel }
     }
+
+    /// The labels in display order: 1–9, then letters (never q, which quits watch; at most 16
+    /// buttons reach g).
+    static let labels: [Character] = Array("123456789abcdefghijklmnoprstuvwxyz")
+
+    /// The label of the button shown at `position` (from 0): `1`, …, `9`, `a`, …
+    static func label(_ position: Int) -> String { position < labels.count ? String(labels[position]) : "\(position + 1)" }
+
+    /// The position (from 0) a label or number names: `3` → 2; `a` or `10` → 9; nil for neither.
+    static func position(_ text: String) -> Int? {
+        if let number = Int(text) { return number - 1 }
+        guard text.count == 1, let character = text.lowercased().first, let index = labels.firstIndex(of: character) else { return nil }
+        return index
+    }
 }
 
 struct Get: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show one alert.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show one alert.",
+        discussion: """
+            With --wait it waits as long as asked for the alert to be answered, dismissed, \
+            expired or withdrawn, asking the daemon again each time its limits.max_wait_seconds \
+            runs out. Exit codes: 0 shown (with --wait: the alert is decided); 2 with --wait, \
+            the wait ended and the alert is still pending (shown, and said on stderr); 3 the \
+            daemon refused; 4 it could not be reached.
+            """)
 
     @OptionGroup var connection: Connection
 
     @OptionGroup var target: AlertArgument
 
-    @Option(name: .long, help: "Wait up to this many seconds for it to be terminal.")
-    var wait: Int?
+    @Option(
+        name: .long, help: "Wait up to this long (seconds, or 90s, 5m) for it to be decided; exit 2 if it is still pending then.",
+        transform: Seconds.zeroOrMore)
+    var wait: Double?
 
     func run() async throws {
         try await guarded {
-            let alert = try await connection.run { try await $0.alert(on: target.client, id: target.id, wait: wait) }
+            let alert = try await connection.run { alertd in
+                try await LongWait.until(seconds: wait) { seconds in
+                    let alert = try await alertd.alert(on: target.client, id: target.id, wait: seconds)
+                    return (alert, alert.isTerminal)
+                }
+            }
             if connection.json { connection.printAnswer() } else { print(Text.details(alert)) }
+            if let wait, !alert.isTerminal {
+                complain("alert \(alert.id) is still \(alert.state.rawValue) after waiting \(Text.seconds(wait))")
+                throw ExitCode(Exit.noDecision)
+            }
+        }
+    }
+}
+
+/// A wait of any length made of the daemon's long-polls, each at most its
+/// `limits.max_wait_seconds` (it clamps a longer `wait` without saying so): asked again
+/// until what is waited for came, or the time is up.
+enum LongWait {
+    /// The most seconds one request asks for; the daemon clamps it to its own maximum.
+    static let perRequest = 3600
+
+    /// `poll(seconds)` until it says done, or `seconds` have passed; nil `seconds`: one
+    /// poll without waiting. Returns the last answer.
+    static func until<T>(seconds: Double?, _ poll: (Int?) async throws -> (T, done: Bool)) async throws -> T {
+        guard let seconds else { return try await poll(nil).0 }
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while true {
+            let asked = ContinuousClock.now
+            let left = deadline - asked
+            let whole = Int((Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18).rounded(.up))
+            let (answer, done) = try await poll(max(0, min(whole, perRequest)))
+            if done || whole <= 0 || ContinuousClock.now >= deadline { return answer }
+            // A daemon that does not park (limits.max_wait_seconds: 0) is asked once a second.
+            if ContinuousClock.now - asked < .seconds(1) { try await Task.sleep(until: min(asked + .seconds(1), deadline)) }
         }
     }
 }
@@ -561,7 +691,10 @@ struct Webhooks: AsyncParsableCommand {
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a webhook.")
+        static let configuration = CommandConfiguration(
+            commandName: "rm",
+            abstract: "Remove a webhook; its deliveries still pending are cancelled, and it says how many.",
+            aliases: ["remove"])
 
         @OptionGroup var connection: Connection
 
@@ -573,9 +706,18 @@ struct Webhooks: AsyncParsableCommand {
 
         func run() async throws {
             try await guarded {
-                try await connection.run { try await $0.removeWebhook(on: client, id: id) }
-                if !connection.json { print("removed \(id)") } else { print("{}") }
+                let cancelled = try await connection.run { try await $0.removeWebhook(on: client, id: id) }
+                if connection.json {
+                    print("{\"cancelled_deliveries\":\(cancelled)}")
+                } else {
+                    print(Terminal.safe("removed \(id); \(Self.cancelled(cancelled))"))
+                }
             }
+        }
+
+        /// `cancelled 3 pending deliveries`, `no pending delivery to cancel`.
+        static func cancelled(_ count: Int) -> String {
+            count == 0 ? "no pending delivery to cancel" : "cancelled \(Text.count(count, "pending delivery", "pending deliveries"))"
         }
     }
 }
@@ -618,13 +760,21 @@ struct WhoAmI: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             let settings = try connection.settings()
-            let me = try await connection.run { try await $0.whoAmI() }
+            let me: Identity
+            do {
+                me = try await connection.client().whoAmI()
+            } catch let error as AlertdError where error.code == .unauthorized {
+                // What alertctl knows without the daemon's word: where it looks, and for what token.
+                if !connection.json { print(Terminal.safe(Self.lines(settings, refused: true).joined(separator: "\n"), newlines: true)) }
+                throw connection.failure(error)
+            } catch let error as AlertdError {
+                throw connection.failure(error)
+            }
             if connection.json {
                 connection.printAnswer()
                 return
             }
-            var lines = ["url:     \(settings.url)"]
-            if let file = settings.file { lines.append("config:  \(file)") }
+            var lines = Self.lines(settings, refused: false)
             if !me.auth {
                 lines.append("token:   none needed: the daemon has no tokens, and lets anyone do anything")
                 if let source = settings.tokenSource { lines.append("         (a token from \(source) is sent but not checked)") }
@@ -635,6 +785,21 @@ struct WhoAmI: AsyncParsableCommand {
             }
             print(Terminal.safe(lines.joined(separator: "\n"), newlines: true))
         }
+    }
+
+    /// The daemon and config file in use; when the daemon refused the token (401), the token
+    /// alertctl sent and where it came from, or that it had none.
+    static func lines(_ settings: Settings, refused: Bool) -> [String] {
+        var lines = ["url:     \(settings.url)"]
+        if let file = settings.file { lines.append("config:  \(file)") }
+        guard refused else { return lines }
+        if let source = settings.tokenSource, settings.token != nil {
+            lines.append("token:   from \(source), refused by the daemon (401)")
+        } else {
+            lines.append(
+                "token:   none (no --token, no $ALERTD_TOKEN, no token or token_file in alertctl.yaml); the daemon needs one (401)")
+        }
+        return lines
     }
 }
 

@@ -59,7 +59,8 @@ struct ConfigFile: Equatable {
             let rest = line[line.index(after: colon)...]
             guard rest.isEmpty || rest.first == " " || rest.first == "\t" else { throw fail("expected `key: value`") }
             guard keys.contains(key) else {
-                throw fail("unknown key `\(key)`; the keys are \(keys.map { "`\($0)`" }.joined(separator: ", "))")
+                let hint = closest(to: key).map { " (did you mean `\($0)`?)" } ?? ""
+                throw fail("unknown key `\(key)`\(hint); the keys are \(keys.map { "`\($0)`" }.joined(separator: ", "))")
             }
             guard seen.insert(key).inserted else { throw fail("`\(key)` is set twice") }
             let value: String?
@@ -80,6 +81,33 @@ struct ConfigFile: Equatable {
             throw Failure("\(path): set `token` or `token_file`, not both", code: Exit.usage)
         }
         return file
+    }
+
+    /// The key a misspelt one most likely means, as alertd's own config says it: at most a
+    /// third of its letters (and at least one) edited away, a swap of neighbours one edit;
+    /// `tokenfile`, `token-file` and `TOKEN_FILE` mean `token_file`.
+    static func closest(to key: String) -> String? {
+        let key = key.lowercased().replacingOccurrences(of: "-", with: "_")
+        let limit = max(1, key.count / 3)
+        let scored = keys.map { ($0, editDistance(key, $0)) }.filter { $0.1 <= limit }
+        return scored.min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }?.0
+    }
+
+    /// Levenshtein distance, with a swap of two neighbours counting as one edit.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
+            }
+        }
+        return d[a.count][b.count]
     }
 
     struct ScalarError: Error {

@@ -67,8 +67,35 @@ struct Connection: ParsableArguments {
         do {
             return try await body(client)
         } catch let error as AlertdError {
-            throw Failure(error)
+            throw failure(error)
         }
+    }
+
+    /// The ``Failure`` of an error; a refused token (401) says which of `--token`,
+    /// `$ALERTD_TOKEN` and the config file gave it, or that none did, instead of the
+    /// daemon's HTTP advice.
+    func failure(_ error: AlertdError) -> Failure {
+        var failure = Failure(error)
+        if error.code == .unauthorized {
+            failure.description = Self.unauthorized(error.problem?.detail, settings: try? settings())
+        }
+        return failure
+    }
+
+    /// What to say when the daemon refuses the token (401): where the token came from, or
+    /// that there was none, and how to give one.
+    static func unauthorized(_ detail: String?, settings: Settings?) -> String {
+        let file = settings?.file ?? ConfigFile.defaultPath(environment: ProcessInfo.processInfo.environment) ?? "alertctl.yaml"
+        let ways = "--token, $ALERTD_TOKEN, or token (or token_file) in \(file)"
+        guard let settings, settings.token != nil, let source = settings.tokenSource else {
+            return "alertd needs a token and none was given: pass one with \(ways)"
+        }
+        let from =
+            source == settings.file
+            ? "token in \(source)" : source.hasPrefix("/") ? "the token file \(source) (token_file in \(file))" : source
+        let why = detail.map { " (\($0))" } ?? ""
+        return "alertd refused the token from \(from)\(why); give another with \(ways). "
+            + "alertctl whoami shows which token is used"
     }
 
     /// The daemon's answers to this command, as they arrived. Not an option: left out of `CodingKeys`.

@@ -43,6 +43,13 @@ struct MCPCommand: AsyncParsableCommand {
             See docs/agents.md.
             """)
 
+    /// What `alertctl mcp` says when its stdin is a terminal rather than an MCP client.
+    static func onATerminal(client: String) -> String {
+        "this is an MCP server: it speaks the Model Context Protocol (JSON-RPC, one message a line) on stdin and "
+            + "stdout, for an AI agent's host to start (its tools ask people on client \(client)). It now waits for an MCP "
+            + "client's messages on this terminal; Ctrl-D or Ctrl-C ends it. To configure a host: alertctl help mcp, docs/agents.md"
+    }
+
     @OptionGroup var connection: Connection
 
     @Option(name: .long, help: "The client (display target) questions go to unless a tool call names another.")
@@ -81,6 +88,9 @@ struct MCPCommand: AsyncParsableCommand {
             options.defaultTimeout = timeout
             options.progressInterval = progressInterval
             options.retryFor = retryFor
+            // Started by hand, it would wait in silence for JSON-RPC: say what it is (stderr, so
+            // that stdout stays the protocol's).
+            if isatty(STDIN_FILENO) == 1 { complain(Self.onATerminal(client: client)) }
             // A client that went away makes writes fail with EPIPE instead of killing the process.
             signal(SIGPIPE, SIG_IGN)
             let transport = LineTransport()

@@ -67,7 +67,13 @@ enum Text {
         var line = "\(alert.id)  \(alert.state.rawValue)"
         if let position = alert.position, alert.state == .queued { line += " #\(position)" }
         line += "  \(quoted(alert.title))"
-        if !alert.buttons.isEmpty { line += "  " + alert.buttons.map(button).joined(separator: " ") }
+        // Labelled as get, watch and the dashboard label them (the labels choose --number takes).
+        if !alert.buttons.isEmpty {
+            line +=
+                "  "
+                + ButtonNumbers.shown(alert.buttons).enumerated().map { "[\(ButtonNumbers.label($0.offset))] " + label($0.element.button) }
+                .joined(separator: "  ")
+        }
         if let result = alert.result, let chosen = result.button { line += "  → \(chosen)" }
         if let tally = tally(alert) { line += "  (\(tally))" }
         return Terminal.safe(line)
@@ -125,7 +131,9 @@ enum Text {
         }
         if !alert.buttons.isEmpty {
             // Numbered as watch and the dashboard number them, the numbers `choose --number` takes.
-            let numbered = ButtonNumbers.shown(alert.buttons).enumerated().map { "[\($0.offset + 1)] " + label($0.element.button) }
+            let numbered = ButtonNumbers.shown(alert.buttons).enumerated().map {
+                "[\(ButtonNumbers.label($0.offset))] " + label($0.element.button)
+            }
             lines.append(Terminal.safe("buttons:   " + numbered.joined(separator: "  ")))
         }
         lines.append("priority:  \(alert.priority)")
@@ -163,18 +171,13 @@ enum Text {
         }
     }
 
-    static func button(_ button: Button) -> String {
-        switch button.style {
-        case .default: "[\(button.title)]"
-        case .cancel: "[\(button.title) (cancel)]"
-        case .destructive: "[\(button.title) (destructive)]"
-        }
-    }
-
     static func quoted(_ text: String) -> String { "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
 
     /// A count and its noun: `1 alert`, `2 alerts`.
     static func count(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
+    /// A count and its noun with an irregular plural: `1 pending delivery`, `2 pending deliveries`.
+    static func count(_ count: Int, _ singular: String, _ plural: String) -> String { "\(count) \(count == 1 ? singular : plural)" }
 
     /// Seconds for people: `0.4 s`, `4 s`, `4 min 10 s`.
     static func seconds(_ value: Double) -> String {

@@ -1,6 +1,7 @@
 import AlertdClient
 import AlertdWire
 import ArgumentParser
+import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ struct Watch: AsyncParsableCommand {
             after the ninth; destructive ones marked, the cancel button last) and how many alerts \
             wait behind it, and follows changes live. A key chooses its button (a destructive one \
             after y confirms), Esc chooses the cancel button, ↑/↓ and PgUp/PgDn scroll a long \
-            message, q quits. Fits 80×24.
+            message, q quits. It fits the terminal (40×12 at least) and follows its resizes.
 
             A token that may not answer (no answer or admin role) is shown as read-only from the \
             start: the buttons are listed without keys. An alert answered elsewhere says how, \
@@ -40,11 +41,18 @@ struct Watch: AsyncParsableCommand {
             }
             let alertd = try connection.client()
             var state = ConsoleState(client: client)
+            state.unauthorized = Connection.unauthorized(nil, settings: try? connection.settings())
             // Whether this token may answer, and who votes, known before the first key: unknown
-            // (an error) keeps the keys.
-            if let me = try? await alertd.whoAmI() {
+            // (an error) keeps the keys. A token refused (or none given to a daemon that needs
+            // one) is said before the console takes the screen: nothing could be shown.
+            do {
+                let me = try await alertd.whoAmI()
                 state.readOnly = ConsoleState.readOnly(me)
                 state.decider = .some(me.auth ? me.name : nil)
+            } catch let error as AlertdError where error.code == .unauthorized {
+                throw connection.failure(error)
+            } catch {
+                // Unreachable for now: the console says so, and reconnects.
             }
             let terminal = RawTerminal()
             defer { terminal.restore() }
@@ -65,6 +73,8 @@ struct Console {
         case denied(String)
         /// An alert that left the display without being answered here, as it is now.
         case left(AlertResource)
+        /// The terminal's new size: columns, rows.
+        case resize(Int, Int)
     }
 
     let alertd: AlertdClient
@@ -73,9 +83,12 @@ struct Console {
     mutating func run() async {
         let (events, sink) = AsyncStream<Event>.makeStream()
         KeyReader.start(into: sink)
-        let (alertd, client) = (alertd, state.client)
+        if let size = TerminalSize.current() { state.resize(columns: size.columns, rows: size.rows) }
+        let resizes = TerminalSize.follow { size in sink.yield(.resize(size.columns, size.rows)) }
+        defer { resizes.cancel() }
+        let (alertd, client, unauthorized) = (alertd, state.client, state.unauthorized)
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await Self.follow(alertd, client, into: sink) }
+            group.addTask { await Self.follow(alertd, client, unauthorized: unauthorized, into: sink) }
             group.addTask { await Self.count(alertd, client, into: sink) }
             draw()
             for await event in events {
@@ -90,6 +103,7 @@ struct Console {
                 case .pending(let count): state.pending = count
                 case .connection(let problem): state.trouble = problem
                 case .denied(let text): state.denied = text
+                case .resize(let columns, let rows): state.resize(columns: columns, rows: rows)
                 case .key(let bytes):
                     switch state.press(bytes) {
                     case .quit:
@@ -122,7 +136,9 @@ struct Console {
     /// Follows the displayed alert with long-polls; reconnects with backoff and says so. A token
     /// the daemon refuses (401) or that may not read the client (403) stops it: no retry helps.
     /// Each poll passes the votes it shows, so a vote on the alert (SPEC §10) comes at once.
-    static func follow(_ alertd: AlertdClient, _ client: String, into sink: AsyncStream<Event>.Continuation) async {
+    static func follow(
+        _ alertd: AlertdClient, _ client: String, unauthorized: String? = nil, into sink: AsyncStream<Event>.Continuation
+    ) async {
         var shown: AlertResource?
         var first = true
         var failures = 0
@@ -137,7 +153,7 @@ struct Console {
                 sink.yield(.alert(alert))
             } catch {
                 if Task.isCancelled { return }
-                if let refusal = ConsoleState.refusal(error, client) {
+                if let refusal = ConsoleState.refusal(error, client, unauthorized: unauthorized) {
                     sink.yield(.connection(nil))
                     sink.yield(.denied(refusal))
                     return
@@ -192,11 +208,25 @@ struct ConsoleState {
     var decider: String??
     /// The last alert answered (or found decided) from this console: its leaving needs no report.
     var answeredHere: String?
+    /// What a 401 means for this console's settings: which token was refused and where it
+    /// came from, or that none was given (``Connection/unauthorized(_:settings:)``).
+    var unauthorized: String?
     /// The first message line shown.
     var scroll = 0
 
-    static let width = 80
-    static let height = 24
+    /// The terminal's size: the frame fits it, and follows its resizes (SIGWINCH). At least
+    /// ``minimumWidth``×``minimumHeight``: a smaller terminal gets that frame, cut by it.
+    var width = 80
+    var height = 24
+
+    static let minimumWidth = 40
+    static let minimumHeight = 12
+
+    /// Takes the terminal's new size (columns, rows), within the minimum.
+    mutating func resize(columns: Int, rows: Int) {
+        width = max(Self.minimumWidth, columns)
+        height = max(Self.minimumHeight, rows)
+    }
 
     struct Note {
         var text: String
@@ -212,8 +242,9 @@ struct ConsoleState {
 
     init(client: String) { self.client = client }
 
-    /// The keys of the buttons in display order: 1–9, then letters (never q, which quits).
-    static let keys: [Character] = Array("123456789abcdefghijklmnoprstuvwxyz")
+    /// The keys of the buttons in display order: 1–9, then letters (never q, which quits): the
+    /// labels get, list and the dashboard show (``ButtonNumbers/labels``).
+    static let keys: [Character] = ButtonNumbers.labels
 
     /// The buttons as shown: the cancel button last, each with its key.
     var shownButtons: [(key: Character, button: Button)] {
@@ -356,16 +387,16 @@ struct ConsoleState {
 
     // MARK: The frame
 
-    /// The screen: at most 24 lines of at most 80 columns (escape sequences aside).
+    /// The screen: at most ``height`` lines of at most ``width`` columns (escape sequences aside).
     func frame(now: Date) -> [String] {
-        var screen = Screen(width: Self.width, height: Self.height)
+        var screen = Screen(width: width, height: height)
         let behind = max(0, pending - (alert?.state == .displayed ? 1 : 0))
         screen.line(
             bold: "alertd · \(client)" + (readOnly == nil ? "" : " · read-only"), right: "\(pending) pending, \(behind) queued behind")
         screen.rule()
         let status = trouble ?? note?.text ?? readOnly ?? ""
-        let statusLines = Screen.wrap(Terminal.safe(status), width: Self.width).prefix(2)
-        let bodyHeight = Self.height - 2 - 2 - statusLines.count
+        let statusLines = Screen.wrap(Terminal.safe(status), width: width).prefix(2)
+        let bodyHeight = height - 2 - 2 - statusLines.count
         var scrollable = false
         for line in body(height: bodyHeight, now: now, scrollable: &scrollable) { screen.add(line) }
         screen.fill(to: 2 + bodyHeight)
@@ -375,23 +406,28 @@ struct ConsoleState {
         return screen.lines
     }
 
+    /// The keys line; on a narrow terminal in fewer words, `q quit` always last and whole.
     private func hints(scrollable: Bool) -> String {
-        var hints: [String] = []
+        var keys: [String] = []
+        var cancel = false
         let shown = shownButtons
         if denied == nil, readOnly == nil, myVote == nil, !shown.isEmpty {
-            if confirming != nil { return "y choose · any other key keep · q quit" }
-            hints.append(keyRange)
-            if shown.contains(where: { $0.button.style == .cancel }) { hints.append("Esc cancel") }
+            if confirming != nil { return width >= 38 ? "y choose · any other key keep · q quit" : "y choose · q quit" }
+            keys.append(keyRange)
+            cancel = shown.contains { $0.button.style == .cancel }
         }
-        if scrollable { hints.append("↑↓ PgUp PgDn scroll") }
-        hints.append("q quit")
-        return hints.joined(separator: " · ")
+        let candidates = [
+            keys + (cancel ? ["Esc cancel"] : []) + (scrollable ? ["↑↓ PgUp PgDn scroll"] : []) + ["q quit"],
+            keys + (cancel ? ["Esc cancel"] : []) + (scrollable ? ["↑↓ scroll"] : []) + ["q quit"],
+            keys + (cancel ? ["Esc"] : []) + (scrollable ? ["↑↓"] : []) + ["q quit"],
+        ].map { $0.joined(separator: " · ") }
+        return candidates.first { $0.count <= width } ?? candidates[candidates.count - 1]
     }
 
     /// The lines between the header and the footer, already cut to the width.
     private func body(height: Int, now: Date, scrollable: inout Bool) -> [String] {
         var lines: [String] = [""]
-        let text = Self.width - 4
+        let text = width - 4
         if let denied {
             for line in Screen.wrap(Terminal.safe(denied, newlines: true), width: text) { lines.append(Screen.red("  " + line)) }
             return Array(lines.prefix(height))
@@ -416,7 +452,8 @@ struct ConsoleState {
                 let start = min(scroll, wrapped.count - window)
                 lines += wrapped[start..<(start + window)].map { "  " + $0 }
                 lines.append(
-                    Screen.dim("  (message lines \(start + 1)–\(start + window) of \(wrapped.count); ↑↓ PgUp PgDn scroll)"))
+                    Screen.dim(
+                        Screen.cut("  (message lines \(start + 1)–\(start + window) of \(wrapped.count); ↑↓ PgUp PgDn scroll)", width)))
             }
             lines.append("")
         }
@@ -428,9 +465,9 @@ struct ConsoleState {
     /// console's own once it voted.
     private func voteLines() -> [String] {
         guard let alert, let tally = Text.tally(alert) else { return [] }
-        var lines = ["", Screen.cut("  " + Terminal.safe(tally), Self.width)]
+        var lines = ["", Screen.cut("  " + Terminal.safe(tally), width)]
         if let myVote {
-            lines.append(Screen.dim(Screen.cut("  You voted " + Terminal.safe(myVote.button) + "; waiting for the others.", Self.width)))
+            lines.append(Screen.dim(Screen.cut("  You voted " + Terminal.safe(myVote.button) + "; waiting for the others.", width)))
         }
         return lines
     }
@@ -447,7 +484,7 @@ struct ConsoleState {
             return ["  (a notice, no buttons)"]
         }
         let columns = shown.count > 8 ? 2 : 1
-        let cellWidth = (Self.width - 2) / columns
+        let cellWidth = (width - 2) / columns
         func cell(_ entry: (key: Character, button: Button)) -> String {
             let marker =
                 switch entry.button.style {
@@ -475,13 +512,15 @@ struct ConsoleState {
     }
 
     /// The words for a refusal that no retry mends (401, 403), or nil for any other error.
-    static func refusal(_ error: any Error, _ client: String) -> String? {
+    /// `unauthorized`: what a 401 means for this console's token (``unauthorized``).
+    static func refusal(_ error: any Error, _ client: String, unauthorized: String? = nil) -> String? {
         guard let error = error as? AlertdError, let code = error.code else { return nil }
         let detail = error.problem.map { "\($0.title): \($0.detail)" } ?? error.message
         switch code {
         case .unauthorized:
-            return "The daemon does not accept this token.\n\n\(detail)\n\n"
-                + "Give another with --token, $ALERTD_TOKEN or alertctl.yaml."
+            let none = unauthorized?.hasPrefix("alertd needs a token") == true
+            return (none ? "The daemon needs a token.\n\n" : "The daemon does not accept this token.\n\n")
+                + (unauthorized ?? "\(detail)\n\nGive another with --token, $ALERTD_TOKEN or alertctl.yaml.")
         case .forbidden:
             return "This token cannot read client \(client).\n\n\(detail)\n\n"
                 + "Use a token with the read role on \(client); alertctl whoami shows this one's."
@@ -561,6 +600,26 @@ struct Screen {
             out.append(line)
         }
         return out
+    }
+}
+
+/// The terminal's size (`TIOCGWINSZ` on stdout), and its changes (SIGWINCH).
+enum TerminalSize {
+    static func current() -> (columns: Int, rows: Int)? {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return nil }
+        return (Int(size.ws_col), Int(size.ws_row))
+    }
+
+    /// Calls `changed` with the new size after each SIGWINCH, until the source is cancelled.
+    static func follow(_ changed: @escaping @Sendable ((columns: Int, rows: Int)) -> Void) -> any DispatchSourceSignal {
+        signal(SIGWINCH, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
+        source.setEventHandler {
+            if let size = current() { changed(size) }
+        }
+        source.resume()
+        return source
     }
 }
 

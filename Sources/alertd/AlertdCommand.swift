@@ -58,6 +58,11 @@ struct AlertdCommand: AsyncParsableCommand {
             }
             overrides(&settings)
             _ = try settings.listenAddress()
+            // Absolute from here on, so that every log line names the same file and directory
+            // whatever directory alertd was started in (--state-dir and the default
+            // ./alertd-state are the working directory's; the file's own paths are already).
+            settings.stateDir = Config.absolute(settings.stateDir)
+            settings.source = settings.source.map(Config.absolute)
             return settings
         }
         do {

@@ -29,19 +29,20 @@ private final class Harness: Sendable {
 
     init(
         timeout: Double = 5, deny: [String] = linkLocal, tls: TLSConfiguration? = nil, shutdownGrace: Double = 5,
-        lookUp: @escaping HostLookup
+        policy: RetryPolicy = RetryPolicy(initial: 0.2, maxInterval: 0.4, maxAge: 600),
+        receiverFailing: (seconds: Double, attempts: Int) = (60, 3), log: RecordingLog? = nil, lookUp: @escaping HostLookup
     ) throws {
         directory = NSTemporaryDirectory() + "alertd-worker-\(UUID().uuidString)"
         store = try SQLiteStore(directory: directory, durability: .normal)
-        let logger = Logger(label: "test")
+        let logger = log?.logger ?? Logger(label: "test")
         alertStore = try SQLiteAlertStore(
             persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: logger)
         alertStore.startWriter()
-        worker = DeliveryWorker(
-            settings: .init(
-                timeout: timeout, policy: RetryPolicy(initial: 0.2, maxInterval: 0.4, maxAge: 600), deny: try DenyList(deny),
-                shutdownGrace: shutdownGrace, lookUp: lookUp, tlsConfiguration: tls),
-            log: alertStore, clock: SystemClock(), logger: logger)
+        var settings = DeliveryWorker.Settings(
+            timeout: timeout, policy: policy, deny: try DenyList(deny), shutdownGrace: shutdownGrace, lookUp: lookUp,
+            tlsConfiguration: tls)
+        settings.receiverFailing = receiverFailing
+        worker = DeliveryWorker(settings: settings, log: alertStore, clock: SystemClock(), logger: logger)
     }
 
     /// Writes an event with one delivery to `target` and hands it to the worker, as a commit does.
@@ -399,5 +400,157 @@ struct AttemptErrorTests {
         ])
     func words(error: any Error, expected: String) {
         #expect(DeliveryWorker.describe(error) == expected)
+    }
+}
+
+/// Every line a logger wrote, for tests of what alertd logs.
+final class RecordingLog: Sendable {
+    struct Line: Sendable {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+    }
+
+    private let lines = NIOLockedValueBox<[Line]>([])
+
+    var logger: Logger { Logger(label: "test") { _ in Handler(log: self) } }
+
+    var all: [Line] { lines.withLockedValue { $0 } }
+
+    func lines(_ message: String) -> [Line] { all.filter { $0.message == message } }
+
+    func append(_ line: Line) { lines.withLockedValue { $0.append(line) } }
+
+    struct Handler: LogHandler {
+        let log: RecordingLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            log.append(Line(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+        }
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds, or `timeout` seconds passed (a bound for a hang).
+private func eventually(timeout: Double = 30, _ condition: () throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return try condition()
+}
+
+@Suite("What issue 45 asked of the delivery worker", .serialized)
+struct DeliveryWorkerIssue45Tests {
+    @Test("the check at post resolves through the worker, bounded in time: a name server that hangs answers nil at the bound")
+    func boundedLookup() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let asked = NIOLockedValueBox<[String]>([])
+        let harness = try Harness { host, _ in
+            asked.withLockedValue { $0.append(host) }
+            if host == "slow.test" { _ = release.wait(timeout: .now() + 300) }
+            return [IPAddress("127.0.0.1")!]
+        }
+        defer {
+            release.signal()
+            harness.stop()
+        }
+        let started = ContinuousClock.now
+        #expect(await harness.worker.addresses(of: "slow.test", port: 80, within: 0.3) == nil)
+        // The lookup hangs for 300 s; the answer comes at the bound (a whole suite on two loaded
+        // cores took 12 s to deliver it, hence the room).
+        #expect(ContinuousClock.now - started < .seconds(60), "the bound did not hold")
+        #expect(await harness.worker.addresses(of: "fast.test", port: 80, within: 5) == [IPAddress("127.0.0.1")!])
+        #expect(await harness.worker.addresses(of: "10.1.2.3", port: 80, within: 5) == [IPAddress("10.1.2.3")!])
+        #expect(asked.withLockedValue { $0 } == ["slow.test", "fast.test"], "a literal needs no lookup")
+    }
+
+    @Test("a reload that changes the deny list retries at once the deliveries the old one refused, not at the end of their backoff")
+    func reloadRetriesRefused() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        let log = RecordingLog()
+        let harness = try Harness(
+            deny: ["127.0.0.0/8"], policy: RetryPolicy(initial: 60, maxInterval: 120, maxAge: 600), log: log
+        ) { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://hooks.test:\(receiver.port)/hook")
+        let refused = try await harness.attempts(of: alertID, count: 1)
+        #expect(refused.state == .pending && refused.attempts.first?.error?.hasPrefix("refused: ") == true, "\(refused)")
+        #expect(log.lines("callback target refused (its retries are logged at debug)").count == 1)
+        harness.worker.update(deny: try DenyList(linkLocal))
+        // Its next attempt was 30–60 s away; the reload makes it now.
+        let requests = try await receiver.waitForRequests(count: 1, timeout: 20)
+        #expect(requests.first?.path == "/hook")
+        #expect(try await harness.attempts(of: alertID, count: 2).state == .delivered)
+    }
+
+    @Test("a delivery whose webhook was removed is taken out of the queue, its backlog freed, and never attempted again")
+    func cancelled() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        receiver.behave(.status(503))
+        let harness = try Harness { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://hooks.test:\(receiver.port)/hook")
+        _ = try await harness.attempts(of: alertID, count: 2)
+        #expect(harness.worker.backlog(of: "ops") == 1)
+        // What removing webhook wh_1 does: the store cancels its deliveries, the engine hands their ids over.
+        try harness.store.commit([.deleteWebhook(id: "wh_1")])
+        let ids = try harness.store.cancelledDeliveries(ofWebhook: "wh_1")
+        #expect(ids == ["dl_1"])
+        harness.worker.cancel(ids)
+        // Waiting, it is gone at once; in flight, once its attempt ends, without a retry.
+        #expect(try await eventually { harness.worker.backlog(of: "ops") == 0 }, "the cancelled delivery still counts")
+        #expect(harness.worker.counts.waiting == 0 && harness.worker.counts.inFlight == 0)
+        let record = try #require(try harness.store.deliveries(of: AlertID(alertID)!).first)
+        #expect(record.state == .cancelled && record.nextAttemptAt == nil, "\(record)")
+    }
+
+    @Test("a receiver that keeps failing is logged once as a warning, and once at info when it answers again")
+    func receiverKeepsFailing() async throws {
+        let receiver = try WebhookReceiver.start()
+        defer { receiver.stop() }
+        receiver.behave(.status(503))
+        let log = RecordingLog()
+        let harness = try Harness(
+            policy: RetryPolicy(initial: 0.05, maxInterval: 0.1, maxAge: 600), receiverFailing: (0.3, 3), log: log
+        ) { _, _ in [IPAddress("127.0.0.1")!] }
+        harness.start()
+        defer { harness.stop() }
+        let alertID = try harness.deliver(to: "http://hooks.test:\(receiver.port)/hook")
+        let failing = "callback receiver keeps failing; its deliveries are retried until callbacks.max_age (said once until it answers)"
+        #expect(try await eventually { !log.lines(failing).isEmpty })
+        let warnedAt = try await harness.attempts(of: alertID, count: 1).attempts.count
+        // Many more failed attempts: still one line.
+        _ = try await harness.attempts(of: alertID, count: warnedAt + 5)
+        let lines = log.lines(failing)
+        #expect(lines.count == 1 && lines.first?.level == .warning, "\(lines)")
+        #expect(lines.first?.metadata["receiver"] == "hooks.test" && lines.first?.metadata["last"] == "HTTP 503", "\(lines)")
+        receiver.behave(.status(204))
+        #expect(try await eventually { try harness.store.deliveries(of: AlertID(alertID)!).first?.state == .delivered })
+        let recovered = log.lines("callback receiver answers again")
+        #expect(recovered.count == 1 && recovered.first?.level == .info, "\(recovered)")
+    }
+
+    @Test("shutting down twice (a failed start's cleanup after the service's) closes the HTTP clients once, without a warning")
+    func shutdownTwice() async throws {
+        let log = RecordingLog()
+        let harness = try Harness(log: log) { _, _ in [IPAddress("127.0.0.1")!] }
+        defer { harness.stop() }
+        await harness.worker.shutdown()
+        await harness.worker.shutdown()
+        harness.worker.shutdownNow()
+        #expect(log.all.filter { $0.level >= .warning }.isEmpty, "\(log.all)")
     }
 }

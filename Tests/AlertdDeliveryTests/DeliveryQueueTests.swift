@@ -230,3 +230,41 @@ struct PercentHostTests {
         #expect(CallbackURL.problem(url) != nil)
     }
 }
+
+@Suite("Cancelled and refused deliveries in the queue (issue 45, items 2 and 3)")
+struct DeliveryQueueCancelTests {
+    @Test("cancelling takes waiting deliveries out, frees the client's backlog and leaves those in flight alone")
+    func cancel() {
+        var queue = DeliveryQueue(maxInFlightPerTarget: 10)
+        func client(_ d: PendingDelivery) -> PendingDelivery {
+            var d = d
+            d.client = "ops"
+            return d
+        }
+        let flying = client(delivery("flying"))
+        queue.add(flying)
+        #expect(queue.takeDue(now: eventTime).map(\.id) == ["flying"])
+        for id in ["a", "b", "c"] { queue.add(client(delivery(id, dueIn: 5))) }
+        #expect(queue.backlog(of: "ops") == 4 && queue.waitingCount == 3)
+        #expect(queue.cancel(["a", "c", "flying", "unknown"]) == 2)
+        #expect(queue.waitingCount == 1 && queue.backlog(of: "ops") == 2)
+        #expect(queue.holds("flying") && !queue.holds("a") && queue.holds("b") && !queue.holds("unknown"))
+        #expect(queue.takeDue(now: eventTime.adding(seconds: 5)).map(\.id) == ["b"])
+        // A cancelled id can be added again (a restart's restore would not: the store settled it).
+        let added = queue.add(client(delivery("a")))
+        #expect(added)
+    }
+
+    @Test("advancing makes the given waiting deliveries due now, in their order; the others keep their time")
+    func advance() {
+        var queue = DeliveryQueue(maxInFlightPerTarget: 10)
+        queue.add(delivery("late", dueIn: 300))
+        queue.add(delivery("later", dueIn: 600))
+        queue.add(delivery("other", dueIn: 300))
+        queue.advance(["later", "late"], to: eventTime.adding(seconds: 1))
+        #expect(queue.nextDue == eventTime.adding(seconds: 1))
+        #expect(queue.takeDue(now: eventTime.adding(seconds: 1)).map(\.id) == ["late", "later"])
+        #expect(queue.takeDue(now: eventTime.adding(seconds: 299)).isEmpty)
+        #expect(queue.takeDue(now: eventTime.adding(seconds: 300)).map(\.id) == ["other"])
+    }
+}

@@ -213,3 +213,36 @@ struct UnspecifiedAddressTests {
         #expect(try DenyList(["169.254.0.0/16"]).refuses(host: "0.0.0.0", addresses: []) == nil)
     }
 }
+
+@Suite("The check at post and registration: what needs a lookup, and what a refusal says (issue 45, item 1)")
+struct DenyListRefusalTests {
+    @Test(
+        "an address literal, or a name a host glob of deny or allow matches, is judged without a lookup; any other name needs one",
+        arguments: [
+            ("127.0.0.1", true), ("[::1]", true), ("metadata.internal", true), ("hooks.corp.internal", true), ("localhost", false),
+            ("hooks.example.com", false), ("LOCALHOST.", false),
+        ])
+    func judgedWithoutResolving(host: String, judged: Bool) throws {
+        let list = try DenyList(["127.0.0.0/8", "::1/128", "*.internal"], allow: ["hooks.corp.internal"])
+        #expect(list.judgesWithoutResolving(host: host) == judged)
+    }
+
+    @Test("a deny list without address blocks judges every host by its name alone")
+    func globsOnly() throws {
+        #expect(try DenyList(["*.internal"]).judgesWithoutResolving(host: "localhost"))
+    }
+
+    @Test("a name refused for what it resolves to names the entry, never the address; a literal or a glob is said as before")
+    func refusalWords() throws {
+        let list = try DenyList(["127.0.0.0/8", "*.internal"])
+        let named = try #require(list.refusal(host: "LocalHost.", addresses: [IPAddress("127.0.0.1")!]))
+        #expect(named.entry == "127.0.0.0/8" && named.address == IPAddress("127.0.0.1"))
+        #expect(named.withoutResolvedAddress == "localhost resolves to an address in callbacks.deny entry 127.0.0.0/8")
+        #expect(named.description == "127.0.0.1 is in callbacks.deny entry 127.0.0.0/8")
+        let literal = try #require(list.refusal(host: "127.0.0.2", addresses: []))
+        #expect(literal.withoutResolvedAddress == "127.0.0.2 is in callbacks.deny entry 127.0.0.0/8")
+        let glob = try #require(list.refusal(host: "db.internal", addresses: [IPAddress("10.0.0.1")!]))
+        #expect(glob.withoutResolvedAddress == "host db.internal matches callbacks.deny entry *.internal")
+        #expect(list.refusal(host: "hooks.example.com", addresses: [IPAddress("93.184.216.34")!]) == nil)
+    }
+}

@@ -479,3 +479,133 @@ struct VoteTextTests {
         #expect(unknown.press(Array("1".utf8)) != .none)
     }
 }
+
+@Suite("alertctl: what issue 45 asked of it, in process")
+struct AlertctlIssue45Tests {
+    @Test("one label per button everywhere: 1–9, then a–g; --number takes the label or its number")
+    func labels() {
+        #expect((0..<16).map(ButtonNumbers.label) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f", "g"])
+        #expect(ButtonNumbers.position("1") == 0 && ButtonNumbers.position("9") == 8)
+        #expect(ButtonNumbers.position("a") == 9 && ButtonNumbers.position("10") == 9 && ButtonNumbers.position("A") == 9)
+        #expect(ButtonNumbers.position("g") == 15 && ButtonNumbers.position("16") == 15)
+        #expect(ButtonNumbers.position("") == nil && ButtonNumbers.position("ab") == nil && ButtonNumbers.position("?") == nil)
+        #expect(ConsoleState.keys.prefix(16).map(String.init) == (0..<16).map(ButtonNumbers.label), "watch's keys are the labels")
+        let alert = ConsoleStateTests.alert(buttons: (1...10).map { Button.default("B\($0)") } + [.cancel("No")])
+        #expect(Text.summary(alert).hasSuffix("[9] B9  [a] B10  [b] No (cancel)"), "\(Text.summary(alert))")
+    }
+
+    @Test(
+        "alertctl.yaml: a misspelt key is matched to the one it most likely means",
+        arguments: [
+            ("tokenfile", "token_file"), ("token-file", "token_file"), ("TOKEN", "token"), ("uri", "url"), ("ca_cert", "cacert"),
+            ("tokne", "token"),
+        ])
+    func suggestion(typed: String, meant: String) throws {
+        #expect(ConfigFile.closest(to: typed) == meant)
+        #expect(throws: Failure.self) { try ConfigFile.parse("\(typed): x\n", path: "/c/alertctl.yaml", home: nil) }
+        do {
+            _ = try ConfigFile.parse("\(typed): x\n", path: "/c/alertctl.yaml", home: nil)
+        } catch {
+            #expect(error.description.contains("unknown key `\(typed)` (did you mean `\(meant)`?)"), "\(error)")
+        }
+    }
+
+    @Test("a key far from every known one gets no suggestion")
+    func noSuggestion() {
+        #expect(ConfigFile.closest(to: "password") == nil && ConfigFile.closest(to: "server") == nil)
+    }
+
+    @Test("a 401 names the source of the token alertctl sent, or says none was sent")
+    func unauthorizedWords() {
+        func settings(_ token: String?, _ source: String?, file: String? = "/h/.config/alertd/alertctl.yaml") -> Settings {
+            Settings(url: "http://127.0.0.1:8080", token: token, tokenSource: source, cacert: nil, insecure: false, file: file)
+        }
+        #expect(
+            Connection.unauthorized("the token is not valid", settings: settings(nil, nil))
+                == "alertd needs a token and none was given: pass one with --token, $ALERTD_TOKEN, or token (or token_file) in /h/.config/alertd/alertctl.yaml"
+        )
+        #expect(
+            Connection.unauthorized("the token is not valid", settings: settings("t", "$ALERTD_TOKEN")).hasPrefix(
+                "alertd refused the token from $ALERTD_TOKEN (the token is not valid); give another with --token"))
+        #expect(
+            Connection.unauthorized(nil, settings: settings("t", "/h/.config/alertd/alertctl.yaml")).hasPrefix(
+                "alertd refused the token from token in /h/.config/alertd/alertctl.yaml; "))
+        #expect(
+            Connection.unauthorized(nil, settings: settings("t", "/h/token")).hasPrefix(
+                "alertd refused the token from the token file /h/token (token_file in /h/.config/alertd/alertctl.yaml); "))
+    }
+
+    @Test("a 401 while the console runs (a token removed by a reload) says which token, or that there was none")
+    func unauthorizedInTheConsole() throws {
+        let problem = try JSONValueDecoder().decode(
+            ProblemDocument.self,
+            from: Array(
+                #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"the token is not valid","code":"unauthorized"}"#.utf8)
+        )
+        let error = AlertdError(kind: .problem, status: 401, problem: problem, message: "Unauthorized")
+        let refused = Connection.unauthorized(
+            nil, settings: Settings(url: "http://h", token: "t", tokenSource: "--token", cacert: nil, insecure: false, file: nil))
+        let words = ConsoleState.refusal(error, "ops", unauthorized: refused) ?? ""
+        #expect(words.hasPrefix("The daemon does not accept this token.\n\nalertd refused the token from --token;"), "\(words)")
+        let none = Connection.unauthorized(
+            nil, settings: Settings(url: "http://h", token: nil, tokenSource: nil, cacert: nil, insecure: false, file: nil))
+        let needs = ConsoleState.refusal(error, "ops", unauthorized: none) ?? ""
+        #expect(needs.hasPrefix("The daemon needs a token.\n\nalertd needs a token and none was given"), "\(needs)")
+    }
+
+    @Test("post --wait says it is still waiting after 1, 2, 5, 10, 20 and 30 minutes, then every 30")
+    func stillWaiting() {
+        #expect((0..<9).map(Post.stillWaitingMark) == [60, 120, 300, 600, 1200, 1800, 3600, 5400, 7200])
+    }
+
+    @Test("a repeated vote is said as one: the earlier vote stands, nothing new was recorded")
+    func repeatedVote() {
+        let alert = VoteTextTests.alert(quorum: 2, votes: [("alice", "Deploy")])
+        #expect(Choose.vote(alert)?.hasPrefix("voted: not decided yet; it is answered when 2 deciders") == true)
+        guard let earlier = alert.votes.first else {
+            Issue.record("no vote")
+            return
+        }
+        let repeated = Choose.vote(alert, earlier: earlier) ?? ""
+        #expect(
+            repeated.hasPrefix("already voted: your vote for Deploy of \(earlier.at) stands, and nothing new was recorded"), "\(repeated)")
+    }
+
+    @Test("the console fits the terminal it is given, down to 40×12, and a resize changes the frame")
+    func fitsTheTerminal() {
+        var state = ConsoleState(client: "ops")
+        state.show(
+            ConsoleStateTests.alert(
+                buttons: [.default("Promote"), .destructive("Fail over everything"), .cancel("Wait")],
+                message: "The nightly migration of the payments database finished with warnings about replication lag.",
+                title: "Promote the standby replica of payments-eu to primary now?"))
+        for (columns, rows) in [(60, 18), (100, 30), (40, 12), (20, 5)] {
+            state.resize(columns: columns, rows: rows)
+            let frame = ConsoleStateTests.visible(state.frame(now: Date()))
+            let (width, height) = (max(40, columns), max(12, rows))
+            #expect(
+                frame.count <= height && frame.allSatisfy { $0.count <= width }, "\(columns)×\(rows):\n\(frame.joined(separator: "\n"))")
+            #expect(frame.first?.hasPrefix("alertd · ops") == true && frame.contains(String(repeating: "─", count: width)))
+            #expect(frame.last?.hasSuffix("q quit") == true, "\(columns)×\(rows): \(frame)")
+        }
+    }
+}
+
+@Suite("Help texts: an example in a command's help is printed whole at 80 columns, for copy and paste (issue 45, item 10)")
+struct HelpExampleTests {
+    /// Every command of alertctl, subcommands included.
+    static func commands(_ root: any ParsableCommand.Type = alertctl.Alertctl.self) -> [any ParsableCommand.Type] {
+        [root] + root.configuration.subcommands.flatMap { commands($0) }
+    }
+
+    @Test("each indented line of a discussion (an example) is a whole line of the help rendered at 80 columns")
+    func examplesWhole() {
+        for command in Self.commands() {
+            let help = alertctl.Alertctl.helpMessage(for: command, columns: 80)
+            let lines = Set(help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            for example in command.configuration.discussion.split(separator: "\n").map(String.init) where example.hasPrefix("  ") {
+                #expect(lines.contains(example), "alertctl \(command._commandName): the example is wrapped:\n\(example)\n\(help)")
+            }
+        }
+    }
+}

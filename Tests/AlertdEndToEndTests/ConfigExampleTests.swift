@@ -111,7 +111,9 @@ struct ConfigExampleTests {
         blocks.map { key(uncomment(lines[$0.lowerBound])!)! }
     }
 
-    @Test("the file as shipped passes; each example alone, and all of them at once, pass check-config")
+    @Test(
+        "the file as shipped passes; each example alone, and all of them at once, pass check-config; the signing secret's placeholder is refused until replaced"
+    )
     func everyExampleUncommented() async throws {
         let text = try String(contentsOf: Self.repository.appendingPathComponent("config/alertd.yaml"), encoding: .utf8)
         let lines = text.components(separatedBy: "\n")
@@ -128,11 +130,22 @@ struct ConfigExampleTests {
                 "store", "max_connections_per_ip", "rate_per_second", "clients", "tls", "http", "tokens", "signing_secret",
                 "allow", "webhooks", "integrations",
             ])
+        // Issue 45: the placeholder, uncommented as it is, is a secret anyone can read: refused, saying so.
+        let placeholder = "replace-with-openssl-rand-base64-32"
         for block in blocks {
             let one = try await Self.check(Self.uncommenting(lines, [block]), in: directory)
-            #expect(one.status == 0, "with only this uncommented:\n\(lines[block].joined(separator: "\n"))\n→ \(one.output)")
+            if lines[block].contains(where: { $0.contains(placeholder) }) {
+                #expect(
+                    one.status == 1 && one.output.contains("callbacks.signing_secret is the sample config's placeholder"),
+                    "the placeholder uncommented:\n\(lines[block].joined(separator: "\n"))\n→ \(one.output)")
+            } else {
+                #expect(one.status == 0, "with only this uncommented:\n\(lines[block].joined(separator: "\n"))\n→ \(one.output)")
+            }
         }
-        let all = Self.uncommenting(lines, blocks)
+        // Every example, with the secret replaced as the comment says.
+        let all = Self.uncommenting(lines, blocks).map {
+            $0.replacingOccurrences(of: placeholder, with: "an-openssl-rand-base64-32-secret")
+        }
         let together = try await Self.check(all, in: directory)
         #expect(together.status == 0 && together.output.contains(": ok (1 token, 1 webhook"), "\(together.output)")
 

@@ -97,6 +97,14 @@ struct QuorumClientTests {
         let first = String(lines.first ?? "")
         #expect(first.contains("displayed") && first.hasSuffix("(1 of 2 approvals — alice: Deploy)"), "\(vote.stdout)")
         #expect(lines.last?.hasPrefix("voted: not decided yet; it is answered when 2 deciders choose the same button") == true)
+        // Issue 45: the same vote again changes nothing, and says so instead of "voted".
+        let repeated = try await alice.run("choose", "ops", shown.id, "Deploy")
+        #expect(repeated.status == 0, "\(repeated)")
+        let repeatLines = repeated.stdout.split(separator: "\n")
+        #expect(repeatLines.first?.hasSuffix("(1 of 2 approvals — alice: Deploy)") == true, "\(repeated.stdout)")
+        #expect(
+            repeatLines.last?.hasPrefix("already voted: your vote for Deploy of ") == true
+                && repeatLines.last?.contains("stands, and nothing new was recorded; not decided yet") == true, "\(repeated.stdout)")
         let again = try await alice.run("choose", "ops", "--current", "Cancel")
         #expect(again.status == 3 && again.stderr.contains("Already voted"), "\(again)")
         let listed = try await alice.run("list", "ops")

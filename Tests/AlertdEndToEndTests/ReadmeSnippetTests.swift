@@ -22,6 +22,29 @@ struct ReadmeSnippetTests {
         return section.components(separatedBy: "```\(language)\n").dropFirst().map { $0.components(separatedBy: "\n```").first ?? "" }
     }
 
+    @Test("the quick start's first alert: alertctl posts and waits, says so, and prints Deploy once it is chosen")
+    func quickStart() async throws {
+        let blocks = try Self.shellBlocks(under: "## Quick start")
+        #expect(blocks.first == "make run")
+        let line = try #require(
+            blocks.flatMap { $0.split(separator: "\n") }.first { $0.hasPrefix(".build/release/alertctl ") }, "no alertctl line: \(blocks)")
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        // As pasted (the release build's alertctl: the one beside the tests here), against this daemon.
+        let script = "exec " + line.replacingOccurrences(of: ".build/release/alertctl", with: "\"$ALERTCTL\"")
+        let run = try await Alertctl.Run.spawn(
+            "/bin/sh", ["-c", script],
+            environment: [
+                "ALERTCTL": try Alertctl.binary(), "ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": nil,
+                "XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config",
+            ])
+        let id = try await SDKTests.awaitDisplayed(daemon, "ops")
+        #expect(try await daemon.client().choose("ops", id, #"{"button":"Deploy"}"#).status == 200)
+        let result = try await run.finish()
+        #expect(result.status == 0 && result.stdout == "Deploy\n", "\(result)")
+        #expect(result.stderr.contains("waiting for an answer on ops (Ctrl-C withdraws it)"), "\(result.stderr)")
+    }
+
     @Test("the completions block, run with alertctl on PATH and a fresh HOME, writes bash, zsh and fish completions")
     func completionsFromSource() async throws {
         // The section's first block (the search for the next "### " runs past the "## " that ends it).

@@ -53,7 +53,9 @@ struct RelativePathTests {
         #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
     }
 
-    @Test("--config and --state-dir on the command line are taken from the working directory; the store is logged absolute")
+    @Test(
+        "--config and --state-dir on the command line are taken from the working directory; the config file and the store are logged absolute"
+    )
     func flagsFromTheWorkingDirectory() async throws {
         let home = try ScratchDirectory()
         let elsewhere = try ScratchDirectory()
@@ -80,6 +82,12 @@ struct RelativePathTests {
             let listening = Daemon.logfmtFields(try #require(line))
             #expect(listening["store"] == "sqlite:\(store)", "\(flags): \(child.stderr.text)")
             #expect(FileManager.default.fileExists(atPath: store + "/alertd.sqlite"))
+            // Issue 45: no log line names a path as it was typed, relative to a directory the reader cannot know.
+            let config = child.stderr.text.split(separator: "\n").first { $0.contains("msg=config ") }.map {
+                Daemon.logfmtFields(String($0))
+            }
+            #expect(config?["file"] == home.url.appendingPathComponent("alertd.yaml").path, "\(child.stderr.text)")
+            #expect(!child.stderr.text.contains("../") && !child.stderr.text.contains("./from-the-flag"), "\(child.stderr.text)")
             _ = child.send(SIGTERM)
             #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
         }

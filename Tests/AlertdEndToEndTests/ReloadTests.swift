@@ -89,6 +89,47 @@ struct ReloadTests {
         #expect(try await again.client().get("/v1/clients/ops/alerts/current").jsonObject()["id"] as? String == id(newer))
     }
 
+    @Test(
+        "callbacks.allow and callbacks.deny change on SIGHUP: a refused local receiver is let through at once, its refused event delivered without waiting out its backoff"
+    )
+    func reloadAppliesCallbackLists() async throws {
+        let hook = try await WebhookReceiver.listening()
+        defer { hook.close() }
+        // The default deny list refuses loopback. The config webhook is checked at delivery only; its retry is a minute away.
+        func config(allow: String) -> String {
+            """
+            callbacks:
+              signing_secret: "\(callbackSecret)"
+              retry_initial_seconds: 60
+              retry_max_interval_seconds: 120
+            \(allow)
+            webhooks:
+              - { client: ops, url: "\(hook.url)", secret: "\(callbackSecret)" }
+
+            """
+        }
+        let daemon = try await Daemon.start(.init(config: config(allow: "")))
+        defer { daemon.cleanup() }
+        let http = daemon.client()
+        let callback = #"{"title":"Local?","buttons":[{"title":"OK"}],"callback_url":"\#(hook.url)"}"#
+        let refused = try await http.post("/v1/clients/ops/alerts", json: callback)
+        #expect(refused.status == 400 && refused.text.contains("callbacks.allow"), "\(refused.text)")
+        let alert = try await http.postAlert("ops", #"{"title":"Before","buttons":[{"title":"OK"}]}"#)
+        #expect(try await http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
+        let first = try await deliveries(http, "ops", id(alert)) { !attempts($0.first ?? [:]).isEmpty }
+        #expect((attempts(first.first ?? [:]).first?["error"] as? String)?.hasPrefix("refused: ") == true, "\(first)")
+
+        try daemon.rewriteConfig(config(allow: "  allow: [\"127.0.0.1\"]"))
+        daemon.sendSignal(SIGHUP)
+        try await daemon.waitForStderr(containing: "msg=\"config reloaded\"")
+        let line = try #require(daemon.stderrLines(containing: "config reloaded").last)
+        #expect(line.contains("callbacks_deny_allow=applied") && !line.contains("changed_at_next_start"), "\(line)")
+        // Refused before, due at once now: well inside the 30–60 s its backoff had left.
+        let received = try await hook.waitForRequests(count: 1, timeout: 20)
+        #expect(received.first?.text.contains(id(alert)) == true)
+        #expect(try await http.post("/v1/clients/ops/alerts", json: callback).status == 201)
+    }
+
     @Test("a broken config is refused with a line naming the problem; the running one stays")
     func brokenConfigRefused() async throws {
         let config = "auth:\n  tokens:\n" + (await tokenEntry("keeper", "keep-secret", roles: "read"))

@@ -50,6 +50,30 @@ struct StartRefusalTests {
         )
     }
 
+    /// Issue 45: a port another program holds stopped alertd with the right line, and then a
+    /// warning about its callback client (`HTTPClientError.alreadyShutdown`): the failed start
+    /// shut the delivery worker down a second time after its service had.
+    @Test("a busy port is refused in one critical line naming the address, with no warning after it")
+    func busyPort() async throws {
+        let taken = try ReservedPort()
+        defer { taken.release() }
+        var options = Daemon.Options()
+        options.listen = "127.0.0.1:\(taken.port)"
+        do {
+            let daemon = try await Daemon.start(options)
+            defer { daemon.cleanup() }
+            Issue.record("alertd listens on a port another socket holds")
+        } catch let error as ProcessError {
+            #expect(error.exitStatus == 1, "\(error)")
+            let lines = error.stderr.split(separator: "\n")
+            #expect(
+                lines.contains { $0.contains("level=critical") && $0.contains("cannot listen on 127.0.0.1:\(taken.port)") },
+                "\(error.stderr)")
+            #expect(!lines.contains { $0.contains("level=warning") || $0.contains("level=error") }, "\(error.stderr)")
+            #expect(!error.stderr.contains("alreadyShutdown"), "\(error.stderr)")
+        }
+    }
+
     /// Config.seconds accepts any finite positive number, but timestamps are Int64
     /// milliseconds and Timestamp.adding(seconds:) traps when the product does not
     /// fit. With `alerts.retention: 1e20` (meant as "keep forever") the daemon

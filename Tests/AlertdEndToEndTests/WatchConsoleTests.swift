@@ -4,7 +4,8 @@ import AlertdWire
 import Foundation
 import Testing
 
-/// A tmux session of 80×24 running one command: keys in with send-keys, the screen out with capture-pane.
+/// A tmux session (80×24 unless told) running one command: keys in with send-keys, the screen out
+/// with capture-pane.
 ///
 /// Each session has a tmux server of its own (its own socket, `-S`): with one server for
 /// every test, a session started as another test's last session was killed met the
@@ -14,9 +15,11 @@ struct TmuxSession {
 
     /// Starts `command` in a new session; no `alertctl.yaml` is read unless `environment` names
     /// an `XDG_CONFIG_HOME`.
-    static func start(_ command: [String], environment: [String: String]) async throws -> TmuxSession {
+    static func start(_ command: [String], environment: [String: String], width: Int = 80, height: Int = 24) async throws
+        -> TmuxSession
+    {
         let session = TmuxSession(name: "alertd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        var arguments = ["new-session", "-d", "-x", "80", "-y", "24", "-s", session.name]
+        var arguments = ["new-session", "-d", "-x", "\(width)", "-y", "\(height)", "-s", session.name]
         let isolated = ["XDG_CONFIG_HOME": "/nonexistent/alertd-tests-config"].merging(environment) { $1 }
         for (key, value) in isolated { arguments += ["-e", "\(key)=\(value)"] }
         try await session.tmux(arguments + command)
@@ -42,6 +45,11 @@ struct TmuxSession {
     func screen() async -> String { (try? await tmux(["capture-pane", "-p", "-t", name])) ?? "" }
 
     func send(_ keys: String...) async throws { try await tmux(["send-keys", "-t", name] + keys) }
+
+    /// Resizes the window (the program in it gets SIGWINCH).
+    func resize(width: Int, height: Int) async throws {
+        try await tmux(["resize-window", "-t", name, "-x", "\(width)", "-y", "\(height)"])
+    }
 
     var isRunning: Bool { get async { (try? await tmux(["has-session", "-t", name])) != nil } }
 
@@ -132,22 +140,66 @@ struct WatchConsoleTests {
         try await tmux.awaitScreen { $0.contains("Back again") && !$0.contains("reconnecting") }
     }
 
-    @Test("a token the daemon refuses (401), or one that may not read the client (403), is said whole on the screen; no reconnecting")
+    @Test("a token that may not read the client (403) is said whole on the screen; no reconnecting")
     func refusedToken() async throws {
         let (daemon, secrets) = try await AuthTests.start()
         defer { daemon.cleanup() }
-        for (token, client, words) in [
-            (secrets["console"]!, "db", "This token cannot read client db."),
-            ("not-a-token", "ops", "The daemon does not accept this token."),
-        ] {
-            let tmux = try await TmuxSession.start(
-                [try Alertctl.binary(), "watch", client], environment: ["ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": token])
-            defer { tmux.kill() }
-            try await tmux.awaitScreen { $0.contains(words) && ($0.contains("alertctl.yaml") || $0.contains("alertctl whoami")) }
-            let screen = await tmux.screen()
-            #expect(!screen.contains("reconnecting") && screen.contains(token == "not-a-token" ? "Unauthorized: " : "Forbidden: "))
-            #expect(screen.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces) == "q quit", "\(screen)")
+        let tmux = try await TmuxSession.start(
+            [try Alertctl.binary(), "watch", "db"], environment: ["ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": secrets["console"]!])
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("This token cannot read client db.") && $0.contains("alertctl whoami") }
+        let screen = await tmux.screen()
+        #expect(!screen.contains("reconnecting") && screen.contains("Forbidden: "))
+        #expect(screen.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces) == "q quit", "\(screen)")
+    }
+
+    @Test(
+        "a token the daemon refuses (401), or none given to a daemon that needs one, is said before the console takes the screen: which, and where it came from; exit 3",
+        arguments: [("not-a-token", "alertd refused the token from $ALERTD_TOKEN"), ("", "alertd needs a token and none was given")])
+    func unauthorizedBeforeTheConsole(token: String, words: String) async throws {
+        let (daemon, _) = try await AuthTests.start()
+        defer { daemon.cleanup() }
+        // In a shell that says how it ended and stays: the pane would close with alertctl.
+        let tmux = try await TmuxSession.start(
+            ["/bin/sh", "-c", #""$0" watch ops; echo "exit=$?"; sleep 600"#, try Alertctl.binary()],
+            environment: ["ALERTD_URL": daemon.baseURL, "ALERTD_TOKEN": token], width: 400)
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("exit=") }
+        let screen = await tmux.screen()
+        #expect(screen.contains("alertctl: \(words)") && screen.contains("exit=3"), "\(screen)")
+        #expect(screen.contains("--token, $ALERTD_TOKEN, or token (or token_file) in "), "\(screen)")
+        #expect(!screen.contains("Nothing displayed") && !screen.contains("Bearer <token>"), "\(screen)")
+    }
+
+    @Test("it fits a 60×18 terminal, words whole, header and title on screen, and follows a resize to 100×30")
+    func fitsTheTerminal() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let message = "The nightly migration of the payments database finished with warnings about replication lag on two replicas."
+        _ = try await alertd.post(
+            NewAlert(
+                title: "Promote the standby replica of payments-eu to primary now?", message: message,
+                buttons: [.default("Promote"), .destructive("Fail over everything"), .cancel("Wait")]),
+            to: "ops")
+        let tmux = try await TmuxSession.start(
+            [try Alertctl.binary(), "watch", "ops"], environment: ["ALERTD_URL": daemon.baseURL], width: 60, height: 18)
+        defer { tmux.kill() }
+        try await tmux.awaitScreen { $0.contains("[3] Wait") }
+        let lines = await tmux.screen().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first?.hasPrefix("alertd · ops") == true, "the header scrolled away:\n\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains("Promote the standby") }, "\(lines)")
+        #expect(lines.allSatisfy { $0.count <= 60 } && lines.contains(String(repeating: "─", count: 60)), "\(lines)")
+        // Wrapped between words: every word of the message is on the screen whole.
+        let words = Set(lines.joined(separator: " ").split(separator: " ").map(String.init))
+        for word in message.split(separator: " ") {
+            #expect(words.contains(String(word)), "\(word) was cut:\n\(lines.joined(separator: "\n"))")
         }
+
+        try await tmux.resize(width: 100, height: 30)
+        try await tmux.awaitScreen { $0.contains(String(repeating: "─", count: 100)) }
+        let wide = await tmux.screen().split(separator: "\n").map(String.init)
+        #expect(wide.allSatisfy { $0.count <= 100 } && wide.first?.hasPrefix("alertd · ops") == true, "\(wide)")
     }
 
     @Test("a token that may not answer shows read-only up front and offers no keys; an alert answered elsewhere says by whom")

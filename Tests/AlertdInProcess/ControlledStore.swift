@@ -124,6 +124,7 @@ public final class ControlledStore: PersistentStore, Sendable {
     public func answerToken(hash: [UInt8]) throws -> AnswerToken? { try inner.answerToken(hash: hash) }
     public func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
     public func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
+    public func cancelledDeliveries(ofWebhook id: String) throws -> [String] { try inner.cancelledDeliveries(ofWebhook: id) }
     public func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
         try inner.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: limit)
     }

@@ -197,6 +197,19 @@ class OpenDaemonTests(unittest.TestCase):
         answered = wait_for(lambda: (a := self.daemon.alert("keys", entered["id"]))["result"] and a, 5, "Enter")
         self.assertEqual(answered["result"]["button"], "Rotate", "Enter chooses the first default button")
 
+    def test_buttons_past_nine_carry_a_to_g_as_alertctl_labels_them_and_the_letter_chooses(self):
+        # Issue 45: the tenth button had no key here, [a] in watch and [10] in get.
+        self.open("many")
+        buttons = [{"title": f"B{n}"} for n in range(1, 13)] + [{"title": "None", "style": "cancel"}]
+        posted = self.daemon.post("many", {"title": "Which one?", "buttons": buttons})
+        self.shows(posted["id"])
+        keys = self.driver.execute_script(
+            "return [...document.querySelectorAll('#stage-content button.action')].map(b => b.querySelector('kbd').textContent);")
+        self.assertEqual(keys, ["1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d"])
+        ActionChains(self.driver).send_keys("b").perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("many", posted["id"]))["result"] and a, 5, "key b")
+        self.assertEqual(answered["result"]["button"], "B11")
+
     def test_a_destructive_button_asks_to_confirm_by_key_and_by_mouse_and_cancel_never_does(self):
         self.open("confirm")
         buttons = [{"title": "Keep", "style": "cancel"}, {"title": "Restart"}, {"title": "Wipe", "style": "destructive"}]
@@ -442,6 +455,59 @@ class OpenDaemonTests(unittest.TestCase):
             until(self.driver, lambda d: "Reconnecting" not in (text_of(d, "banner") or ""), SOON)
         finally:
             daemon.cleanup()
+
+    def test_after_a_restart_the_banner_goes_as_soon_as_alertd_answers_even_with_nothing_new(self):
+        # Issue 45: the page was live again within half a second, but the banner said
+        # "Reconnecting… next try in 3 s" until its long-poll's 25 s ran out.
+        daemon = Daemon()
+        try:
+            self.driver.get(daemon.base + "/#/clients/ops")
+            first = daemon.post("ops", {"title": "Still here after the restart", "buttons": [{"title": "OK"}]})
+            self.shows(first["id"])
+            self.assertEqual(daemon.terminate(), 0)
+            until(self.driver, lambda d: visible(d, "banner") and "Reconnecting" in text_of(d, "banner"), 5)
+            daemon = daemon.restart()
+            # Backoff is capped at 4 s; then one look, and the banner says so (well before 25 s).
+            until(self.driver, lambda d: "Reconnecting" not in (text_of(d, "banner") or ""), 10)
+            self.assertEqual(dialog_id(self.driver), first["id"], "the same alert is shown")
+        finally:
+            daemon.cleanup()
+
+    def test_the_history_table_wraps_between_words_never_inside_one(self):
+        client = "words"
+        titles = [
+            "Promote the standby replica of payments-eu to primary now?",
+            "Rotate every credential of the deployment pipeline tonight?",
+        ]
+        for title in titles:
+            posted = self.daemon.post(client, {"title": title, "buttons": [
+                {"title": "Acknowledge everything", "style": "destructive"}, {"title": "Cancel", "style": "cancel"}]})
+            self.assertEqual(self.daemon.choose(client, posted["id"], "Acknowledge everything")[0], 200)
+        for width in (1200, 900, 360):
+            driver = browser(width=width, height=800)
+            try:
+                driver.get(f"{self.daemon.base}/#/clients/{client}")
+                until(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-body tr")) == 2, 10, "two rows")
+                # Every word of every cell on one line (a line may end after a hyphen, as in
+                # print): a Range per word, or per hyphenated part, has one line of rects.
+                split = driver.execute_script("""
+                    const split = [];
+                    for (const cell of document.querySelectorAll('#history-body td')) {
+                        if (getComputedStyle(cell).display === 'none') continue;
+                        const node = [...cell.childNodes].find(n => n.nodeType === Node.TEXT_NODE);
+                        if (!node) continue;
+                        for (const match of node.textContent.matchAll(/[^ -]+-?/g)) {
+                            const range = document.createRange();
+                            range.setStart(node, match.index);
+                            range.setEnd(node, match.index + match[0].length);
+                            const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                            if (tops.size > 1) split.push(match[0]);
+                        }
+                    }
+                    return split;""")
+                self.assertEqual(split, [], f"words split across lines at {width} px")
+            finally:
+                driver.quit()
 
     def test_a_phone_screen_fits_without_sideways_scrolling(self):
         phone = browser(phone=True)

@@ -499,14 +499,21 @@
     refreshHistory(client, generation);
     followQueue(client, generation);
     let after = "";
+    // A look answers at once: the first one, and the first after a lost connection, so that the
+    // page says it is connected again as soon as alertd answers (a long-poll would say so only
+    // when the displayed alert changed, or after its 25 s) and shows what changed meanwhile.
+    let look = true;
     while (generation === state.generation) {
       try {
-        // The first look answers at once; then each long-poll parks until the displayed alert is
-        // another, or has another number of votes than this page shows (SPEC §10, docs/quorum.md).
+        // Then each long-poll parks until the displayed alert is another, or has another number
+        // of votes than this page shows (SPEC §10, docs/quorum.md).
         const query =
-          state.shown === undefined ? "" : `?wait=${WAIT_SECONDS}&after=${encodeURIComponent(after)}&votes=${voteCount(state.shown)}`;
+          look || state.shown === undefined
+            ? ""
+            : `?wait=${WAIT_SECONDS}&after=${encodeURIComponent(after)}&votes=${voteCount(state.shown)}`;
         const alert = await api(clientPath(client, "/current" + query), { signal: state.controller.signal });
         if (generation !== state.generation) return;
+        look = false;
         connected();
         const id = alert ? alert.id : "";
         if (state.shown === undefined || id !== after) {
@@ -528,6 +535,7 @@
         if (isNetwork(error)) {
           const delay = backoffDelay(error);
           connectionLost(error, delay);
+          look = true;
           await sleep(delay, generation);
         } else {
           // 400 or 403: retrying will not help. What the panels would show is not known:
@@ -631,6 +639,15 @@
 
   // MARK: - The alert
 
+  /**
+   * The label and key of the button shown at `position` (from 0): 1–9, then a–g for the tenth to
+   * the sixteenth, as alertctl watch, get and list label them (and choose --number takes them).
+   */
+  const KEY_LABELS = "123456789abcdefg";
+  function keyLabel(position) {
+    return KEY_LABELS[position] || String(position + 1);
+  }
+
   /** Buttons in the order people expect: the cancel button set apart, last. */
   function orderedButtons(alert) {
     const buttons = alert.buttons.map((button, index) => ({ ...button, index }));
@@ -676,7 +693,7 @@
           disabled: !mayAnswer || !!mine,
           onclick: () => press(client, alert, button),
         },
-        position < 9 ? el("kbd", { class: "key", "aria-hidden": "true", text: String(position + 1) }) : null,
+        el("kbd", { class: "key", "aria-hidden": "true", text: keyLabel(position) }),
         el("span", { class: "action-title", text: button.title }),
       );
     const buttonElements = ordered.map(makeButton);
@@ -916,8 +933,9 @@
     }
     const buttons = [...dialog.querySelectorAll("button.action")];
     let chosen = null;
-    if (/^[1-9]$/.test(event.key)) {
-      chosen = buttons[Number(event.key) - 1] || null;
+    const position = event.key.length === 1 ? KEY_LABELS.indexOf(event.key.toLowerCase()) : -1;
+    if (position >= 0) {
+      chosen = buttons[position] || null;
     } else if (event.key === "Escape") {
       chosen = buttons.find((b) => b.dataset.style === "cancel") || null;
     } else if (event.key === "Enter") {
