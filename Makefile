@@ -1,5 +1,5 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-debian deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
+.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-push test-debian deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
 
 # The version, written in one place: Sources/AlertdVersion/Version.swift.
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/AlertdVersion/Version.swift)
@@ -36,7 +36,7 @@ test-deps:
 # the git-ignored .venv/; installed together (so pip checks they agree), and again only
 # when a requirements file changes.
 VENV := .venv
-VENV_REQUIREMENTS := openapi/requirements.txt Tests/MCP/requirements.txt
+VENV_REQUIREMENTS := openapi/requirements.txt Tests/MCP/requirements.txt Tests/Push/requirements.txt
 $(VENV)/.installed: $(VENV_REQUIREMENTS)
 	rm -rf $(VENV)
 	/usr/bin/python3 -m venv $(VENV)
@@ -56,7 +56,8 @@ run: deps
 # the tests start; a filter that matches no test fails, see scripts/swift-test-nonempty.sh), and
 # through two alertd processes on one database behind nginx round-robin (ALERTD_TEST_MODE=balanced,
 # SPEC §9); the dashboard in Chromium (Debian's python3, for python3-selenium); the OpenAPI
-# document against a live alertd; `alertctl mcp` through the official Python MCP SDK; the package
+# document against a live alertd; `alertctl mcp` through the official Python MCP SDK; Web Push
+# against a stand-in push service (Tests/Push); the package
 # itself (Tests/Debian; under a real systemd when root). A Python tier fails unless it ran every
 # test it holds (scripts/python-tier.py). Each tier is bounded, so a hang fails the run with a
 # message instead of stalling it: the tests started and not finished above the message are the
@@ -73,6 +74,7 @@ test: test-deps venv
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@$(SHIPPED) $(MAKE) --no-print-directory test-openapi
 	@$(SHIPPED) $(MAKE) --no-print-directory test-mcp
+	@$(SHIPPED) $(MAKE) --no-print-directory test-push
 	@$(MAKE) --no-print-directory test-debian PACKAGE=$(DEB)
 
 # The shipped binaries, as every process tier of make test runs them (see test).
@@ -131,6 +133,14 @@ test-mcp: venv
 	@ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" ALERTCTL_BIN="$${ALERTCTL_BIN:-$$(swift build --show-bin-path)/alertctl}" \
 		timeout --kill-after=30 5m $(VENV)/bin/python scripts/python-tier.py Tests/MCP --needs-alertctl || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the MCP tests stopped after 5 minutes (a hang)" >&2; exit $$rc; }
+
+# Web Push against a stand-in push service that checks what a real one checks (VAPID, RFC 8030's
+# headers) and decrypts with Mozilla's http_ece (Tests/Push), on SQLite and two instances on PostgreSQL.
+test-push: venv
+	@[ -n "$$ALERTD_BIN" ] || swift build --product alertd >/dev/null
+	@ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" timeout --kill-after=30 10m \
+		$(VENV)/bin/python scripts/python-tier.py Tests/Push || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the push tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 
 # The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
 test-browser:
