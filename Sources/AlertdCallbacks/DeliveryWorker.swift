@@ -474,13 +474,16 @@ public final class DeliveryWorker: @unchecked Sendable {
         var prepared: PreparedPush?
         if delivery.kind == .push {
             // Made for this attempt: encrypted for the subscription as it is now, signed now.
+            guard let push else {
+                return await settle(delivery, .failed(reason: "not sent: push is off"), at: startedAt, stop: true)
+            }
             do {
-                prepared = try await push?.preparePush(delivery, now: startedAt)
+                switch try await push.preparePush(delivery, now: startedAt) {
+                case .send(let request): prepared = request
+                case .end(let reason): return await settle(delivery, .failed(reason: reason), at: startedAt, stop: true)
+                }
             } catch {
                 return await settle(delivery, .failed(reason: "the push could not be made: \(error.detail)"), at: startedAt)
-            }
-            guard prepared != nil else {
-                return await settle(delivery, .failed(reason: "not sent: the push subscription is gone"), at: startedAt, stop: true)
             }
         }
         let (outcome, produced) = await send(
@@ -489,7 +492,7 @@ public final class DeliveryWorker: @unchecked Sendable {
             // The device unsubscribed (RFC 8030 §6.4 / §7.3): its subscription ends, nothing more is sent to it.
             await push?.pushSubscriptionGone(delivery)
         }
-        await settle(delivery, outcome, at: startedAt, result: produced, giveUpAt: prepared?.giveUpAt)
+        await settle(delivery, outcome, at: startedAt, result: produced, giveUpAt: prepared?.giveUpAt, repeatAt: prepared?.repeatAt)
     }
 
     /// Logs a refusal with its whole reason (the recorded one may say less): a warning the
@@ -795,7 +798,7 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// list is remembered, for a reload that changes the list (``update(deny:)``).
     private func settle(
         _ delivery: PendingDelivery, _ outcome: AttemptOutcome, at startedAt: Timestamp, result: String? = nil,
-        giveUpAt: Timestamp? = nil, stop: Bool = false, refusedByDenyList: Bool = false
+        giveUpAt: Timestamp? = nil, stop: Bool = false, refusedByDenyList: Bool = false, repeatAt: Timestamp? = nil
     ) async {
         var rng = SystemRandom()  // not SystemRandomNumberGenerator: see SystemRandom
         let silence = delivery.kind == .alertmanagerSilence
@@ -813,6 +816,16 @@ public final class DeliveryWorker: @unchecked Sendable {
             retry = nil
             record.state = .failed
             record.nextAttemptAt = nil
+        }
+        // A reminder sent stays pending until its next time (push.remind_every): the same
+        // delivery, attempted again while its alert waits; it ends when the alert does.
+        if let repeatAt, record.state == .delivered {
+            record.state = .pending
+            record.nextAttemptAt = repeatAt
+            var next = delivery
+            next.attemptsMade = record.number
+            next.due = repeatAt
+            retry = next
         }
         if silence { logSilence(record, delivery) }
         // An attempt that failed while alertd stops (most likely cut off by it) is

@@ -71,9 +71,10 @@ struct PushRegistry: Sendable {
 /// (encrypted for its subscription, signed with alertd's VAPID key), and what to do when
 /// the push service says the subscription is gone.
 public protocol PushPreparing: AnyObject, Sendable {
-    /// The body and headers of `delivery`'s next attempt at `now`; nil when its subscription
-    /// is gone (removed since the push was written) or push is off.
-    func preparePush(_ delivery: PendingDelivery, now: Timestamp) async throws(EngineError) -> PreparedPush?
+    /// The body and headers of `delivery`'s next attempt at `now`; or why it ends: its
+    /// subscription is gone (removed since the push was written), push is off, or a
+    /// reminder's alert no longer waits for an answer.
+    func preparePush(_ delivery: PendingDelivery, now: Timestamp) async throws(EngineError) -> PushPreparation
     /// The push service answered 404 or 410: the device unsubscribed; its subscription ends.
     func pushSubscriptionGone(_ delivery: PendingDelivery) async
 }
@@ -84,11 +85,23 @@ public struct PreparedPush: Sendable {
     public var headers: [(String, String)]
     /// Past this no attempt is made: the alert expired, so the push would only mislead.
     public var giveUpAt: Timestamp?
+    /// A reminder's next time, once this one is sent (`push.remind_every` on).
+    public var repeatAt: Timestamp?
+}
+
+/// What the engine makes of a push's next attempt.
+public enum PushPreparation: Sendable {
+    /// Send this request.
+    case send(PreparedPush)
+    /// Send nothing, and no more: the subscription is gone, or a reminder's alert is no longer waiting.
+    case end(String)
 }
 
 extension Engine {
     /// The secret that holds the VAPID key in the store (every instance of §9 reads the same).
     static let vapidSecretName = "vapid"
+    /// The event type of a reminder (its payload is an `alert.displayed` one with `"reminder": true`).
+    static let reminderType = "alert.reminder"
 
     /// Loads (or makes, at first start) the VAPID key and the subscriptions, with push on.
     func startPush() async throws(EngineError) {
@@ -201,6 +214,16 @@ extension Engine {
             guard !subscriptions.isEmpty else { continue }
             events += pushEvents(
                 of: PushPayload.displayed(alert), type: PushPayload.displayedType, alert: alert, to: subscriptions, now: now)
+            // `push.remind_every`: one reminder a subscription, due that long after the display;
+            // each one sent schedules the next while the alert waits (``preparePush(_:now:)``).
+            if let remindEvery = settings.push?.remindEvery {
+                let first = now.adding(seconds: remindEvery)
+                if first < alert.expiresAt {
+                    events += pushEvents(
+                        of: PushPayload.displayed(alert, reminder: true), type: Self.reminderType, alert: alert, to: subscriptions,
+                        now: first)
+                }
+            }
         }
         for alert in change.decided {
             let subscriptions = registry.subscriptions(of: alert.client)
@@ -225,14 +248,25 @@ extension Engine {
 }
 
 extension Engine: PushPreparing {
-    public func preparePush(_ delivery: PendingDelivery, now: Timestamp) async throws(EngineError) -> PreparedPush? {
-        guard let vapid = vapid.withLockedValue({ $0 }) else { return nil }
-        guard let subscription = pushRegistry.withLockedValue({ $0.byID[delivery.secret] }),
-            let summary = PushPayload.summary(of: delivery.body)
-        else { return nil }
+    public func preparePush(_ delivery: PendingDelivery, now: Timestamp) async throws(EngineError) -> PushPreparation {
+        guard let vapid = vapid.withLockedValue({ $0 }) else { return .end("not sent: push is off (push.subject)") }
+        guard let subscription = pushRegistry.withLockedValue({ $0.byID[delivery.secret] }) else {
+            return .end("not sent: the push subscription is gone")
+        }
+        guard let summary = PushPayload.summary(of: delivery.body) else { return .end("not sent: not a push payload") }
         var payload = delivery.body
         var giveUpAt: Timestamp?
+        var repeatAt: Timestamp?
         var ttl = Int64(86_400)
+        if let displayedAt = summary.reminderOf {
+            // A reminder goes while the alert waits, displayed since the display it was made for.
+            guard let id = AlertID(summary.alertID), let alert = try await store.alert(id)?.alert, alert.state == .displayed,
+                alert.displayedAt == displayedAt
+            else { return .end("not sent: the alert no longer waits for an answer") }
+            if let remindEvery = settings.push?.remindEvery, now.adding(seconds: remindEvery) < alert.expiresAt {
+                repeatAt = now.adding(seconds: remindEvery)
+            }
+        }
         if summary.type == PushPayload.displayedType {
             let expiresAt = summary.expiresAt ?? now.adding(seconds: 86_400)
             giveUpAt = expiresAt
@@ -241,7 +275,7 @@ extension Engine: PushPreparing {
                 // A capability for this alert and this subscription, made now: the outbox keeps none.
                 let (token, hash) = AnswerTokens.mint()
                 let tokenExpiry = Timestamp(milliseconds: min(expiresAt.milliseconds, now.milliseconds + AnswerToken.lifetimeMilliseconds))
-                guard let alertID = AlertID(summary.alertID) else { return nil }
+                guard let alertID = AlertID(summary.alertID) else { return .end("not sent: not a push payload") }
                 try await store.saveAnswerToken(
                     AnswerToken(
                         hash: hash, alertID: alertID, client: delivery.client, subscriptionID: subscription.id,
@@ -258,7 +292,8 @@ extension Engine: PushPreparing {
         } catch {
             throw EngineError(.unavailable, "the push could not be made: \(error)")
         }
-        return PreparedPush(
+        return .send(
+            PreparedPush(
             body: body,
             headers: [
                 ("content-type", "application/octet-stream"), ("content-encoding", "aes128gcm"), ("ttl", String(ttl)),
@@ -267,7 +302,7 @@ extension Engine: PushPreparing {
                 // push about the alert replaces an older one still queued at the push service.
                 ("topic", summary.alertID), ("authorization", authorization),
             ],
-            giveUpAt: giveUpAt)
+            giveUpAt: giveUpAt, repeatAt: repeatAt))
     }
 
     public func pushSubscriptionGone(_ delivery: PendingDelivery) async {

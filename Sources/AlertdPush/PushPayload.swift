@@ -23,16 +23,19 @@ public enum PushPayload {
     /// too long is cut and ends with "…"; should the rest still not fit (a long title and
     /// many long buttons in a script of 4-byte characters), the title is cut and the
     /// buttons left out: a tap opens the dashboard on the alert, which shows it whole.
-    public static func displayed(_ alert: Alert) -> [UInt8] {
-        let whole = displayed(alert, message: alert.message, title: alert.title, buttons: true)
+    ///
+    /// `reminder`: the alert is still displayed and unanswered `push.remind_every` later; the
+    /// payload says so (`"reminder": true`), so a device can word its notification.
+    public static func displayed(_ alert: Alert, reminder: Bool = false) -> [UInt8] {
+        let whole = displayed(alert, message: alert.message, title: alert.title, buttons: true, reminder: reminder)
         if whole.count <= storedLimit { return whole }
         if let message = alert.message, !message.isEmpty {
-            if let cut = fitting(message, within: { displayed(alert, message: $0, title: alert.title, buttons: true) }) {
+            if let cut = fitting(message, within: { displayed(alert, message: $0, title: alert.title, buttons: true, reminder: reminder) }) {
                 return cut
             }
         }
-        return fitting(alert.title, within: { displayed(alert, message: nil, title: $0, buttons: false) })
-            ?? displayed(alert, message: nil, title: "…", buttons: false)
+        return fitting(alert.title, within: { displayed(alert, message: nil, title: $0, buttons: false, reminder: reminder) })
+            ?? displayed(alert, message: nil, title: "…", buttons: false, reminder: reminder)
     }
 
     /// The `alert.decided` payload of a terminal `alert`.
@@ -76,6 +79,8 @@ public enum PushPayload {
         public var alertID: String
         public var priority: Int
         public var expiresAt: Timestamp?
+        /// A reminder's: when the alert it reminds of was displayed (a display after it is another's to remind of).
+        public var reminderOf: Timestamp? = nil
     }
 
     public static func summary(of payload: [UInt8]) -> Summary? {
@@ -86,14 +91,22 @@ public enum PushPayload {
         if case .number(let number)? = alert["priority"], let whole = number.wholeInt { priority = whole }
         var expiresAt: Timestamp?
         if case .string(let text)? = alert["expires_at"] { expiresAt = Timestamp(rfc3339: text) }
-        return Summary(type: type, alertID: id, priority: priority, expiresAt: expiresAt)
+        var reminderOf: Timestamp?
+        if case .bool(true)? = object["reminder"], case .string(let text)? = alert["displayed_at"] {
+            reminderOf = Timestamp(rfc3339: text)
+        }
+        return Summary(type: type, alertID: id, priority: priority, expiresAt: expiresAt, reminderOf: reminderOf)
     }
 
-    private static func displayed(_ alert: Alert, message: String?, title: String, buttons: Bool) -> [UInt8] {
+    private static func displayed(_ alert: Alert, message: String?, title: String, buttons: Bool, reminder: Bool) -> [UInt8] {
         var json = JSONWriter(capacity: 512)
         json.beginObject()
         json.key("type")
         json.string(displayedType)
+        if reminder {
+            json.key("reminder")
+            json.bool(true)
+        }
         json.key("alert")
         json.beginObject()
         json.key("id")
@@ -116,6 +129,10 @@ public enum PushPayload {
         json.votes(alert.votes)
         json.key("expires_at")
         json.timestamp(alert.expiresAt)
+        if reminder {
+            json.key("displayed_at")
+            json.timestamp(alert.displayedAt)
+        }
         json.endObject()
         json.endObject()
         return json.bytes

@@ -213,13 +213,14 @@ struct ConfigTests {
 
 @Suite("Routing and problem codes")
 struct RoutingTests {
-    @Test("the problem codes are exactly §4's, with their statuses, plus alertd's own 500 internal")
+    @Test("the problem codes are exactly §4's and §11's, with their statuses, plus alertd's own 500 internal")
     func codes() async {
         let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
         #expect(
             table == [
                 "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
                 "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "already-voted": 409, "webhook-exists": 409,
+                "confirmation-required": 409, "answer-used": 410,
                 "payload-too-large": 413,
                 "unsupported-media-type": 415, "unknown-button": 422, "idempotency-mismatch": 422, "queue-full": 429,
                 "rate-limited": 429, "too-many-waiters": 503, "unavailable": 503, "internal": 500,
@@ -233,7 +234,8 @@ struct RoutingTests {
             .unknownButton: .unknownButton,
             .queueFull: .queueFull, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
             .invalidWebhook: .badRequest, .configWebhook: .forbidden, .webhookExists: .webhookExists, .tooManyWaiters: .tooManyWaiters,
-            .unavailable: .unavailable,
+            .unavailable: .unavailable, .invalidSubscription: .badRequest, .confirmationRequired: .confirmationRequired,
+            .answerUsed: .answerUsed,
         ]
         #expect(Set(expected.keys) == Set(EngineError.Code.allCases))
         for code in EngineError.Code.allCases {

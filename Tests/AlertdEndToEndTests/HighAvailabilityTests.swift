@@ -698,17 +698,22 @@ struct Cluster {
     let database: String
 
     /// `count` instances on a new database of this test process's shared PostgreSQL.
-    static func start(_ count: Int, config: String = "") async throws -> Cluster {
-        try await start(count, on: try await TestPostgres.shared(), config: config)
+    static func start(_ count: Int, config: String = "", publicConnect: Bool = false) async throws -> Cluster {
+        try await start(count, on: try await TestPostgres.shared(), config: config, publicConnect: publicConnect)
     }
 
     /// `count` instances on a new database of `postgres`.
     /// `durable`: commits wait for the WAL write (`synchronous_commit = on`, as alertd expects of a
     /// production database; the throwaway server turns it off), so that a killed server keeps them.
-    static func start(_ count: Int, on postgres: TestPostgres, config: String = "", durable: Bool = false) async throws -> Cluster {
+    /// `publicConnect`: PUBLIC keeps CONNECT on the database, PostgreSQL's default; otherwise it is
+    /// revoked, as docs/high-availability.md deploys it (alertd warns at start while PUBLIC may connect).
+    static func start(_ count: Int, on postgres: TestPostgres, config: String = "", durable: Bool = false, publicConnect: Bool = false)
+        async throws -> Cluster
+    {
         let url = try await postgres.createDatabase()
         let name = String(url.split(separator: "/").last ?? "")
         if durable { try await postgres.execute("ALTER DATABASE \(name) SET synchronous_commit = on") }
+        if !publicConnect { try await postgres.execute("REVOKE CONNECT ON DATABASE \(name) FROM PUBLIC") }
         let yaml =
             (config.isEmpty || config.hasSuffix("\n") ? config : config + "\n")
             + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n"

@@ -12,11 +12,24 @@ import Testing
 
 @Suite("A role that can only connect neither reads nor forges alertd's notifications", .serialized)
 struct NotificationForgeryTests {
-    /// A role with LOGIN and nothing else: CONNECT comes from PUBLIC.
+    /// A role that may connect (LOGIN, CONNECT on alertd's database, as a reporting role has)
+    /// and holds no privilege on alertd's tables.
     static func intruder(_ cluster: Cluster) async throws -> String {
         let role = "intruder_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
-        try await cluster.postgres.execute("CREATE ROLE \(role) LOGIN")
+        try await cluster.postgres.execute("CREATE ROLE \(role) LOGIN", "GRANT CONNECT ON DATABASE \(cluster.database) TO \(role)")
         return role
+    }
+
+    @Test("alertd warns at start while PUBLIC may connect to its database, and not once it may not")
+    func publicConnectWarning() async throws {
+        let open = try await Cluster.start(1, publicConnect: true)
+        defer { open.cleanup() }
+        try await open.instances[0].waitForStderr(containing: "every role may connect to database \(open.database)")
+        #expect(open.instances[0].stderrText.contains("REVOKE CONNECT ON DATABASE \"\(open.database)\" FROM PUBLIC"))
+        let closed = try await Cluster.start(1)
+        defer { closed.cleanup() }
+        _ = try await closed.instances[0].client().get("/readyz")
+        #expect(!closed.instances[0].stderrText.contains("every role may connect"), "\(closed.instances[0].stderrText)")
     }
 
     @Test("what the channel carries shows nothing of an alert: no client, id, title, message, URL or decider")

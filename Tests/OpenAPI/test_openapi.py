@@ -16,8 +16,9 @@ Run by `make test` with the pinned packages of openapi/requirements.txt in .venv
 
 The daemon's config (below) denies every callback target: the generated
 `callback_url`s and webhook URLs name hosts on the internet, and no test may
-send them anything. The Alertmanager receiver is on (so schemathesis exercises
-it), with silences going to a closed port on 127.0.0.1.
+send them anything (push endpoints included). The Alertmanager receiver and Web
+Push are on (so schemathesis exercises them), with silences going to a closed port
+on 127.0.0.1.
 """
 
 import ctypes
@@ -148,6 +149,9 @@ integrations:
   alertmanager:
     # Nothing listens on the discard port: a chosen silence is retried, never sent anywhere.
     url: "http://127.0.0.1:9"
+# Web Push on, so its endpoints answer as they do in use (callbacks.deny refuses every endpoint).
+push:
+  subject: "mailto:openapi@example.com"
 """
         )
 
