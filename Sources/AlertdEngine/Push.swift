@@ -87,6 +87,13 @@ public struct PreparedPush: Sendable {
     public var giveUpAt: Timestamp?
     /// A reminder's next time, once this one is sent (`push.remind_every` on).
     public var repeatAt: Timestamp?
+
+    public init(body: [UInt8], headers: [(String, String)], giveUpAt: Timestamp?, repeatAt: Timestamp?) {
+        self.body = body
+        self.headers = headers
+        self.giveUpAt = giveUpAt
+        self.repeatAt = repeatAt
+    }
 }
 
 /// What the engine makes of a push's next attempt.
