@@ -301,15 +301,15 @@ extension Engine: PushPreparing {
         }
         return .send(
             PreparedPush(
-            body: body,
-            headers: [
-                ("content-type", "application/octet-stream"), ("content-encoding", "aes128gcm"), ("ttl", String(ttl)),
-                ("urgency", summary.priority >= 50 ? "high" : "normal"),
-                // The alert's id (26 characters of base32, all in base64url's alphabet): a newer
-                // push about the alert replaces an older one still queued at the push service.
-                ("topic", summary.alertID), ("authorization", authorization),
-            ],
-            giveUpAt: giveUpAt, repeatAt: repeatAt))
+                body: body,
+                headers: [
+                    ("content-type", "application/octet-stream"), ("content-encoding", "aes128gcm"), ("ttl", String(ttl)),
+                    ("urgency", summary.priority >= 50 ? "high" : "normal"),
+                    // The alert's id (26 characters of base32, all in base64url's alphabet): a newer
+                    // push about the alert replaces an older one still queued at the push service.
+                    ("topic", summary.alertID), ("authorization", authorization),
+                ],
+                giveUpAt: giveUpAt, repeatAt: repeatAt))
     }
 
     public func pushSubscriptionGone(_ delivery: PendingDelivery) async {

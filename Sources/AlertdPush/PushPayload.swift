@@ -30,7 +30,8 @@ public enum PushPayload {
         let whole = displayed(alert, message: alert.message, title: alert.title, buttons: true, reminder: reminder)
         if whole.count <= storedLimit { return whole }
         if let message = alert.message, !message.isEmpty {
-            if let cut = fitting(message, within: { displayed(alert, message: $0, title: alert.title, buttons: true, reminder: reminder) }) {
+            if let cut = fitting(message, within: { displayed(alert, message: $0, title: alert.title, buttons: true, reminder: reminder) })
+            {
                 return cut
             }
         }

@@ -36,7 +36,8 @@ struct PushReminderTests {
         try await withAlertd(config: Self.config) { daemon in
             let device = PushDevice()
             let made = try await daemon.send(
-                "POST", "/v1/push/subscriptions", json: device.subscription(endpoint: "http://127.0.0.1:9/push", clients: ["ops"], answer: true))
+                "POST", "/v1/push/subscriptions",
+                json: device.subscription(endpoint: "http://127.0.0.1:9/push", clients: ["ops"], answer: true))
             #expect(made.status == 201, "\(made.text)")
             let posted = daemon.clock.now()
             let id = try await daemon.postAlert("ops", #"{"title":"Deploy?","buttons":[{"title":"Deploy"}]}"#)["id"] as! String
