@@ -66,12 +66,7 @@ extension API {
             switch result {
             case .success(let subscriptions):
                 var out = JSONWriter(capacity: 64 + subscriptions.count * 256)
-                out.beginObject()
-                out.key("subscriptions")
-                out.beginArray()
-                for subscription in subscriptions { out.raw(Self.subscription(subscription)) }
-                out.endArray()
-                out.endObject()
+                PushSubscriptionList(subscriptions: subscriptions.map(Self.resource)).write(into: &out)
                 return json(200, out.bytes)
             case .failure(let error):
                 return render(Problem(error))
@@ -164,24 +159,15 @@ extension API {
     }
 
     /// `{id, endpoint, clients, answer, decider, created_at}`: never the device's keys.
+    static func resource(_ subscription: PushSubscription) -> PushSubscriptionResource {
+        PushSubscriptionResource(
+            id: subscription.id, endpoint: subscription.endpoint, clients: subscription.clients, answer: subscription.answer,
+            decider: subscription.decider, createdAt: subscription.createdAt)
+    }
+
     static func subscription(_ subscription: PushSubscription) -> [UInt8] {
         var out = JSONWriter(capacity: 256)
-        out.beginObject()
-        out.key("id")
-        out.string(subscription.id)
-        out.key("endpoint")
-        out.string(subscription.endpoint)
-        out.key("clients")
-        out.beginArray()
-        for client in subscription.clients { out.string(client) }
-        out.endArray()
-        out.key("answer")
-        out.bool(subscription.answer)
-        out.key("decider")
-        out.string(subscription.decider)
-        out.key("created_at")
-        out.timestamp(subscription.createdAt)
-        out.endObject()
+        resource(subscription).write(into: &out)
         return out.bytes
     }
 }

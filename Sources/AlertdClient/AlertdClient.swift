@@ -285,6 +285,18 @@ public struct AlertdClient: Sendable {
         return answer.headers.first(name: "alertd-cancelled-deliveries").flatMap { Int($0) } ?? 0
     }
 
+    /// The push subscriptions this token made (SPEC §11; `admin`: every one), never the devices' keys.
+    public func pushSubscriptions() async throws -> [PushSubscriptionResource] {
+        let answer = try await transport.send(.GET, "/v1/push/subscriptions", timeout: requestTimeout)
+        return try transport.decode(PushSubscriptionList.self, from: answer).subscriptions
+    }
+
+    /// Removes a push subscription (this token's, or any with `admin`): the device is pushed
+    /// nothing more, and its answer links stop working.
+    public func removePushSubscription(id: String) async throws {
+        _ = try await transport.send(.DELETE, "/v1/push/subscriptions/" + Transport.percentEncoded(id), timeout: requestTimeout)
+    }
+
     /// The deliveries of an alert's terminal event: each target, every attempt, the next one's time.
     ///
     /// ```swift

@@ -262,7 +262,9 @@ extension Config {
         }
         if let remindEvery, remindEvery < 60 {
             problems.add(
-                push.error("remind_every", "must be at least a minute (60s, 10m), not \(remindEvery) s: a reminder a second is a flood"))
+                push.error(
+                    "remind_every",
+                    "must be at least a minute (60s, 10m), not \(remindEvery.formatted(.number)) s: a reminder a second is a flood"))
             return
         }
         config.push = PushSettings(subject: subject, remindEvery: remindEvery, allowHTTP: allowHTTP)

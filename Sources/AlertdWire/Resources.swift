@@ -534,6 +534,73 @@ public struct WebhookList: Sendable, Hashable, Codable {
     }
 }
 
+/// A push subscription as the API shows it (SPEC §11): never the device's keys.
+public struct PushSubscriptionResource: Sendable, Hashable, Codable {
+    /// `ps_…`.
+    public var id: String
+    /// The push service's URL for the device.
+    public var endpoint: String
+    /// The clients whose displayed alerts it is pushed.
+    public var clients: [String]
+    /// Whether its pushes carry an `answer_url`.
+    public var answer: Bool
+    /// The name of the token that made it (nil without tokens): who answers through it.
+    public var decider: String?
+    public var createdAt: Timestamp
+
+    /// A value with every field given.
+    public init(id: String, endpoint: String, clients: [String], answer: Bool, decider: String?, createdAt: Timestamp) {
+        self.id = id
+        self.endpoint = endpoint
+        self.clients = clients
+        self.answer = answer
+        self.decider = decider
+        self.createdAt = createdAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, endpoint, clients, answer, decider
+        case createdAt = "created_at"
+    }
+
+    /// `{id, endpoint, clients, answer, decider, created_at}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("id")
+        json.string(id)
+        json.key("endpoint")
+        json.string(endpoint)
+        json.key("clients")
+        json.beginArray()
+        for client in clients { json.string(client) }
+        json.endArray()
+        json.key("answer")
+        json.bool(answer)
+        json.key("decider")
+        json.string(decider)
+        json.key("created_at")
+        json.timestamp(createdAt)
+        json.endObject()
+    }
+}
+
+/// `GET /v1/push/subscriptions`.
+public struct PushSubscriptionList: Sendable, Hashable, Codable {
+    public var subscriptions: [PushSubscriptionResource]
+
+    public init(subscriptions: [PushSubscriptionResource]) { self.subscriptions = subscriptions }
+
+    /// `{"subscriptions":[…]}`.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("subscriptions")
+        json.beginArray()
+        for subscription in subscriptions { subscription.write(into: &json) }
+        json.endArray()
+        json.endObject()
+    }
+}
+
 /// `GET /v1/clients/{client}/alerts/{id}/deliveries`.
 public struct DeliveryList: Sendable, Hashable, Codable {
     /// One per target of the alert's terminal event.
