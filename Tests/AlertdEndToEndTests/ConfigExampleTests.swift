@@ -22,7 +22,8 @@ struct ConfigExampleTests {
         "max_connections_per_ip", "max_expires_in", "max_pending", "max_pending_bytes", "max_pending_per_client", "max_pending_total",
         "max_requests_per_token", "max_response_bytes_in_flight", "priorities", "write_timeout_seconds",
         "max_wait_seconds", "max_waiters", "max_waiters_per_token", "metrics", "name", "password", "policy", "pool_size",
-        "postgres", "rate_burst", "rate_per_second", "read_timeout_seconds", "require_token", "retention", "retention_max",
+        "postgres", "push", "subject", "remind_every", "allow_http", "rate_burst", "rate_per_second", "read_timeout_seconds",
+        "require_token", "retention", "retention_max",
         "retry_initial_seconds", "retry_max_interval_seconds", "roles", "secret", "severity_priority", "signing_secret",
         "silence", "state_dir", "store", "style", "timeout", "title", "tls", "tokens", "url", "username", "webhooks",
     ]
@@ -128,7 +129,7 @@ struct ConfigExampleTests {
         #expect(
             Self.heads(lines, blocks) == [
                 "store", "max_connections_per_ip", "rate_per_second", "clients", "tls", "http", "tokens", "signing_secret",
-                "allow", "webhooks", "integrations",
+                "allow", "webhooks", "integrations", "push",
             ])
         // Issue 45: the placeholder, uncommented as it is, is a secret anyone can read: refused, saying so.
         let placeholder = "replace-with-openssl-rand-base64-32"
@@ -152,7 +153,10 @@ struct ConfigExampleTests {
         // The examples inside an example (one way to sign in to Alertmanager, and so on): each
         // alone on top of everything above.
         let nested = Self.examples(all)
-        #expect(Self.heads(all, nested) == ["bearer_token", "bearer_token_file", "basic_auth", "matcher_labels", "expires_in"])
+        #expect(
+            Self.heads(all, nested) == [
+                "bearer_token", "bearer_token_file", "basic_auth", "matcher_labels", "expires_in", "remind_every", "allow_http",
+            ])
         for block in nested {
             let one = try await Self.check(Self.uncommenting(all, [block]), in: directory)
             #expect(one.status == 0, "with this uncommented too:\n\(all[block].joined(separator: "\n"))\n→ \(one.output)")
