@@ -248,6 +248,33 @@ struct PushTests {
         }
     }
 
+    @Test("an answer link answers its own alert only: once that alert is decided it is 410, and the alert displayed after it is untouched")
+    func linkForAnotherAlert() async throws {
+        let service = try await WebhookReceiver.listening()
+        defer { service.close() }
+        service.behave(.status(201))
+        let (config, secrets) = try await pushConfig()
+        try await withTestClient(config: config) { http in
+            let device = PushDevice()
+            #expect(
+                try await http.post(
+                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
+                    headers: bearer(secrets["console"])
+                ).status == 201)
+            let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
+            let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
+            let pushed = try #require(try await service.waitForRequests(count: 1, timeout: 20).first)
+            let link = try #require(try device.payload(pushed.body)["answer_url"] as? String)
+            // The first is withdrawn: the second is displayed, and pushed with a link of its own.
+            #expect(try await http.delete("/v1/clients/ops/alerts/\(id(first))", headers: bearer(secrets["deployer"])).status == 200)
+            let used = try await http.post(link, json: #"{"button":"Deploy"}"#)
+            #expect(used.status == 410 && (try? used.jsonObject()["code"] as? String) == "answer-used", "\(used.text)")
+            let current = try await http.get("/v1/clients/ops/alerts/current", headers: bearer(secrets["reader"])).jsonObject()
+            #expect(current["id"] as? String == id(second) && current["state"] as? String == "displayed")
+            #expect((current["votes"] as? [Any])?.isEmpty == true, "the link of the first did not touch the second")
+        }
+    }
+
     @Test("a push service that answers 410 ends the subscription: it is not listed, and nothing more is pushed to it")
     func goneEndsSubscription() async throws {
         let service = try await WebhookReceiver.listening()

@@ -16,7 +16,8 @@
  * Per request it records, in memory: the arrival time (CLOCK_REALTIME, ns,
  * taken when the whole body has arrived), the time the answer was queued, the
  * `webhook-id` header, the alert id (the first "id" inside "alert":{ of the
- * body), the event "type", the body size and, with --secret, whether the
+ * body; for a Web Push, whose body is encrypted, its `Topic` header, with type
+ * "push"), the event "type", the body size and, with --secret, whether the
  * `webhook-signature` header verifies (Standard Webhooks: v1,base64(HMAC-SHA256
  * of "id.timestamp.body")). The log is written on SIGTERM/SIGINT (then the
  * process exits) as tab-separated lines:
@@ -197,6 +198,12 @@ static size_t add_record(struct MHD_Connection *c, struct req *r) {
     const char *wid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "webhook-id");
     snprintf(rec.wid, sizeof rec.wid, "%s", wid ? wid : "-");
     parse_body(r->body ? r->body : "", r->len, &rec);
+    /* A Web Push (bench/push.py): the body is encrypted; its Topic header is the alert id. */
+    const char *topic = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "topic");
+    if (topic != NULL) {
+        snprintf(rec.aid, sizeof rec.aid, "%s", topic);
+        snprintf(rec.type, sizeof rec.type, "push");
+    }
     rec.sig = verify(c, r->body ? r->body : "", r->len);
     pthread_mutex_lock(&rec_lock);
     if (nrec == caprec) {
