@@ -108,6 +108,8 @@ public final class Engine: Sendable {
     /// Push subscriptions by client (SPEC §11), and the VAPID key once read from the store.
     let pushRegistry = NIOLockedValueBox(PushRegistry())
     let vapid = NIOLockedValueBox<VAPID?>(nil)
+    /// VAPID `Authorization`s by push service origin, and when each was signed (``preparePush``).
+    let vapidTokens = NIOLockedValueBox<[String: (authorization: String, madeAt: Int64)]>([:])
     /// Looks up a callback host for the check at post and registration (``refusedTarget(_:)``).
     let lookUp: TargetLookup?
     /// A client's callback deliveries not yet made (``Settings/maxPendingDeliveriesPerClient``).

@@ -240,17 +240,19 @@ extension Engine {
         return events
     }
 
+    /// One event of the payload in clear, a delivery per subscription (encrypted for each at
+    /// its attempt): a display on a client of a hundred devices writes one body, not a hundred.
     private func pushEvents(
         of payload: [UInt8], type: String, alert: Alert, to subscriptions: [PushSubscription], now: Timestamp
     ) -> [OutboxEvent] {
-        subscriptions.map { subscription in
+        [
             OutboxEvent(
                 id: outbox.eventID(at: now).description, alertID: alert.id, client: alert.client,
                 type: DeliveryKind.pushTypePrefix + type, createdAt: now, body: payload,
-                deliveries: [
+                deliveries: subscriptions.map { subscription in
                     OutboxDelivery(id: outbox.deliveryID(at: now), target: subscription.endpoint, webhookID: nil, secret: subscription.id)
-                ])
-        }
+                })
+        ]
     }
 }
 
@@ -295,7 +297,7 @@ extension Engine: PushPreparing {
         let authorization: String
         do {
             body = try WebPushEncryption.encrypt(payload, for: PushKeys(checkedP256dh: subscription.p256dh, auth: subscription.auth))
-            authorization = try vapid.authorization(endpoint: subscription.endpoint, now: now.milliseconds / 1000)
+            authorization = try vapidAuthorization(vapid, endpoint: subscription.endpoint, now: now)
         } catch {
             throw EngineError(.unavailable, "the push could not be made: \(error)")
         }
@@ -310,6 +312,26 @@ extension Engine: PushPreparing {
                     ("topic", summary.alertID), ("authorization", authorization),
                 ],
                 giveUpAt: giveUpAt, repeatAt: repeatAt))
+    }
+
+    /// The `Authorization` for a push to `endpoint`: one token per push service (the JWT's
+    /// `aud` is its origin), signed again once it is an hour old (it is valid twelve), so a
+    /// display pushed to a hundred devices signs once, not a hundred times.
+    private func vapidAuthorization(_ vapid: VAPID, endpoint: String, now: Timestamp) throws -> String {
+        guard let origin = VAPID.origin(of: endpoint) else {
+            return try vapid.authorization(endpoint: endpoint, now: now.milliseconds / 1000)
+        }
+        if let cached = vapidTokens.withLockedValue({ $0[origin] }), now.milliseconds - cached.madeAt < 3_600_000,
+            cached.madeAt <= now.milliseconds
+        {
+            return cached.authorization
+        }
+        let made = try vapid.authorization(endpoint: endpoint, now: now.milliseconds / 1000)
+        vapidTokens.withLockedValue { tokens in
+            if tokens.count > 1000 { tokens.removeAll() }  // push services are few; bound it all the same
+            tokens[origin] = (made, now.milliseconds)
+        }
+        return made
     }
 
     public func pushSubscriptionGone(_ delivery: PendingDelivery) async {
