@@ -232,7 +232,9 @@ extension Engine {
                 }
             }
         }
-        for alert in change.decided {
+        // Only an alert decided while displayed was pushed as displayed: a queued one withdrawn
+        // or expired was never shown on a device, and a push about it would only wake it up.
+        for alert in change.decided where alert.displayedAt != nil {
             let subscriptions = registry.subscriptions(of: alert.client)
             guard !subscriptions.isEmpty else { continue }
             events += pushEvents(of: PushPayload.decided(alert), type: PushPayload.decidedType, alert: alert, to: subscriptions, now: now)

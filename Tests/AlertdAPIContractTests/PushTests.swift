@@ -275,6 +275,34 @@ struct PushTests {
         }
     }
 
+    @Test("only a displayed alert is pushed: one queued behind it and withdrawn wakes no device, neither as displayed nor as decided")
+    func queuedAlertsPushNothing() async throws {
+        let service = try await WebhookReceiver.listening()
+        defer { service.close() }
+        service.behave(.status(201))
+        let (config, secrets) = try await pushConfig()
+        try await withTestClient(config: config) { http in
+            let device = PushDevice()
+            #expect(
+                try await http.post(
+                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
+                    headers: bearer(secrets["reader"])
+                ).status == 201)
+            let shown = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
+            let queued = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
+            _ = try await service.waitForRequests(count: 1, timeout: 20)
+            #expect(try await http.delete("/v1/clients/ops/alerts/\(id(queued))", headers: bearer(secrets["deployer"])).status == 200)
+            // The withdrawal committed with whatever it pushes; then the displayed one is withdrawn
+            // too, and its alert.decided is the next push: nothing came between.
+            #expect(try await http.delete("/v1/clients/ops/alerts/\(id(shown))", headers: bearer(secrets["deployer"])).status == 200)
+            let all = try await service.waitForRequests(count: 2, timeout: 20)
+            let second = try device.payload(all[1].body)
+            #expect(second["type"] as? String == "alert.decided" && (second["alert"] as? [String: Any])?["id"] as? String == id(shown))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(service.requests.count == 2, "\(service.requests)")
+        }
+    }
+
     @Test("a push service that answers 410 ends the subscription: it is not listed, and nothing more is pushed to it")
     func goneEndsSubscription() async throws {
         let service = try await WebhookReceiver.listening()
