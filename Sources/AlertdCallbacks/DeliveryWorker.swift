@@ -384,7 +384,10 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// Logs a refusal with its whole reason (the recorded one may say less): a warning the
     /// first time for its target and reason, a debug line at every retry after (``RefusalLog``).
     private func refused(_ delivery: PendingDelivery, because reason: String) {
-        let metadata: Logger.Metadata = ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"]
+        // The target without its user info, path or query values: secrets a URL carries stay out of the log.
+        let metadata: Logger.Metadata = [
+            "delivery": "\(delivery.id)", "target": "\(URLRedaction.redacted(delivery.target))", "reason": "\(reason)",
+        ]
         if refusals.withLockedValue({ $0.isFirst(target: delivery.target, reason: reason) }) {
             logger.warning("callback target refused (its retries are logged at debug)", metadata: metadata)
         } else {
