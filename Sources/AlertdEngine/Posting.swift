@@ -48,13 +48,17 @@ extension Engine {
     /// thread's stack: an async function keeps the values of its body in its frame, taken
     /// from the task's allocator, and with them inline this one's frame took 6.1 KiB; now
     /// 1.8 (issue 28, bench/RESULTS.md).
-    public func post(_ draft: NewAlert, to client: String, idempotency: IdempotencyKey?) async throws(EngineError) -> Posted {
+    ///
+    /// `poster` is the posting token's name (nil without tokens): the alert's `posted_by` (§10).
+    public func post(
+        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?, by poster: String? = nil
+    ) async throws(EngineError) -> Posted {
         try admit(draft, to: client)
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
         let committed = try await store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
             [self] (board, context) throws(EngineError) -> Mutation<PostOutcome> in
-            try postMutation(draft, to: client, idempotency: idempotency, now: now, board: &board, context: context)
+            try postMutation(draft, to: client, by: poster, idempotency: idempotency, now: now, board: &board, context: context)
         }
         switch outcome(of: committed) {
         case .posted(let posted): return posted
@@ -114,7 +118,7 @@ extension Engine {
     /// (the same body) or refused (another), else the alert posted on the board.
     @inline(never)
     private func postMutation(
-        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?, now: Timestamp, board: inout AlertBoard,
+        _ draft: NewAlert, to client: String, by poster: String?, idempotency: IdempotencyKey?, now: Timestamp, board: inout AlertBoard,
         context: any TransactionContext
     ) throws(EngineError) -> Mutation<PostOutcome> {
         if let idempotency, let record = try context.idempotencyRecord(),
@@ -129,7 +133,7 @@ extension Engine {
         let alert: Alert
         let change: BoardChange
         do throws(BoardError) {
-            (alert, change) = try board.post(draft, to: client, now: now)
+            (alert, change) = try board.post(draft, to: client, by: poster, now: now)
         } catch {
             throw EngineError(error)
         }

@@ -182,12 +182,14 @@ public final class PostgresAlertStore: AlertStore, Service {
         var pending = 0
         var bytes = 0
         // The footprint as Alert.footprint adds it up, from the stored columns (buttons as
-        // their JSON: a few bytes more per button than the budget counts).
+        // their JSON: a few bytes more per button than the budget counts), and the rendered
+        // copy each is counted with, as the board counts it (its `size`).
         for try await (client, count, size) in try await client.query(
             """
             SELECT client, pg_catalog.count(*), \(Alert.fixedFootprint)::bigint * pg_catalog.count(*) + coalesce(pg_catalog.sum(
                 pg_catalog.octet_length(title) + coalesce(pg_catalog.octet_length(message), 0) + coalesce(pg_catalog.octet_length(callback_url), 0)
-                + coalesce(pg_catalog.octet_length(metadata), 0) + pg_catalog.octet_length(buttons)), 0)::bigint
+                + coalesce(pg_catalog.octet_length(metadata), 0) + pg_catalog.octet_length(buttons)
+                + \(unescaped: Self.sizeOf)), 0)::bigint
             FROM alerts WHERE state IN ('queued', 'displayed') GROUP BY client
             """, logger: logger
         ).decode((String, Int, Int).self) {
@@ -217,6 +219,14 @@ public final class PostgresAlertStore: AlertStore, Service {
                 bytesByClient: bytesByClient, noted: counts.noted)
         }
     }
+
+    /// An alert row's `size` (``AlertdCore/Alert/renderedFootprint`` and its events' bodies), in SQL;
+    /// for a row written before sizes were (migration 7), its columns' bytes instead.
+    static let sizeOf = """
+        coalesce(size, 512 + pg_catalog.octet_length(title) + coalesce(pg_catalog.octet_length(message), 0) \
+        + pg_catalog.octet_length(buttons) + coalesce(pg_catalog.octet_length(callback_url), 0) \
+        + coalesce(pg_catalog.octet_length(metadata), 0) + 2 * coalesce(pg_catalog.octet_length(votes), 0))
+        """
 
     /// What the bounds see outside one client's transaction.
     func elsewhere(of client: String) -> (pending: Int, clients: Int, bytes: Int) {

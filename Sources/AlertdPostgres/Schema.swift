@@ -148,6 +148,17 @@ enum Schema {
                 "REVOKE ALL ON secrets FROM PUBLIC",
             ]
         ),
+        // NULL for alerts posted before: without a name they bind no vote (SPEC §10).
+        Migration(6, "who posted an alert (SPEC §10: the poster cannot approve its own)", ["ALTER TABLE alerts ADD COLUMN posted_by text"]),
+        // `size`: the alert as rendered (Alert.renderedFootprint) plus the bodies of the events
+        // written with it; what its client's retention by bytes and the displayed alerts'
+        // share of limits.max_pending_bytes count. NULL for a row written before: counted
+        // from its columns (PostgresAlertStore.sizeOf).
+        Migration(
+            7, "each alert's size (alerts.retention_max_bytes, limits.max_pending_bytes)", ["ALTER TABLE alerts ADD COLUMN size bigint"]),
+        Migration(
+            8, "decided alerts by client with their size (the purge by bytes)",
+            body: .index(name: "alerts_retained", definition: "ON alerts (client, id) INCLUDE (size) WHERE decided_at IS NOT NULL")),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

@@ -147,13 +147,16 @@ public final class SQLiteStore: PersistentStore {
     }
 
     private static func apply(_ writes: [StoreWrite], _ db: Database) throws {
+        // An alert decided is written with its events: their bodies count in its size.
+        var eventBytes: [AlertID: Int] = [:]
+        for case .event(let event) in writes { eventBytes[event.alertID, default: 0] += event.body.count }
         for write in writes {
             switch write {
             case .client(let id, let createdAt):
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO clients (id, created_at) VALUES (?, ?)")
                     .execute(arguments: [id, createdAt.milliseconds])
             case .alert(let alert):
-                try Self.upsert(alert, try db.cachedStatement(sql: Self.upsertAlert), db)
+                try Self.upsert(alert, eventBytes: eventBytes[alert.id] ?? 0, try db.cachedStatement(sql: Self.upsertAlert), db)
             case .idempotency(let record):
                 try db.cachedStatement(
                     sql: """
