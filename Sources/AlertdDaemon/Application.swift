@@ -130,7 +130,8 @@ public struct Alertd: Sendable {
                     maxWaitersPerToken: config.limits.maxWaitersPerToken, retentionSeconds: config.retentionSeconds,
                     signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager,
                     callbackDeny: try config.callbacks.denyList(), retentionMax: config.retentionMax,
-                    maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient),
+                    maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient,
+                    retentionMaxBytesPerClient: config.retentionMaxBytesPerClient, retentionMaxBytes: config.retentionMaxBytes),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
                 deliver: { deliveries.enqueue($0) }, backlog: { deliveries.backlog(of: $0) })

@@ -50,7 +50,8 @@ final class Reloader: Sendable {
         engine.update(
             maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters,
             maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds,
-            retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient)
+            retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient,
+            retentionMaxBytesPerClient: new.retentionMaxBytesPerClient, retentionMaxBytes: new.retentionMaxBytes)
         if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
         LogfmtHandler.level.store(LogfmtHandler.levelCode(new.logLevel), ordering: .relaxed)
         current.withLockedValue { $0 = new }

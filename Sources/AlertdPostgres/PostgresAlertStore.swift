@@ -55,6 +55,8 @@ public final class PostgresAlertStore: AlertStore, Service {
     let counts = NIOLockedValueBox(Counts())
     /// alertd's tables with their indexes and TOAST, as the last purge measured them.
     let measuredBytes = NIOLockedValueBox<Int?>(nil)
+    /// The terminal alerts' bytes (their `size`s), as the last purge measured them.
+    let measuredRetained = NIOLockedValueBox<Int?>(nil)
     let healthy = Atomic<Bool>(true)
     /// Set as the pool starts running: nothing leases a connection before (postgres-nio warns).
     let clientRunning = Atomic<Bool>(false)
