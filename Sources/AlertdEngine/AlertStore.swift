@@ -130,6 +130,10 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     func purge(_ retention: Retention, keysBefore: Timestamp) async throws(EngineError) -> [String]
     /// The bytes of every terminal alert, as ``Retention`` counts them, at the last purge; nil: not known.
     var retainedBytes: Int? { get }
+    /// Why an alert with a `quorum` above 1 is refused now (SPEC §10): a store shared with
+    /// an instance that does not support quorum, which would take one vote as the answer;
+    /// nil: it is not (always, for a store of one process).
+    var quorumRefusal: String? { get }
 
     /// Probes whether the store takes writes (for readiness). After failed
     /// commits, once one goes through again, the store rebuilds what it holds
@@ -349,6 +353,8 @@ public struct Retention: Sendable, Hashable {
 }
 
 extension AlertStore {
+    public var quorumRefusal: String? { nil }
+
     /// ``purge(_:keysBefore:)`` by age and count only.
     public func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String] {
         try await purge(Retention(decidedBefore: decidedBefore, keepPerClient: keepPerClient), keysBefore: keysBefore)

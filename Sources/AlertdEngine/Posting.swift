@@ -93,6 +93,11 @@ extension Engine {
                 ])
         }
         if let refusal = refusal() { throw refusal }
+        if (draft.quorum ?? 1) > 1, let reason = store.quorumRefusal {
+            // A rolling upgrade: an older instance would answer it at its first vote. The
+            // condition passes with the upgrade: 503, as for any store that cannot take it now.
+            throw EngineError(.unavailable, reason, retryAfter: Self.quorumRetrySeconds)
+        }
         let limit = settings.maxPendingDeliveriesPerClient
         if backlog(client) >= limit {
             // Its receivers do not keep up (or are down): its next alerts' events would only
@@ -103,6 +108,9 @@ extension Engine {
                     + "posts are taken again as they are delivered or given up")
         }
     }
+
+    /// When to post an alert with a quorum again while an instance without quorum support serves.
+    static let quorumRetrySeconds = 10
 
     /// A post's transaction, as it committed.
     enum PostOutcome: Sendable {

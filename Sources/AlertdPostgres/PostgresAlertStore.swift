@@ -51,6 +51,10 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// through completions, flushes, deadline rounds), run by ``run()``.
     let jobs = Jobs()
     let notifications: Notifications
+    let presence: Presence
+    /// Why an alert with a quorum above 1 is refused now (an instance without quorum
+    /// support serves this database), as last read; nil: it is not.
+    let quorumBlockers = NIOLockedValueBox<String?>(nil)
     let displayReader: DisplayReader
     let counts = NIOLockedValueBox(Counts())
     /// alertd's tables with their indexes and TOAST, as the last purge measured them.
@@ -96,16 +100,18 @@ public final class PostgresAlertStore: AlertStore, Service {
         self.logger = logger
         self.instance = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.settings = NIOLockedValueBox(settings)
-        var configuration = try url.clientConfiguration()
+        // Every connection names its instance (pg_stat_activity): older versions' name none.
+        var configuration = try url.clientConfiguration(applicationName: "alertd/\(instance)")
         configuration.options.maximumConnections = max(1, poolSize)
         // A database that cannot be reached answers 503 soon, not after ten seconds: a
         // connection attempt gives up after 3 s, and so does a request waiting for a connection.
         configuration.options.connectTimeout = .seconds(3)
-        var probe = try url.connectionConfiguration()
+        var probe = try url.connectionConfiguration(applicationName: "alertd/\(instance)")
         probe.options.connectTimeout = .seconds(1)
         client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
         flushes = Flushes(logger: logger, onFlush: onFlush)
         notifications = Notifications(url: url, instance: instance, logger: logger)
+        presence = Presence(url: url, instance: instance, logger: logger)
         displayReader = DisplayReader(logger: logger)
         flushes.store = self
         displayReader.store = self
@@ -121,6 +127,7 @@ public final class PostgresAlertStore: AlertStore, Service {
                 await self.client.run()
             }
             group.addTask { await self.notifications.run() }
+            group.addTask { await self.presence.run { self.migrated.load(ordering: .acquiring) } }
             group.addTask { await self.refreshCounts() }
             // Until a graceful shutdown (or cancellation), and then until the work started has
             // ended, while the connections are still there for it.
@@ -213,6 +220,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         ).decode((Int64?, Int64?).self) {
             next = [expiry, dismissal].compactMap { $0 }.min()
         }
+        await readQuorumBlockers()
         counts.withLockedValue { counts in
             var read = next.map(Timestamp.init(milliseconds:))
             if counts.noted != noted, let sooner = counts.nextDeadline, read.map({ sooner < $0 }) ?? true { read = sooner }
@@ -229,6 +237,43 @@ public final class PostgresAlertStore: AlertStore, Service {
         + pg_catalog.octet_length(buttons) + coalesce(pg_catalog.octet_length(callback_url), 0) \
         + coalesce(pg_catalog.octet_length(metadata), 0) + 2 * coalesce(pg_catalog.octet_length(votes), 0))
         """
+
+    /// Reads whether an instance without quorum support serves this database (SPEC §10,
+    /// issue 44 item 7): a live instance registered without `quorum`, or an alertd older
+    /// than the registry, which registers nothing and is seen by its `LISTEN "alertd"`
+    /// connection: a session of alertd's role, on this database, that names no instance
+    /// (this version's connections are `alertd/<instance>`).
+    func readQuorumBlockers() async {
+        do {
+            var blockers: [String] = []
+            for try await (who, version) in try await client.query(
+                """
+                SELECT 'instance ' || i.id, 'alertd ' || i.version FROM instances i
+                WHERE \(unescaped: Presence.isLive("i")) AND NOT (' ' || i.capabilities || ' ') LIKE '% quorum %'
+                UNION ALL
+                SELECT 'the alertd listening from ' || coalesce(pg_catalog.host(a.client_addr), 'a local socket') || ' (pid ' || a.pid || ')',
+                    'a version older than 0.1.0'
+                FROM pg_catalog.pg_stat_activity a
+                WHERE a.datname = pg_catalog.current_database() AND a.usename = current_user
+                  AND a.query LIKE 'LISTEN "\(unescaped: Notifications.channel)"%' AND a.application_name NOT LIKE 'alertd/%'
+                """, logger: logger
+            ).decode((String, String).self) {
+                blockers.append("\(who) (\(version))")
+            }
+            let reason =
+                blockers.isEmpty
+                ? nil
+                : "an alert with a quorum above 1 is refused while an instance without quorum support serves this database: "
+                    + blockers.joined(separator: ", ")
+                    + "; it would take one vote as the answer. Post it again once every instance runs alertd 0.1.0 or later "
+                    + "(docs/high-availability.md, rolling upgrades)"
+            quorumBlockers.withLockedValue { $0 = reason }
+        } catch {
+            logger.debug("the instances serving were not read", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    public var quorumRefusal: String? { quorumBlockers.withLockedValue { $0 } }
 
     /// What the bounds see outside one client's transaction.
     func elsewhere(of client: String) -> (pending: Int, clients: Int, bytes: Int) {

@@ -159,6 +159,22 @@ enum Schema {
         Migration(
             8, "decided alerts by client with their size (the purge by bytes)",
             body: .index(name: "alerts_retained", definition: "ON alerts (client, id) INCLUDE (size) WHERE decided_at IS NOT NULL")),
+        // Every instance's row, written at its start (Presence): what it supports, and the key of
+        // the session-level advisory lock it holds while it runs. A row whose lock nobody holds is
+        // a dead instance: its delivery leases are taken over at once.
+        Migration(
+            9, "instances: who serves, what each supports, the lock that shows it alive",
+            [
+                """
+                CREATE TABLE instances (
+                    id text COLLATE "C" PRIMARY KEY,
+                    lock_key integer NOT NULL,
+                    version text NOT NULL,
+                    capabilities text NOT NULL,
+                    started_at bigint NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

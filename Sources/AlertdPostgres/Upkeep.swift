@@ -32,6 +32,13 @@ extension PostgresAlertStore {
             }
             let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
                 try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
+                // The rows of dead instances that hold no delivery any more (while one does, its
+                // row says its holder is dead, and the delivery is taken over at once).
+                try await connection.query(
+                    """
+                    DELETE FROM instances i WHERE NOT \(unescaped: Presence.isLive("i"))
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.leased_by = i.id AND d.state = 'pending')
+                    """, logger: logger)
                 // Clients with nothing left: forgotten, unless one is in a transaction now.
                 var forgotten: [String] = []
                 for try await id in try await connection.query(
