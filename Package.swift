@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "AlertdPostgres",
             dependencies: [
-                "AlertdCore", "AlertdEngine", "AlertdWire",
+                "AlertdCore", "AlertdEngine", "AlertdWire", "AlertdVersion",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

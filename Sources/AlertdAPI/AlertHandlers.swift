@@ -24,8 +24,10 @@ extension API {
             throw problem
         }
         let idempotency = key.map { IdempotencyKey(key: $0, bodyDigest: Array(SHA256.hash(data: call.request.body))) }
+        let poster = call.principal?.name
         call.answer(
-            inline: false, { [engine] () async throws(EngineError) in try await engine.post(draft, to: client, idempotency: idempotency) }
+            inline: false,
+            { [engine] () async throws(EngineError) in try await engine.post(draft, to: client, idempotency: idempotency, by: poster) }
         ) {
             [self] result in
             switch result {

@@ -26,7 +26,10 @@ extension API {
             problem.errors = invalid.errors
             throw problem
         }
-        call.answer(inline: false, { [engine] () async throws(EngineError) in try await engine.receive(notification, on: client) }) {
+        let poster = call.principal?.name
+        call.answer(
+            inline: false, { [engine] () async throws(EngineError) in try await engine.receive(notification, on: client, by: poster) }
+        ) {
             [self] result in
             switch result {
             case .success(let receipts):

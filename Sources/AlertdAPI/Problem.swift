@@ -54,6 +54,7 @@ extension Problem {
             case .alreadyVoted: .alreadyVoted
             case .unknownButton: .unknownButton
             case .queueFull: .queueFull
+            case .forbidden: .forbidden
             case .invalidAlert: .invalidAlert
             case .idempotencyMismatch: .idempotencyMismatch
             case .invalidWebhook: .badRequest

@@ -19,44 +19,8 @@ import Foundation
 /// wrote it) and redacted for the others (`read`, `answer`: a dashboard's token
 /// has no use for the secret in it).
 enum Redaction {
-    /// `url` with its user info and its path (past the first `/`) replaced by
-    /// `***`, the value of every query parameter by `***` (a parameter without
-    /// `=` is replaced whole), and without its fragment (never sent anyway).
-    static func callbackURL(_ url: String) -> String {
-        var rest = Substring(url)
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-        var out = ""
-        out.reserveCapacity(rest.utf8.count + 8)
-        if let separator = rest.range(of: "://") {
-            out += rest[..<separator.upperBound]
-            rest = rest[separator.upperBound...]
-            let authority = rest.prefix { $0 != "/" && $0 != "?" }
-            // The last `@` ends the user info, as the delivery worker reads it.
-            if let at = authority.lastIndex(of: "@") {
-                out += "***"
-                out += authority[at...]
-            } else {
-                out += authority
-            }
-            rest = rest[authority.endIndex...]
-        }
-        let path = rest.prefix { $0 != "?" }
-        if path.count > 1 { out += "/***" } else { out += path }
-        rest = rest[path.endIndex...]
-        guard let question = rest.firstIndex(of: "?") else { return out + rest }
-        out += rest[...question]
-        let parameters = rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
-        for (index, parameter) in parameters.enumerated() {
-            if index > 0 { out += "&" }
-            if let equals = parameter.firstIndex(of: "=") {
-                out += parameter[...equals]
-                out += "***"
-            } else if !parameter.isEmpty {
-                out += "***"
-            }
-        }
-        return out
-    }
+    /// `url` as roles without `admin` see it: ``URLRedaction/redacted(_:)``.
+    static func callbackURL(_ url: String) -> String { URLRedaction.redacted(url) }
 
     /// `alert` as a token that may not see its callback URL whole is shown it.
     static func alert(_ alert: Alert) -> Alert {

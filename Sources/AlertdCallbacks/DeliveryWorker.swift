@@ -300,16 +300,25 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// How long a claim on a delivery lasts: an attempt, and some.
     private var lease: Double { settings.timeout + 5 }
 
-    /// Every few seconds, the due deliveries no instance holds (a dead one's).
+    /// Every second, the due deliveries no instance holds (a dead one's, or one whose lease
+    /// ran out): at once when this instance starts, and again within 250 ms while the
+    /// outbox cannot be read (a database not migrated yet, or away), so that a killed
+    /// instance's deliveries, or a restarted deployment's, go out within a second or two
+    /// (issue 44 item 12). One statement a second per instance, on the index of due deliveries.
     private func takeOrphans() async {
         while !Task.isCancelled {
             let now = clock.now()
-            let taken = (try? await log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256)) ?? []
-            if !taken.isEmpty {
-                logger.info("taking over deliveries no instance holds", metadata: ["deliveries": "\(taken.count)"])
-                enqueue(taken)
+            var wait = Duration.seconds(1)
+            do {
+                let taken = try await log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256)
+                if !taken.isEmpty {
+                    logger.info("taking over deliveries no instance holds", metadata: ["deliveries": "\(taken.count)"])
+                    enqueue(taken)
+                }
+            } catch {
+                wait = .milliseconds(250)
             }
-            try? await Task.sleep(for: .seconds(5))
+            try? await Task.sleep(for: wait)
         }
     }
 
@@ -498,7 +507,10 @@ public final class DeliveryWorker: @unchecked Sendable {
     /// Logs a refusal with its whole reason (the recorded one may say less): a warning the
     /// first time for its target and reason, a debug line at every retry after (``RefusalLog``).
     private func refused(_ delivery: PendingDelivery, because reason: String) {
-        let metadata: Logger.Metadata = ["delivery": "\(delivery.id)", "target": "\(delivery.target)", "reason": "\(reason)"]
+        // The target without its user info, path or query values: secrets a URL carries stay out of the log.
+        let metadata: Logger.Metadata = [
+            "delivery": "\(delivery.id)", "target": "\(URLRedaction.redacted(delivery.target))", "reason": "\(reason)",
+        ]
         if refusals.withLockedValue({ $0.isFirst(target: delivery.target, reason: reason) }) {
             logger.warning("callback target refused (its retries are logged at debug)", metadata: metadata)
         } else {

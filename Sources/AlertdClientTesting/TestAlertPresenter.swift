@@ -121,12 +121,20 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
 
     private let state = NIOLockedValueBox(State())
     private let handler: (@Sendable (PresentedAlert) throws -> Answer)?
+    /// The name of the token the code under test posts with, as the daemon records it
+    /// (`posted_by`, SPEC §10); nil: not said, nothing checked.
+    private let poster: String?
     /// Where the double was made: failures of presentations no expectation covers point here.
     private let createdAt: SourceLocation
 
     /// A double that answers only presentations announced with ``expect(title:on:answer:sourceLocation:)``, in order.
-    public init(sourceLocation: SourceLocation = #_sourceLocation) {
+    ///
+    /// - Parameter poster: the name of the token the code under test posts with. Then a
+    ///   ballot of that name for a non-cancel button of an alert with a `quorum` above 1
+    ///   fails the test, as the daemon refuses it (403: the poster cannot approve its own alert).
+    public init(poster: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
         handler = nil
+        self.poster = poster
         createdAt = sourceLocation
     }
 
@@ -137,9 +145,11 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
     /// let alerts = TestAlertPresenter { alert in alert.title.hasPrefix("Deploy") ? .button("Deploy") : .expired }
     /// ```
     public init(
-        sourceLocation: SourceLocation = #_sourceLocation, answering answer: @escaping @Sendable (PresentedAlert) throws -> Answer
+        poster: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+        answering answer: @escaping @Sendable (PresentedAlert) throws -> Answer
     ) {
         handler = answer
+        self.poster = poster
         createdAt = sourceLocation
     }
 
@@ -227,6 +237,13 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         for (number, ballot) in ballots.enumerated() {
             guard let index = presented.buttons.firstIndex(where: { $0.title == ballot.button }) else {
                 throw Self.fail("\(ballot.decider) voted \"\(ballot.button)\", which \(presented) does not have", at: location)
+            }
+            // Four eyes means someone else's: the daemon refuses the poster's approval (403).
+            if presented.quorum > 1, ballot.decider == poster, presented.buttons[index].style != .cancel {
+                throw Self.fail(
+                    "\(ballot): \(ballot.decider) posted \(presented), and the poster cannot approve its own alert "
+                        + "(it may only cancel it)",
+                    at: location)
             }
             // A decider votes once: the same button again changes nothing, another is refused.
             if votes.contains(where: { $0.decidedBy == ballot.decider }) { continue }

@@ -30,13 +30,16 @@ public struct Alert: Sendable, Hashable {
     /// several deciders, or the one choice that answered an alert of `quorum` 1. Kept
     /// once it is terminal; ``AlertResult/votes`` of its result holds the same.
     public var votes: [Vote]
+    /// The name of the token that posted it (SPEC §10); nil without tokens. With a
+    /// `quorum` above 1 that token may not vote for one of its non-cancel buttons.
+    public var postedBy: String?
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
         buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: CompactJSON? = nil,
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
-        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = []
+        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil
     ) {
         self.id = id
         self.client = client
@@ -57,6 +60,7 @@ public struct Alert: Sendable, Hashable {
         self.sequence = sequence
         self.quorum = quorum
         self.votes = votes
+        self.postedBy = postedBy
     }
 
     /// When a displayed buttonless alert is dismissed.
@@ -67,11 +71,11 @@ public struct Alert: Sendable, Hashable {
 
     public var isPending: Bool { !state.isTerminal }
 
-    /// The memory one pending alert is budgeted at (`limits.max_pending_bytes`): what its
-    /// text takes in UTF-8 — title, message, button titles, callback URL, metadata — plus
-    /// ``fixedFootprint`` for the rest. Votes are not counted: at most ten short entries,
-    /// and a footprint that grew with them would have to be re-counted on every vote. A budget, not a measurement of the process: see
-    /// README's limits for what it came to in RSS.
+    /// The memory one pending alert takes itself: what its text takes in UTF-8 — title,
+    /// message, button titles, callback URL, metadata — plus ``fixedFootprint`` for the
+    /// rest. `limits.max_pending_bytes` counts it with the alert's rendered copy
+    /// (``renderedFootprint``, which grows with its votes): ``AlertBoard/pendingBytes``. A
+    /// budget, not a measurement of the process: see README's limits for what it came to in RSS.
     public var footprint: Int {
         Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata)
     }

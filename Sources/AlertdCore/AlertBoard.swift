@@ -23,7 +23,11 @@ public struct AlertBoard: Sendable {
     private var sortedClients: [String] = []
     /// Pending alerts in every queue.
     public private(set) var pendingTotal = 0
-    /// Their ``Alert/footprint``s together (`limits.max_pending_bytes`).
+    /// Their ``Alert/footprint``s and ``Alert/renderedFootprint``s together
+    /// (`limits.max_pending_bytes`): a displayed alert is also kept rendered, the copy
+    /// `current` serves, and any queued one may be displayed next, so each is counted
+    /// with that copy. (Counted for the displayed ones only, a poster could queue large
+    /// alerts behind a small one and withdraw it: the memory would grow without a post.)
     public private(set) var pendingBytes = 0
     /// What this board does not hold, when it holds some clients only.
     public private(set) var outside = Outside()
@@ -195,8 +199,11 @@ public struct AlertBoard: Sendable {
 
     // MARK: - Changing
 
-    /// Posts a validated alert to a client's queue.
-    public mutating func post(_ draft: NewAlert, to client: String, now: Timestamp) throws(BoardError) -> (Alert, BoardChange) {
+    /// Posts a validated alert to a client's queue; `poster` is the posting token's name
+    /// (nil without tokens), kept as the alert's ``Alert/postedBy``.
+    public mutating func post(
+        _ draft: NewAlert, to client: String, by poster: String? = nil, now: Timestamp
+    ) throws(BoardError) -> (Alert, BoardChange) {
         var change = BoardChange()
         let clientSettings = settings[client]
         guard pendingTotal + outside.pending < settings.maxPendingTotal else {
@@ -206,11 +213,17 @@ public struct AlertBoard: Sendable {
         let metadata = draft.metadata.map(CompactJSON.init)
         let footprint = Alert.footprint(
             title: draft.title, message: draft.message, buttons: draft.buttons ?? [], callbackURL: draft.callbackURL, metadata: metadata)
-        guard pendingBytes + outside.bytes + footprint <= settings.maxPendingBytes else {
+        // With its rendered copy: displayed, now or later, it is kept rendered too.
+        let displayedFootprint =
+            footprint
+            + Alert.renderedFootprint(
+                client: client, title: draft.title, message: draft.message, buttons: draft.buttons ?? [],
+                callbackURL: draft.callbackURL, metadata: metadata, postedBy: poster)
+        guard pendingBytes + outside.bytes + displayedFootprint <= settings.maxPendingBytes else {
             throw BoardError(
                 .queueFull,
                 "alertd holds its maximum of \(settings.maxPendingBytes) bytes of pending alerts (limits.max_pending_bytes); "
-                    + "this one takes \(footprint)")
+                    + "this one takes \(displayedFootprint)")
         }
         if queues[client] == nil {
             guard queues.count + outside.clients < settings.maxClients else {
@@ -234,7 +247,7 @@ public struct AlertBoard: Sendable {
             metadata: metadata,
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
-            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1
+            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1, postedBy: poster
         )
         var before = Before()
         set(alert, &before)
@@ -397,7 +410,7 @@ public struct AlertBoard: Sendable {
             queues[client]!.take(entry(old))
             alerts[alert.id] = nil
             pendingTotal -= 1
-            pendingBytes -= old.footprint
+            pendingBytes -= old.footprint + Self.displayBytes(old)
         }
         // Displayed ones first, so that a queue never holds two displayed alerts.
         for displayedPass in [true, false] {
@@ -428,6 +441,7 @@ public struct AlertBoard: Sendable {
             restored.displayedAt = nil
         }
         alerts[alert.id] = restored
+        pendingBytes += Self.displayBytes(restored)
         queues[alert.client]!.restore(entry(alert), displayed: shown)
         deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
         if let dismissAt = restored.dismissAt {
@@ -470,12 +484,20 @@ public struct AlertBoard: Sendable {
         return change
     }
 
-    /// Writes a new version of an alert, remembering the one before the operation.
+    /// Writes a new version of an alert, remembering the one before the operation; its
+    /// rendered copy is counted from its first pending version to its last (votes grow it).
     private mutating func set(_ alert: Alert, _ before: inout Before) {
         if before.versions[alert.id] == nil {
             before.versions[alert.id] = .some(alerts[alert.id])
         }
+        pendingBytes += Self.displayBytes(alert) - (alerts[alert.id].map(Self.displayBytes) ?? 0)
         alerts[alert.id] = alert
+    }
+
+    /// What a pending alert's rendered copy holds, or will once displayed
+    /// (``Alert/renderedFootprint``); 0 for a terminal one.
+    private static func displayBytes(_ alert: Alert) -> Int {
+        alert.isPending ? alert.renderedFootprint : 0
     }
 
     /// Whether a heap entry still describes a deadline of a pending alert.
@@ -515,6 +537,13 @@ public struct AlertBoard: Sendable {
         // Terminal or queued: the rules of a decision (a repeat, already-decided, not-displayed).
         guard alert.state == .displayed else {
             return try decide(alert, as: .answered, button: index, by: decider, now: now, &before)
+        }
+        // Four eyes means someone else's (§10): the poster may stop its alert, never approve it.
+        if alert.quorum > 1, let decider, decider == alert.postedBy, alert.buttons[index].style != .cancel {
+            throw BoardError(
+                .forbidden,
+                "the poster cannot approve its own alert: \(decider) posted alert \(alert.id), which needs \(alert.quorum) "
+                    + "different deciders; it may still press its cancel button or withdraw it")
         }
         if let mine = alert.votes.first(where: { $0.decidedBy == decider }) {
             if mine.buttonIndex == index { return (alert, BoardChange()) }

@@ -4,14 +4,17 @@ public import AlertdWire
 /// shape (AlertdWire's `AlertResource.write`): what the API answers, what `current`
 /// serves and what a callback event carries. The SDK's Codable `AlertResource` reads it.
 extension Alert {
-    /// The resource with its `position` (nil: `null`, as for a terminal alert).
+    /// The resource with its `position` (nil: `null`, as for a terminal alert), in a buffer
+    /// of ``renderedFootprint`` bytes: written without growing, and never holding more than
+    /// the budget counts for it (a buffer grown by doubling held up to twice its bytes: a
+    /// display of the largest alert took 53 KiB, issue 44).
     public func json(position: Int?) -> [UInt8] {
-        var json = JSONWriter(capacity: 512)
+        var json = JSONWriter(capacity: renderedFootprint)
         write(position: position, into: &json)
         return json.bytes
     }
 
-    /// Writes the resource into `json`, with the one writer of its shape (``AlertResource/write(id:client:state:position:title:message:style:buttons:priority:quorum:expiresIn:dismissAfter:callbackURL:metadata:createdAt:displayedAt:decidedAt:expiresAt:votes:result:into:)``).
+    /// Writes the resource into `json`, with the one writer of its shape (``AlertResource/write(id:client:state:position:title:message:style:buttons:priority:quorum:expiresIn:dismissAfter:callbackURL:metadata:createdAt:displayedAt:decidedAt:expiresAt:postedBy:votes:result:into:)``).
     public func write(position: Int?, into json: inout JSONWriter) {
         AlertResource.write(
             id: id.description, client: client, state: state, position: position, title: title, message: message, style: style,
@@ -19,6 +22,57 @@ extension Alert {
             expiresIn: .milliseconds(expiresAt.milliseconds - createdAt.milliseconds),
             dismissAfter: dismissAfterMilliseconds.map(AlertResource.Interval.milliseconds), callbackURL: callbackURL,
             metadata: metadata, createdAt: createdAt, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,
-            votes: votes, result: result, into: &json)
+            postedBy: postedBy, votes: votes, result: result, into: &json)
     }
+}
+
+extension Alert {
+    /// At least the bytes of the alert's resource as ``json(position:)`` writes it,
+    /// counted without writing it (and never far above: its fixed members are counted at
+    /// their longest): its strings as written, with their escapes (a control character
+    /// takes six bytes), metadata as posted, every vote twice once terminal (in `votes`
+    /// and `result.votes`).
+    ///
+    /// What a rendered copy of it holds: the displayed alert each client's `current`
+    /// serves is kept rendered, and ``AlertBoard`` counts that copy for every pending alert
+    /// in `limits.max_pending_bytes` besides the alert itself (issue 44). A store keeps it
+    /// as the alert's `size`, which bounds its terminal alerts' bytes
+    /// (`alerts.retention_max_bytes`).
+    public var renderedFootprint: Int {
+        var bytes = Self.renderedFootprint(
+            client: client, title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata,
+            postedBy: postedBy)
+        var votes = 0
+        for vote in self.votes {
+            votes += Self.renderedVote + JSONWriter.quotedLength(vote.decidedBy) + JSONWriter.quotedLength(vote.button)
+        }
+        bytes += votes
+        if let result {
+            bytes += Self.renderedResult + votes + JSONWriter.quotedLength(result.button) + JSONWriter.quotedLength(result.decidedBy)
+        }
+        return bytes
+    }
+
+    /// The ``renderedFootprint`` of an alert with these fields, no votes and no result
+    /// (a draft's, before it is one).
+    public static func renderedFootprint(
+        client: String, title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?,
+        postedBy: String?
+    ) -> Int {
+        var bytes = renderedOverhead
+        bytes += JSONWriter.quotedLength(client) + JSONWriter.quotedLength(title) + JSONWriter.quotedLength(message)
+        bytes += JSONWriter.quotedLength(callbackURL) + (metadata?.bytes.count ?? 4) + JSONWriter.quotedLength(postedBy)
+        for button in buttons { bytes += renderedButton + JSONWriter.quotedLength(button.title) }
+        return bytes
+    }
+
+    /// The members of a resource besides its strings, buttons, votes and result, at their
+    /// longest: the names, punctuation, id, state, position, style, numbers and four times.
+    static let renderedOverhead = 512
+    /// A button besides its title: `{"title":,"style":"destructive"},`.
+    static let renderedButton = 36
+    /// A vote besides its decider and button: `{"decided_by":,"button":,"button_index":15,"at":"…"},`.
+    static let renderedVote = 80
+    /// A result besides its button, decider and votes: `{"outcome":"withdrawn","button_index":15,…}`.
+    static let renderedResult = 120
 }

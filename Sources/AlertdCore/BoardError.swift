@@ -10,6 +10,9 @@ public struct BoardError: Error, Sendable, Equatable, CustomStringConvertible {
         case alreadyVoted = "already-voted"
         case unknownButton = "unknown-button"
         case queueFull = "queue-full"
+        /// The decider may not make this choice: the poster of an alert of several
+        /// deciders voting for one of its non-cancel buttons (SPEC §10).
+        case forbidden = "forbidden"
 
         public var description: String { rawValue }
     }

@@ -1,3 +1,5 @@
+import AlertdWire
+
 /// An IPv4 or IPv6 address.
 ///
 /// Text is parsed strictly: IPv4 as four decimal parts 0–255 without leading
@@ -58,6 +60,20 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         } else {
             guard let value = Self.parseV4(utf8[...]) else { return nil }
             storage = .v4(value)
+        }
+    }
+
+    /// The address a URL's host stands for when it is a literal: the strict forms
+    /// above, or an IPv4 address in a form the C library reads as one (`127.1`,
+    /// `0x7f000001`, `0177.0.0.1`: ``Hosts/ipv4(_:)``), which a resolver connects to as
+    /// its canonical form and which must be judged as that; nil for a name.
+    public init?(host text: some StringProtocol) {
+        if let strict = IPAddress(text) {
+            self = strict
+        } else if let value = Hosts.ipv4(text) {
+            storage = .v4(value)
+        } else {
+            return nil
         }
     }
 

@@ -37,6 +37,9 @@ final class AlertdMetrics: Sendable {
     let pending: CoreMetrics.Gauge
     /// The store's size: its files, or its tables in PostgreSQL.
     let storeBytes: CoreMetrics.Gauge
+    /// The terminal alerts' bytes as retention counts them, and their bound (`alerts.retention_max_bytes`).
+    let retainedBytes: CoreMetrics.Gauge
+    let retainedBytesLimit: CoreMetrics.Gauge
     let waiters: CoreMetrics.Gauge
     /// Deliveries not yet made: waiting for their time, and attempts in flight.
     let deliveriesWaiting: CoreMetrics.Gauge
@@ -84,6 +87,8 @@ final class AlertdMetrics: Sendable {
         deliveryLatency = CoreMetrics.Timer(label: "alertd_delivery_latency_seconds", preferredDisplayUnit: .seconds, factory: factory)
         pending = CoreMetrics.Gauge(label: "alertd_alerts_pending", factory: factory)
         storeBytes = CoreMetrics.Gauge(label: "alertd_store_bytes", factory: factory)
+        retainedBytes = CoreMetrics.Gauge(label: "alertd_store_retained_bytes", factory: factory)
+        retainedBytesLimit = CoreMetrics.Gauge(label: "alertd_store_retained_bytes_limit", factory: factory)
         waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
         deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
         deliveriesInFlight = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "in_flight")], factory: factory)
@@ -168,6 +173,8 @@ final class AlertdMetrics: Sendable {
             exposition: { [self] in
                 pending.record(engine.pendingTotal)
                 if let bytes = engine.storeBytes { storeBytes.record(bytes) }
+                if let bytes = engine.retainedBytes { retainedBytes.record(bytes) }
+                retainedBytesLimit.record(engine.retentionMaxBytes)
                 waiters.record(engine.waiterCount)
                 let (waiting, inFlight) = deliveries.counts
                 deliveriesWaiting.record(waiting)
@@ -206,6 +213,9 @@ final class AlertdMetrics: Sendable {
         "alertd_alerts_pending": "Alerts queued or displayed, all clients.",
         "alertd_store_bytes":
             "Bytes the store takes: the SQLite database with its WAL, or alertd's tables in PostgreSQL (measured at each purge).",
+        "alertd_store_retained_bytes":
+            "Bytes of the terminal alerts kept, as alerts.retention_max_bytes counts them: each alert as rendered and its events' bodies (measured at each purge).",
+        "alertd_store_retained_bytes_limit": "alerts.retention_max_bytes: what alertd_store_retained_bytes is kept below at each purge.",
         "alertd_waiters": "Requests parked in long-polls.",
         "alertd_deliveries_pending":
             "Deliveries (callbacks, pushes, silences) not yet made, by state: waiting (for their time) or in_flight.",

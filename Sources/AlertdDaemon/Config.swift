@@ -26,6 +26,10 @@ public struct Config: Sendable {
     public var retentionSeconds: Double = 604_800
     /// Terminal alerts kept per client (`alerts.retention_max`); the oldest go first.
     public var retentionMax = Engine.Settings.defaultRetentionMax
+    /// Bytes of terminal alerts kept per client (`alerts.retention_max_bytes_per_client`).
+    public var retentionMaxBytesPerClient = Engine.Settings.defaultRetentionMaxBytesPerClient
+    /// Bytes of terminal alerts kept in all (`alerts.retention_max_bytes`).
+    public var retentionMaxBytes = Engine.Settings.defaultRetentionMaxBytes
     public var clients: [String: ClientSettings] = [:]
     public var allowAnonymous = false
     /// `tls`: serve HTTPS with these PEM files; nil: plain HTTP.

@@ -278,12 +278,20 @@ extension Config {
 
     /// `alerts`: expiry and dismissal defaults, retention.
     private static func readAlerts(_ alerts: Section, into config: inout Config, source: String, _ problems: Problems) {
-        alerts.only(["default_expires_in", "max_expires_in", "default_dismiss_after", "retention", "retention_max"])
+        alerts.only([
+            "default_expires_in", "max_expires_in", "default_dismiss_after", "retention", "retention_max", "retention_max_bytes",
+            "retention_max_bytes_per_client",
+        ])
         problems.check { if let v = try alerts.seconds("default_expires_in") { config.alertRules.defaultExpiresIn = v } }
         problems.check { if let v = try alerts.seconds("max_expires_in") { config.alertRules.maxExpiresIn = v } }
         problems.check { if let v = try alerts.seconds("default_dismiss_after") { config.alertRules.defaultDismissAfter = v } }
         problems.check { if let v = try alerts.seconds("retention") { config.retentionSeconds = v } }
         problems.check { if let v = try alerts.int("retention_max", min: 1) { config.retentionMax = v } }
+        // At least what one of the largest alerts takes with its event (~60 KB).
+        problems.check { if let v = try alerts.int("retention_max_bytes", min: 65_536) { config.retentionMaxBytes = v } }
+        problems.check {
+            if let v = try alerts.int("retention_max_bytes_per_client", min: 65_536) { config.retentionMaxBytesPerClient = v }
+        }
         if config.alertRules.defaultExpiresIn > config.alertRules.maxExpiresIn {
             problems.add(alerts.error("default_expires_in", "is greater than alerts.max_expires_in"))
         }

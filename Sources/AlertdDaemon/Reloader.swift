@@ -52,7 +52,8 @@ final class Reloader: Sendable {
         engine.update(
             maxWaitSeconds: new.limits.maxWaitSeconds, maxWaiters: new.limits.maxWaiters,
             maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds,
-            retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient)
+            retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient,
+            retentionMaxBytesPerClient: new.retentionMaxBytesPerClient, retentionMaxBytes: new.retentionMaxBytes)
         if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
         let denyChanged = new.callbacks.deny != old.callbacks.deny || new.callbacks.allow != old.callbacks.allow
         if denyChanged, let deny = try? new.callbacks.denyList() {

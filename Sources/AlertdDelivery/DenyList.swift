@@ -120,7 +120,8 @@ public struct DenyList: Sendable {
             }
         }
         var candidates = addresses
-        if let literal = IPAddress(lowercased) { candidates.insert(literal, at: 0) }
+        // An address in any form the resolver reads as one (`127.1`, `0x7f000001`) is that address.
+        if let literal = IPAddress(host: lowercased) { candidates.insert(literal, at: 0) }
         // A connection to the unspecified address reaches this machine: it is
         // checked as loopback too, so denying 127.0.0.0/8 or ::1 also covers it.
         for address in candidates where address == Self.unspecifiedV4 || address == Self.unspecifiedV6 {

@@ -81,8 +81,10 @@ public struct TargetURL: Sendable, Hashable {
         }
     }
 
-    /// The host as an address, when the URL names one instead of a name.
-    public var address: IPAddress? { IPAddress(host) }
+    /// The host as an address, when the URL names one instead of a name: in any form
+    /// the resolver would read as one (`127.1` is 127.0.0.1), so that it is checked and
+    /// connected to as the address it is.
+    public var address: IPAddress? { IPAddress(host: host) }
 
     /// The `Host` header the receiver expects: the host (bracketed if IPv6) and the port if the URL names it.
     public var hostHeader: String {

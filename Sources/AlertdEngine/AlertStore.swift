@@ -142,14 +142,19 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     // MARK: Upkeep
 
-    /// Deletes terminal alerts decided before `decidedBefore`, and those of each
-    /// client beyond its newest `keepPerClient` (by id: the order its list pages
-    /// in), with their events; and idempotency keys created before `keysBefore`;
-    /// then forgets the clients left with nothing pending and nothing retained.
-    /// A terminal alert with a delivery still pending stays until it is settled.
-    /// Deletes in batches, each a commit of its own, so other changes go on between
-    /// them. Returns the clients forgotten.
-    func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String]
+    /// Deletes the terminal alerts ``Retention`` does not keep, with their events; and
+    /// idempotency keys created before `keysBefore`; then forgets the clients left with
+    /// nothing pending and nothing retained. A terminal alert with a delivery still
+    /// pending stays until it is settled. Deletes in batches, each a commit of its own,
+    /// so other changes go on between them; measures ``retainedBytes`` at the end.
+    /// Returns the clients forgotten.
+    func purge(_ retention: Retention, keysBefore: Timestamp) async throws(EngineError) -> [String]
+    /// The bytes of every terminal alert, as ``Retention`` counts them, at the last purge; nil: not known.
+    var retainedBytes: Int? { get }
+    /// Why an alert with a `quorum` above 1 is refused now (SPEC §10): a store shared with
+    /// an instance that does not support quorum, which would take one vote as the answer;
+    /// nil: it is not (always, for a store of one process).
+    var quorumRefusal: String? { get }
 
     /// Probes whether the store takes writes (for readiness). After failed
     /// commits, once one goes through again, the store rebuilds what it holds
@@ -346,4 +351,35 @@ public struct VersionedDisplay: Sendable {
 extension AlertStore {
     /// One process: every commit is published as it commits, so what is published is current.
     public func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay] { [] }
+}
+
+/// Which terminal alerts a purge keeps (`alerts.retention`, `retention_max`,
+/// `retention_max_bytes_per_client`, `retention_max_bytes`). A terminal alert's bytes are
+/// its stored `size`: the alert as rendered (``AlertdCore/Alert/renderedFootprint``) and
+/// the bodies of its events.
+public struct Retention: Sendable, Hashable {
+    /// Alerts decided before this go.
+    public var decidedBefore: Timestamp
+    /// Each client keeps at most its newest this many (by id: the order its list pages in).
+    public var keepPerClient: Int
+    /// Each client keeps its newest alerts (by id) up to this many bytes.
+    public var maxBytesPerClient: Int
+    /// Every client together keeps at most this many bytes: beyond it the oldest decided go first.
+    public var maxBytes: Int
+
+    public init(decidedBefore: Timestamp, keepPerClient: Int = .max, maxBytesPerClient: Int = .max, maxBytes: Int = .max) {
+        self.decidedBefore = decidedBefore
+        self.keepPerClient = keepPerClient
+        self.maxBytesPerClient = maxBytesPerClient
+        self.maxBytes = maxBytes
+    }
+}
+
+extension AlertStore {
+    public var quorumRefusal: String? { nil }
+
+    /// ``purge(_:keysBefore:)`` by age and count only.
+    public func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String] {
+        try await purge(Retention(decidedBefore: decidedBefore, keepPerClient: keepPerClient), keysBefore: keysBefore)
+    }
 }

@@ -51,7 +51,10 @@ extension Engine {
     /// still commits, never post one firing twice. Answers once every alert's
     /// change is committed; an alert that cannot be mapped refuses the whole
     /// notification before anything is written (`invalidAlert`, naming its field).
-    public func receive(_ notification: AlertmanagerNotification, on client: String) async throws(EngineError) -> [AlertmanagerReceipt] {
+    /// `poster` is the receiving token's name (nil without tokens): the alerts' `posted_by`.
+    public func receive(
+        _ notification: AlertmanagerNotification, on client: String, by poster: String? = nil
+    ) async throws(EngineError) -> [AlertmanagerReceipt] {
         guard let integration = settings.alertmanager else { throw Self.alertmanagerOff }
         var drafts: [NewAlert?] = []
         var errors: [FieldError] = []
@@ -88,14 +91,14 @@ extension Engine {
         var receipts: [AlertmanagerReceipt] = []
         receipts.reserveCapacity(notification.alerts.count)
         for (alert, draft) in zip(notification.alerts, drafts) {
-            receipts.append(try await take(alert, draft: draft, on: client))
+            receipts.append(try await take(alert, draft: draft, on: client, by: poster))
         }
         return receipts
     }
 
     /// One alert of a notification: one transaction of its client's queue. A resolution
     /// may withdraw an alert: its event goes to the webhooks as committed when it arrived.
-    private func take(_ alert: AlertmanagerAlert, draft: NewAlert?, on client: String) async throws(EngineError)
+    private func take(_ alert: AlertmanagerAlert, draft: NewAlert?, on client: String, by poster: String?) async throws(EngineError)
         -> AlertmanagerReceipt
     {
         let webhooks = alert.status == .resolved ? try await committedWebhooks(of: client) : nil
@@ -139,7 +142,7 @@ extension Engine {
                 let posted: Alert
                 let change: BoardChange
                 do throws(BoardError) {
-                    (posted, change) = try board.post(draft, to: client, now: now)
+                    (posted, change) = try board.post(draft, to: client, by: poster, now: now)
                 } catch {
                     throw EngineError(error)
                 }

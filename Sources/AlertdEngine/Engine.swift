@@ -39,6 +39,10 @@ public final class Engine: Sendable {
         public var retentionSeconds: Double
         /// Terminal alerts kept per client at most (`alerts.retention_max`): the oldest go first.
         public var retentionMax: Int
+        /// Bytes of terminal alerts kept per client at most (`alerts.retention_max_bytes_per_client`): the oldest go first.
+        public var retentionMaxBytesPerClient: Int
+        /// Bytes of terminal alerts kept in all at most (`alerts.retention_max_bytes`): the oldest decided go first.
+        public var retentionMaxBytes: Int
         /// Callback deliveries a client may have waiting or in flight
         /// (`callbacks.max_pending_per_client`): at it, the client's posts are 429 queue-full.
         public var maxPendingDeliveriesPerClient: Int
@@ -56,9 +60,13 @@ public final class Engine: Sendable {
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
             signingSecret: String? = nil, alertmanager: AlertmanagerSettings? = nil, callbackDeny: DenyList? = nil,
             retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000,
+            retentionMaxBytesPerClient: Int = Engine.Settings.defaultRetentionMaxBytesPerClient,
+            retentionMaxBytes: Int = Engine.Settings.defaultRetentionMaxBytes,
             push: PushSettings? = nil
         ) {
             self.push = push
+            self.retentionMaxBytesPerClient = retentionMaxBytesPerClient
+            self.retentionMaxBytes = retentionMaxBytes
             self.maxPendingDeliveriesPerClient = maxPendingDeliveriesPerClient
             self.maxWaitSeconds = maxWaitSeconds
             self.maxWaiters = maxWaiters
@@ -73,6 +81,14 @@ public final class Engine: Sendable {
         /// The default of `alerts.retention_max`: 100 000 terminal alerts per client, about
         /// 100 MB of store for alerts of a few hundred bytes (bench/RESULTS.md, issue 27).
         public static let defaultRetentionMax = 100_000
+        /// The default of `alerts.retention_max_bytes_per_client`: 256 MiB, above what
+        /// `retention_max` alerts of a few hundred bytes take (so it binds only clients of
+        /// large alerts: about 4 400 of the largest the API allows, with their events).
+        public static let defaultRetentionMaxBytesPerClient = 256 << 20
+        /// The default of `alerts.retention_max_bytes`: 2 GiB for every client together, a
+        /// week of one ordinary alert a second with a callback each, and a disk that a
+        /// small VM's state directory holds.
+        public static let defaultRetentionMaxBytes = 2 << 30
     }
 
     /// What the engine tells the metrics (counts only; no client id is ever a label).
@@ -214,10 +230,14 @@ public final class Engine: Sendable {
     /// secret is kept: events already written were signed for their targets.
     public func update(
         maxWaitSeconds: Int, maxWaiters: Int, maxWaitersPerToken: Int, retentionSeconds: Double,
-        retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000
+        retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000,
+        retentionMaxBytesPerClient: Int = Engine.Settings.defaultRetentionMaxBytesPerClient,
+        retentionMaxBytes: Int = Engine.Settings.defaultRetentionMaxBytes
     ) {
         _settings.withLockedValue {
             $0.retentionMax = retentionMax
+            $0.retentionMaxBytesPerClient = retentionMaxBytesPerClient
+            $0.retentionMaxBytes = retentionMaxBytes
             $0.maxPendingDeliveriesPerClient = maxPendingDeliveriesPerClient
             $0.maxWaitSeconds = maxWaitSeconds
             $0.maxWaiters = maxWaiters

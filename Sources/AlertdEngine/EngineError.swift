@@ -20,6 +20,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case unknownButton
         /// A bound on what posters can grow (pending per client, in all, clients).
         case queueFull
+        /// A choice this decider may not make (the poster approving its own alert of several deciders, §10).
+        case forbidden
         /// An alert that breaks the rules of §2 (``EngineError/fieldErrors`` say where).
         case invalidAlert
         /// An idempotency key used before for another body.
@@ -89,6 +91,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
             case .alreadyVoted: .alreadyVoted
             case .unknownButton: .unknownButton
             case .queueFull: .queueFull
+            case .forbidden: .forbidden
             }
         self.init(code, error.detail, alert: error.alert)
     }

@@ -55,14 +55,18 @@ extension Engine {
     /// thread's stack: an async function keeps the values of its body in its frame, taken
     /// from the task's allocator, and with them inline this one's frame took 6.1 KiB; now
     /// 1.8 (issue 28, bench/RESULTS.md).
-    public func post(_ draft: NewAlert, to client: String, idempotency: IdempotencyKey?) async throws(EngineError) -> Posted {
+    ///
+    /// `poster` is the posting token's name (nil without tokens): the alert's `posted_by` (§10).
+    public func post(
+        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?, by poster: String? = nil
+    ) async throws(EngineError) -> Posted {
         try admit(draft, to: client)
         if let url = draft.callbackURL { try await admitCallback(url) }
         let now = clock.now()
         // The key is looked up in the transaction: two posts with one key can never both create.
         let committed = try await store.transact(client: client, now: now, idempotencyKey: idempotency?.key) {
             [self] (board, context) throws(EngineError) -> Mutation<PostOutcome> in
-            try postMutation(draft, to: client, idempotency: idempotency, now: now, board: &board, context: context)
+            try postMutation(draft, to: client, by: poster, idempotency: idempotency, now: now, board: &board, context: context)
         }
         switch outcome(of: committed) {
         case .posted(let posted): return posted
@@ -94,6 +98,11 @@ extension Engine {
                 ])
         }
         if let refusal = refusal() { throw refusal }
+        if (draft.quorum ?? 1) > 1, let reason = store.quorumRefusal {
+            // A rolling upgrade: an older instance would answer it at its first vote. The
+            // condition passes with the upgrade: 503, as for any store that cannot take it now.
+            throw EngineError(.unavailable, reason, retryAfter: Self.quorumRetrySeconds)
+        }
         let limit = settings.maxPendingDeliveriesPerClient
         if backlog(client) >= limit {
             // Its receivers do not keep up (or are down): its next alerts' events would only
@@ -104,6 +113,9 @@ extension Engine {
                     + "posts are taken again as they are delivered or given up")
         }
     }
+
+    /// When to post an alert with a quorum again while an instance without quorum support serves.
+    static let quorumRetrySeconds = 10
 
     /// A `callback_url` that `callbacks.deny` refuses, by its host or by what it resolves to.
     @inline(never)
@@ -127,7 +139,7 @@ extension Engine {
     /// (the same body) or refused (another), else the alert posted on the board.
     @inline(never)
     private func postMutation(
-        _ draft: NewAlert, to client: String, idempotency: IdempotencyKey?, now: Timestamp, board: inout AlertBoard,
+        _ draft: NewAlert, to client: String, by poster: String?, idempotency: IdempotencyKey?, now: Timestamp, board: inout AlertBoard,
         context: any TransactionContext
     ) throws(EngineError) -> Mutation<PostOutcome> {
         if let idempotency, let record = try context.idempotencyRecord(),
@@ -142,7 +154,7 @@ extension Engine {
         let alert: Alert
         let change: BoardChange
         do throws(BoardError) {
-            (alert, change) = try board.post(draft, to: client, now: now)
+            (alert, change) = try board.post(draft, to: client, by: poster, now: now)
         } catch {
             throw EngineError(error)
         }

@@ -14,6 +14,10 @@ extension Engine {
 
     /// The bytes the store takes (for `/metrics`); nil: not known yet.
     public var storeBytes: Int? { store.storeBytes }
+    /// The bytes of every terminal alert, as retention counts them, at the last purge (nil: none yet).
+    public var retainedBytes: Int? { store.retainedBytes }
+    /// `alerts.retention_max_bytes`: what ``retainedBytes`` is bounded by.
+    public var retentionMaxBytes: Int { settings.retentionMaxBytes }
 
     /// The deliveries of an alert's events (§5), for an alert of `client`.
     public func deliveries(of id: AlertID, on client: String) async throws(EngineError) -> [DeliveryRecord] {

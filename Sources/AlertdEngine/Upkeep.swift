@@ -45,8 +45,10 @@ extension Engine {
         alarm.ring(ifBefore: monotonicNow() + UInt64(milliseconds) * 1_000_000)
     }
 
-    /// Deletes terminal alerts past retention (older than `alerts.retention`, or beyond
-    /// the newest `alerts.retention_max` of their client) and idempotency keys past a day;
+    /// Deletes terminal alerts past retention (older than `alerts.retention`, beyond the
+    /// newest `alerts.retention_max` of their client or its newest
+    /// `retention_max_bytes_per_client` bytes, or the oldest decided beyond
+    /// `retention_max_bytes` of every client's) and idempotency keys past a day;
     /// the clients left with nothing are forgotten (`GET /v1/clients` no longer
     /// lists them, they no longer count against `limits.max_clients`; a later
     /// post creates them again).
@@ -55,8 +57,11 @@ extension Engine {
         let now = clock.now()
         let forgotten: [String]
         do {
+            let settings = self.settings
             forgotten = try await store.purge(
-                decidedBefore: now.adding(seconds: -settings.retentionSeconds), keepPerClient: settings.retentionMax,
+                Retention(
+                    decidedBefore: now.adding(seconds: -settings.retentionSeconds), keepPerClient: settings.retentionMax,
+                    maxBytesPerClient: settings.retentionMaxBytesPerClient, maxBytes: settings.retentionMaxBytes),
                 keysBefore: now.adding(seconds: -86_400))
         } catch {
             logger.warning("the purge did not finish; the next one goes on", metadata: ["error": "\(error)"])

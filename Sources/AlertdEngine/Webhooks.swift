@@ -94,7 +94,7 @@ extension Engine {
                 return .failure(
                     EngineError(
                         .webhookExists,
-                        "client \(client) already has a webhook for \(url)\(existing.map { " (\($0))" } ?? ""); each event would be delivered twice"
+                        "client \(client) already has a webhook for \(URLRedaction.redacted(url))\(existing.map { " (\($0))" } ?? ""); each event would be delivered twice"
                     ))
             }
             return .success(registry.newID(at: now))

@@ -750,7 +750,9 @@ private struct Framing {
 
     fileprivate struct Scan {
         var lengths: [String] = []
-        var transferEncoding = false
+        /// The `Transfer-Encoding` headers' values, trimmed.
+        var encodings: [String] = []
+        var transferEncoding: Bool { !encodings.isEmpty }
         var bytes = 0
     }
 
@@ -760,12 +762,26 @@ private struct Framing {
             _ = MHD_get_connection_values(connection, .HEADER_KIND, scanFraming, pointer)
         }
         headerBytes = scan.bytes
-        let distinct = Set(scan.lengths.map { $0.trimmingCharacters(in: [" ", "\t"]) })
-        if distinct.count > 1 {
-            problem = "the request has conflicting Content-Length headers"
+        // One Content-Length, its value digits only (RFC 9110 §8.6). libmicrohttpd reads the
+        // first header and answers a value it cannot read itself; a second header, equal or
+        // not, or one it never read (`Content-Length: 20` then `Content-Length: 0x14`),
+        // would let two parsers disagree on where this request ends and the next begins:
+        // refused, and the connection closed, so nothing after it is read as a request.
+        let values = scan.lengths.map { $0.trimmingCharacters(in: [" ", "\t"]) }
+        if values.count > 1 {
+            problem =
+                Set(values).count > 1
+                ? "the request has conflicting Content-Length headers"
+                : "the request has more than one Content-Length header"
+        } else if let text = values.first, text.isEmpty || !text.utf8.allSatisfy({ (48...57).contains($0) }) {
+            problem = "the request's Content-Length is not a decimal number"
+        } else if scan.encodings.count > 1 || scan.encodings.contains(where: { $0.lowercased() != "chunked" }) {
+            // libmicrohttpd knows `chunked` only: with anything else it waited for a body it
+            // could not frame until the read timeout.
+            problem = "the request's Transfer-Encoding is not chunked"
         } else if !scan.lengths.isEmpty, scan.transferEncoding {
             problem = "the request has both Content-Length and Transfer-Encoding"
-        } else if let text = distinct.first {
+        } else if let text = values.first {
             contentLength = Int(text)
         }
         hasBody = scan.transferEncoding || (contentLength ?? 0) > 0
@@ -779,7 +795,7 @@ private let scanFraming: MHD_KeyValueIterator = { cls, _, key, value in
     if strcasecmp(key, "Content-Length") == 0 {
         scan.pointee.lengths.append(value.map { String(cString: $0) } ?? "")
     } else if strcasecmp(key, "Transfer-Encoding") == 0 {
-        scan.pointee.transferEncoding = true
+        scan.pointee.encodings.append((value.map { String(cString: $0) } ?? "").trimmingCharacters(in: [" ", "\t"]))
     }
     return .YES
 }

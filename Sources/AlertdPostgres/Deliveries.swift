@@ -5,7 +5,8 @@ import Logging
 import PostgresNIO
 
 /// The outbox shared by every instance: each attempt made by one instance,
-/// under a lease; a dead instance's deliveries taken over once its lease ran out.
+/// under a lease; a dead instance's deliveries taken over at once (its ``Presence``
+/// lock is free), an unknown holder's once its lease ran out.
 extension PostgresAlertStore {
     public var isShared: Bool { true }
 
@@ -15,9 +16,11 @@ extension PostgresAlertStore {
             var attempts: Int?
             for try await count in try await client.query(
                 """
+                WITH dead AS MATERIALIZED (\(unescaped: Presence.dead))
                 UPDATE deliveries SET lease_until = \(until.milliseconds), leased_by = \(instance)
                 WHERE id = \(deliveryID) AND state = 'pending'
-                  AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by = \(instance))
+                  AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by = \(instance)
+                       OR leased_by IN (SELECT id FROM dead))
                 RETURNING (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)
                 """, logger: logger
             ).decode(Int.self) {
@@ -34,11 +37,12 @@ extension PostgresAlertStore {
             var taken: [PendingDelivery] = []
             let rows = try await client.query(
                 """
+                WITH dead AS MATERIALIZED (\(unescaped: Presence.dead))
                 UPDATE deliveries d SET lease_until = \(until.milliseconds), leased_by = \(instance)
                 FROM events e
                 WHERE e.id = d.event_id AND d.id IN (
                     SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= \(now.milliseconds)
-                      AND (lease_until IS NULL OR lease_until < \(now.milliseconds))
+                      AND (lease_until IS NULL OR lease_until < \(now.milliseconds) OR leased_by IN (SELECT id FROM dead))
                     ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING d.id, d.event_id, d.target, d.secret, e.body, e.created_at, d.next_attempt_at,
                     (SELECT pg_catalog.count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id), e.type, e.client

@@ -740,7 +740,7 @@ extension Flushes {
     /// Columns: client, version, then an idempotency key's key, alert id, digest and
     /// time, then an alert's columns from ``alertColumn`` (``AlertRow/columns``).
     struct Read: PostgresPreparedStatement {
-        static let name = "alertd_flush_read_v2"
+        static let name = "alertd_flush_read_v3"
         static let alertColumn = 6
         static let sql = """
             SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(AlertRow.qualified("a"))
@@ -781,22 +781,22 @@ extension Flushes {
     /// Every write of a flush in one statement: the rows
     /// travel as JSON arrays (`json_to_recordset`), bytes as base64.
     struct Write: PostgresPreparedStatement {
-        static let name = "alertd_flush_write_v3"
+        static let name = "alertd_flush_write_v4"
         static let sql = """
             WITH written_clients AS (
                 INSERT INTO clients (id, created_at, version)
                 SELECT id, created_at, version FROM pg_catalog.json_to_recordset($1::json) AS r(id text, created_at bigint, version bigint)
                 ON CONFLICT (id) DO UPDATE SET version = excluded.version
             ), written_alerts AS (
-                INSERT INTO alerts (\(AlertRow.columns), dismiss_at, version)
-                SELECT \(AlertRow.columns), dismiss_at, version FROM pg_catalog.json_to_recordset($2::json) AS r(
+                INSERT INTO alerts (\(AlertRow.columns), dismiss_at, version, size)
+                SELECT \(AlertRow.columns), dismiss_at, version, size FROM pg_catalog.json_to_recordset($2::json) AS r(
                     id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
                     buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
                     expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, quorum integer,
-                    votes text, dismiss_at bigint, version bigint)
+                    votes text, posted_by text, dismiss_at bigint, version bigint, size bigint)
                 ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
                     decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
-                    votes = excluded.votes, dismiss_at = excluded.dismiss_at, version = excluded.version
+                    votes = excluded.votes, dismiss_at = excluded.dismiss_at, version = excluded.version, size = excluded.size
             ), written_keys AS (
                 INSERT INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
                 SELECT client, key, alert_id, pg_catalog.decode(digest, 'base64'), created_at
@@ -842,7 +842,15 @@ extension Flushes {
                     json.key("created_at"); json.int64(client.now.milliseconds)
                     json.key("version"); json.int64(client.version)
                 })
-            bindings.append(Self.json(alerts) { json, row in AlertRow.write(row.alert, version: row.version, into: &json) })
+            // An alert decided is written with its events: their bodies count in its size.
+            var eventBytes: [AlertID: Int] = [:]
+            for event in events { eventBytes[event.alertID, default: 0] += event.body.count }
+            bindings.append(
+                Self.json(alerts) { json, row in
+                    AlertRow.write(
+                        row.alert, version: row.version, size: row.alert.renderedFootprint + (eventBytes[row.alert.id] ?? 0),
+                        into: &json)
+                })
             bindings.append(
                 Self.json(keys) { json, record in
                     json.key("client"); json.string(record.client)

@@ -141,7 +141,7 @@ final class Notifications: Sendable {
             connectionID += 1
             do {
                 let connection = try await PostgresConnection.connect(
-                    configuration: try url.connectionConfiguration(), id: connectionID, logger: logger)
+                    configuration: try url.connectionConfiguration(applicationName: "alertd/\(instance)"), id: connectionID, logger: logger)
                 do {
                     try await connection.listen(on: Self.channel) { notifications in
                         // Listening now: whatever committed before is read again.

@@ -51,10 +51,16 @@ public final class PostgresAlertStore: AlertStore, Service {
     /// through completions, flushes, deadline rounds), run by ``run()``.
     let jobs = Jobs()
     let notifications: Notifications
+    let presence: Presence
+    /// Why an alert with a quorum above 1 is refused now (an instance without quorum
+    /// support serves this database), as last read; nil: it is not.
+    let quorumBlockers = NIOLockedValueBox<String?>(nil)
     let displayReader: DisplayReader
     let counts = NIOLockedValueBox(Counts())
     /// alertd's tables with their indexes and TOAST, as the last purge measured them.
     let measuredBytes = NIOLockedValueBox<Int?>(nil)
+    /// The terminal alerts' bytes (their `size`s), as the last purge measured them.
+    let measuredRetained = NIOLockedValueBox<Int?>(nil)
     let healthy = Atomic<Bool>(true)
     /// Set once the schema is current: the counts are read only then.
     let migrated = Atomic<Bool>(false)
@@ -92,16 +98,18 @@ public final class PostgresAlertStore: AlertStore, Service {
         self.logger = logger
         self.instance = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.settings = NIOLockedValueBox(settings)
-        var configuration = try url.clientConfiguration()
+        // Every connection names its instance (pg_stat_activity): older versions' name none.
+        var configuration = try url.clientConfiguration(applicationName: "alertd/\(instance)")
         configuration.options.maximumConnections = max(1, poolSize)
         // A database that cannot be reached answers 503 soon, not after ten seconds: a
         // connection attempt gives up after 3 s, and so does a request waiting for a connection.
         configuration.options.connectTimeout = .seconds(3)
-        var probe = try url.connectionConfiguration()
+        var probe = try url.connectionConfiguration(applicationName: "alertd/\(instance)")
         probe.options.connectTimeout = .seconds(1)
         client = Pool(configuration: configuration, probe: probe, leaseWait: .seconds(3), logger: logger)
         flushes = Flushes(logger: logger, onFlush: onFlush)
         notifications = Notifications(url: url, instance: instance, logger: logger)
+        presence = Presence(url: url, instance: instance, logger: logger)
         displayReader = DisplayReader(logger: logger)
         flushes.store = self
         displayReader.store = self
@@ -114,6 +122,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.client.run() }
             group.addTask { await self.notifications.run() }
+            group.addTask { await self.presence.run { self.migrated.load(ordering: .acquiring) } }
             group.addTask { await self.refreshCounts() }
             // Until a graceful shutdown (or cancellation), and then until the work started has
             // ended, while the connections are still there for it.
@@ -177,12 +186,14 @@ public final class PostgresAlertStore: AlertStore, Service {
         var pending = 0
         var bytes = 0
         // The footprint as Alert.footprint adds it up, from the stored columns (buttons as
-        // their JSON: a few bytes more per button than the budget counts).
+        // their JSON: a few bytes more per button than the budget counts), and the rendered
+        // copy each is counted with, as the board counts it (its `size`).
         for try await (client, count, size) in try await client.query(
             """
             SELECT client, pg_catalog.count(*), \(Alert.fixedFootprint)::bigint * pg_catalog.count(*) + coalesce(pg_catalog.sum(
                 pg_catalog.octet_length(title) + coalesce(pg_catalog.octet_length(message), 0) + coalesce(pg_catalog.octet_length(callback_url), 0)
-                + coalesce(pg_catalog.octet_length(metadata), 0) + pg_catalog.octet_length(buttons)), 0)::bigint
+                + coalesce(pg_catalog.octet_length(metadata), 0) + pg_catalog.octet_length(buttons)
+                + \(unescaped: Self.sizeOf)), 0)::bigint
             FROM alerts WHERE state IN ('queued', 'displayed') GROUP BY client
             """, logger: logger
         ).decode((String, Int, Int).self) {
@@ -204,6 +215,7 @@ public final class PostgresAlertStore: AlertStore, Service {
         ).decode((Int64?, Int64?).self) {
             next = [expiry, dismissal].compactMap { $0 }.min()
         }
+        await readQuorumBlockers()
         counts.withLockedValue { counts in
             var read = next.map(Timestamp.init(milliseconds:))
             if counts.noted != noted, let sooner = counts.nextDeadline, read.map({ sooner < $0 }) ?? true { read = sooner }
@@ -212,6 +224,51 @@ public final class PostgresAlertStore: AlertStore, Service {
                 bytesByClient: bytesByClient, noted: counts.noted)
         }
     }
+
+    /// An alert row's `size` (``AlertdCore/Alert/renderedFootprint`` and its events' bodies), in SQL;
+    /// for a row written before sizes were (migration 7), its columns' bytes instead.
+    static let sizeOf = """
+        coalesce(size, 512 + pg_catalog.octet_length(title) + coalesce(pg_catalog.octet_length(message), 0) \
+        + pg_catalog.octet_length(buttons) + coalesce(pg_catalog.octet_length(callback_url), 0) \
+        + coalesce(pg_catalog.octet_length(metadata), 0) + 2 * coalesce(pg_catalog.octet_length(votes), 0))
+        """
+
+    /// Reads whether an instance without quorum support serves this database (SPEC §10,
+    /// issue 44 item 7): a live instance registered without `quorum`, or an alertd older
+    /// than the registry, which registers nothing and is seen by its `LISTEN "alertd"`
+    /// connection: a session of alertd's role, on this database, that names no instance
+    /// (this version's connections are `alertd/<instance>`).
+    func readQuorumBlockers() async {
+        do {
+            var blockers: [String] = []
+            for try await (who, version) in try await client.query(
+                """
+                SELECT 'instance ' || i.id, 'alertd ' || i.version FROM instances i
+                WHERE \(unescaped: Presence.isLive("i")) AND NOT (' ' || i.capabilities || ' ') LIKE '% quorum %'
+                UNION ALL
+                SELECT 'the alertd listening from ' || coalesce(pg_catalog.host(a.client_addr), 'a local socket') || ' (pid ' || a.pid || ')',
+                    'a version older than 0.1.0'
+                FROM pg_catalog.pg_stat_activity a
+                WHERE a.datname = pg_catalog.current_database() AND a.usename = current_user
+                  AND a.query LIKE 'LISTEN "\(unescaped: Notifications.channel)"%' AND a.application_name NOT LIKE 'alertd/%'
+                """, logger: logger
+            ).decode((String, String).self) {
+                blockers.append("\(who) (\(version))")
+            }
+            let reason =
+                blockers.isEmpty
+                ? nil
+                : "an alert with a quorum above 1 is refused while an instance without quorum support serves this database: "
+                    + blockers.joined(separator: ", ")
+                    + "; it would take one vote as the answer. Post it again once every instance runs alertd 0.1.0 or later "
+                    + "(docs/high-availability.md, rolling upgrades)"
+            quorumBlockers.withLockedValue { $0 = reason }
+        } catch {
+            logger.debug("the instances serving were not read", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    public var quorumRefusal: String? { quorumBlockers.withLockedValue { $0 } }
 
     /// What the bounds see outside one client's transaction.
     func elsewhere(of client: String) -> (pending: Int, clients: Int, bytes: Int) {

@@ -219,8 +219,9 @@ public struct PostgresURL: Sendable, CustomStringConvertible {
         return text
     }
 
-    /// postgres-nio's configuration for it.
-    public func clientConfiguration() throws -> PostgresClient.Configuration {
+    /// postgres-nio's configuration for it; `applicationName` (`alertd/<instance>`) names
+    /// the connections of one instance in `pg_stat_activity`.
+    public func clientConfiguration(applicationName: String? = nil) throws -> PostgresClient.Configuration {
         var configuration: PostgresClient.Configuration
         if let socketPath {
             let path = socketPath.hasSuffix(".s.PGSQL.\(port)") ? socketPath : socketPath + "/.s.PGSQL.\(port)"
@@ -229,15 +230,19 @@ public struct PostgresURL: Sendable, CustomStringConvertible {
             configuration = PostgresClient.Configuration(
                 host: host ?? "localhost", port: port, username: user, password: password, database: database, tls: try tls())
         }
-        configuration.options.additionalStartupParameters = Self.sessionParameters
+        configuration.options.additionalStartupParameters = Self.sessionParameters + Self.named(applicationName)
         return configuration
     }
 
     /// The same, for a single connection (LISTEN).
-    public func connectionConfiguration() throws -> PostgresConnection.Configuration {
+    public func connectionConfiguration(applicationName: String? = nil) throws -> PostgresConnection.Configuration {
         var configuration = try plainConnectionConfiguration()
-        configuration.options.additionalStartupParameters = Self.sessionParameters
+        configuration.options.additionalStartupParameters = Self.sessionParameters + Self.named(applicationName)
         return configuration
+    }
+
+    private static func named(_ applicationName: String?) -> [(String, String)] {
+        applicationName.map { [("application_name", $0)] } ?? []
     }
 
     private func plainConnectionConfiguration() throws -> PostgresConnection.Configuration {

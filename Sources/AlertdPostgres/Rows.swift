@@ -9,7 +9,7 @@ enum AlertRow {
     /// The columns ``alert(_:)`` reads, by position.
     static let columns = """
         id, client, seq, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by
         """
 
     /// The names of ``columns``, in order.
@@ -124,14 +124,14 @@ enum AlertRow {
             metadata: try text(10).map { CompactJSON(trusting: Array($0.utf8)) },
             state: state, createdAt: createdAt, displayedAt: try time(12), decidedAt: try time(13), expiresAt: expiresAt,
             dismissAfterMilliseconds: try number(15), result: result, sequence: try required(number(2), "seq"), quorum: quorum,
-            votes: votes)
+            votes: votes, postedBy: try text(20))
     }
 }
 
 extension AlertRow {
     /// Writes `alert` as one JSON object of `json_to_recordset` (the columns of
-    /// ``columns``, `dismiss_at` and `version`): the body of an object already begun.
-    static func write(_ alert: Alert, version: Int64, into json: inout JSONWriter) {
+    /// ``columns``, `dismiss_at`, `version` and, when given, `size`): the body of an object already begun.
+    static func write(_ alert: Alert, version: Int64, size: Int? = nil, into json: inout JSONWriter) {
         func text(_ key: StaticString, _ value: String?) {
             json.key(key)
             json.string(value)
@@ -168,8 +168,10 @@ extension AlertRow {
             votes.votes(alert.votes)
             text("votes", String(decoding: votes.bytes, as: UTF8.self))
         }
+        text("posted_by", alert.postedBy)
         number("dismiss_at", alert.dismissAt?.milliseconds)
         number("version", version)
+        if let size { number("size", Int64(size)) }
     }
 }
 

@@ -178,6 +178,33 @@ enum Schema {
                 "CREATE INDEX answer_tokens_by_expiry ON answer_tokens (expires_at)",
             ]
         ),
+        // NULL for alerts posted before: without a name they bind no vote (SPEC §10).
+        Migration(7, "who posted an alert (SPEC §10: the poster cannot approve its own)", ["ALTER TABLE alerts ADD COLUMN posted_by text"]),
+        // `size`: the alert as rendered (Alert.renderedFootprint) plus the bodies of the events
+        // written with it; what its client's retention by bytes and the displayed alerts'
+        // share of limits.max_pending_bytes count. NULL for a row written before: counted
+        // from its columns (PostgresAlertStore.sizeOf).
+        Migration(
+            8, "each alert's size (alerts.retention_max_bytes, limits.max_pending_bytes)", ["ALTER TABLE alerts ADD COLUMN size bigint"]),
+        Migration(
+            9, "decided alerts by client with their size (the purge by bytes)",
+            body: .index(name: "alerts_retained", definition: "ON alerts (client, id) INCLUDE (size) WHERE decided_at IS NOT NULL")),
+        // Every instance's row, written at its start (Presence): what it supports, and the key of
+        // the session-level advisory lock it holds while it runs. A row whose lock nobody holds is
+        // a dead instance: its delivery leases are taken over at once.
+        Migration(
+            10, "instances: who serves, what each supports, the lock that shows it alive",
+            [
+                """
+                CREATE TABLE instances (
+                    id text COLLATE "C" PRIMARY KEY,
+                    lock_key integer NOT NULL,
+                    version text NOT NULL,
+                    capabilities text NOT NULL,
+                    started_at bigint NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

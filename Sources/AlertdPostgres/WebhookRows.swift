@@ -36,7 +36,8 @@ extension PostgresAlertStore {
             for try await _ in rows { inserted = true }
             // Another instance registered the URL at the same moment.
             if !inserted {
-                throw EngineError(.webhookExists, "client \(webhook.client) already has a webhook for \(webhook.url)")
+                throw EngineError(
+                    .webhookExists, "client \(webhook.client) already has a webhook for \(URLRedaction.redacted(webhook.url))")
             }
         }
     }

@@ -1,4 +1,5 @@
 public import AlertdCore
+public import AlertdEngine
 public import AlertdWire
 
 /// One durable change.
@@ -88,11 +89,14 @@ public protocol PersistentStore: Sendable {
     /// The ids of the deliveries the commit that removed webhook `id` cancelled (taken: a
     /// second call answers `[]`).
     func cancelledDeliveries(ofWebhook id: String) throws -> [String]
-    /// Terminal alerts past retention, at most `limit`: decided before `decidedBefore`, or
-    /// beyond their client's newest `keepPerClient` (by id), without a delivery still
-    /// pending. Read beside the writer: a purge then deletes them a few hundred a commit,
+    /// Terminal alerts past retention, at most `limit`, without a delivery still pending:
+    /// decided before its time, beyond their client's newest `keepPerClient` (by id) or its
+    /// newest `maxBytesPerClient` bytes, or the oldest decided beyond `maxBytes` of every
+    /// client's. Read beside the writer: a purge then deletes them a few hundred a commit,
     /// between other commits (``StoreWrite/deleteTerminal(_:)``).
-    func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String]
+    func purgeCandidates(_ retention: Retention, limit: Int) throws -> [String]
+    /// The bytes of every terminal alert (their `size`s), as ``Retention`` counts them.
+    func retainedBytes() throws -> Int
     /// Those of `clients` that have no terminal alert stored.
     func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String]
     /// Whether a write can be made now (for readiness).

@@ -61,6 +61,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
     private let changeHandler = NIOLockedValueBox<(@Sendable (StoreChange) -> Void)?>(nil)
     /// Answer tokens being used now (``useAnswerToken(hash:now:)``).
     private let answerUses = NIOLockedValueBox<Set<[UInt8]>>([])
+    /// The terminal alerts' bytes as the last purge measured them.
+    private let measuredRetained = NIOLockedValueBox<Int?>(nil)
     /// Pending alerts found at start.
     public let restoredPending: Int
 
@@ -381,23 +383,25 @@ public final class SQLiteAlertStore: AlertStore, Service {
     /// `purgeChunk` a commit: the writer never holds a minute's worth of deletions in one
     /// transaction while posts wait (a one-hour soak at ~760 answered alerts/s saw posts
     /// wait up to 7.8 s behind a purge of 45,000 alerts in one commit).
-    public func purge(decidedBefore: Timestamp, keepPerClient: Int, keysBefore: Timestamp) async throws(EngineError) -> [String] {
+    public func purge(_ retention: Retention, keysBefore: Timestamp) async throws(EngineError) -> [String] {
         if let refusal { throw refusal }
         for _ in 0..<Self.purgeRounds {
-            let ids = try read {
-                try persistent.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: Self.purgeRound)
-            }
+            let ids = try read { try persistent.purgeCandidates(retention, limit: Self.purgeRound) }
             var start = ids.startIndex
             while start < ids.endIndex {
                 let end = min(start + Self.purgeChunk, ids.endIndex)
                 try await commit([.deleteTerminal(Array(ids[start..<end]))])
                 start = end
             }
-            if ids.count < Self.purgeRound { break }
+            // Until a round finds nothing: the bound of all clients' bytes is taken last.
+            if ids.isEmpty { break }
         }
         try await commit([.deleteKeys(createdBefore: keysBefore), .deleteAnswerTokens(expiredBefore: keysBefore)])
+        if let bytes = try? persistent.retainedBytes() { measuredRetained.withLockedValue { $0 = bytes } }
         return forgetIdleClients()
     }
+
+    public var retainedBytes: Int? { measuredRetained.withLockedValue { $0 } }
 
     /// Candidates read at a time, alerts deleted a commit, rounds a purge (a million alerts).
     static let purgeRound = 5_000

@@ -8,20 +8,24 @@ extension SQLiteStore {
     /// The columns `alert(from:)` reads, by position (reading by name searches the row each time).
     static let columns = """
         id, client, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by
         """
 
     static let upsertAlert = """
         INSERT OR REPLACE INTO alerts (id, client, state, priority, title, message, style, buttons, callback_url,
-            metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes,
+            posted_by, size)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// Writes one alert row: its columns bound straight onto the cached statement
     /// with SQLite's own calls. Every post and decision passes here on the store
     /// writer's thread, and building GRDB `StatementArguments` for 17 columns was a
     /// fifth of that thread's time.
-    static func upsert(_ alert: Alert, _ statement: Statement, _ db: Database) throws {
+    ///
+    /// `eventBytes`: the bodies of the events written with it, counted in its `size` (the
+    /// bytes its retention holds, `alerts.retention_max_bytes`).
+    static func upsert(_ alert: Alert, eventBytes: Int = 0, _ statement: Statement, _ db: Database) throws {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
         var column: Int32 = 0
@@ -76,6 +80,8 @@ extension SQLiteStore {
             votes.votes(alert.votes)
             bytes(votes.bytes)
         }
+        text(alert.postedBy)
+        integer(Int64(alert.renderedFootprint + eventBytes))
         let code = sqlite3_step(handle)
         sqlite3_reset(handle)
         guard code == SQLITE_DONE else {
@@ -142,6 +148,6 @@ extension SQLiteStore {
             buttons: buttons, priority: row[3], callbackURL: row[8], metadata: metadata,
             state: state, createdAt: createdAt, displayedAt: time(11),
             decidedAt: time(12), expiresAt: expiresAt,
-            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes)
+            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes, postedBy: row[19])
     }
 }

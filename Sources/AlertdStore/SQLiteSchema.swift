@@ -135,6 +135,28 @@ extension SQLiteStore {
                     CREATE INDEX answer_tokens_by_expiry ON answer_tokens(expires_at);
                     """)
         }
+        migrator.registerMigration("v11: who posted an alert (SPEC §10: the poster cannot approve its own)") { db in
+            // NULL for alerts posted before: without a name they bind no vote.
+            try db.execute(sql: "ALTER TABLE alerts ADD COLUMN posted_by TEXT")
+        }
+        migrator.registerMigration("v12: each alert's size; terminal alerts bounded by bytes (alerts.retention_max_bytes)") { db in
+            // `size`: the alert as rendered (Alert.renderedFootprint) plus the bodies of the
+            // events written with it. Rows written before have none: their text and events
+            // are counted once, here. The partial indexes of decided alerts carry it, so the
+            // purge adds up a client's bytes, or every client's, without reading a row.
+            try db.execute(
+                sql: """
+                    ALTER TABLE alerts ADD COLUMN size INTEGER;
+                    UPDATE alerts SET size = 512 + length(CAST(title AS BLOB)) + coalesce(length(CAST(message AS BLOB)), 0)
+                        + length(CAST(buttons AS BLOB)) + coalesce(length(CAST(callback_url AS BLOB)), 0)
+                        + coalesce(length(CAST(metadata AS BLOB)), 0) + 2 * coalesce(length(CAST(votes AS BLOB)), 0)
+                        + coalesce((SELECT sum(length(e.body)) FROM events e WHERE e.alert_id = alerts.id), 0);
+                    DROP INDEX alerts_decided_by_client;
+                    CREATE INDEX alerts_decided_by_client ON alerts(client, id, size) WHERE decided_at IS NOT NULL;
+                    DROP INDEX alerts_by_decision;
+                    CREATE INDEX alerts_by_decision ON alerts(decided_at, id, size) WHERE decided_at IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

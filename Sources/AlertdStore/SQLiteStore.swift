@@ -152,13 +152,16 @@ public final class SQLiteStore: PersistentStore {
 
     /// `cancelled`: where a webhook's removal leaves the ids of the deliveries it cancelled.
     private static func apply(_ writes: [StoreWrite], _ db: Database, cancelled: NIOLockedValueBox<[String: [String]]>) throws {
+        // An alert decided is written with its events: their bodies count in its size.
+        var eventBytes: [AlertID: Int] = [:]
+        for case .event(let event) in writes { eventBytes[event.alertID, default: 0] += event.body.count }
         for write in writes {
             switch write {
             case .client(let id, let createdAt):
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO clients (id, created_at) VALUES (?, ?)")
                     .execute(arguments: [id, createdAt.milliseconds])
             case .alert(let alert):
-                try Self.upsert(alert, try db.cachedStatement(sql: Self.upsertAlert), db)
+                try Self.upsert(alert, eventBytes: eventBytes[alert.id] ?? 0, try db.cachedStatement(sql: Self.upsertAlert), db)
             case .idempotency(let record):
                 try db.cachedStatement(
                     sql: """
@@ -298,7 +301,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
+    public func purgeCandidates(_ retention: Retention, limit: Int) throws -> [String] {
         try pool.read { db in
             let unsettled = "NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = alerts.id AND d.state = 'pending')"
             var found = Set<String>()
@@ -311,7 +314,7 @@ public final class SQLiteStore: PersistentStore {
             }
             try take(
                 db.cachedStatement(sql: "SELECT id FROM alerts WHERE decided_at IS NOT NULL AND decided_at < ? AND \(unsettled) LIMIT ?"),
-                [decidedBefore.milliseconds, limit])
+                [retention.decidedBefore.milliseconds, limit])
             // Beyond each client's newest keepPerClient terminal alerts (by id, the order its
             // list pages in): per client, the index by client and id walks keepPerClient
             // entries to the first one that goes, then the rest. (One statement with the
@@ -322,10 +325,59 @@ public final class SQLiteStore: PersistentStore {
             let beyond = try db.cachedStatement(
                 sql: "SELECT id FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND id <= ? AND \(unsettled) LIMIT ?")
             for client in try String.fetchAll(db, sql: "SELECT id FROM clients") where ids.count < limit {
-                guard let last = try String.fetchOne(cutoff, arguments: [client, keepPerClient]) else { continue }
+                guard let last = try String.fetchOne(cutoff, arguments: [client, retention.keepPerClient]) else { continue }
                 try take(beyond, [client, last, limit])
             }
+            // Beyond each client's newest maxBytesPerClient bytes: the clients over it, from the
+            // index of decided alerts by client, which carries each one's size; then, newest
+            // first, the first alert that does not fit, and every older one.
+            if retention.maxBytesPerClient < Int.max, ids.count < limit {
+                let over = try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT client FROM alerts WHERE decided_at IS NOT NULL GROUP BY client HAVING sum(size) > ?
+                        """, arguments: [retention.maxBytesPerClient])
+                let newest = try db.cachedStatement(
+                    sql: "SELECT id, size FROM alerts WHERE client = ? AND decided_at IS NOT NULL ORDER BY id DESC")
+                for client in over where ids.count < limit {
+                    var kept = 0
+                    var first: String?
+                    let rows = try Row.fetchCursor(newest, arguments: [client])
+                    while let row = try rows.next() {
+                        kept += row[1] as Int? ?? 0
+                        if kept > retention.maxBytesPerClient {
+                            first = row[0]
+                            break
+                        }
+                    }
+                    if let first { try take(beyond, [client, first, limit]) }
+                }
+            }
+            // Beyond maxBytes of every client's: the oldest decided first, until what goes
+            // covers the excess (alerts with a delivery pending stay, and count as kept).
+            // Once the bounds above have nothing left to take, so that the total is exact.
+            if retention.maxBytes < Int.max, ids.isEmpty {
+                let total = try Int.fetchOne(db, sql: "SELECT coalesce(sum(size), 0) FROM alerts WHERE decided_at IS NOT NULL") ?? 0
+                var excess = total - retention.maxBytes
+                if excess > 0 {
+                    let oldest = try Row.fetchCursor(
+                        db, sql: "SELECT id, size FROM alerts WHERE decided_at IS NOT NULL AND \(unsettled) ORDER BY decided_at, id")
+                    while excess > 0, ids.count < limit, let row = try oldest.next() {
+                        let id: String = row[0]
+                        if found.insert(id).inserted {
+                            ids.append(id)
+                            excess -= row[1] as Int? ?? 0
+                        }
+                    }
+                }
+            }
             return ids
+        }
+    }
+
+    public func retainedBytes() throws -> Int {
+        try pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT coalesce(sum(size), 0) FROM alerts WHERE decided_at IS NOT NULL") ?? 0
         }
     }
 

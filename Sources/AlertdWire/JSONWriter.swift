@@ -214,6 +214,38 @@ public struct JSONWriter: Sendable {
         self.bytes.append(contentsOf: bytes)
     }
 
+    // MARK: Sizes
+
+    /// How many bytes ``string(_:)`` writes for `s`: its UTF-8 with escapes, and the
+    /// quotes; 4 (`null`) for nil. Counted without writing, for budgets of rendered bytes.
+    public static func quotedLength(_ s: String?) -> Int {
+        guard let s else { return 4 }
+        if let length = s.utf8.withContiguousStorageIfAvailable(quotedLength) { return length }
+        var copy = s
+        return copy.withUTF8(quotedLength)
+    }
+
+    /// ``quotedLength(_:)`` of UTF-8 bytes: eight at a time while none needs an escape.
+    private static func quotedLength(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        let count = utf8.count
+        var length = 2 + count
+        guard let base = utf8.baseAddress.map(UnsafeRawPointer.init) else { return length }
+        var i = 0
+        while true {
+            while i &+ 8 <= count && !StringBytes.needsEscape(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                i &+= 8
+            }
+            guard i < count else { break }
+            switch utf8[i] {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x09, 0x0D, 0x08, 0x0C: length += 1
+            case 0..<0x20: length += 5
+            default: break
+            }
+            i += 1
+        }
+        return length
+    }
+
     // MARK: Encoding
 
     @inline(__always)

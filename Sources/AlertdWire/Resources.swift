@@ -98,6 +98,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public var decidedAt: Timestamp?
     /// When it expires if still pending.
     public var expiresAt: Timestamp
+    /// The name of the token that posted it (SPEC §10); nil without tokens. With a `quorum`
+    /// above 1 that token may not approve it (it may still cancel or withdraw it).
+    public var postedBy: String?
     /// The votes so far, in the order they were committed (SPEC §10); empty when none.
     /// An answered alert of `quorum` 1 has one: the choice that answered it.
     public var votes: [Vote]
@@ -109,7 +112,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
         buttons: [Button], priority: Int, expiresIn: Double, dismissAfter: Double?, callbackURL: String?,
         metadata: JSONObject?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
-        result: AlertResult?, quorum: Int = 1, votes: [Vote] = []
+        result: AlertResult?, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil
     ) {
         self.id = id
         self.client = client
@@ -131,6 +134,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         self.result = result
         self.quorum = quorum
         self.votes = votes
+        self.postedBy = postedBy
     }
 
     /// True once answered, dismissed, expired or withdrawn.
@@ -149,6 +153,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         case displayedAt = "displayed_at"
         case decidedAt = "decided_at"
         case expiresAt = "expires_at"
+        case postedBy = "posted_by"
         case votes, result
     }
 
@@ -156,7 +161,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
 
     /// Decodes a resource as the daemon writes it. A daemon older than `quorum` (SPEC §10)
-    /// sends neither `quorum` nor `votes`: 1 and none then.
+    /// sends neither `quorum` nor `votes`: 1 and none then; one older than `posted_by`, nil.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
@@ -177,6 +182,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         displayedAt = try container.decodeIfPresent(Timestamp.self, forKey: .displayedAt)
         decidedAt = try container.decodeIfPresent(Timestamp.self, forKey: .decidedAt)
         expiresAt = try container.decode(Timestamp.self, forKey: .expiresAt)
+        postedBy = try container.decodeIfPresent(String.self, forKey: .postedBy)
         votes = try container.decodeIfPresent([Vote].self, forKey: .votes) ?? []
         result = try container.decodeIfPresent(AlertResult.self, forKey: .result)
     }
@@ -199,7 +205,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
             id: id, client: client, state: state, position: position, title: title, message: message, style: style, buttons: buttons,
             priority: priority, quorum: quorum, expiresIn: .seconds(expiresIn), dismissAfter: dismissAfter.map(Interval.seconds),
             callbackURL: callbackURL, metadata: metadata.map(CompactJSON.init), createdAt: createdAt, displayedAt: displayedAt,
-            decidedAt: decidedAt, expiresAt: expiresAt, votes: votes, result: result, into: &json)
+            decidedAt: decidedAt, expiresAt: expiresAt, postedBy: postedBy, votes: votes, result: result, into: &json)
     }
 
     /// A duration of the resource (`expires_in`, `dismiss_after`): the daemon keeps
@@ -227,7 +233,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
         buttons: [Button], priority: Int, quorum: Int, expiresIn: Interval, dismissAfter: Interval?, callbackURL: String?,
         metadata: CompactJSON?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
-        votes: [Vote], result: AlertResult?, into json: inout JSONWriter
+        postedBy: String?, votes: [Vote], result: AlertResult?, into json: inout JSONWriter
     ) {
         // Member by member in ``memberNames`` order (a loop over `CodingKeys.allCases` would
         // build that array on every alert written); a test holds the two to one order.
@@ -270,6 +276,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         json.timestamp(decidedAt)
         json.key("expires_at")
         json.timestamp(expiresAt)
+        json.key("posted_by")
+        json.string(postedBy)
         json.key("votes")
         json.votes(votes)
         json.key("result")

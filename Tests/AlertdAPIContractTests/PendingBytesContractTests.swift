@@ -7,7 +7,8 @@ import Testing
 /// bytes from the counts it reads every second: one client here, so the bound is exact).
 @Suite("Pending alerts budgeted by bytes, on every store")
 struct PendingBytesContractTests {
-    /// The largest alert §2 allows, in 4-byte characters: a footprint of 22 806 bytes.
+    /// The largest alert §2 allows, in 4-byte characters: a footprint of 22 806 bytes, budgeted
+    /// with its rendered copy at about 45 KB.
     static var largest: [String: Any] {
         [
             "title": String(repeating: "🚨", count: 256), "message": String(repeating: "📟", count: 4096),
@@ -17,7 +18,7 @@ struct PendingBytesContractTests {
 
     @Test("a post beyond max_pending_bytes is 429 queue-full naming the key; a withdrawal makes room")
     func budget() async throws {
-        try await withTestClient(config: Contract.baseConfig + "limits:\n  max_pending_bytes: 65536\n") { api in
+        try await withTestClient(config: Contract.baseConfig + "limits:\n  max_pending_bytes: 100000\n") { api in
             let client = Contract.uniqueClient("bytes")
             let first = Contract.id(try await api.create(client, Self.largest))
             _ = try await api.create(client, Self.largest)

@@ -192,6 +192,59 @@ struct QuorumContractTests {
         }
     }
 
+    @Test("every alert carries posted_by, the posting token's name, wherever it is read")
+    func postedBy() async throws {
+        let (tokens, secrets) = try await deciders()
+        try await withTestClient(config: Contract.baseConfig + tokens) { http in
+            let (deployer, alice) = (As(http, secrets["deployer"]), As(http, secrets["alice"]))
+            let posted = try await deployer.create("ops", approval(2))
+            let id = Contract.id(posted)
+            #expect(posted["posted_by"] as? String == "deployer", "\(posted)")
+            #expect(try await alice.alert("ops", id)["posted_by"] as? String == "deployer")
+            #expect(try await alice.get("/v1/clients/ops/alerts/current").jsonObject()["posted_by"] as? String == "deployer")
+            let listed = try await alice.get("/v1/clients/ops/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
+            #expect(listed.first?["posted_by"] as? String == "deployer")
+            _ = try await alice.vote("ops", id, "Cancel")
+            let decided = try await alice.alert("ops", id)
+            #expect(decided["state"] as? String == "answered" && decided["posted_by"] as? String == "deployer")
+        }
+        try await withTestClient { http in
+            let anonymous = try await http.create("ops", approval(1))
+            #expect(anonymous["posted_by"] is NSNull, "without tokens posted_by is null: \(anonymous)")
+        }
+    }
+
+    @Test(
+        "the poster cannot approve its own alert: 403 forbidden for a non-cancel button, the alert unchanged; it may cancel or withdraw",
+        arguments: ["Deploy", "Roll back"])
+    func posterCannotApprove(button: String) async throws {
+        let (tokens, secrets) = try await deciders()
+        try await withTestClient(config: Contract.baseConfig + tokens) { http in
+            let (lead, alice, bob) = (As(http, secrets["lead"]), As(http, secrets["alice"]), As(http, secrets["bob"]))
+            let id = Contract.id(try await lead.create("ops", approval(2)))
+            let problem = Contract.expectProblem(try await lead.vote("ops", id, button), status: 403, code: "forbidden")
+            #expect((problem["detail"] as? String ?? "").contains("the poster cannot approve its own alert"), "\(problem)")
+            let unchanged = try await alice.alert("ops", id)
+            #expect(unchanged["state"] as? String == "displayed" && ballot(unchanged["votes"]).isEmpty, "\(unchanged)")
+            // Two others approve it.
+            #expect(try await alice.vote("ops", id, button).status == 200)
+            let answered = try await bob.vote("ops", id, button).jsonObject()
+            #expect(answered["state"] as? String == "answered" && ballot(answered["votes"]) == ["alice:\(button)", "bob:\(button)"])
+
+            // It may stop its own: cancel answers it at once, withdraw too.
+            let second = Contract.id(try await lead.create("ops", approval(2)))
+            let cancelled = try await lead.vote("ops", second, "Cancel")
+            #expect(cancelled.status == 200, "\(cancelled.text)")
+            #expect((try cancelled.jsonObject()["result"] as? [String: Any])?["cancelled"] as? Bool == true)
+            let third = Contract.id(try await lead.create("ops", approval(2)))
+            let withdrawn = try await http.delete("/v1/clients/ops/alerts/\(third)", headers: lead.headers)
+            #expect(withdrawn.status == 200, "\(withdrawn.text)")
+            // Four eyes are what a quorum asks for: with quorum 1 the poster answers like anyone.
+            let single = Contract.id(try await lead.create("ops", approval(1)))
+            #expect(try await lead.vote("ops", single, "Deploy").status == 200)
+        }
+    }
+
     @Test("without tokens (an anonymous API) quorum above 1 is 400 invalid-alert at quorum; quorum 1 is answered with its one vote")
     func anonymousRefusesQuorum() async throws {
         try await withTestClient { http in

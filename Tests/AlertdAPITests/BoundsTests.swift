@@ -48,7 +48,8 @@ struct BoundsTests {
         }
     }
 
-    /// The largest alert §2 allows, in 4-byte characters: about 27 KB of JSON, a footprint of about 23 KB.
+    /// The largest alert §2 allows, in 4-byte characters: about 27 KB of JSON, a footprint of about 23 KB,
+    /// and about as much again for its rendered copy.
     static let largest: String = {
         let buttons = (0..<16).map { #"{"title":"\#($0)\#(String(repeating: "🔘", count: 60))"}"# }.joined(separator: ",")
         return
@@ -57,7 +58,8 @@ struct BoundsTests {
 
     @Test("limits.max_pending_bytes: a post beyond the bytes pending alerts may take is 429 queue-full and stores nothing")
     func maxPendingBytes() async throws {
-        try await withAlertd(config: "limits: { max_pending_bytes: 65536 }") { daemon in
+        // The largest alert is budgeted at ~45 KB (its text, and its rendered copy): two fit, a third does not.
+        try await withAlertd(config: "limits: { max_pending_bytes: 100000 }") { daemon in
             let first = try await daemon.postAlert("a", Self.largest)
             _ = try await daemon.postAlert("b", Self.largest)
             let refused = try await daemon.send("POST", "/v1/clients/c/alerts", json: Self.largest)

@@ -232,7 +232,7 @@ struct RoutingTests {
         let expected: [EngineError.Code: Problem.Code] = [
             .notFound: .notFound, .notDisplayed: .notDisplayed, .alreadyDecided: .alreadyDecided, .alreadyVoted: .alreadyVoted,
             .unknownButton: .unknownButton,
-            .queueFull: .queueFull, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
+            .queueFull: .queueFull, .forbidden: .forbidden, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
             .invalidWebhook: .badRequest, .configWebhook: .forbidden, .webhookExists: .webhookExists, .tooManyWaiters: .tooManyWaiters,
             .unavailable: .unavailable, .invalidSubscription: .badRequest, .confirmationRequired: .confirmationRequired,
             .answerUsed: .answerUsed,

@@ -197,6 +197,22 @@ struct TestAlertPresenterVoteTests {
         }
     }
 
+    @Test("told the poster's name, a ballot of it for a non-cancel button fails the test, as the daemon refuses it; its cancel stops it")
+    func posterCannotApprove() async throws {
+        let approving = TestAlertPresenter(poster: "deployer") { _ in .votes([Ballot("alice", "Deploy"), Ballot("deployer", "Deploy")]) }
+        try await withKnownIssue {
+            _ = try await approving.present(on: "ops", title: "Deploy?", buttons: Self.deploy, quorum: 2)
+        } matching: {
+            "\($0)".contains("the poster cannot approve its own alert")
+        }
+        let cancelling = TestAlertPresenter(poster: "deployer") { _ in .votes([Ballot("deployer", "Cancel")]) }
+        let decision = try await cancelling.present(on: "ops", title: "Deploy?", buttons: Self.deploy, quorum: 2)
+        #expect(decision.outcome == .cancel("Cancel") && decision.decidedBy == "deployer")
+        // Quorum 1 asks for no four eyes.
+        let single = TestAlertPresenter(poster: "deployer") { _ in .votes([Ballot("deployer", "Deploy")]) }
+        #expect(try await single.present(on: "ops", title: "Deploy?", buttons: Self.deploy, quorum: 1).outcome == .button("Deploy"))
+    }
+
     @Test("a ballot after the decision, or for a button the alert lacks, fails the test")
     func impossibleBallots() async throws {
         let late = TestAlertPresenter { _ in .votes([Ballot("carol", "Cancel"), Ballot("alice", "Deploy")]) }

@@ -38,6 +38,44 @@ struct QuorumTests {
         #expect(board.pendingCount(on: "ops") == 1)
     }
 
+    @Test(
+        "The poster cannot approve its own alert (§10): a vote of its name for a non-cancel button is forbidden and changes nothing",
+        arguments: ["Deploy", "Roll back"])
+    func posterCannotApprove(button: String) throws {
+        var board = AlertBoard()
+        let alert = try board.postCommitted(approval(quorum: 2), by: "deployer", now: at(0))
+        #expect(alert.postedBy == "deployer")
+        let error = #expect(throws: BoardError.self) {
+            try board.choose(.title(button), for: alert.id, on: "ops", by: "deployer", now: at(1))
+        }
+        #expect(error?.code == .forbidden)
+        #expect(error?.detail.contains("the poster cannot approve its own alert") == true, "\(String(describing: error))")
+        #expect(board.alert(alert.id) == alert, "the refused vote changed the alert")
+        // Two others still decide it.
+        _ = try board.choose(.title(button), for: alert.id, on: "ops", by: "alice", now: at(2))
+        let (decided, _) = try board.choose(.title(button), for: alert.id, on: "ops", by: "bob", now: at(3))
+        #expect(decided.state == .answered && decided.result?.button == button)
+    }
+
+    @Test("The poster may still stop it: its cancel vote answers it, cancelled; and withdraw it")
+    func posterMayCancel() throws {
+        var board = AlertBoard()
+        let alert = try board.postCommitted(approval(quorum: 2), by: "deployer", now: at(0))
+        let (cancelled, _) = try board.choose(.title("Cancel"), for: alert.id, on: "ops", by: "deployer", now: at(1))
+        #expect(cancelled.state == .answered && cancelled.result?.cancelled == true && cancelled.result?.decidedBy == "deployer")
+        let second = try board.postCommitted(approval(quorum: 2), by: "deployer", now: at(2))
+        let (withdrawn, _) = try board.withdraw(second.id, on: "ops", by: "deployer", now: at(3))
+        #expect(withdrawn.state == .withdrawn)
+    }
+
+    @Test("With quorum 1 the poster answers like anyone: four eyes are what a quorum asks for")
+    func posterOfQuorumOne() throws {
+        var board = AlertBoard()
+        let alert = try board.postCommitted(approval(quorum: 1), by: "deployer", now: at(0))
+        let (answered, _) = try board.choose(.title("Deploy"), for: alert.id, on: "ops", by: "deployer", now: at(1))
+        #expect(answered.state == .answered && answered.result?.decidedBy == "deployer")
+    }
+
     @Test("Votes are kept in the order they were made")
     func commitOrder() throws {
         var board = AlertBoard()

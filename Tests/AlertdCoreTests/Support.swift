@@ -23,8 +23,10 @@ func notice(_ title: String, priority: Int = 0, dismissAfter: Double? = nil, exp
 extension AlertBoard {
     /// Posts, settles the change at once (as a store does once it is committed), and returns the alert as posted.
     @discardableResult
-    mutating func postCommitted(_ draft: NewAlert, to client: String = "ops", now: Timestamp) throws(BoardError) -> Alert {
-        let (alert, change) = try post(draft, to: client, now: now)
+    mutating func postCommitted(
+        _ draft: NewAlert, to client: String = "ops", by poster: String? = nil, now: Timestamp
+    ) throws(BoardError) -> Alert {
+        let (alert, change) = try post(draft, to: client, by: poster, now: now)
         settle(change)
         return alert
     }

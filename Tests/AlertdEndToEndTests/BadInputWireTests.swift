@@ -147,6 +147,35 @@ struct BadInputWireTests {
         }
     }
 
+    @Test(
+        "a request whose framing alertd refuses gets one answer and a closed connection: a request hidden in its body is never read",
+        arguments: [
+            ["Content-Length: N", "Content-Length: N"], ["Content-Length: N", "Content-Length: 0xH"], ["Transfer-Encoding: gzip"],
+        ])
+    func refusedFramingClosesTheConnection(headers: [String]) async throws {
+        let alert = #"{"title":"smuggled","buttons":[{"title":"Yes"}]}"#
+        // What a proxy that took the first Content-Length for the body would pass on as a request of its own.
+        let hidden =
+            "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(alert.utf8.count)\r\n\r\n" + alert
+        let body = alert + hidden
+        let head = headers.map {
+            $0.replacingOccurrences(of: "N", with: "\(body.utf8.count)")
+                .replacingOccurrences(of: "0xH", with: "0x" + String(body.utf8.count, radix: 16))
+        }
+        let bytes =
+            "POST /v1/clients/fixture/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + head.map { $0 + "\r\n" }.joined() + "\r\n" + body
+        try await WireFixture.expectHarmless { connection in
+            try? await connection.send(Array(bytes.utf8))
+            let response = try await connection.readResponse()
+            WireFixture.expectProblem(response, status: 400, code: "bad-request")
+            #expect(response.header("Connection") == "close")
+            #expect(await connection.awaitClose(timeout: .seconds(10)), "the connection stayed open")
+            #expect(connection.unread.isEmpty, "a second answer followed: \(String(decoding: connection.unread, as: UTF8.self))")
+        }
+    }
+
     /// Writes the case's bytes and reads the answer; nil (and an issue) when there is none.
     static func answer(to raw: RawCase, on connection: RawConnection, sourceLocation: SourceLocation = #_sourceLocation) async
         -> TestResponse?
@@ -243,6 +272,32 @@ struct RawCase: Sendable, CustomTestStringConvertible {
                 "two different Content-Length values",
                 post + "Content-Length: \(alert.utf8.count)\r\nContent-Length: \(alert.utf8.count + 1)\r\n\r\n" + alert + " ",
                 status: 400, code: "bad-request"),
+            // Issue 44 item 11: where libmicrohttpd and a proxy in front could read a request's end
+            // differently, alertd refuses what it sees, once, and closes.
+            RawCase(
+                "two equal Content-Length headers",
+                post + "Content-Length: \(alert.utf8.count)\r\nContent-Length: \(alert.utf8.count)\r\n\r\n" + alert,
+                status: 400, code: "bad-request"),
+            RawCase(
+                "a second Content-Length header in hexadecimal",
+                post + "Content-Length: \(alert.utf8.count)\r\nContent-Length: 0x\(String(alert.utf8.count, radix: 16))\r\n\r\n" + alert,
+                status: 400, code: "bad-request"),
+            RawCase(
+                "a Transfer-Encoding other than chunked", post + "Transfer-Encoding: gzip\r\n\r\n" + alert, status: 400,
+                code: "bad-request"),
+            RawCase(
+                "chunked after another Transfer-Encoding", post + "Transfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n",
+                status: 400, code: "bad-request"),
+            RawCase(
+                "a Content-Length listing its value twice",
+                post + "Content-Length: \(alert.utf8.count), \(alert.utf8.count)\r\n\r\n" + alert,
+                status: 400, code: "bad-request", layer: .libmicrohttpd(title: "Request malformed", headTwice: true)),
+            RawCase(
+                "a Content-Length with a plus sign", post + "Content-Length: +\(alert.utf8.count)\r\n\r\n" + alert, status: 400,
+                code: "bad-request", layer: .libmicrohttpd(title: "Request malformed", headTwice: true)),
+            RawCase(
+                "a Content-Length in hexadecimal", post + "Content-Length: 0x\(String(alert.utf8.count, radix: 16))\r\n\r\n" + alert,
+                status: 400, code: "bad-request", layer: .libmicrohttpd(title: "Request malformed", headTwice: true)),
             RawCase(
                 "a chunk size that is not hexadecimal", post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + alert + "\r\n0\r\n\r\n",
                 status: 400, code: "bad-request", layer: malformed),

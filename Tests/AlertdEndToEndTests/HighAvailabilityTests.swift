@@ -260,8 +260,8 @@ struct HighAvailabilityTests {
     func killOneInstanceUnderLoad() async throws {
         let receiver = try await WebhookReceiver.listening()
         defer { receiver.close() }
-        // Attempts hang until the kill, so the victim dies holding some; its lease is the
-        // callbacks timeout + 5 s, after which a survivor takes them over.
+        // Attempts hang until the kill, so the victim dies holding some: a survivor takes them
+        // over as soon as it sees the victim's lock gone (within a second or two).
         receiver.behave(.hang)
         let cluster = try await Cluster.start(3, config: callbackConfig(durability: "full", timeout: 3, retryInitial: 0.2, retryMax: 0.5))
         defer { cluster.cleanup() }
@@ -415,14 +415,16 @@ struct HighAvailabilityTests {
         for alertID in questions {
             #expect(webhookIDs[alertID]?.count == 1, "alert \(alertID)'s event came with webhook-ids \(webhookIDs[alertID] ?? [])")
         }
-        // The victim claimed each for timeout + 5 = 8 s as its attempt began: a survivor
-        // attempts it again only once that lease has run out, never while it might still run.
+        // The victim claimed each for timeout + 5 = 8 s as its attempt began, and died a second
+        // later: its lock gone, a survivor takes them over at once (issue 44 item 12), well
+        // before that lease would have run out. (One alive but slow keeps them: InstanceRegistryTests.)
         for alertID in victimEvents {
             let times = requests[alertID] ?? []
             #expect(times.count >= 2, "alert \(alertID): the victim's attempt, then a survivor's with the same webhook-id")
             if times.count >= 2 {
                 #expect(
-                    times[1] - times[0] > .seconds(7.5), "alert \(alertID) taken over \(times[1] - times[0]) after the victim's attempt")
+                    times[1] - times[0] < .seconds(7.5),
+                    "alert \(alertID) taken over \(times[1] - times[0]) after the victim's attempt: its lease was waited out")
             }
         }
     }

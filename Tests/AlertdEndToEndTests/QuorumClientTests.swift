@@ -28,6 +28,26 @@ struct QuorumClientTests {
 
     static let deploy: [Button] = [.default("Deploy"), .cancel("Cancel")]
 
+    @Test("the SDK reads posted_by; the poster's own approval is 403 forbidden through it, its cancel is taken (issue 44 item 6)")
+    func posterCannotApprove() async throws {
+        let (daemon, secrets) = try await Self.start()
+        defer { daemon.cleanup() }
+        let lead = try AlertdClient(url: daemon.baseURL, token: secrets["lead"])
+        let alice = try AlertdClient(url: daemon.baseURL, token: secrets["alice"])
+        let posted = try await lead.post(NewAlert(title: "Deploy build 77?", buttons: Self.deploy, quorum: 2), to: "ops")
+        #expect(posted.postedBy == "lead")
+        #expect(try await alice.alert(on: "ops", id: posted.id).postedBy == "lead")
+        await #expect {
+            _ = try await lead.choose(on: "ops", id: posted.id, button: "Deploy")
+        } throws: { error in
+            let error = error as? AlertdError
+            return error?.code == .forbidden && error?.problem?.detail.contains("the poster cannot approve its own alert") == true
+        }
+        #expect(try await alice.alert(on: "ops", id: posted.id).votes.isEmpty, "the refused vote was not counted")
+        let cancelled = try await lead.choose(on: "ops", id: posted.id, button: "Cancel")
+        #expect(cancelled.state == .answered && cancelled.result?.cancelled == true)
+    }
+
     @Test("present(…, quorum: 2) waits through a vote and returns the decision with both votes; choose returns the alert still displayed")
     func sdkPresent() async throws {
         let (daemon, secrets) = try await Self.start()

@@ -1,4 +1,5 @@
 public import AlertdCore
+public import AlertdEngine
 public import AlertdStore
 public import AlertdTestSupport
 public import AlertdWire
@@ -125,9 +126,10 @@ public final class ControlledStore: PersistentStore, Sendable {
     public func deliveries(of alertID: AlertID) throws -> [DeliveryRecord] { try inner.deliveries(of: alertID) }
     public func pendingDeliveries() throws -> [PendingDelivery] { try inner.pendingDeliveries() }
     public func cancelledDeliveries(ofWebhook id: String) throws -> [String] { try inner.cancelledDeliveries(ofWebhook: id) }
-    public func purgeCandidates(decidedBefore: Timestamp, keepPerClient: Int, limit: Int) throws -> [String] {
-        try inner.purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: limit)
+    public func purgeCandidates(_ retention: Retention, limit: Int) throws -> [String] {
+        try inner.purgeCandidates(retention, limit: limit)
     }
+    public func retainedBytes() throws -> Int { try inner.retainedBytes() }
     public func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
         try inner.clientsWithoutDecidedAlerts(among: clients)
     }

@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdEngine
 import AlertdStore
 import AlertdWire
 import Foundation
@@ -79,7 +80,7 @@ struct OutboxStoreTests {
                     nextAttemptAt: nil))
         }
         try store.commit([settle("msg_2-dl0", 1, .delivered)])
-        #expect(try store.purgeCandidates(decidedBefore: created.adding(seconds: 1), keepPerClient: .max, limit: 10).isEmpty)
+        #expect(try store.purgeCandidates(Retention(decidedBefore: created.adding(seconds: 1)), limit: 10).isEmpty)
         // Named to the writer anyway (a delivery reopened after the candidates were read), it stays.
         try store.commit([.deleteTerminal([alertID.description])])
         #expect(try store.alert(alertID) != nil, "msg_2-dl1 is still pending")

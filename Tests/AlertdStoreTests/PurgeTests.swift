@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdEngine
 import AlertdInProcess
 import AlertdStore
 import AlertdTestSupport

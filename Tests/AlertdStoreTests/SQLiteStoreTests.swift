@@ -1,4 +1,5 @@
 import AlertdCore
+import AlertdEngine
 import AlertdStore
 import AlertdWire
 import Foundation
@@ -235,7 +236,7 @@ struct MigrationTests {
 extension SQLiteStore {
     /// A purge as `SQLiteAlertStore` runs one: the candidates read, then deleted, then the keys.
     func purge(decidedBefore: Timestamp, keepPerClient: Int = .max, keysBefore: Timestamp) throws {
-        let ids = try purgeCandidates(decidedBefore: decidedBefore, keepPerClient: keepPerClient, limit: .max)
+        let ids = try purgeCandidates(Retention(decidedBefore: decidedBefore, keepPerClient: keepPerClient), limit: .max)
         try commit([.deleteTerminal(ids), .deleteKeys(createdBefore: keysBefore)])
     }
 }

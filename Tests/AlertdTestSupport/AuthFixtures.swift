@@ -35,12 +35,12 @@ public func roleTokens() async throws -> (config: String, secrets: [String: Stri
 public func bearer(_ secret: String?) -> [(String, String)] { secret.map { [("Authorization", "Bearer \($0)")] } ?? [] }
 
 /// The deciders of a quorum (SPEC §10): tokens made by `alertd token new`, each on every
-/// client, `deployer` (post), `alice`, `bob` and `carol` (answer). The config's `auth`
-/// section and the secrets by name.
+/// client, `deployer` (post), `alice`, `bob` and `carol` (answer), and `lead` (post and
+/// answer: a poster who may also decide). The config's `auth` section and the secrets by name.
 public func deciders() async throws -> (config: String, secrets: [String: String]) {
     var secrets: [String: String] = [:]
     var config = "auth:\n  tokens:\n"
-    for (name, roles) in [("deployer", "post"), ("alice", "answer"), ("bob", "answer"), ("carol", "answer")] {
+    for (name, roles) in [("deployer", "post"), ("alice", "answer"), ("bob", "answer"), ("carol", "answer"), ("lead", "post, answer")] {
         let (secret, entry) = try await newToken(name, roles: roles, clients: "*")
         secrets[name] = secret
         config += entry

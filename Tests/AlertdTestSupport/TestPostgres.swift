@@ -172,7 +172,7 @@ public final class TestPostgres: Sendable {
 
     private let free = NIOLockedValueBox<[String]>([])
     private static let connections = Atomic<Int>(0)
-    private static let quiet = Logger(label: "alertd.test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    fileprivate static let quiet = Logger(label: "alertd.test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Listens on `channel` of `database` as `user` (any role that may connect can, SPEC §9)
     /// until the listener is stopped; what it hears is ``Listener/payloads``.
@@ -221,6 +221,30 @@ public final class TestPostgres: Sendable {
             task.withLockedValue { $0 }?.cancel()
             try? await connection.close()
         }
+    }
+
+    /// A connection of its own to `database` as `user`, kept open until ``Session/close()``:
+    /// for what lasts as long as a session does (an advisory lock, a LISTEN).
+    public func session(database: String, user: String = "postgres") async throws -> Session {
+        let configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: port, username: user, password: nil, database: database, tls: .disable)
+        return Session(
+            connection: try await PostgresConnection.connect(
+                configuration: configuration, id: Self.connections.add(1, ordering: .relaxed).newValue, logger: Self.quiet))
+    }
+
+    /// A connection kept open (``session(database:user:)``).
+    public final class Session: Sendable {
+        let connection: PostgresConnection
+
+        init(connection: PostgresConnection) { self.connection = connection }
+
+        /// Runs one statement to its end.
+        public func run(_ sql: String) async throws {
+            for try await _ in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestPostgres.quiet) {}
+        }
+
+        public func close() async { try? await connection.close() }
     }
 
     /// Runs SQL through psql on `database`; its output (unaligned, tuples only).

@@ -278,3 +278,22 @@ struct RoundTripTests {
         #expect(decoded == number)
     }
 }
+
+@Suite("The length of a string as the writer writes it, counted without writing")
+struct QuotedLengthTests {
+    @Test(
+        "quotedLength is exactly what string(_:) writes, escapes and all, however the escapes fall among the words",
+        arguments: [
+            "", "a", "plain ASCII longer than eight bytes", "é🚨 UTF-8 of every width", "\"", "\\", "\n\t\r\u{8}\u{C}",
+            "\u{0}\u{1}\u{1F}", String(repeating: "x", count: 7) + "\"" + String(repeating: "y", count: 9),
+            String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self),
+        ])
+    func exact(text: String) {
+        var json = JSONWriter()
+        json.string(text)
+        #expect(JSONWriter.quotedLength(text) == json.bytes.count)
+    }
+
+    @Test("nil counts as null")
+    func null() { #expect(JSONWriter.quotedLength(nil) == 4) }
+}
