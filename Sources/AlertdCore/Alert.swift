@@ -30,13 +30,16 @@ public struct Alert: Sendable, Hashable {
     /// several deciders, or the one choice that answered an alert of `quorum` 1. Kept
     /// once it is terminal; ``AlertResult/votes`` of its result holds the same.
     public var votes: [Vote]
+    /// The values the person answering is asked for (SPEC §13), each with the buttons it
+    /// belongs to (resolved when posted); empty when none.
+    public var fields: [AlertField]
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
         buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: CompactJSON? = nil,
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
-        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = []
+        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = [], fields: [AlertField] = []
     ) {
         self.id = id
         self.client = client
@@ -57,6 +60,7 @@ public struct Alert: Sendable, Hashable {
         self.sequence = sequence
         self.quorum = quorum
         self.votes = votes
+        self.fields = fields
     }
 
     /// When a displayed buttonless alert is dismissed.
@@ -68,21 +72,25 @@ public struct Alert: Sendable, Hashable {
     public var isPending: Bool { !state.isTerminal }
 
     /// The memory one pending alert is budgeted at (`limits.max_pending_bytes`): what its
-    /// text takes in UTF-8 — title, message, button titles, callback URL, metadata — plus
-    /// ``fixedFootprint`` for the rest. Votes are not counted: at most ten short entries,
-    /// and a footprint that grew with them would have to be re-counted on every vote. A budget, not a measurement of the process: see
-    /// README's limits for what it came to in RSS.
+    /// text takes in UTF-8 — title, message, button titles, callback URL, metadata, its
+    /// fields' names, labels and placeholders — plus ``fixedFootprint`` for the rest. Votes
+    /// are not counted (nor their comments and values): at most ten entries, and a footprint
+    /// that grew with them would have to be re-counted on every vote. A budget, not a
+    /// measurement of the process: see README's limits for what it came to in RSS.
     public var footprint: Int {
-        Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata)
+        Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata, fields: fields)
     }
 
     /// The ``footprint`` of an alert with these fields (a draft's, before it is one).
     public static func footprint(
-        title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?
+        title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?, fields: [AlertField] = []
     ) -> Int {
         var bytes = fixedFootprint + title.utf8.count + (message?.utf8.count ?? 0) + (callbackURL?.utf8.count ?? 0)
         bytes += metadata?.bytes.count ?? 0
         for button in buttons { bytes += buttonFootprint + button.title.utf8.count }
+        for field in fields {
+            bytes += buttonFootprint + field.name.utf8.count + (field.label?.utf8.count ?? 0) + (field.placeholder?.utf8.count ?? 0)
+        }
         return bytes
     }
 
@@ -103,6 +111,20 @@ extension Alert {
             let decidedAt
         else { return [] }
         return [Vote(decidedBy: result.decidedBy, button: button, buttonIndex: index, at: decidedAt)]
+    }
+
+    /// `result` as read from a store, with `votes` and the words of the choice that decided
+    /// it (SPEC §13): the comment and values of its deciding vote, the last one (a decision
+    /// ends the voting), when the alert was answered with that vote's button. The stores
+    /// keep words in the votes only, so the result's cannot disagree with them.
+    public static func result(_ result: AlertResult?, votes: [Vote]) -> AlertResult? {
+        guard var result else { return nil }
+        result.votes = votes
+        if result.outcome == .answered, let deciding = votes.last, deciding.buttonIndex == result.buttonIndex {
+            result.comment = deciding.comment
+            result.values = deciding.values
+        }
+        return result
     }
 }
 

@@ -11,11 +11,11 @@ extension Alert {
         return json.bytes
     }
 
-    /// Writes the resource into `json`, with the one writer of its shape (``AlertResource/write(id:client:state:position:title:message:style:buttons:priority:quorum:expiresIn:dismissAfter:callbackURL:metadata:createdAt:displayedAt:decidedAt:expiresAt:votes:result:into:)``).
+    /// Writes the resource into `json`, with the one writer of its shape (``AlertResource/write(id:client:state:position:title:message:style:buttons:fields:priority:quorum:expiresIn:dismissAfter:callbackURL:metadata:createdAt:displayedAt:decidedAt:expiresAt:votes:result:into:)``).
     public func write(position: Int?, into json: inout JSONWriter) {
         AlertResource.write(
             id: id.description, client: client, state: state, position: position, title: title, message: message, style: style,
-            buttons: buttons, priority: priority, quorum: quorum,
+            buttons: buttons, fields: fields, priority: priority, quorum: quorum,
             expiresIn: .milliseconds(expiresAt.milliseconds - createdAt.milliseconds),
             dismissAfter: dismissAfterMilliseconds.map(AlertResource.Interval.milliseconds), callbackURL: callbackURL,
             metadata: metadata, createdAt: createdAt, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,

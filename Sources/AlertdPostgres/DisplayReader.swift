@@ -85,7 +85,7 @@ final class DisplayReader: Sendable {
     /// The displayed alert and version of each client whose version is not the one known
     /// (-1: none known), with the client's place in the arrays (from 1).
     struct Check: PostgresPreparedStatement {
-        static let name = "alertd_display_check_v2"
+        static let name = "alertd_display_check_v3"
         static let sql = """
             SELECT \(AlertRow.qualified("a")), r.i, c.version
             FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS r(id, known, i)

@@ -740,7 +740,7 @@ extension Flushes {
     /// Columns: client, version, then an idempotency key's key, alert id, digest and
     /// time, then an alert's columns from ``alertColumn`` (``AlertRow/columns``).
     struct Read: PostgresPreparedStatement {
-        static let name = "alertd_flush_read_v2"
+        static let name = "alertd_flush_read_v3"
         static let alertColumn = 6
         static let sql = """
             SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(AlertRow.qualified("a"))
@@ -781,7 +781,7 @@ extension Flushes {
     /// Every write of a flush in one statement: the rows
     /// travel as JSON arrays (`json_to_recordset`), bytes as base64.
     struct Write: PostgresPreparedStatement {
-        static let name = "alertd_flush_write_v3"
+        static let name = "alertd_flush_write_v4"
         static let sql = """
             WITH written_clients AS (
                 INSERT INTO clients (id, created_at, version)
@@ -793,7 +793,7 @@ extension Flushes {
                     id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
                     buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
                     expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, quorum integer,
-                    votes text, dismiss_at bigint, version bigint)
+                    votes text, fields text, dismiss_at bigint, version bigint)
                 ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
                     decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
                     votes = excluded.votes, dismiss_at = excluded.dismiss_at, version = excluded.version

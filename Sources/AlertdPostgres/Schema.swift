@@ -178,6 +178,10 @@ enum Schema {
                 "CREATE INDEX answer_tokens_by_expiry ON answer_tokens (expires_at)",
             ]
         ),
+        // `fields`: the alert's fields as their JSON array; NULL for none. A choice's comment and
+        // values are kept in its vote (`votes`), the result's are its deciding vote's. A column
+        // without a default is added without rewriting the table.
+        Migration(7, "answers with words: an alert's fields (SPEC §13)", ["ALTER TABLE alerts ADD COLUMN fields text"]),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

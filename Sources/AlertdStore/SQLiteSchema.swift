@@ -135,6 +135,11 @@ extension SQLiteStore {
                     CREATE INDEX answer_tokens_by_expiry ON answer_tokens(expires_at);
                     """)
         }
+        migrator.registerMigration("v11: answers with words: an alert's fields (SPEC §13)") { db in
+            // `fields`: the alert's fields as their JSON array; NULL for none. A choice's comment
+            // and values are kept in its vote (`votes`), the result's are its deciding vote's.
+            try db.execute(sql: "ALTER TABLE alerts ADD COLUMN fields TEXT")
+        }
         return migrator
     }
 }
