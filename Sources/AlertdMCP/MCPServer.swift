@@ -285,7 +285,8 @@ public struct AlertdMCPServer: Sendable {
         let client = options.client
         var extra: [(key: String, value: String)] = []
         if let agent = await ledger.agent { extra.append((key: "agent", value: agent)) }
-        let alert = request.alert(askedVia: "alertctl mcp", metadata: extra, quorum: options.permissionQuorum)
+        let alert = request.alert(
+            askedVia: "alertctl mcp", metadata: extra, quorum: options.permissionQuorum, waiting: options.defaultTimeout)
         let decision: PermissionDecision
         do {
             let question = await ledger.question(tool: Tools.requestPermission, client: client, alert: alert)

@@ -80,14 +80,18 @@ public struct PermissionRequest: Sendable, Hashable {
 
     /// The alert that asks: ``title``, ``message``, Allow and Deny, `quorum` when above 1,
     /// and metadata saying who asks (`asked_via`, then `metadata`, then the tool and its id).
-    public func alert(askedVia: String, metadata: [(key: String, value: String)], quorum: Int? = nil) -> NewAlert {
+    /// `waiting`: how long the asker waits; the alert expires a minute after, so that a
+    /// request nobody waits for any more (its asker killed) leaves the dashboard by itself.
+    public func alert(
+        askedVia: String, metadata: [(key: String, value: String)], quorum: Int? = nil, waiting: Double? = nil
+    ) -> NewAlert {
         var members: [(key: String, value: JSONValue)] = [(key: "asked_via", value: .string(askedVia))]
         for (key, value) in metadata { members.append((key: key, value: .string(Terminal.stripped(value, limit: 256)))) }
         members.append((key: "tool", value: .string(Terminal.stripped(toolName, limit: 256))))
         if let toolUseID { members.append((key: "tool_use_id", value: .string(Terminal.stripped(toolUseID, limit: 256)))) }
         return NewAlert(
-            title: title, message: message, buttons: [.default(Self.allow), .cancel(Self.deny)], metadata: JSONObject(members),
-            quorum: quorum.flatMap { $0 > 1 ? $0 : nil })
+            title: title, message: message, buttons: [.default(Self.allow), .cancel(Self.deny)],
+            expiresIn: waiting.map { min($0 + 60, 86_400) }, metadata: JSONObject(members), quorum: quorum.flatMap { $0 > 1 ? $0 : nil })
     }
 
     /// What a person decided about it, from the alert (nil while it is pending).

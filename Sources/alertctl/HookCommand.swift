@@ -124,7 +124,7 @@ struct Hook: AsyncParsableCommand {
             } catch {
                 return .noAnswer("alertctl cannot reach alertd: \(error.description).")
             }
-            let alert = request.alert(askedVia: "alertctl hook claude-code", metadata: metadata, quorum: quorum)
+            let alert = request.alert(askedVia: "alertctl hook claude-code", metadata: metadata, quorum: quorum, waiting: timeout)
             let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
             let posted: AlertResource
             do {
@@ -302,13 +302,27 @@ struct Hook: AsyncParsableCommand {
             return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
         }
 
-        /// JSON indented two spaces, as people keep settings.json.
+        /// JSON indented two spaces, members in the order written, as people keep settings.json.
         static func pretty(_ bytes: [UInt8]) -> String {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
-                let data = try? JSONSerialization.data(
-                    withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-            else { return String(decoding: bytes, as: UTF8.self) }
-            return String(decoding: data, as: UTF8.self)
+            guard let value = try? JSONParser.parse(bytes) else { return String(decoding: bytes, as: UTF8.self) }
+            func scalar(_ value: JSONValue) -> String {
+                var json = JSONWriter()
+                json.value(value)
+                return String(decoding: json.bytes, as: UTF8.self)
+            }
+            func text(_ value: JSONValue, _ indent: String) -> String {
+                let inner = indent + "  "
+                switch value {
+                case .object(let members) where !members.isEmpty:
+                    let lines = members.map { inner + scalar(.string($0.key)) + ": " + text($0.value, inner) }
+                    return "{\n" + lines.joined(separator: ",\n") + "\n" + indent + "}"
+                case .array(let items) where !items.isEmpty:
+                    return "[\n" + items.map { inner + text($0, inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+                default:
+                    return scalar(value)
+                }
+            }
+            return text(value, "")
         }
     }
 }

@@ -142,6 +142,8 @@ struct ClaudeCodeHookTests {
             let id = try await awaitDisplayed(daemon, "agents")
             let shown = try await alertd.alert(on: "agents", id: id)
             #expect(shown.title == "Allow Bash: git push --force?" && shown.buttons == [.default("Allow"), .cancel("Deny")])
+            // Nobody waits for it past the hook's timeout: it expires a minute after, even if the hook is killed.
+            #expect(shown.expiresIn == 120)
             #expect(
                 shown.metadata?["asked_via"] == .string("alertctl hook claude-code") && shown.metadata?["session_id"] == .string("abc123"))
             _ = try await alertd.choose(on: "agents", id: id, button: button, comment: comment)

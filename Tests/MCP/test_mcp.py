@@ -332,6 +332,8 @@ auth:
                     self.assertEqual([(b["title"], b["style"]) for b in alert["buttons"]], [("Allow", "default"), ("Deny", "cancel")])
                     self.assertIn("command: npm test", alert["message"])
                     self.assertEqual((alert["metadata"]["tool"], alert["metadata"]["tool_use_id"]), ("Bash", "toolu_01"))
+                    # It expires a minute after the server stops waiting (--timeout, 600 s), whatever becomes of the server.
+                    self.assertEqual(alert["expires_in"], 660)
                     await self.choose("ops-permission", alert["id"], "Allow")
                 result = outcome["result"]
                 self.assertFalse(result.is_error, text(result))
