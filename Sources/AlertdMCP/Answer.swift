@@ -45,19 +45,18 @@ struct Answer {
         ]
     }
 
-    /// `, with ticket="OPS-123". Their comment: "…"`: what the person said besides the button.
+    /// ` Values: ticket="OPS-123". Comment: "…"`: what the person said besides the button,
+    /// after the sentence that names it.
     var words: String {
         var text = ""
         let values = alert.result?.values ?? [:]
         if !values.isEmpty {
             let order =
                 alert.fields.map(\.name).filter { values[$0] != nil }
-                + values.keys.sorted().filter { name in
-                    !alert.fields.contains { $0.name == name }
-                }
-            text += ", with " + order.map { "\($0)=\"\(values[$0]!)\"" }.joined(separator: ", ")
+                + values.keys.sorted().filter { name in !alert.fields.contains { $0.name == name } }
+            text += " Values: " + order.map { "\($0)=\"\(values[$0]!)\"" }.joined(separator: ", ") + "."
         }
-        if let comment = alert.result?.comment { text += ". Their comment: \"\(comment)\"" }
+        if let comment = alert.result?.comment { text += " Comment: \"\(comment)\"" }
         return text
     }
 
@@ -74,9 +73,9 @@ struct Answer {
         case .answered:
             let button = alert.result?.button ?? "?"
             if alert.result?.cancelled == true {
-                return "Answered\(by): \"\(button)\", the cancel button — the person said no. Do not go ahead\(words). (\(id))"
+                return "Answered\(by): \"\(button)\", the cancel button — the person said no. Do not go ahead. (\(id))\(words)"
             }
-            return "Answered\(by): \"\(button)\"\(words). (\(id))"
+            return "Answered\(by): \"\(button)\". (\(id))\(words)"
         case .expired:
             return "Nobody answered: the question expired at \(alert.expiresAt.rfc3339). Do not take it as a yes. (\(id))"
         case .withdrawn:

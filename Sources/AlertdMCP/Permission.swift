@@ -1,4 +1,6 @@
 public import AlertdWire
+import Crypto
+import Foundation
 
 /// A coding agent's request to use one of its tools, put to a person as an alert: what
 /// `request_permission` (Claude Code's `--permission-prompt-tool`) and `alertctl hook
@@ -92,6 +94,18 @@ public struct PermissionRequest: Sendable, Hashable {
         return NewAlert(
             title: title, message: message, buttons: [.default(Self.allow), .cancel(Self.deny)],
             expiresIn: waiting.map { min($0 + 60, 86_400) }, metadata: JSONObject(members), quorum: quorum.flatMap { $0 > 1 ? $0 : nil })
+    }
+
+    /// An `Idempotency-Key` for `alert` asked in `scope` (a hook's session and tool use): the
+    /// same request asked again the same way — a hook run twice for one tool use — waits for
+    /// the same question; asked with other flags (another timeout, quorum), it is a new one.
+    public static func idempotencyKey(for alert: NewAlert, scope: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var hash = SHA256()
+        hash.update(data: Array(scope.utf8) + [0])
+        hash.update(data: (try? encoder.encode(alert)) ?? Data())
+        return "alertctl-permission-" + hash.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
     /// What a person decided about it, from the alert (nil while it is pending).

@@ -128,7 +128,9 @@ struct Hook: AsyncParsableCommand {
             let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
             let posted: AlertResource
             do {
-                posted = try await alertd.post(alert, to: client, idempotencyKey: key ?? UUID().uuidString)
+                posted = try await alertd.post(
+                    alert, to: client,
+                    idempotencyKey: key.map { PermissionRequest.idempotencyKey(for: alert, scope: $0) } ?? UUID().uuidString)
             } catch let error as AlertdError {
                 return .noAnswer("alertd could not ask a person: \(connection.failure(error).description).")
             } catch {
@@ -201,8 +203,9 @@ struct Hook: AsyncParsableCommand {
         struct Event {
             var request: PermissionRequest
             var metadata: [(key: String, value: String)]
-            /// The Idempotency-Key: one per session and tool use, so a hook run again for the same
-            /// tool use waits for the same question; nil without a tool_use_id.
+            /// The scope of the Idempotency-Key: the session and the tool use, so a hook run again
+            /// for the same tool use (with the same flags) waits for the same question; nil without
+            /// a tool_use_id.
             var key: String?
         }
 
@@ -249,14 +252,9 @@ struct Hook: AsyncParsableCommand {
                 metadata.append((key: "session_id", value: id))
             }
             if case .string(let cwd)? = event["cwd"] { metadata.append((key: "cwd", value: cwd)) }
-            let key = toolUseID.map { "alertctl-hook-" + Self.hex(Array("\(session ?? "")/\($0)".utf8)) }
+            let key = toolUseID.map { "claude-code/\(session ?? "")/\($0)" }
             return .success(
                 Event(request: PermissionRequest(toolName: tool, input: input, toolUseID: toolUseID), metadata: metadata, key: key))
-        }
-
-        /// At most 255 characters of hex for a key (Idempotency-Key's bound).
-        private static func hex(_ bytes: [UInt8]) -> String {
-            String(bytes.prefix(110).map { String(format: "%02x", $0) }.joined())
         }
 
         /// The settings.json fragment that installs the hook with these flags.

@@ -171,6 +171,27 @@ struct ClaudeCodeHookTests {
         #expect(Set(withdrawn) == ["Allow Edit: /srv/a.swift?", "Allow Edit: /srv/b.swift?"])
     }
 
+    @Test("the hook run again for the same tool use waits for the same question; other flags ask anew")
+    func sameToolUseSameQuestion() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let alertd = try AlertdClient(url: daemon.baseURL)
+        let ctl = Alertctl(url: daemon.baseURL)
+        let event = preToolUse("Bash", ["command": "make deploy"], toolUseID: "toolu_same")
+        let first = try await ctl.hook(["--client", "agents", "--timeout", "1"], event: event)
+        #expect(first.output?["permissionDecision"] == "ask", "\(first)")
+        // Withdrawn by its timeout; the same run again is handed the same (withdrawn) question.
+        let again = try await ctl.hook(["--client", "agents", "--timeout", "1"], event: event)
+        #expect(
+            again.output?["permissionDecision"] == "ask" && again.output?["permissionDecisionReason"]?.contains("withdrawn") == true,
+            "\(again)")
+        #expect(try await alertd.listPage(on: "agents", states: AlertState.allCases).alerts.count == 1)
+        // Another timeout is another question, never an idempotency-mismatch.
+        let other = try await ctl.hook(["--client", "agents", "--timeout", "2"], event: event)
+        #expect(other.output?["permissionDecisionReason"]?.contains("Nobody answered on alertd within 2 s") == true, "\(other)")
+        #expect(try await alertd.listPage(on: "agents", states: AlertState.allCases).alerts.count == 2)
+    }
+
     @Test("alertd out of reach asks the terminal; malformed input asks with a clear error on stderr; it never allows by itself")
     func failuresAsk() async throws {
         let closed = try ReservedPort()

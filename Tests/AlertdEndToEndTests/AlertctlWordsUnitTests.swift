@@ -204,7 +204,7 @@ struct HookUnitTests {
         let read = try Hook.read(Data(event.utf8)).get()
         #expect(read.request.toolName == "Bash" && read.request.toolUseID == "toolu_01")
         #expect(read.request.input["command"] == .string("npm test"))
-        #expect(read.metadata.map(\.key) == ["session_id", "cwd"] && read.key?.hasPrefix("alertctl-hook-") == true)
+        #expect(read.metadata.map(\.key) == ["session_id", "cwd"] && read.key == "claude-code/abc123/toolu_01")
         #expect(read.request.title == "Allow Bash: npm test?")
     }
 
