@@ -873,8 +873,10 @@ class AnswerWordsTests(unittest.TestCase):
         answered = wait_for(lambda: (a := self.daemon.alert("words", posted["id"]))["result"] and a, SOON, "the answer")
         self.assertEqual(answered["result"]["values"], {"ticket": "OPS-1"})
         self.assertEqual(answered["result"]["comment"], "window agreed with payments")
-        row = until(self.driver, lambda d: d.find_element(By.CSS_SELECTOR, f"#history-body tr[data-alert-id='{posted['id']}']"), SOON)
-        self.assertIn("ticket “OPS-1”: “window agreed with payments”", row.find_element(By.CSS_SELECTOR, ".history-button").text)
+        # The history is redrawn as it refreshes: its row read in one go.
+        until(self.driver, lambda d: "ticket “OPS-1”: “window agreed with payments”" in (d.execute_script(
+            "const r = document.querySelector(`#history-body tr[data-alert-id='${arguments[0]}'] .history-button`);"
+            "return r ? r.textContent : ''", posted["id"])), SOON, "the history row says the ticket and the comment")
 
     def test_the_cancel_button_needs_no_ticket_and_carries_its_own_field_and_the_comment(self):
         self.open("words-no")
@@ -914,6 +916,7 @@ class AnswerWordsTests(unittest.TestCase):
         self.assertEqual(self.daemon.alert("words-confirm", posted["id"])["state"], "displayed")
         # y typed into a field is text, not the confirmation.
         self.driver.find_element(By.ID, "field-ticket").send_keys("OPS-y")
+        self.assertEqual(text_of(self.driver, "field-ticket-error"), "", "typing into the field takes its mark away")
         self.driver.find_element(By.ID, "answer-comment").send_keys("archived to S3 yesterday")
         self.assertEqual(self.daemon.alert("words-confirm", posted["id"])["state"], "displayed")
         screenshot(self.driver, "dashboard-words-confirm.png")
@@ -964,3 +967,26 @@ class AnswerWordsTests(unittest.TestCase):
         self.button("Name it").click()
         answered = wait_for(lambda: (a := self.daemon.alert("words-refused", posted["id"]))["result"] and a, SOON, "the answer")
         self.assertEqual(answered["result"]["values"], {"name": "Kiwi"})
+
+    def test_a_coding_agents_permission_request_on_a_phone_fits_and_takes_a_comment(self):
+        # What `alertctl hook claude-code` and request_permission post (AlertdMCP's PermissionRequest).
+        phone = browser(phone=True)
+        try:
+            phone.get(self.daemon.base + "/#/clients/agents")
+            posted = self.daemon.post("agents", {
+                "title": "Allow Bash: npm run migrate -- --env production?",
+                "message": "Bash wants to run with:\ncommand: npm run migrate -- --env production\n"
+                           "description: Run the database migrations on production",
+                "buttons": [{"title": "Allow"}, {"title": "Deny", "style": "cancel"}],
+                "metadata": {"asked_via": "alertctl hook claude-code", "cwd": "/home/ana/shop", "tool": "Bash"},
+            })
+            until(phone, lambda d: dialog_id(d) == posted["id"], SOON)
+            width = phone.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            self.assertLessEqual(width[0], width[1], "no horizontal scrolling at 360 px")
+            phone.find_element(By.ID, "answer-comment").send_keys("Run it on staging first.")
+            screenshot(phone, "dashboard-permission-phone.png")
+            phone.find_element(By.XPATH, "//div[@role='alertdialog']//button[.//span[text()='Deny']]").click()
+            answered = wait_for(lambda: (a := self.daemon.alert("agents", posted["id"]))["result"] and a, SOON, "Deny")
+            self.assertEqual((answered["result"]["cancelled"], answered["result"]["comment"]), (True, "Run it on staging first."))
+        finally:
+            phone.quit()

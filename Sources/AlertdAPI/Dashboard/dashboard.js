@@ -975,6 +975,7 @@
           placeholder: field.placeholder || "",
           "aria-describedby": `${id}-error`,
           "aria-required": field.required ? "true" : "false",
+          oninput: () => clearMark(id),
         }),
         el("p", { id: `${id}-error`, class: "field-error", role: "alert" }),
       );
@@ -990,7 +991,14 @@
           "div",
           { class: "answer-field answer-comment" },
           el("label", { for: "answer-comment" }, "Comment ", el("span", { class: "muted", text: "(optional: why)" })),
-          el("textarea", { id: "answer-comment", name: "comment", rows: "2", maxlength: "1000", "aria-describedby": "answer-comment-error" }),
+          el("textarea", {
+            id: "answer-comment",
+            name: "comment",
+            rows: "2",
+            maxlength: "1000",
+            "aria-describedby": "answer-comment-error",
+            oninput: () => clearMark("answer-comment"),
+          }),
           el("p", { id: "answer-comment-error", class: "field-error", role: "alert" }),
         ),
       ),
@@ -1004,6 +1012,14 @@
       row.hidden = !belongs;
     }
     return form;
+  }
+
+  /** What is typed into a field it said was wrong: the mark goes. */
+  function clearMark(id) {
+    const note = $(`${id}-error`);
+    if (note) note.textContent = "";
+    const input = $(id);
+    if (input) input.removeAttribute("aria-invalid");
   }
 
   /** Shows `reason` under the input `path` names (`values.ticket`, `comment`). */
