@@ -350,7 +350,8 @@ let package = Package(
         .testTarget(
             name: "AlertdEndToEndTests",
             dependencies: [
-                "alertd", "alertctl", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport", "AlertdVersion",
+                "alertd", "alertctl", "AlertdMCP", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport",
+                "AlertdVersion",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),

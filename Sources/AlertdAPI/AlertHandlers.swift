@@ -113,18 +113,21 @@ extension API {
         ) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
     }
 
-    /// `POST /v1/clients/{client}/alerts/{id}/choice` with `{"button": …}` or `{"button_index": …}`.
+    /// `POST /v1/clients/{client}/alerts/{id}/choice` with `{"button": …}` or `{"button_index": …}`,
+    /// and optionally `comment` and `values` (SPEC §13).
     func choose(_ call: Call) throws {
         let client = try call.client()
         _ = try call.query()
         try Self.requireJSON(call.request)
-        let selection = try Self.selection(call.request.body)
+        let body = try Self.jsonObject(call.request.body)
+        let selection = try Self.selection(body, also: ["comment", "values"])
+        let words = try Self.words(body)
         let id = try call.alertID(on: client)
         let (decider, requestID) = (call.principal?.name, call.requestID)
         call.answer(
             inline: false,
             { [engine] () async throws(EngineError) in
-                try await engine.choose(selection, alert: id, on: client, by: decider, requestID: requestID)
+                try await engine.choose(selection, words: words, alert: id, on: client, by: decider, requestID: requestID)
             }
         ) { [self] result in alertResponse(result, whole: call.seesCallbackURLs) }
     }
@@ -247,7 +250,8 @@ extension API {
     /// The choice in a body's members; `also` names the members it may have besides.
     static func selection(_ object: JSONObject, also: Set<String> = []) throws(Problem) -> ButtonSelection {
         if let unknown = object.keys.first(where: { $0 != "button" && $0 != "button_index" && !also.contains($0) }) {
-            throw Problem(.badRequest, "unknown field \(unknown); send {\"button\": title} or {\"button_index\": n}")
+            let more = also.contains("comment") ? ", with \"comment\" and \"values\" if you like" : ""
+            throw Problem(.badRequest, "unknown field \(unknown); send {\"button\": title} or {\"button_index\": n}\(more)")
         }
         switch (object["button"], object["button_index"]) {
         case (let title?, nil):
@@ -264,5 +268,40 @@ extension API {
         case (_?, _?):
             throw Problem(.badRequest, "send exactly one of button and button_index, not both")
         }
+    }
+
+    /// A choice's `comment` (a string or null) and `values` (an object of strings, or null)
+    /// (SPEC §13). A wrong type, and what no alert takes (``ChoiceWords/shapeProblems``), is
+    /// 400 `invalid-answer` with each one at its path, before the alert is looked at; what
+    /// the alert's fields make of them is the board's to check.
+    static func words(_ object: JSONObject) throws(Problem) -> ChoiceWords {
+        var errors: [FieldError] = []
+        var words = ChoiceWords()
+        switch object["comment"] {
+        case nil, .null?: break
+        case .string(let text)?: words.comment = text
+        case let other?: errors.append(FieldError(field: "comment", reason: "must be a string, not \(other.typeName)"))
+        }
+        switch object["values"] {
+        case nil, .null?: break
+        case .object(let members)?:
+            for (name, value) in members {
+                guard case .string(let text) = value else {
+                    errors.append(FieldError(field: "values.\(name)", reason: "must be a string, not \(value.typeName)"))
+                    continue
+                }
+                words.values[name] = text
+            }
+        case let other?:
+            errors.append(FieldError(field: "values", reason: "must be an object of field names and strings, not \(other.typeName)"))
+        }
+        errors += words.shapeProblems
+        guard errors.isEmpty else {
+            var problem = Problem(
+                .invalidAnswer, errors.count == 1 ? "1 part of the answer is invalid" : "\(errors.count) parts of the answer are invalid")
+            problem.errors = errors
+            throw problem
+        }
+        return words
     }
 }

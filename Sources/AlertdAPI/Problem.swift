@@ -12,7 +12,7 @@ public struct Problem: Error, Sendable {
 
     public var code: Code
     public var detail: String
-    /// `invalid-alert`: one entry per violation.
+    /// `invalid-alert`, `invalid-answer`: one entry per violation.
     public var errors: [FieldError] = []
     /// `already-decided`, `already-voted`: the alert as it is.
     public var alert: Alert?
@@ -31,7 +31,8 @@ public struct Problem: Error, Sendable {
         let alert = self.alert
         withoutActuallyEscaping(render) { render in
             ProblemDocument.write(
-                code: code, detail: detail, errors: code == .invalidAlert || !errors.isEmpty ? errors : nil, into: &json,
+                code: code, detail: detail, errors: code == .invalidAlert || code == .invalidAnswer || !errors.isEmpty ? errors : nil,
+                into: &json,
                 alert: alert.map { alert in { render(&$0, alert) } })
         }
         return HTTPResponse(
@@ -53,6 +54,7 @@ extension Problem {
             case .alreadyDecided: .alreadyDecided
             case .alreadyVoted: .alreadyVoted
             case .unknownButton: .unknownButton
+            case .invalidAnswer: .invalidAnswer
             case .queueFull: .queueFull
             case .forbidden: .forbidden
             case .invalidAlert: .invalidAlert

@@ -147,6 +147,22 @@ public struct AlertdClient: Sendable {
         try await choose(on: client, id: id, .title(button))
     }
 
+    /// Chooses a button with a comment and the values of the alert's fields (SPEC §13):
+    /// the words are kept in the choice's vote and, when it decides the alert, in its result.
+    /// A required field left out, a value too long, a field the button does not ask for or a
+    /// comment over 1 000 characters is ``ProblemCode/invalidAnswer``, each in the problem's
+    /// `errors`, and nothing is chosen.
+    ///
+    /// ```swift
+    /// let alert = try await alerts.choose(
+    ///     on: "ops", id: id, button: "Deploy", comment: "window agreed with payments", values: ["ticket": "OPS-123"])
+    /// ```
+    public func choose(
+        on client: String, id: String, button: String, comment: String?, values: [String: String] = [:]
+    ) async throws -> AlertResource {
+        try await choose(on: client, id: id, ButtonChoice.title(button).with(comment: comment, values: values.isEmpty ? nil : values))
+    }
+
     /// Chooses a button by title or by index: `POST …/alerts/{id}/choice`; with several deciders
     /// a vote, as ``choose(on:id:button:)`` says.
     public func choose(on client: String, id: String, _ choice: ButtonChoice) async throws -> AlertResource {

@@ -84,12 +84,21 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
     /// The decider whose vote decided it (the one that completed the quorum, or cancelled);
     /// for a withdrawn alert, who withdrew it. nil without tokens, or when no one did.
     public var decidedBy: String?
+    /// The reason given with the choice that decided it (SPEC §13); nil when none.
+    public var comment: String?
+    /// The values of the alert's fields given with the choice that decided it (SPEC §13),
+    /// by field name; empty when none. Each vote carries its own in ``votes``.
+    public var values: [String: String]
 
     /// A decision with every field given.
-    public init(outcome: AlertOutcome, votes: [Vote] = [], decidedBy: String? = nil) {
+    public init(
+        outcome: AlertOutcome, votes: [Vote] = [], decidedBy: String? = nil, comment: String? = nil, values: [String: String] = [:]
+    ) {
         self.outcome = outcome
         self.votes = votes
         self.decidedBy = decidedBy
+        self.comment = comment
+        self.values = values
     }
 
     /// The decision of a terminal alert resource; nil while it is pending.
@@ -99,6 +108,8 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
         // A terminal alert's votes are its result's; the resource's own list is the same.
         votes = alert.result.map { $0.votes.isEmpty ? alert.votes : $0.votes } ?? alert.votes
         decidedBy = alert.result?.decidedBy
+        comment = alert.result?.comment
+        values = alert.result?.values ?? [:]
     }
 
     /// The deciders who chose the outcome's button, in the order they voted: for a deploy
@@ -111,7 +122,10 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         let names = chosenBy
-        return names.isEmpty ? outcome.description : "\(outcome) by \(names.joined(separator: ", "))"
+        var text = names.isEmpty ? outcome.description : "\(outcome) by \(names.joined(separator: ", "))"
+        if !values.isEmpty { text += " " + values.keys.sorted().map { "\($0)=\(values[$0]!)" }.joined(separator: " ") }
+        if let comment { text += ": \(comment)" }
+        return text
     }
 }
 
@@ -190,6 +204,31 @@ extension AlertPresenting {
             NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
                 dismissAfter: dismissAfter, metadata: metadata, quorum: quorum),
+            on: client)
+    }
+
+    /// Presents an alert that asks for values (SPEC §13) and returns the decision with them:
+    /// ``AlertDecision/values`` by field name, and ``AlertDecision/comment``, the reason the
+    /// person gave (any choice may carry one). A required field must be filled for the buttons
+    /// it belongs to (by default every button but the cancel one).
+    ///
+    /// ```swift
+    /// let decision = try await alerts.present(
+    ///     on: "ops", title: "Deploy build 1234?", buttons: [.default("Deploy"), .cancel("Cancel")],
+    ///     fields: [AlertField(name: "ticket", label: "Change ticket", placeholder: "OPS-123", required: true)])
+    /// switch decision.outcome {
+    /// case .button("Deploy"): try await deploy(ticket: decision.values["ticket"]!)
+    /// default: print("not deployed: \(decision.comment ?? "no reason given")")
+    /// }
+    /// ```
+    public func present(
+        on client: String, title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button] = [],
+        priority: Int? = nil, expiresIn: Double? = nil, metadata: JSONObject? = nil, fields: [AlertField], quorum: Int? = nil
+    ) async throws -> AlertDecision {
+        try await presentForDecision(
+            NewAlert(
+                title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
+                metadata: metadata, quorum: quorum, fields: fields),
             on: client)
     }
 }

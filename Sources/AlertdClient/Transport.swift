@@ -28,7 +28,9 @@ struct Transport: Sendable {
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), base.count > 8,
             URL(string: base)?.host != nil
         else {
-            throw AlertdError(kind: .invalidURL, message: "the daemon URL must be an absolute http(s) URL, not \(url)")
+            // Said without the credentials or query secrets the URL may hold (issue 44, item 8).
+            throw AlertdError(
+                kind: .invalidURL, message: "the daemon URL must be an absolute http(s) URL, not \(URLRedaction.redacted(url, keepingPath: true))")
         }
         self.base = base
         self.token = token.flatMap { $0.isEmpty ? nil : $0 }

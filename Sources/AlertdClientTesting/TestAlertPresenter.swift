@@ -24,6 +24,8 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
     public var buttonTitles: [String] { buttons.map(\.title) }
     /// How many different deciders must choose the same button: 1 unless the code asked for more.
     public var quorum: Int { alert.quorum ?? 1 }
+    /// The values the code asked the person for (SPEC §13), as posted.
+    public var fields: [AlertField] { alert.fields ?? [] }
 
     public var description: String {
         let buttons = buttons.map { "\($0.title)(\($0.style.rawValue))" }.joined(separator: ", ")
@@ -56,6 +58,16 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
 /// when `quorum` different deciders chose the same button, or at once by a vote for the
 /// `cancel`-style button; votes that never get there leave it to expire.
 ///
+/// An answer may carry a comment and the values of the alert's fields (SPEC §13), checked
+/// as the daemon checks them (a required field of the button left out, a value too long, a
+/// field the alert lacks or the button does not ask for, a comment over 1 000 characters
+/// fail the test):
+///
+/// ```swift
+/// alerts.expect(title: "Deploy build 1234?", answer: .button("Deploy", values: ["ticket": "OPS-123"]))
+/// alerts.expect(title: "Drop db-3?", answer: .button("Keep", comment: "still in use by billing"))
+/// ```
+///
 /// ```swift
 /// alerts.expect(title: "Deploy build 1234?", answer: .votes([.init("alice", "Deploy"), .init("bob", "Deploy")]))
 /// let decision = try await alerts.presentForDecision(question, on: "ops")
@@ -64,8 +76,9 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
 public final class TestAlertPresenter: AlertPresenting, Sendable {
     /// How the test answers a presentation.
     public enum Answer: Sendable, Hashable {
-        /// A person chose the button with this title (the cancel button gives ``AlertOutcome/cancel(_:)``).
-        case button(String)
+        /// A person chose the button with this title (the cancel button gives ``AlertOutcome/cancel(_:)``),
+        /// with a comment and the values of the alert's fields, if given (SPEC §13).
+        case button(String, comment: String? = nil, values: [String: String] = [:])
         /// The buttonless alert was dismissed.
         case dismissed
         /// No one answered in time.
@@ -87,16 +100,23 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         case votes([Ballot])
     }
 
-    /// One decider's choice, for ``Answer/votes(_:)``: `Ballot("alice", "Deploy")`.
+    /// One decider's choice, for ``Answer/votes(_:)``: `Ballot("alice", "Deploy")`, with a
+    /// comment and values if the decider gave them (SPEC §13).
     public struct Ballot: Sendable, Hashable, CustomStringConvertible {
         /// The decider: a token's name, as the daemon would record it.
         public var decider: String
         /// The title of the button chosen.
         public var button: String
+        /// The reason the decider gave, if any.
+        public var comment: String?
+        /// The values of the alert's fields the decider gave, by name.
+        public var values: [String: String]
 
-        public init(_ decider: String, _ button: String) {
+        public init(_ decider: String, _ button: String, comment: String? = nil, values: [String: String] = [:]) {
             self.decider = decider
             self.button = button
+            self.comment = comment
+            self.values = values
         }
 
         public var description: String { "\(decider): \(button)" }
@@ -188,8 +208,10 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
             return $0.expectations.isEmpty ? nil : $0.expectations.removeFirst()
         }
         let location = next?.location ?? createdAt
-        if let problem = Self.violation(of: alert, on: client) {
-            throw Self.fail("the daemon would refuse \(presented): \(problem)", at: location)
+        let fields: [AlertField]
+        switch Self.validated(alert, on: client) {
+        case .success(let valid): fields = valid.fields ?? []
+        case .failure(let problem): throw Self.fail("the daemon would refuse \(presented): \(problem.description)", at: location)
         }
         let answer: Answer
         if let next {
@@ -203,12 +225,14 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         } else {
             throw Self.fail("an alert no test expected was presented: \(presented)", at: location)
         }
-        return try decision(of: answer, for: presented, at: location)
+        return try decision(of: answer, for: presented, fields: fields, at: location)
     }
 
-    private func decision(of answer: Answer, for presented: PresentedAlert, at location: SourceLocation) throws -> AlertDecision {
+    private func decision(
+        of answer: Answer, for presented: PresentedAlert, fields: [AlertField], at location: SourceLocation
+    ) throws -> AlertDecision {
         switch answer {
-        case .button(let title):
+        case .button(let title, let comment, let values):
             guard let index = presented.buttons.firstIndex(where: { $0.title == title }) else {
                 throw Self.fail("answered with \"\(title)\", which \(presented) does not have", at: location)
             }
@@ -218,8 +242,12 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
                         + "say who chose with .votes([.init(\"alice\", \"\(title)\"), …])",
                     at: location)
             }
+            let words = try Self.words(
+                comment: comment, values: values, button: index, of: presented, fields: fields, who: "the answer", at: location)
             let outcome: AlertOutcome = presented.buttons[index].style == .cancel ? .cancel(title) : .button(title)
-            return AlertDecision(outcome: outcome, votes: [Vote(decidedBy: nil, button: title, buttonIndex: index, at: Self.now())])
+            let vote = Vote(
+                decidedBy: nil, button: title, buttonIndex: index, at: Self.now(), comment: words.comment, values: words.values)
+            return AlertDecision(outcome: outcome, votes: [vote], comment: words.comment, values: words.values)
         case .dismissed:
             guard presented.buttons.isEmpty else {
                 throw Self.fail("answered .dismissed, but only buttonless alerts are dismissed: \(presented)", at: location)
@@ -227,12 +255,27 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
             return AlertDecision(outcome: .dismissed)
         case .expired: return AlertDecision(outcome: .expired)
         case .withdrawn: return AlertDecision(outcome: .withdrawn)
-        case .votes(let ballots): return try count(ballots, for: presented, at: location)
+        case .votes(let ballots): return try count(ballots, for: presented, fields: fields, at: location)
+        }
+    }
+
+    /// The words of an answer as the daemon keeps them (SPEC §13, AlertdCore's own check), or
+    /// the test fails saying why the daemon would refuse them.
+    private static func words(
+        comment: String?, values: [String: String], button index: Int, of presented: PresentedAlert, fields: [AlertField],
+        who: String, at location: SourceLocation
+    ) throws -> ChoiceWords {
+        switch ChoiceWords(comment: comment, values: values).checked(button: index, of: presented.buttons, fields: fields) {
+        case .success(let kept): return kept
+        case .failure(let invalid):
+            throw fail("the daemon would refuse \(who) to \(presented) (invalid-answer): \(invalid.summary)", at: location)
         }
     }
 
     /// The ballots counted as the daemon counts votes (SPEC §10).
-    private func count(_ ballots: [Ballot], for presented: PresentedAlert, at location: SourceLocation) throws -> AlertDecision {
+    private func count(
+        _ ballots: [Ballot], for presented: PresentedAlert, fields: [AlertField], at location: SourceLocation
+    ) throws -> AlertDecision {
         var votes: [Vote] = []
         for (number, ballot) in ballots.enumerated() {
             guard let index = presented.buttons.firstIndex(where: { $0.title == ballot.button }) else {
@@ -247,7 +290,13 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
             }
             // A decider votes once: the same button again changes nothing, another is refused.
             if votes.contains(where: { $0.decidedBy == ballot.decider }) { continue }
-            votes.append(Vote(decidedBy: ballot.decider, button: ballot.button, buttonIndex: index, at: Self.now()))
+            let words = try Self.words(
+                comment: ballot.comment, values: ballot.values, button: index, of: presented, fields: fields,
+                who: "\(ballot.decider)'s vote", at: location)
+            votes.append(
+                Vote(
+                    decidedBy: ballot.decider, button: ballot.button, buttonIndex: index, at: Self.now(), comment: words.comment,
+                    values: words.values))
             let outcome: AlertOutcome
             if presented.buttons[index].style == .cancel {
                 outcome = .cancel(ballot.button)
@@ -263,7 +312,9 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
                         + after.map(\.description).joined(separator: ", "),
                     at: location)
             }
-            return AlertDecision(outcome: outcome, votes: votes, decidedBy: ballot.decider)
+            let deciding = votes[votes.count - 1]
+            return AlertDecision(
+                outcome: outcome, votes: votes, decidedBy: ballot.decider, comment: deciding.comment, values: deciding.values)
         }
         // Short of the quorum: the alert stays until it expires, with the votes made.
         return AlertDecision(outcome: .expired, votes: votes)
@@ -272,23 +323,32 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
     private static func now() -> Timestamp { Timestamp(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) }
 
     /// Why the daemon would refuse the alert, if it would: the daemon's own validation
-    /// (AlertdCore's `NewAlert.validate`, SPEC §2 and §10) of the body the SDK sends, with a
+    /// (AlertdCore's `NewAlert.validate`, SPEC §2, §10 and §13) of the body the SDK sends, with a
     /// daemon's default bounds and tokens on (so a quorum's deciders have names), and its
     /// client id rule. Not what depends on a daemon's config: `callbacks.deny`, a signing
     /// secret for `callback_url`, a `max_expires_in` other than the default week.
     static func violation(of alert: NewAlert, on client: String) -> String? {
-        if !ClientID.isValid(client) { return "the client id \"\(client)\" is not valid" }
+        switch validated(alert, on: client) {
+        case .success: nil
+        case .failure(let problem): problem.description
+        }
+    }
+
+    /// The alert as the daemon would take it (its fields' buttons resolved), or why it would not.
+    static func validated(_ alert: NewAlert, on client: String) -> Result<NewAlert, Failure> {
+        if !ClientID.isValid(client) { return .failure(Failure(description: "the client id \"\(client)\" is not valid")) }
         let body: JSONValue
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             body = try JSONParser.parse(Array(try encoder.encode(alert)))
         } catch {
-            return "it cannot be sent as JSON: \(error)"
+            return .failure(Failure(description: "it cannot be sent as JSON: \(error)"))
         }
         switch NewAlert.validate(body, rules: AlertRules(), namedDeciders: true) {
-        case .success: return nil
-        case .failure(let invalid): return invalid.errors.map { "\($0.field): \($0.reason)" }.joined(separator: "; ")
+        case .success(let valid): return .success(valid)
+        case .failure(let invalid):
+            return .failure(Failure(description: invalid.errors.map { "\($0.field): \($0.reason)" }.joined(separator: "; ")))
         }
     }
 

@@ -33,13 +33,17 @@ public struct Alert: Sendable, Hashable {
     /// The name of the token that posted it (SPEC §10); nil without tokens. With a
     /// `quorum` above 1 that token may not vote for one of its non-cancel buttons.
     public var postedBy: String?
+    /// The values the person answering is asked for (SPEC §13), each with the buttons it
+    /// belongs to (resolved when posted); empty when none.
+    public var fields: [AlertField]
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
         buttons: [Button] = [], priority: Int = 0, callbackURL: String? = nil, metadata: CompactJSON? = nil,
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
-        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil
+        result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil,
+        fields: [AlertField] = []
     ) {
         self.id = id
         self.client = client
@@ -61,6 +65,7 @@ public struct Alert: Sendable, Hashable {
         self.quorum = quorum
         self.votes = votes
         self.postedBy = postedBy
+        self.fields = fields
     }
 
     /// When a displayed buttonless alert is dismissed.
@@ -77,16 +82,19 @@ public struct Alert: Sendable, Hashable {
     /// (``renderedFootprint``, which grows with its votes): ``AlertBoard/pendingBytes``. A
     /// budget, not a measurement of the process: see README's limits for what it came to in RSS.
     public var footprint: Int {
-        Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata)
+        Self.footprint(title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata, fields: fields)
     }
 
     /// The ``footprint`` of an alert with these fields (a draft's, before it is one).
     public static func footprint(
-        title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?
+        title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?, fields: [AlertField] = []
     ) -> Int {
         var bytes = fixedFootprint + title.utf8.count + (message?.utf8.count ?? 0) + (callbackURL?.utf8.count ?? 0)
         bytes += metadata?.bytes.count ?? 0
         for button in buttons { bytes += buttonFootprint + button.title.utf8.count }
+        for field in fields {
+            bytes += buttonFootprint + field.name.utf8.count + (field.label?.utf8.count ?? 0) + (field.placeholder?.utf8.count ?? 0)
+        }
         return bytes
     }
 
@@ -107,6 +115,20 @@ extension Alert {
             let decidedAt
         else { return [] }
         return [Vote(decidedBy: result.decidedBy, button: button, buttonIndex: index, at: decidedAt)]
+    }
+
+    /// `result` as read from a store, with `votes` and the words of the choice that decided
+    /// it (SPEC §13): the comment and values of its deciding vote, the last one (a decision
+    /// ends the voting), when the alert was answered with that vote's button. The stores
+    /// keep words in the votes only, so the result's cannot disagree with them.
+    public static func result(_ result: AlertResult?, votes: [Vote]) -> AlertResult? {
+        guard var result else { return nil }
+        result.votes = votes
+        if result.outcome == .answered, let deciding = votes.last, deciding.buttonIndex == result.buttonIndex {
+            result.comment = deciding.comment
+            result.values = deciding.values
+        }
+        return result
     }
 }
 

@@ -212,13 +212,14 @@ public struct AlertBoard: Sendable {
         }
         let metadata = draft.metadata.map(CompactJSON.init)
         let footprint = Alert.footprint(
-            title: draft.title, message: draft.message, buttons: draft.buttons ?? [], callbackURL: draft.callbackURL, metadata: metadata)
+            title: draft.title, message: draft.message, buttons: draft.buttons ?? [], callbackURL: draft.callbackURL, metadata: metadata,
+            fields: draft.fields ?? [])
         // With its rendered copy: displayed, now or later, it is kept rendered too.
         let displayedFootprint =
             footprint
             + Alert.renderedFootprint(
                 client: client, title: draft.title, message: draft.message, buttons: draft.buttons ?? [],
-                callbackURL: draft.callbackURL, metadata: metadata, postedBy: poster)
+                callbackURL: draft.callbackURL, metadata: metadata, postedBy: poster, fields: draft.fields ?? [])
         guard pendingBytes + outside.bytes + displayedFootprint <= settings.maxPendingBytes else {
             throw BoardError(
                 .queueFull,
@@ -247,7 +248,7 @@ public struct AlertBoard: Sendable {
             metadata: metadata,
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
-            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1, postedBy: poster
+            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1, postedBy: poster, fields: draft.fields ?? []
         )
         var before = Before()
         set(alert, &before)
@@ -272,10 +273,17 @@ public struct AlertBoard: Sendable {
     /// vote decides nothing, so it has no outbox event and wakes no alert waiter.
     ///
     /// The same decider choosing the same button again changes nothing (an empty
-    /// change: a safe retry); choosing another button after voting is `already-voted`.
-    /// A decider is a token's name; nil (no tokens) is one decider like any other.
+    /// change: a safe retry, whatever words it carries); choosing another button after
+    /// voting is `already-voted`. A decider is a token's name; nil (no tokens) is one
+    /// decider like any other.
+    ///
+    /// `words` (SPEC §13), the comment and the values of the alert's fields, are kept in
+    /// the vote (and the result of the vote that decides it); words that do not fit the
+    /// alert are `invalid-answer`, checked once the choice would be made (after the rules
+    /// of the button and of the alert's state), and nothing is changed.
     public mutating func choose(
-        _ selection: ButtonSelection, for id: AlertID, on client: String, by decider: String?, now: Timestamp
+        _ selection: ButtonSelection, for id: AlertID, on client: String, by decider: String?, words: ChoiceWords = .none,
+        now: Timestamp
     ) throws(BoardError) -> (Alert, BoardChange) {
         guard let alert = alerts[id], alert.client == client else {
             throw BoardError(.notFound, "no alert \(id) on client \(client)")
@@ -293,7 +301,7 @@ public struct AlertBoard: Sendable {
             throw BoardError(.unknownButton, detail)
         }
         var before = Before()
-        var (chosen, change) = try vote(index, on: alert, by: decider, now: now, &before)
+        var (chosen, change) = try vote(index, on: alert, by: decider, words: words, now: now, &before)
         finish(&change, before)
         chosen = alerts[chosen.id] ?? chosen
         return (chosen, change)
@@ -530,9 +538,9 @@ public struct AlertBoard: Sendable {
         change.replaced = change.saved.map { before.versions[$0.id] ?? nil }
     }
 
-    /// A vote for button `index` of `alert` by `decider` (``choose(_:for:on:by:now:)``).
+    /// A vote for button `index` of `alert` by `decider` (``choose(_:for:on:by:words:now:)``).
     private mutating func vote(
-        _ index: Int, on alert: Alert, by decider: String?, now: Timestamp, _ before: inout Before
+        _ index: Int, on alert: Alert, by decider: String?, words: ChoiceWords, now: Timestamp, _ before: inout Before
     ) throws(BoardError) -> (Alert, BoardChange) {
         // Terminal or queued: the rules of a decision (a repeat, already-decided, not-displayed).
         guard alert.state == .displayed else {
@@ -553,8 +561,20 @@ public struct AlertBoard: Sendable {
                     + "a vote is not changed",
                 alert: alert)
         }
+        let kept: ChoiceWords
+        switch words.checked(button: index, of: alert.buttons, fields: alert.fields) {
+        case .success(let checked): kept = checked
+        case .failure(let invalid):
+            throw BoardError(
+                .invalidAnswer,
+                invalid.errors.count == 1 ? "1 part of the answer is invalid" : "\(invalid.errors.count) parts of the answer are invalid",
+                errors: invalid.errors)
+        }
         var voted = alert
-        voted.votes.append(Vote(decidedBy: decider, button: alert.buttons[index].title, buttonIndex: index, at: now))
+        voted.votes.append(
+            Vote(
+                decidedBy: decider, button: alert.buttons[index].title, buttonIndex: index, at: now, comment: kept.comment,
+                values: kept.values))
         // One vote per decider (above), so the votes for a button are its different deciders.
         let agreeing = voted.votes.count { $0.buttonIndex == index }
         if agreeing >= alert.quorum || alert.buttons[index].style == .cancel {
@@ -593,14 +613,15 @@ public struct AlertBoard: Sendable {
         var decided = alert
         decided.state = outcome
         decided.decidedAt = now
-        decided.result = AlertResult(
-            outcome: outcome,
-            button: button.map { alert.buttons[$0].title },
-            buttonIndex: button,
-            cancelled: button.map { alert.buttons[$0].style == .cancel } ?? false,
-            decidedBy: (outcome == .answered || outcome == .withdrawn) ? decider : nil,
-            votes: alert.votes
-        )
+        // The words of an answer are its deciding vote's, the last of `votes` (SPEC §13).
+        decided.result = Alert.result(
+            AlertResult(
+                outcome: outcome,
+                button: button.map { alert.buttons[$0].title },
+                buttonIndex: button,
+                cancelled: button.map { alert.buttons[$0].style == .cancel } ?? false,
+                decidedBy: (outcome == .answered || outcome == .withdrawn) ? decider : nil
+            ), votes: alert.votes)
         set(decided, &before)
         var change = BoardChange()
         change.saved.append(decided)

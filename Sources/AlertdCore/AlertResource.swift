@@ -14,11 +14,11 @@ extension Alert {
         return json.bytes
     }
 
-    /// Writes the resource into `json`, with the one writer of its shape (``AlertResource/write(id:client:state:position:title:message:style:buttons:priority:quorum:expiresIn:dismissAfter:callbackURL:metadata:createdAt:displayedAt:decidedAt:expiresAt:postedBy:votes:result:into:)``).
+    /// Writes the resource into `json`, with the one writer of its shape (``AlertResource/write(id:client:state:position:title:message:style:buttons:fields:priority:quorum:expiresIn:dismissAfter:callbackURL:metadata:createdAt:displayedAt:decidedAt:expiresAt:postedBy:votes:result:into:)``).
     public func write(position: Int?, into json: inout JSONWriter) {
         AlertResource.write(
             id: id.description, client: client, state: state, position: position, title: title, message: message, style: style,
-            buttons: buttons, priority: priority, quorum: quorum,
+            buttons: buttons, fields: fields, priority: priority, quorum: quorum,
             expiresIn: .milliseconds(expiresAt.milliseconds - createdAt.milliseconds),
             dismissAfter: dismissAfterMilliseconds.map(AlertResource.Interval.milliseconds), callbackURL: callbackURL,
             metadata: metadata, createdAt: createdAt, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,
@@ -41,15 +41,25 @@ extension Alert {
     public var renderedFootprint: Int {
         var bytes = Self.renderedFootprint(
             client: client, title: title, message: message, buttons: buttons, callbackURL: callbackURL, metadata: metadata,
-            postedBy: postedBy)
+            postedBy: postedBy, fields: fields)
         var votes = 0
         for vote in self.votes {
             votes += Self.renderedVote + JSONWriter.quotedLength(vote.decidedBy) + JSONWriter.quotedLength(vote.button)
+            votes += Self.renderedWords(comment: vote.comment, values: vote.values)
         }
         bytes += votes
         if let result {
             bytes += Self.renderedResult + votes + JSONWriter.quotedLength(result.button) + JSONWriter.quotedLength(result.decidedBy)
+            bytes += Self.renderedWords(comment: result.comment, values: result.values)
         }
+        return bytes
+    }
+
+    /// A choice's `comment` and `values` as written (SPEC §13), beyond the `null` and `{}`
+    /// that ``renderedVote`` and ``renderedResult`` count.
+    static func renderedWords(comment: String?, values: [String: String]) -> Int {
+        var bytes = comment == nil ? 0 : JSONWriter.quotedLength(comment)
+        for (name, value) in values { bytes += JSONWriter.quotedLength(name) + JSONWriter.quotedLength(value) + 2 }
         return bytes
     }
 
@@ -57,22 +67,31 @@ extension Alert {
     /// (a draft's, before it is one).
     public static func renderedFootprint(
         client: String, title: String, message: String?, buttons: [Button], callbackURL: String?, metadata: CompactJSON?,
-        postedBy: String?
+        postedBy: String?, fields: [AlertField] = []
     ) -> Int {
         var bytes = renderedOverhead
         bytes += JSONWriter.quotedLength(client) + JSONWriter.quotedLength(title) + JSONWriter.quotedLength(message)
         bytes += JSONWriter.quotedLength(callbackURL) + (metadata?.bytes.count ?? 4) + JSONWriter.quotedLength(postedBy)
         for button in buttons { bytes += renderedButton + JSONWriter.quotedLength(button.title) }
+        for field in fields {
+            bytes += renderedField + JSONWriter.quotedLength(field.name) + JSONWriter.quotedLength(field.label)
+            bytes += JSONWriter.quotedLength(field.placeholder)
+            for title in field.buttons ?? [] { bytes += JSONWriter.quotedLength(title) + 1 }
+        }
         return bytes
     }
 
     /// The members of a resource besides its strings, buttons, votes and result, at their
     /// longest: the names, punctuation, id, state, position, style, numbers and four times.
-    static let renderedOverhead = 512
+    static let renderedOverhead = 528
     /// A button besides its title: `{"title":,"style":"destructive"},`.
     static let renderedButton = 36
-    /// A vote besides its decider and button: `{"decided_by":,"button":,"button_index":15,"at":"…"},`.
-    static let renderedVote = 80
-    /// A result besides its button, decider and votes: `{"outcome":"withdrawn","button_index":15,…}`.
-    static let renderedResult = 120
+    /// A field besides its name, label, placeholder and button titles:
+    /// `{"name":,"label":,"placeholder":,"required":false,"max_length":1000,"buttons":[]},`.
+    static let renderedField = 96
+    /// A vote besides its decider and button, its words at their least:
+    /// `{"decided_by":,"button":,"button_index":15,"at":"…","comment":null,"values":{}},`.
+    static let renderedVote = 108
+    /// A result besides its button, decider, votes and words: `{"outcome":"withdrawn","button_index":15,…}`.
+    static let renderedResult = 148
 }

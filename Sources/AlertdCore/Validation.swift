@@ -33,8 +33,9 @@ extension NewAlert {
     /// How many different deciders an alert may need (SPEC §10).
     public static let quorumRange = 1...10
 
-    static let fields: Set<String> = [
+    static let postedMembers: Set<String> = [
         "title", "message", "style", "buttons", "priority", "expires_in", "dismiss_after", "callback_url", "metadata", "quorum",
+        "fields",
     ]
     static let buttonFields: Set<String> = ["title", "style"]
 
@@ -48,7 +49,7 @@ extension NewAlert {
         guard case .object(let object) = body else {
             return .failure(InvalidAlert(errors: [FieldError(field: "", reason: "the alert must be a JSON object")]))
         }
-        for key in object.keys where !fields.contains(key) {
+        for key in object.keys where !postedMembers.contains(key) {
             errors.append(FieldError(field: key, reason: "unknown field"))
         }
 
@@ -195,11 +196,14 @@ extension NewAlert {
                     reason: "above 1 needs deciders with names: alertd has no tokens (auth.tokens), so every choice is anonymous"))
         }
 
+        let fields = AlertField.validate(object["fields"], buttons: buttons, errors: &errors)
+
         guard errors.isEmpty else { return .failure(InvalidAlert(errors: errors)) }
         return .success(
             NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority,
-                expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata, quorum: quorum
+                expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata, quorum: quorum,
+                fields: fields.isEmpty ? nil : fields
             )
         )
     }
@@ -210,7 +214,7 @@ extension NewAlert {
     /// dashboard or a log written in C would cut the text there, and no question
     /// a person reads needs it. An API that answered it one way on SQLite and
     /// another on PostgreSQL would surprise whoever moves between them.
-    private static func textProblem(_ text: String, min: Int, max: Int) -> String? {
+    static func textProblem(_ text: String, min: Int, max: Int) -> String? {
         if text.unicodeScalars.contains("\u{0}") { return "must not contain U+0000" }
         let count = text.unicodeScalars.count
         if count < min { return min == 1 ? "must not be empty" : "must be at least \(min) characters" }
@@ -224,7 +228,7 @@ extension NewAlert {
     /// An optional integer field within `range`: nil when absent or refused (the reason in
     /// `errors`). A whole number however written (`65`, `65.0`, `6.5e1`): JSON has no
     /// integer type.
-    private static func integer(_ value: JSONValue?, field: String, in range: ClosedRange<Int>, errors: inout [FieldError]) -> Int? {
+    static func integer(_ value: JSONValue?, field: String, in range: ClosedRange<Int>, errors: inout [FieldError]) -> Int? {
         switch value {
         case nil, .null?:
             return nil

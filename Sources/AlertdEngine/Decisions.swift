@@ -7,11 +7,13 @@ extension Engine {
     /// same button for an answered alert returns it again (a safe retry). On an alert
     /// of several deciders (§10) the choice is a vote: committed, and answered with
     /// the alert still displayed until its quorum agrees; the same vote again is a safe
-    /// retry, another button after voting `alreadyVoted`.
+    /// retry, another button after voting `alreadyVoted`. `words` (SPEC §13): the choice's
+    /// comment and values, kept in its vote; `invalidAnswer` when they do not fit the alert.
     public func choose(
-        _ selection: ButtonSelection, alert id: AlertID, on client: String, by decider: String?, requestID: String? = nil
+        _ selection: ButtonSelection, words: ChoiceWords = .none, alert id: AlertID, on client: String, by decider: String?,
+        requestID: String? = nil
     ) async throws(EngineError) -> PositionedAlert {
-        try await decide(.choose(selection), id: id, client: client, by: decider, requestID: requestID)
+        try await decide(.choose(selection, words), id: id, client: client, by: decider, requestID: requestID)
     }
 
     /// Withdraws a pending alert; withdrawing a withdrawn one again returns it.
@@ -22,7 +24,7 @@ extension Engine {
     }
 
     private enum Decision: Sendable {
-        case choose(ButtonSelection)
+        case choose(ButtonSelection, ChoiceWords)
         case withdraw
     }
 
@@ -57,7 +59,8 @@ extension Engine {
                 do throws(BoardError) {
                     let (alert, change) =
                         switch decision {
-                        case .choose(let selection): try board.choose(selection, for: id, on: client, by: decider, now: now)
+                        case .choose(let selection, let words):
+                            try board.choose(selection, for: id, on: client, by: decider, words: words, now: now)
                         case .withdraw: try board.withdraw(id, on: client, by: decider, now: now)
                         }
                     // A safe retry of a decision that may still be committing: answered
@@ -108,7 +111,7 @@ extension Engine {
             // The repeat rules apply to the stored alert.
             do throws(BoardError) {
                 switch decision {
-                case .choose(let selection):
+                case .choose(let selection, _):
                     return PositionedAlert(try AlertBoard.repeatChoice(selection, on: stored.alert, by: decider), position: nil)
                 case .withdraw: return PositionedAlert(try AlertBoard.repeatWithdraw(on: stored.alert), position: nil)
                 }

@@ -18,6 +18,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case alreadyVoted
         /// A button the alert does not have.
         case unknownButton
+        /// A choice whose comment or values do not fit the alert (SPEC §13; ``EngineError/fieldErrors`` say where).
+        case invalidAnswer
         /// A bound on what posters can grow (pending per client, in all, clients).
         case queueFull
         /// A choice this decider may not make (the poster approving its own alert of several deciders, §10).
@@ -69,7 +71,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     public var detail: String { details.detail }
     /// `alreadyDecided`, `alreadyVoted`: the alert as it is.
     public var alert: Alert? { details.alert }
-    /// `invalidAlert`: one per violation.
+    /// `invalidAlert`, `invalidAnswer`: one per violation.
     public var fieldErrors: [FieldError] { details.fieldErrors }
     /// Seconds a client should wait before trying again.
     public var retryAfter: Int? { details.retryAfter }
@@ -90,10 +92,11 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
             case .alreadyDecided: .alreadyDecided
             case .alreadyVoted: .alreadyVoted
             case .unknownButton: .unknownButton
+            case .invalidAnswer: .invalidAnswer
             case .queueFull: .queueFull
             case .forbidden: .forbidden
             }
-        self.init(code, error.detail, alert: error.alert)
+        self.init(code, error.detail, alert: error.alert, fieldErrors: error.errors)
     }
 
     /// Seconds a client is told to wait after a failed commit.

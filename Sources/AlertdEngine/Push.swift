@@ -385,6 +385,13 @@ extension Engine {
             }
             index = given
         }
+        // A button that asks for values (SPEC §13) cannot be answered through a link, which
+        // carries none: refused before the link is used up, so the dashboard can still answer.
+        if case .failure(let invalid) = ChoiceWords.none.checked(button: index, of: alert.buttons, fields: alert.fields) {
+            throw EngineError(
+                .invalidAnswer, "\(alert.buttons[index].title) asks for values an answer link cannot give; answer on the dashboard",
+                fieldErrors: invalid.errors)
+        }
         if alert.buttons[index].style == .destructive, !confirmed {
             throw EngineError(
                 .confirmationRequired, "\(alert.buttons[index].title) is destructive: send \"confirm\": true to choose it")

@@ -25,7 +25,7 @@ public struct StoreDump: Sendable {
             [
                 "id", "client", "state", "priority", "title", "message", "style", "buttons", "callback_url", "metadata", "created_at",
                 "displayed_at", "decided_at", "expires_at", "dismiss_after_ms", "button_index", "decided_by", "quorum", "votes",
-                "posted_by", "size",
+                "posted_by", "size", "fields",
             ]
         ),
         ("idempotency_keys", ["client", "key", "alert_id", "body_sha256", "created_at"]),

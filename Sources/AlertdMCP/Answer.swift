@@ -1,8 +1,13 @@
 import AlertdWire
+import Foundation
 import MCP
 
 /// What ask_human, check_answer and withdraw_question return: the alert's outcome as
 /// structured content (``Tools/answerSchema``) and the same in a sentence for the model.
+///
+/// Text that people wrote (a button's title, a token's name, a comment, a value) reaches the
+/// agent with its control characters and escape sequences shown as `�`: its host shows it on
+/// a terminal (``Terminal/safe(_:newlines:)``; issue 44, item 10).
 struct Answer {
     let alert: AlertResource
     /// How long the call waited, for "not answered yet" (nil: it did not wait).
@@ -15,7 +20,13 @@ struct Answer {
 
     var structured: Value {
         let result = alert.result
-        func optional(_ text: String?) -> Value { text.map { .string($0) } ?? .null }
+        func optional(_ text: String?) -> Value { text.map { .string(Terminal.safe($0, newlines: true)) } ?? .null }
+        func values(_ values: [String: String]) -> Value {
+            .object(values.reduce(into: [String: Value]()) { $0[$1.key] = .string(Terminal.safe($1.value, newlines: true)) })
+        }
+        let votes: [Value] = alert.votes.map { vote in
+            ["decided_by": optional(vote.decidedBy), "button": optional(vote.button), "comment": optional(vote.comment)]
+        }
         return [
             "status": .string(status),
             "alert_id": .string(alert.id),
@@ -28,19 +39,43 @@ struct Answer {
             "decided_by": optional(result?.decidedBy),
             "decided_at": optional(alert.decidedAt?.rfc3339),
             "expires_at": .string(alert.expiresAt.rfc3339),
+            "comment": optional(result?.comment),
+            "values": values(result?.values ?? [:]),
+            "votes": .array(votes),
         ]
     }
 
-    var text: String {
+    /// ` Values: ticket="OPS-123". Comment: "…"`: what the person said besides the button,
+    /// after the sentence that names it.
+    var words: String {
+        var text = ""
+        let values = alert.result?.values ?? [:]
+        if !values.isEmpty {
+            let order =
+                alert.fields.map(\.name).filter { values[$0] != nil }
+                + values.keys.sorted().filter { name in !alert.fields.contains { $0.name == name } }
+            text += " Values: " + order.map { "\($0)=\"\(values[$0]!)\"" }.joined(separator: ", ") + "."
+        }
+        if let comment = alert.result?.comment { text += " Comment: \"\(comment)\"" }
+        return text
+    }
+
+    var text: String { Terminal.safe(sentence, newlines: true) }
+
+    private var sentence: String {
         let id = "alert \(alert.id) on \(alert.client)"
-        let by = alert.result?.decidedBy.map { " by \($0)" } ?? ""
+        var by = alert.result?.decidedBy.map { " by \($0)" } ?? ""
+        if alert.quorum > 1, let result = alert.result, result.outcome == .answered {
+            let voters = result.votes.filter { $0.button == result.button }.compactMap(\.decidedBy)
+            if voters.count > 1 { by = " by " + voters.joined(separator: " and ") }
+        }
         switch alert.state {
         case .answered:
             let button = alert.result?.button ?? "?"
             if alert.result?.cancelled == true {
-                return "Answered\(by): \"\(button)\", the cancel button — the person said no. Do not go ahead. (\(id))"
+                return "Answered\(by): \"\(button)\", the cancel button — the person said no. Do not go ahead. (\(id))\(words)"
             }
-            return "Answered\(by): \"\(button)\". (\(id))"
+            return "Answered\(by): \"\(button)\". (\(id))\(words)"
         case .expired:
             return "Nobody answered: the question expired at \(alert.expiresAt.rfc3339). Do not take it as a yes. (\(id))"
         case .withdrawn:
@@ -67,6 +102,25 @@ struct Answer {
     /// `Value`, the SDK's generic, throwing `init<Output: Codable>` would be chosen.)
     static func result(_ text: String, _ structured: Value?) -> CallTool.Result {
         CallTool.Result(content: [.text(text: text, annotations: nil, _meta: nil)], structuredContent: structured, isError: nil)
+    }
+
+    /// request_permission's result: as text, exactly the JSON Claude Code's permission prompt
+    /// tool contract reads (`{"behavior":"allow","updatedInput":…}` or
+    /// `{"behavior":"deny","message":…}`), and the same as structured content. Never an
+    /// error result: whatever went wrong is a denial that says so.
+    static func permission(_ decision: PermissionDecision, input: Value) -> CallTool.Result {
+        let structured: Value
+        switch decision {
+        case .allow: structured = ["behavior": "allow", "updatedInput": input]
+        case .deny(let message), .noAnswer(let message):
+            structured = ["behavior": "deny", "message": .string(Terminal.safe(message, newlines: true))]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let text =
+            (try? encoder.encode(structured)).map { String(decoding: $0, as: UTF8.self) }
+            ?? #"{"behavior":"deny","message":"internal error"}"#
+        return result(text, structured)
     }
 
     /// notify_human's result (``Tools/noticeSchema``).

@@ -13,9 +13,10 @@ public struct ToolFailure: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { message }
 
-    /// The tool result that carries it.
+    /// The tool result that carries it; what alertd or the agent wrote in it (a problem's
+    /// detail, an argument quoted back) safe for a terminal.
     var result: CallTool.Result {
-        CallTool.Result(content: [.text(text: message, annotations: nil, _meta: nil)], isError: true)
+        CallTool.Result(content: [.text(text: Terminal.safe(message, newlines: true), annotations: nil, _meta: nil)], isError: true)
     }
 }
 
@@ -27,12 +28,13 @@ struct Arguments {
     let tool: String
     let values: [String: Value]
 
-    /// Refuses names the tool does not take, so a typo does not silently vanish (as alertd does, §2).
-    init(_ values: [String: Value]?, tool: String, names: [String]) throws(ToolFailure) {
+    /// Refuses names the tool does not take, so a typo does not silently vanish (as alertd
+    /// does, §2); an `open` tool (request_permission, called by a host, not a model) ignores them.
+    init(_ values: [String: Value]?, tool: String, names: [String], open: Bool = false) throws(ToolFailure) {
         self.tool = tool
         self.values = values ?? [:]
         let unknown = self.values.keys.filter { !names.contains($0) }.sorted()
-        if !unknown.isEmpty {
+        if !unknown.isEmpty, !open {
             throw ToolFailure(
                 "\(tool) takes no argument named \(unknown.map { "'\($0)'" }.joined(separator: ", ")); "
                     + "its arguments are \(names.joined(separator: ", ")).")
@@ -112,6 +114,76 @@ struct Arguments {
         }
         return buttons
     }
+
+    /// `fields` (SPEC §13): a list of `{"name": …, "label": …, "placeholder": …, "required": …,
+    /// "max_length": …, "buttons": […]}`; a bare string is a field of that name. Their rules
+    /// (names, lengths, buttons) are alertd's to check.
+    func fields(_ name: String) throws(ToolFailure) -> [AlertField]? {
+        guard let value = value(name) else { return nil }
+        guard let list = value.arrayValue else {
+            throw ToolFailure("\(tool): '\(name)' must be a list of fields like {\"name\": \"ticket\", \"required\": true}, not \(value).")
+        }
+        let members = ["name", "label", "placeholder", "required", "max_length", "buttons"]
+        var fields: [AlertField] = []
+        for (index, item) in list.enumerated() {
+            if let text = Self.text(item) {
+                fields.append(AlertField(name: text))
+                continue
+            }
+            let at = "\(name)[\(index)]"
+            guard let object = item.objectValue, let fieldName = object["name"].flatMap(Self.text) else {
+                throw ToolFailure("\(tool): \(at) must be an object with a 'name' (a string), not \(item).")
+            }
+            if let extra = object.keys.filter({ !members.contains($0) }).sorted().first {
+                throw ToolFailure("\(tool): \(at) takes only \(members.joined(separator: ", ")), not '\(extra)'.")
+            }
+            var field = AlertField(name: fieldName)
+            func text(_ key: String) throws(ToolFailure) -> String? {
+                guard let raw = object[key], !raw.isNull else { return nil }
+                guard let text = Self.text(raw) else { throw ToolFailure("\(tool): \(at).\(key) must be a string, not \(raw).") }
+                return text
+            }
+            field.label = try text("label")
+            field.placeholder = try text("placeholder")
+            if let raw = object["required"], !raw.isNull {
+                guard case .bool(let required) = raw else {
+                    throw ToolFailure("\(tool): \(at).required must be true or false, not \(raw).")
+                }
+                field.required = required
+            }
+            if let raw = object["max_length"], !raw.isNull {
+                switch raw {
+                case .int(let length): field.maxLength = length
+                case .double(let length) where length.rounded() == length && abs(length) < 1e9: field.maxLength = Int(length)
+                default: throw ToolFailure("\(tool): \(at).max_length must be a whole number, not \(raw).")
+                }
+            }
+            if let raw = object["buttons"], !raw.isNull {
+                guard let titles = raw.arrayValue?.compactMap(Self.text), titles.count == raw.arrayValue?.count else {
+                    throw ToolFailure("\(tool): \(at).buttons must be a list of button titles, not \(raw).")
+                }
+                field.buttons = titles
+            }
+            fields.append(field)
+        }
+        return fields
+    }
+
+    /// A JSON object argument, in AlertdWire's terms (its members sorted by name: MCP's
+    /// `Value` keeps no order); nil when absent or null.
+    func object(_ name: String) throws(ToolFailure) -> JSONObject? {
+        guard let value = value(name) else { return nil }
+        guard value.objectValue != nil else { throw ToolFailure("\(tool): '\(name)' must be a JSON object, not \(value).") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value), case .object(let object)? = try? JSONParser.parse(Array(data)) else {
+            throw ToolFailure("\(tool): '\(name)' could not be read as JSON.")
+        }
+        return object
+    }
+
+    /// An argument as the client sent it (`.null` when absent).
+    func raw(_ name: String) -> Value { values[name] ?? .null }
 
     /// The client to use: the argument, else the server's `--client`.
     func client(default fallback: String) throws(ToolFailure) -> String {

@@ -34,6 +34,9 @@ actor Ledger {
     private let session: [UInt8]
     private var rounds: [Question: Int] = [:]
     private var questionOfAlert: [String: Question] = [:]
+    /// Every alert this session posted, with its client: the questions check_answer and
+    /// withdraw_question may act on (issue 44, item 4).
+    private var asked: [String: String] = [:]
     private var waiting: [UInt64: (client: String, id: String)] = [:]
     private var nextWaiter: UInt64 = 0
     /// The MCP client's name and version, from its `initialize`.
@@ -43,8 +46,11 @@ actor Ledger {
         self.session = session
     }
 
+    /// The MCP client's name and version as they go into every alert's metadata: without
+    /// control characters or escape sequences (an escape that wrote the clipboard of whoever
+    /// read the metadata on a terminal was seen), at most 200 characters (issue 44, item 10).
     func setAgent(name: String, version: String) {
-        agent = version.isEmpty ? name : "\(name) \(version)"
+        agent = Terminal.stripped(version.isEmpty ? name : "\(name) \(version)", limit: 200)
     }
 
     /// The question `alert` on `client` asked by `tool`.
@@ -69,10 +75,14 @@ actor Ledger {
         return "alertctl-mcp-" + Self.hex(hash.finalize())
     }
 
-    /// `question` was posted as alert `id`.
-    func posted(_ question: Question, as id: String) {
+    /// `question` was posted as alert `id` on `client`.
+    func posted(_ question: Question, as id: String, on client: String) {
         questionOfAlert[id] = question
+        asked[id] = client
     }
+
+    /// The client alert `id` was asked on, if this session asked it.
+    func client(ofAsked id: String) -> String? { asked[id] }
 
     /// The agent was given alert `id`'s final outcome: the same question asked again is a new one.
     func told(_ id: String) {

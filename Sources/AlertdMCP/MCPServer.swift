@@ -20,10 +20,42 @@ public struct MCPOptions: Sendable {
     public var progressInterval: Double = 15
     /// How long a waiting call keeps trying while alertd cannot be reached, before it fails.
     public var retryFor: Double = 60
+    /// Clients a call may name besides ``client`` (`--allow-client`): ids, or globs with `*`
+    /// (`*` alone: any the token may post to). Empty by default: every question goes to
+    /// ``client`` (issue 44, item 4).
+    public var allowedClients: [String] = []
+    /// Whether check_answer and withdraw_question may act on any alert id (`--any-question`);
+    /// by default only on the questions this session asked (its ledger).
+    public var anyQuestion = false
+    /// The highest `priority` a call may ask for (`--max-priority`); default 0, so that an
+    /// agent's question never jumps ahead of others' unless the user allows it.
+    public var maxPriority = 0
+    /// How many different people must allow a `request_permission` (`--permission-quorum`): 1 by default.
+    public var permissionQuorum = 1
 
+    /// `daemon` is shown in messages without the credentials or query secrets it may hold.
     public init(client: String, daemon: String) {
         self.client = client
-        self.daemon = daemon
+        self.daemon = URLRedaction.redacted(daemon, keepingPath: true)
+    }
+
+    /// Whether a call may name `client` (``client`` itself, or one of ``allowedClients``).
+    public func allows(client other: String) -> Bool {
+        other == client || allowedClients.contains { Self.matches(other, glob: $0) }
+    }
+
+    /// `*` stands for any run of characters.
+    static func matches(_ text: String, glob: String) -> Bool {
+        let parts = glob.split(separator: "*", omittingEmptySubsequences: false)
+        guard parts.count > 1 else { return text == glob }
+        var rest = Substring(text)
+        guard rest.hasPrefix(parts[0]) else { return false }
+        rest = rest.dropFirst(parts[0].count)
+        for part in parts.dropFirst().dropLast() where !part.isEmpty {
+            guard let found = rest.firstRange(of: part) else { return false }
+            rest = rest[found.upperBound...]
+        }
+        return rest.hasSuffix(parts[parts.count - 1])
     }
 }
 
@@ -80,7 +112,7 @@ public struct AlertdMCPServer: Sendable {
                 withdrawn or not answered is not a yes.
                 """,
             capabilities: .init(tools: .init(listChanged: false)))
-        let tools = Tools.all(client: options.client, defaultTimeout: options.defaultTimeout)
+        let tools = Tools.all(client: options.client, defaultTimeout: options.defaultTimeout, maxPriority: options.maxPriority)
         await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: tools) }
         await server.withMethodHandler(CallTool.self) { [self] parameters in
             let progress = ProgressReporter(server: server, token: parameters._meta?.progressToken)
@@ -104,11 +136,12 @@ public struct AlertdMCPServer: Sendable {
             throw MCPError.invalidParams("Unknown tool: \(name); the tools are \(Tools.names.keys.sorted().joined(separator: ", "))")
         }
         do {
-            let arguments = try Arguments(arguments, tool: name, names: names)
+            let arguments = try Arguments(arguments, tool: name, names: names, open: name == Tools.requestPermission)
             switch name {
             case Tools.askHuman: return try await askHuman(arguments, progress: progress)
             case Tools.checkAnswer: return try await checkAnswer(arguments, progress: progress)
             case Tools.withdrawQuestion: return try await withdrawQuestion(arguments)
+            case Tools.requestPermission: return try await requestPermission(arguments, progress: progress)
             default: return try await notifyHuman(arguments)
             }
         } catch let failure as ToolFailure {
@@ -116,10 +149,50 @@ public struct AlertdMCPServer: Sendable {
         }
     }
 
+    /// The client a call names (else ``MCPOptions/client``), if this server may post there.
+    private func postingClient(_ arguments: Arguments) throws(ToolFailure) -> String {
+        let client = try arguments.client(default: options.client)
+        guard options.allows(client: client) else {
+            throw ToolFailure(
+                "This server asks people on client '\(options.client)' only; '\(client)' is not allowed. Leave 'client' out. "
+                    + "(The user can allow more with alertctl mcp --allow-client \(client).)")
+        }
+        return client
+    }
+
+    /// The client of a question this session asked (check_answer, withdraw_question): refused
+    /// for an alert it did not ask, unless ``MCPOptions/anyQuestion``.
+    private func questionClient(_ arguments: Arguments, id: String) async throws(ToolFailure) -> String {
+        let named = try arguments.string("client")
+        if let asked = await ledger.client(ofAsked: id) {
+            if let named, named != asked {
+                throw ToolFailure("alert \(id) was asked on client '\(asked)', not '\(named)': leave 'client' out.")
+            }
+            return asked
+        }
+        guard options.anyQuestion else {
+            throw ToolFailure(
+                "alert \(id) is not a question this session asked: this server checks and withdraws only its own questions "
+                    + "(the user can allow any with alertctl mcp --any-question). Check the alert_id an earlier call returned.")
+        }
+        return named ?? options.client
+    }
+
+    /// `priority`, at most ``MCPOptions/maxPriority``.
+    private func priority(_ arguments: Arguments) throws(ToolFailure) -> Int? {
+        guard let priority = try arguments.integer("priority") else { return nil }
+        if priority > options.maxPriority {
+            throw ToolFailure(
+                "priority \(priority) is above what this server allows (\(options.maxPriority)): leave it out, or use at most "
+                    + "\(options.maxPriority). (The user can raise it with alertctl mcp --max-priority.)")
+        }
+        return priority
+    }
+
     // MARK: Tools
 
     func askHuman(_ arguments: Arguments, progress: ProgressReporter) async throws -> CallTool.Result {
-        let client = try arguments.client(default: options.client)
+        let client = try postingClient(arguments)
         let timeout = try arguments.seconds("timeout_seconds", in: 0...Tools.maxWait) ?? options.defaultTimeout
         let buttons = try arguments.buttons("buttons") ?? []
         if buttons.isEmpty {
@@ -130,10 +203,11 @@ public struct AlertdMCPServer: Sendable {
         }
         let alert = NewAlert(
             title: try arguments.requiredString("title"), message: try arguments.string("message"), buttons: buttons,
-            priority: try arguments.integer("priority"), metadata: await metadata())
+            priority: try priority(arguments), metadata: await metadata(), quorum: try arguments.integer("quorum"),
+            fields: try arguments.fields("fields"))
         let question = await ledger.question(tool: Tools.askHuman, client: client, alert: alert)
         let posted = try await post(alert, to: client, key: await ledger.key(for: question))
-        await ledger.posted(question, as: posted.id)
+        await ledger.posted(question, as: posted.id, on: client)
 
         let waiter = await ledger.startWaiting(client: client, id: posted.id)
         let final: AlertResource
@@ -152,8 +226,8 @@ public struct AlertdMCPServer: Sendable {
     }
 
     func checkAnswer(_ arguments: Arguments, progress: ProgressReporter) async throws -> CallTool.Result {
-        let client = try arguments.client(default: options.client)
         let id = try arguments.requiredString("alert_id")
+        let client = try await questionClient(arguments, id: id)
         let wait = try arguments.seconds("wait_seconds", in: 0...Tools.maxWait) ?? 0
         let current: AlertResource
         do {
@@ -167,8 +241,8 @@ public struct AlertdMCPServer: Sendable {
     }
 
     func withdrawQuestion(_ arguments: Arguments) async throws -> CallTool.Result {
-        let client = try arguments.client(default: options.client)
         let id = try arguments.requiredString("alert_id")
+        let client = try await questionClient(arguments, id: id)
         let final: AlertResource
         do {
             final = try await alerts.withdraw(on: client, id: id)
@@ -183,16 +257,81 @@ public struct AlertdMCPServer: Sendable {
     }
 
     func notifyHuman(_ arguments: Arguments) async throws -> CallTool.Result {
-        let client = try arguments.client(default: options.client)
+        let client = try postingClient(arguments)
         let alert = NewAlert(
             title: try arguments.requiredString("title"), message: try arguments.string("message"),
-            priority: try arguments.integer("priority"),
+            priority: try priority(arguments),
             dismissAfter: try arguments.seconds("dismiss_after", in: 0.001...Tools.maxWait), metadata: await metadata())
         let question = await ledger.question(tool: Tools.notifyHuman, client: client, alert: alert)
         let posted = try await post(alert, to: client, key: await ledger.key(for: question))
-        await ledger.posted(question, as: posted.id)
+        await ledger.posted(question, as: posted.id, on: client)
         await ledger.told(posted.id)
         return Answer.notice(posted)
+    }
+
+    /// Claude Code's permission prompt (`--permission-prompt-tool`): asks a person on
+    /// ``MCPOptions/client`` whether the agent may use `tool_name` with `input`, and returns
+    /// as the result's text `{"behavior":"allow","updatedInput":<input>}` when a person chose
+    /// Allow, else `{"behavior":"deny","message":…}`: their comment, or why nobody allowed it.
+    /// A timeout, an expiry, a withdrawal or a failure to reach alertd denies; nothing but a
+    /// person's Allow allows. A question not answered within ``MCPOptions/defaultTimeout`` is
+    /// withdrawn, so that nobody answers a request the agent no longer waits for.
+    func requestPermission(_ arguments: Arguments, progress: ProgressReporter) async throws -> CallTool.Result {
+        let toolName = try arguments.requiredString("tool_name")
+        guard let input = try arguments.object("input") else {
+            throw ToolFailure("request_permission needs 'input': the tool's input, a JSON object.")
+        }
+        let request = PermissionRequest(toolName: toolName, input: input, toolUseID: try arguments.string("tool_use_id"))
+        let client = options.client
+        var extra: [(key: String, value: String)] = []
+        if let agent = await ledger.agent { extra.append((key: "agent", value: agent)) }
+        let alert = request.alert(
+            askedVia: "alertctl mcp", metadata: extra, quorum: options.permissionQuorum, waiting: options.defaultTimeout)
+        let decision: PermissionDecision
+        do {
+            let question = await ledger.question(tool: Tools.requestPermission, client: client, alert: alert)
+            let posted = try await post(alert, to: client, key: await ledger.key(for: question))
+            await ledger.posted(question, as: posted.id, on: client)
+            let waiter = await ledger.startWaiting(client: client, id: posted.id)
+            var final: AlertResource
+            do {
+                final = try await waitForDecision(posted, client: client, seconds: options.defaultTimeout, progress: progress)
+            } catch {
+                await ledger.stopWaiting(waiter)
+                if error is CancellationError { await withdrawIgnoringCancellation(client: client, id: posted.id) }
+                throw error
+            }
+            await ledger.stopWaiting(waiter)
+            let timedOut = !final.isTerminal
+            if timedOut {
+                // Nobody answered in time: taken back, so that no one allows what the agent was told is denied.
+                final = await withdrawn(client: client, id: posted.id) ?? final
+            }
+            await ledger.told(final.id)
+            if timedOut, final.state != .answered {
+                decision = .noAnswer(
+                    "Nobody answered on alertd within \(Arguments.format(options.defaultTimeout)) s (alert \(posted.id), now withdrawn): "
+                        + "not allowed. Do not try it again without asking the user.")
+            } else {
+                decision = PermissionRequest.decision(final) ?? .noAnswer("Nobody answered on alertd (alert \(posted.id)): not allowed.")
+            }
+        } catch let failure as ToolFailure {
+            decision = .noAnswer("alertd could not ask a person: \(failure.message)")
+        }
+        return Answer.permission(decision, input: arguments.raw("input"))
+    }
+
+    /// Withdraws a question whose wait ran out: the alert withdrawn, or as a person decided it
+    /// meanwhile; nil when alertd could not be asked.
+    private func withdrawn(client: String, id: String) async -> AlertResource? {
+        let alerts = alerts
+        do {
+            return try await Task { try await alerts.withdraw(on: client, id: id) }.value
+        } catch let error as AlertdError where error.code == .alreadyDecided {
+            return error.problem?.alert
+        } catch {
+            return nil
+        }
     }
 
     // MARK: Talking to alertd
@@ -270,7 +409,8 @@ public struct AlertdMCPServer: Sendable {
         _ = try? await Task { try await alerts.withdraw(on: client, id: id) }.value
     }
 
-    /// The metadata every alert carries, shown on the dashboard: who asked.
+    /// The metadata every alert carries, shown on the dashboard: who asked. The agent's name
+    /// was made safe when the client gave it (``Ledger/setAgent(name:version:)``).
     private func metadata() async -> JSONObject {
         var fields: [(key: String, value: JSONValue)] = [(key: "asked_via", value: .string("alertctl mcp"))]
         if let agent = await ledger.agent { fields.append((key: "agent", value: .string(agent))) }
@@ -302,6 +442,7 @@ struct ProgressReporter: Sendable {
     func report(_ progress: Double, total: Double, _ message: String) async {
         guard let server, let token else { return }
         try? await server.notify(
-            ProgressNotification.message(.init(progressToken: token, progress: progress, total: total, message: message)))
+            ProgressNotification.message(
+                .init(progressToken: token, progress: progress, total: total, message: Terminal.safe(message, newlines: true))))
     }
 }

@@ -8,21 +8,25 @@ enum Tools {
     static let checkAnswer = "check_answer"
     static let withdrawQuestion = "withdraw_question"
     static let notifyHuman = "notify_human"
+    static let requestPermission = "request_permission"
 
-    /// The argument names each tool takes (``Arguments`` refuses others).
+    /// The argument names each tool takes (``Arguments`` refuses others, except for
+    /// request_permission, which a host calls and may send more).
     static let names: [String: [String]] = [
-        askHuman: ["title", "message", "buttons", "priority", "timeout_seconds", "client"],
+        askHuman: ["title", "message", "buttons", "priority", "timeout_seconds", "client", "quorum", "fields"],
         checkAnswer: ["alert_id", "wait_seconds", "client"],
         withdrawQuestion: ["alert_id", "client"],
         notifyHuman: ["title", "message", "priority", "dismiss_after", "client"],
+        requestPermission: ["tool_name", "input", "tool_use_id"],
     ]
 
     /// The longest a call may wait: a day. Longer questions are asked with `timeout_seconds`
     /// and followed with check_answer.
     static let maxWait: Double = 86_400
 
-    static func all(client: String, defaultTimeout: Double) -> [Tool] {
-        [
+    static func all(client: String, defaultTimeout: Double, maxPriority: Int = 0) -> [Tool] {
+        let priority = priority(maxPriority)
+        return [
             Tool(
                 name: askHuman, title: "Ask a person",
                 description: """
@@ -33,7 +37,9 @@ enum Tools {
                     'cancelled' is true for the cancel-style button: do not go ahead), who chose it (decided_by), \
                     or that nobody did: 'expired', 'withdrawn', or 'not_answered_yet' when timeout_seconds passed \
                     first — then call check_answer with the alert_id to keep waiting. Calling again with the same \
-                    arguments before you got an answer waits for the same question; it never asks twice.
+                    arguments before you got an answer waits for the same question; it never asks twice. The person \
+                    may give a comment (why), returned as 'comment'; 'fields' asks them for values (a ticket, a \
+                    window), returned as 'values'. 'quorum' asks several different people to agree.
                     """,
                 inputSchema: object(
                     [
@@ -47,6 +53,12 @@ enum Tools {
                             "How long to wait for the answer (default \(Arguments.format(defaultTimeout))). 0 asks and returns at once.",
                             minimum: 0),
                         "client": clientProperty(client),
+                        "quorum": [
+                            "type": "integer", "minimum": 1, "maximum": 10,
+                            "description":
+                                "How many different people must choose the same button (default 1). Any one choosing the cancel-style button stops it at once.",
+                        ],
+                        "fields": fields,
                     ], required: ["title", "buttons"]),
                 annotations: .init(
                     title: "Ask a person", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true),
@@ -101,6 +113,30 @@ enum Tools {
                     title: "Notify a person", readOnlyHint: false, destructiveHint: false, idempotentHint: true,
                     openWorldHint: true),
                 outputSchema: noticeSchema),
+            Tool(
+                name: requestPermission, title: "Ask a person for permission",
+                description: """
+                    Claude Code's permission prompt (claude --permission-prompt-tool mcp__alertd__request_permission): \
+                    asks a person on the alertd dashboard of client '\(client)' whether the agent may use tool_name with \
+                    input, and returns as text {"behavior": "allow", "updatedInput": <input>} when they chose Allow, else \
+                    {"behavior": "deny", "message": <their comment, or why nobody allowed it>}. Nobody answering in \
+                    time, an expiry, or alertd out of reach denies; only a person allows.
+                    """,
+                inputSchema: [
+                    "type": "object",
+                    "properties": [
+                        "tool_name": ["type": "string", "minLength": 1, "description": "The tool the agent wants to use."],
+                        "input": ["type": "object", "description": "The tool's input, shown to the person."],
+                        "tool_use_id": ["type": "string", "description": "The host's id of this use of the tool."],
+                    ],
+                    "required": ["tool_name", "input"],
+                    // A host calls it, not a model; members a newer host sends are ignored.
+                    "additionalProperties": true,
+                ],
+                annotations: .init(
+                    title: "Ask a person for permission", readOnlyHint: false, destructiveHint: false, idempotentHint: true,
+                    openWorldHint: true),
+                outputSchema: permissionSchema),
         ]
     }
 
@@ -131,12 +167,65 @@ enum Tools {
             ],
             "decided_at": ["type": ["string", "null"], "description": "RFC 3339."],
             "expires_at": ["type": "string", "description": "When it expires if nobody answers (RFC 3339)."],
+            "comment": ["type": ["string", "null"], "description": "Why: what the person who decided wrote, if anything."],
+            "values": [
+                "type": "object", "additionalProperties": ["type": "string"],
+                "description": "The values of 'fields' the person gave, by field name; {} when none.",
+            ],
+            "votes": [
+                "type": "array",
+                "description": "Every choice made so far (with a quorum, one per person), in order.",
+                "items": [
+                    "type": "object",
+                    "properties": [
+                        "decided_by": ["type": ["string", "null"]], "button": ["type": ["string", "null"]],
+                        "comment": ["type": ["string", "null"]],
+                    ],
+                    "required": ["decided_by", "button", "comment"],
+                    "additionalProperties": false,
+                ],
+            ],
         ],
         "required": [
             "status", "alert_id", "client", "state", "position", "button", "button_index", "cancelled", "decided_by",
-            "decided_at", "expires_at",
+            "decided_at", "expires_at", "comment", "values", "votes",
         ],
         "additionalProperties": false,
+    ]
+
+    /// The structured result of request_permission (its text is the same object as JSON).
+    static let permissionSchema: Value = [
+        "type": "object",
+        "properties": [
+            "behavior": ["type": "string", "enum": ["allow", "deny"]],
+            "updatedInput": ["type": "object", "description": "With allow: the input, as it came."],
+            "message": ["type": "string", "description": "With deny: the person's comment, or why nobody allowed it."],
+        ],
+        "required": ["behavior"],
+        "additionalProperties": false,
+    ]
+
+    /// A field of ask_human (SPEC §13).
+    private static let fields: Value = [
+        "type": "array",
+        "maxItems": 5,
+        "description": """
+        Values to ask the person for with their answer, e.g. [{"name": "ticket", "label": "Change ticket", "required": true}]. \
+        Each belongs to every button but the cancel one unless 'buttons' names which.
+        """,
+        "items": [
+            "type": "object",
+            "properties": [
+                "name": ["type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$", "description": "The key of its value in 'values'."],
+                "label": ["type": "string", "minLength": 1, "maxLength": 64],
+                "placeholder": ["type": "string", "maxLength": 256],
+                "required": ["type": "boolean"],
+                "max_length": ["type": "integer", "minimum": 1, "maximum": 1000],
+                "buttons": ["type": "array", "items": ["type": "string"], "minItems": 1],
+            ],
+            "required": ["name"],
+            "additionalProperties": false,
+        ],
     ]
 
     /// The structured result of notify_human.
@@ -174,10 +263,14 @@ enum Tools {
         ],
     ]
 
-    private static let priority: Value = [
-        "type": "integer", "minimum": -100, "maximum": 100,
-        "description": "−100…100, default 0; higher is shown earlier. Keep 0 unless it is urgent.",
-    ]
+    private static func priority(_ maximum: Int) -> Value {
+        [
+            "type": "integer", "minimum": -100, "maximum": .int(maximum),
+            "description": .string(
+                "−100…\(maximum), default 0; higher is shown earlier. Keep 0 unless it is urgent"
+                    + (maximum == 0 ? " (this server allows no higher)." : ".")),
+        ]
+    }
 
     private static func object(_ properties: [String: Value], required: [String]) -> Value {
         [

@@ -793,7 +793,7 @@ extension Flushes {
                     id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
                     buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
                     expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, quorum integer,
-                    votes text, posted_by text, dismiss_at bigint, version bigint, size bigint)
+                    votes text, posted_by text, fields text, dismiss_at bigint, version bigint, size bigint)
                 ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
                     decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
                     votes = excluded.votes, dismiss_at = excluded.dismiss_at, version = excluded.version, size = excluded.size

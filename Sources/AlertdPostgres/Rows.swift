@@ -9,7 +9,7 @@ enum AlertRow {
     /// The columns ``alert(_:)`` reads, by position.
     static let columns = """
         id, client, seq, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by, fields
         """
 
     /// The names of ``columns``, in order.
@@ -115,7 +115,15 @@ enum AlertRow {
             stored = votes
         }
         let votes = Alert.votes(stored: stored, result: result, decidedAt: try time(13))
-        result?.votes = votes
+        result = Alert.result(result, votes: votes)
+        // Absent from a notification of an instance older than fields (a rolling upgrade): none.
+        var fields: [AlertField] = []
+        if let text = try text(21) {
+            guard let parsed = AlertField.fields(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw Corrupt(description: "bad fields in alert \(idText)")
+            }
+            fields = parsed
+        }
         return Alert(
             id: id, client: try required(text(1), "client"), title: try required(text(5), "title"),
             message: try text(6), style: style, buttons: buttons, priority: Int(try required(number(4), "priority")),
@@ -124,7 +132,7 @@ enum AlertRow {
             metadata: try text(10).map { CompactJSON(trusting: Array($0.utf8)) },
             state: state, createdAt: createdAt, displayedAt: try time(12), decidedAt: try time(13), expiresAt: expiresAt,
             dismissAfterMilliseconds: try number(15), result: result, sequence: try required(number(2), "seq"), quorum: quorum,
-            votes: votes, postedBy: try text(20))
+            votes: votes, postedBy: try text(20), fields: fields)
     }
 }
 
@@ -169,6 +177,13 @@ extension AlertRow {
             text("votes", String(decoding: votes.bytes, as: UTF8.self))
         }
         text("posted_by", alert.postedBy)
+        if alert.fields.isEmpty {
+            text("fields", nil)
+        } else {
+            var fields = JSONWriter(capacity: 128 * alert.fields.count)
+            fields.fields(alert.fields)
+            text("fields", String(decoding: fields.bytes, as: UTF8.self))
+        }
         number("dismiss_at", alert.dismissAt?.milliseconds)
         number("version", version)
         if let size { number("size", Int64(size)) }

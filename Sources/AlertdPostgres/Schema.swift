@@ -205,6 +205,10 @@ enum Schema {
                 )
                 """
             ]),
+        // `fields`: the alert's fields as their JSON array; NULL for none. A choice's comment and
+        // values are kept in its vote (`votes`), the result's are its deciding vote's. A column
+        // without a default is added without rewriting the table.
+        Migration(11, "answers with words: an alert's fields (SPEC §13)", ["ALTER TABLE alerts ADD COLUMN fields text"]),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

@@ -8,14 +8,14 @@ extension SQLiteStore {
     /// The columns `alert(from:)` reads, by position (reading by name searches the row each time).
     static let columns = """
         id, client, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by, fields
         """
 
     static let upsertAlert = """
         INSERT OR REPLACE INTO alerts (id, client, state, priority, title, message, style, buttons, callback_url,
             metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes,
-            posted_by, size)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            posted_by, size, fields)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// Writes one alert row: its columns bound straight onto the cached statement
@@ -82,6 +82,14 @@ extension SQLiteStore {
         }
         text(alert.postedBy)
         integer(Int64(alert.renderedFootprint + eventBytes))
+        // `fields` (SPEC §13): their JSON array, NULL for none (most alerts).
+        if alert.fields.isEmpty {
+            bytes(nil)
+        } else {
+            var fields = JSONWriter(capacity: 128 * alert.fields.count)
+            fields.fields(alert.fields)
+            bytes(fields.bytes)
+        }
         let code = sqlite3_step(handle)
         sqlite3_reset(handle)
         guard code == SQLITE_DONE else {
@@ -130,6 +138,13 @@ extension SQLiteStore {
             }
             stored = votes
         }
+        var fields: [AlertField] = []
+        if let text = row[20] as String? {
+            guard let parsed = AlertField.fields(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw CorruptRow(description: "bad fields in alert \(idText)")
+            }
+            fields = parsed
+        }
         var result: AlertResult?
         if state.isTerminal {
             let index: Int? = row[15]
@@ -142,12 +157,12 @@ extension SQLiteStore {
             throw CorruptRow(description: "alert \(idText) lacks created_at or expires_at")
         }
         let votes = Alert.votes(stored: stored, result: result, decidedAt: time(12))
-        result?.votes = votes
+        result = Alert.result(result, votes: votes)
         return Alert(
             id: id, client: row[1], title: row[4], message: row[5], style: style,
             buttons: buttons, priority: row[3], callbackURL: row[8], metadata: metadata,
             state: state, createdAt: createdAt, displayedAt: time(11),
             decidedAt: time(12), expiresAt: expiresAt,
-            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes, postedBy: row[19])
+            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes, postedBy: row[19], fields: fields)
     }
 }

@@ -157,6 +157,11 @@ extension SQLiteStore {
                     CREATE INDEX alerts_by_decision ON alerts(decided_at, id, size) WHERE decided_at IS NOT NULL;
                     """)
         }
+        migrator.registerMigration("v13: answers with words: an alert's fields (SPEC §13)") { db in
+            // `fields`: the alert's fields as their JSON array; NULL for none. A choice's comment
+            // and values are kept in its vote (`votes`), the result's are its deciding vote's.
+            try db.execute(sql: "ALTER TABLE alerts ADD COLUMN fields TEXT")
+        }
         return migrator
     }
 }

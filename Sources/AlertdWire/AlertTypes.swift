@@ -92,6 +92,12 @@ public struct AlertResult: Sendable, Hashable, Codable {
     /// The token name that answered or withdrew it; nil without auth. For an alert of
     /// several deciders (`quorum` above 1), the decider whose vote completed it.
     public var decidedBy: String?
+    /// The reason the person gave with the choice that decided it (SPEC §13): the deciding
+    /// vote's comment; nil when none (and for an alert nobody chose).
+    public var comment: String?
+    /// The values of the alert's `fields` given with the deciding choice (SPEC §13), by field
+    /// name; empty when none.
+    public var values: [String: String]
     /// Every vote the alert had, in the order they were committed (SPEC §10): for an
     /// answered alert of `quorum` 1, its one choice; empty for an alert withdrawn,
     /// dismissed or expired before anyone chose.
@@ -100,13 +106,15 @@ public struct AlertResult: Sendable, Hashable, Codable {
     /// A result; `outcome` must be a terminal state.
     public init(
         outcome: AlertState, button: String? = nil, buttonIndex: Int? = nil, cancelled: Bool = false, decidedBy: String? = nil,
-        votes: [Vote] = []
+        votes: [Vote] = [], comment: String? = nil, values: [String: String] = [:]
     ) {
         self.outcome = outcome
         self.button = button
         self.buttonIndex = buttonIndex
         self.cancelled = cancelled
         self.decidedBy = decidedBy
+        self.comment = comment
+        self.values = values
         self.votes = votes
     }
 
@@ -116,14 +124,15 @@ public struct AlertResult: Sendable, Hashable, Codable {
         case buttonIndex = "button_index"
         case cancelled
         case decidedBy = "decided_by"
-        case votes
+        case comment, values, votes
     }
 
     /// Every member name a result has, in the order the daemon writes them.
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
 
     /// Decodes a result; a daemon older than `quorum` (0.x without SPEC §10) sends no
-    /// `votes`: empty then.
+    /// `votes`, one older than answers with words (SPEC §13) no `comment` or `values`:
+    /// empty then.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         outcome = try container.decode(AlertState.self, forKey: .outcome)
@@ -131,6 +140,8 @@ public struct AlertResult: Sendable, Hashable, Codable {
         buttonIndex = try container.decodeIfPresent(Int.self, forKey: .buttonIndex)
         cancelled = try container.decode(Bool.self, forKey: .cancelled)
         decidedBy = try container.decodeIfPresent(String.self, forKey: .decidedBy)
+        comment = try container.decodeIfPresent(String.self, forKey: .comment)
+        values = try container.decodeIfPresent([String: String].self, forKey: .values) ?? [:]
         votes = try container.decodeIfPresent([Vote].self, forKey: .votes) ?? []
     }
 
@@ -142,6 +153,8 @@ public struct AlertResult: Sendable, Hashable, Codable {
         try container.encode(buttonIndex, forKey: .buttonIndex)
         try container.encode(cancelled, forKey: .cancelled)
         try container.encode(decidedBy, forKey: .decidedBy)
+        try container.encode(comment, forKey: .comment)
+        try container.encode(values, forKey: .values)
         try container.encode(votes, forKey: .votes)
     }
 
@@ -158,6 +171,10 @@ public struct AlertResult: Sendable, Hashable, Codable {
         json.bool(cancelled)
         json.key("decided_by")
         json.string(decidedBy)
+        json.key("comment")
+        json.string(comment)
+        json.key("values")
+        json.values(values)
         json.key("votes")
         json.votes(votes)
         json.endObject()
@@ -177,13 +194,21 @@ public struct Vote: Sendable, Hashable, Codable {
     public var buttonIndex: Int
     /// When the vote was made.
     public var at: Timestamp
+    /// The reason the decider gave (SPEC §13); nil when none.
+    public var comment: String?
+    /// The values of the alert's `fields` the decider gave, by field name (SPEC §13); empty when none.
+    public var values: [String: String]
 
     /// A vote with every field given.
-    public init(decidedBy: String?, button: String, buttonIndex: Int, at: Timestamp) {
+    public init(
+        decidedBy: String?, button: String, buttonIndex: Int, at: Timestamp, comment: String? = nil, values: [String: String] = [:]
+    ) {
         self.decidedBy = decidedBy
         self.button = button
         self.buttonIndex = buttonIndex
         self.at = at
+        self.comment = comment
+        self.values = values
     }
 
     /// The member names, in the order the daemon writes them.
@@ -191,11 +216,23 @@ public struct Vote: Sendable, Hashable, Codable {
         case decidedBy = "decided_by"
         case button
         case buttonIndex = "button_index"
-        case at
+        case at, comment, values
     }
 
     /// Every member name a vote has, in the order the daemon writes them.
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
+    /// Decodes a vote; a daemon older than answers with words (SPEC §13) sends no `comment`
+    /// or `values`: none then.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        decidedBy = try container.decodeIfPresent(String.self, forKey: .decidedBy)
+        button = try container.decode(String.self, forKey: .button)
+        buttonIndex = try container.decode(Int.self, forKey: .buttonIndex)
+        at = try container.decode(Timestamp.self, forKey: .at)
+        comment = try container.decodeIfPresent(String.self, forKey: .comment)
+        values = try container.decodeIfPresent([String: String].self, forKey: .values) ?? [:]
+    }
 
     /// Encodes every member, `null` included, as the daemon writes them.
     public func encode(to encoder: any Encoder) throws {
@@ -204,6 +241,8 @@ public struct Vote: Sendable, Hashable, Codable {
         try container.encode(button, forKey: .button)
         try container.encode(buttonIndex, forKey: .buttonIndex)
         try container.encode(at, forKey: .at)
+        try container.encode(comment, forKey: .comment)
+        try container.encode(values, forKey: .values)
     }
 
     /// Writes the vote as the daemon writes it, members in ``memberNames`` order.
@@ -217,6 +256,10 @@ public struct Vote: Sendable, Hashable, Codable {
         json.int(buttonIndex)
         json.key("at")
         json.timestamp(at)
+        json.key("comment")
+        json.string(comment)
+        json.key("values")
+        json.values(values)
         json.endObject()
     }
 
@@ -237,19 +280,56 @@ public struct Vote: Sendable, Hashable, Codable {
             case .null?, nil: decidedBy = nil
             default: return nil
             }
-            votes.append(Vote(decidedBy: decidedBy, button: button, buttonIndex: buttonIndex, at: at))
+            // Absent from votes stored before answers with words (SPEC §13): none.
+            let comment: String?
+            switch fields["comment"] {
+            case .string(let text)?: comment = text
+            case .null?, nil: comment = nil
+            default: return nil
+            }
+            guard let values = Self.values(from: fields["values"]) else { return nil }
+            votes.append(Vote(decidedBy: decidedBy, button: button, buttonIndex: buttonIndex, at: at, comment: comment, values: values))
         }
         return votes
     }
 }
 
+extension Vote {
+    /// The values of a field's answer as ``JSONWriter/values(_:)`` writes them: `{}` (or
+    /// absent, or null) for none; nil when `value` is not an object of strings.
+    public static func values(from value: JSONValue?) -> [String: String]? {
+        switch value {
+        case nil, .null?: return [:]
+        case .object(let members)?:
+            var values: [String: String] = [:]
+            for (name, value) in members {
+                guard case .string(let text) = value else { return nil }
+                values[name] = text
+            }
+            return values
+        default: return nil
+        }
+    }
+}
+
 extension JSONWriter {
-    /// `[{"decided_by":…,"button":…,"button_index":…,"at":…}, …]`: how votes look in the API
-    /// and in the stores.
+    /// `[{"decided_by":…,"button":…,"button_index":…,"at":…,"comment":…,"values":{…}}, …]`:
+    /// how votes look in the API and in the stores.
     public mutating func votes(_ votes: [Vote]) {
         beginArray()
         for vote in votes { vote.write(into: &self) }
         endArray()
+    }
+
+    /// `{"ticket":"OPS-123"}`: the values of an answer's fields (SPEC §13), names sorted so
+    /// that the same values are always the same bytes.
+    public mutating func values(_ values: [String: String]) {
+        beginObject()
+        for name in values.keys.sorted() {
+            key(name)
+            string(values[name]!)
+        }
+        endObject()
     }
 }
 

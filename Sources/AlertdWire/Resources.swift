@@ -33,12 +33,14 @@ public struct NewAlert: Sendable, Hashable, Codable {
     /// How many different deciders must choose the same button before it is answered
     /// (SPEC §10): 1–10, default 1. Above 1 needs buttons and a daemon with tokens.
     public var quorum: Int?
+    /// Values the person answering is asked for (SPEC §13): at most 5, names unique. Needs buttons.
+    public var fields: [AlertField]?
 
     /// A value with every field given.
     public init(
         title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button]? = nil, priority: Int? = nil,
         expiresIn: Double? = nil, dismissAfter: Double? = nil, callbackURL: String? = nil, metadata: JSONObject? = nil,
-        quorum: Int? = nil
+        quorum: Int? = nil, fields: [AlertField]? = nil
     ) {
         self.title = title
         self.message = message
@@ -50,10 +52,11 @@ public struct NewAlert: Sendable, Hashable, Codable {
         self.callbackURL = callbackURL
         self.metadata = metadata
         self.quorum = quorum
+        self.fields = fields
     }
 
     enum CodingKeys: String, CodingKey {
-        case title, message, style, buttons, priority, metadata, quorum
+        case title, message, style, buttons, priority, metadata, quorum, fields
         case expiresIn = "expires_in"
         case dismissAfter = "dismiss_after"
         case callbackURL = "callback_url"
@@ -78,6 +81,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public var style: AlertStyle
     /// The buttons in the order posted; none for a notice.
     public var buttons: [Button]
+    /// The values the person answering is asked for (SPEC §13), each with the buttons it
+    /// belongs to; empty when none.
+    public var fields: [AlertField]
     /// −100…100; higher is displayed earlier.
     public var priority: Int
     /// How many different deciders must choose the same button (SPEC §10); 1 for most alerts.
@@ -112,7 +118,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
         buttons: [Button], priority: Int, expiresIn: Double, dismissAfter: Double?, callbackURL: String?,
         metadata: JSONObject?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
-        result: AlertResult?, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil
+        result: AlertResult?, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil,
+        fields: [AlertField] = []
     ) {
         self.id = id
         self.client = client
@@ -135,6 +142,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         self.quorum = quorum
         self.votes = votes
         self.postedBy = postedBy
+        self.fields = fields
     }
 
     /// True once answered, dismissed, expired or withdrawn.
@@ -144,7 +152,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// ``memberNames`` follow this list, and a property test holds the daemon's
     /// renderer to it byte for byte.
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, client, state, position, title, message, style, buttons, priority, quorum
+        case id, client, state, position, title, message, style, buttons, fields, priority, quorum
         case expiresIn = "expires_in"
         case dismissAfter = "dismiss_after"
         case callbackURL = "callback_url"
@@ -161,7 +169,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
 
     /// Decodes a resource as the daemon writes it. A daemon older than `quorum` (SPEC §10)
-    /// sends neither `quorum` nor `votes`: 1 and none then; one older than `posted_by`, nil.
+    /// sends neither `quorum` nor `votes`: 1 and none then; one older than `posted_by`, nil;
+    /// one older than answers with words (SPEC §13) no `fields`: none then.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
@@ -172,6 +181,7 @@ public struct AlertResource: Sendable, Hashable, Codable {
         message = try container.decodeIfPresent(String.self, forKey: .message)
         style = try container.decode(AlertStyle.self, forKey: .style)
         buttons = try container.decode([Button].self, forKey: .buttons)
+        fields = try container.decodeIfPresent([AlertField].self, forKey: .fields) ?? []
         priority = try container.decode(Int.self, forKey: .priority)
         quorum = try container.decodeIfPresent(Int.self, forKey: .quorum) ?? 1
         expiresIn = try container.decode(Double.self, forKey: .expiresIn)
@@ -203,7 +213,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
     public func write(into json: inout JSONWriter) {
         Self.write(
             id: id, client: client, state: state, position: position, title: title, message: message, style: style, buttons: buttons,
-            priority: priority, quorum: quorum, expiresIn: .seconds(expiresIn), dismissAfter: dismissAfter.map(Interval.seconds),
+            fields: fields, priority: priority, quorum: quorum, expiresIn: .seconds(expiresIn),
+            dismissAfter: dismissAfter.map(Interval.seconds),
             callbackURL: callbackURL, metadata: metadata.map(CompactJSON.init), createdAt: createdAt, displayedAt: displayedAt,
             decidedAt: decidedAt, expiresAt: expiresAt, postedBy: postedBy, votes: votes, result: result, into: &json)
     }
@@ -231,7 +242,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// while pending; times as RFC 3339 with milliseconds; metadata as posted (compacted).
     public static func write(
         id: String, client: String, state: AlertState, position: Int?, title: String, message: String?, style: AlertStyle,
-        buttons: [Button], priority: Int, quorum: Int, expiresIn: Interval, dismissAfter: Interval?, callbackURL: String?,
+        buttons: [Button], fields: [AlertField], priority: Int, quorum: Int, expiresIn: Interval, dismissAfter: Interval?,
+        callbackURL: String?,
         metadata: CompactJSON?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
         postedBy: String?, votes: [Vote], result: AlertResult?, into json: inout JSONWriter
     ) {
@@ -256,6 +268,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         json.beginArray()
         for button in buttons { button.write(into: &json) }
         json.endArray()
+        json.key("fields")
+        json.fields(fields)
         json.key("priority")
         json.int(priority)
         json.key("quorum")
@@ -352,21 +366,44 @@ public struct AlertEvent: Sendable, Hashable, Codable {
     }
 }
 
-/// `POST .../alerts/{id}/choice`: exactly one of the button's title or its index.
+/// `POST .../alerts/{id}/choice`: exactly one of the button's title or its index, and
+/// optionally a comment and the values of the alert's fields (SPEC §13).
+///
+/// ```swift
+/// try await alerts.choose(on: "ops", id: id, .title("Deploy").with(comment: "window agreed", values: ["ticket": "OPS-123"]))
+/// ```
 public struct ButtonChoice: Sendable, Hashable, Codable {
     /// The button's title.
     public var button: String?
     /// The button's index into `buttons`.
     public var buttonIndex: Int?
+    /// Why: at most 1 000 characters. Nil sends none.
+    public var comment: String?
+    /// The values of the alert's fields, by name. Nil (or empty) sends none.
+    public var values: [String: String]?
+
+    /// A choice with every member given.
+    public init(button: String?, buttonIndex: Int?, comment: String? = nil, values: [String: String]? = nil) {
+        self.button = button
+        self.buttonIndex = buttonIndex
+        self.comment = comment
+        self.values = values
+    }
 
     /// Chooses by title.
     public static func title(_ title: String) -> ButtonChoice { ButtonChoice(button: title, buttonIndex: nil) }
     /// Chooses by index into `buttons`.
     public static func index(_ index: Int) -> ButtonChoice { ButtonChoice(button: nil, buttonIndex: index) }
 
+    /// The same choice with a comment and values.
+    public func with(comment: String? = nil, values: [String: String]? = nil) -> ButtonChoice {
+        ButtonChoice(button: button, buttonIndex: buttonIndex, comment: comment ?? self.comment, values: values ?? self.values)
+    }
+
     enum CodingKeys: String, CodingKey {
         case button
         case buttonIndex = "button_index"
+        case comment, values
     }
 }
 
@@ -640,7 +677,7 @@ public struct ProblemDocument: Sendable, Hashable, Codable {
     public var detail: String
     /// The stable machine-readable code: one of ``ProblemCode``'s raw values.
     public var code: String
-    /// `invalid-alert`: one entry per violation.
+    /// `invalid-alert`, `invalid-answer`: one entry per violation.
     public var errors: [FieldError]?
     /// `already-decided`, `already-voted`: the alert as it is.
     public var alert: AlertResource?
@@ -712,6 +749,8 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
     public static let badRequest = ProblemCode("bad-request", 400, "Bad request")
     /// 400: the posted alert breaks §2; the problem lists each field.
     public static let invalidAlert = ProblemCode("invalid-alert", 400, "Invalid alert")
+    /// 400: a choice's comment or values do not fit the alert (SPEC §13); the problem lists each.
+    public static let invalidAnswer = ProblemCode("invalid-answer", 400, "Invalid answer")
     /// 401: no token, or a wrong one.
     public static let unauthorized = ProblemCode("unauthorized", 401, "Unauthorized")
     /// 403: the token lacks the role or the client.
@@ -753,7 +792,7 @@ public struct ProblemCode: Hashable, Sendable, CustomStringConvertible {
 
     /// Every code: those §4 lists, then alertd's own (`webhook-exists`, `internal`).
     public static let all: [ProblemCode] = [
-        .badRequest, .invalidAlert, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
+        .badRequest, .invalidAlert, .invalidAnswer, .unauthorized, .forbidden, .notFound, .methodNotAllowed, .notDisplayed,
         .alreadyDecided, .alreadyVoted, .confirmationRequired, .webhookExists, .answerUsed, .payloadTooLarge, .unsupportedMediaType,
         .unknownButton, .idempotencyMismatch,
         .queueFull, .rateLimited, .tooManyWaiters, .unavailable, .internal,

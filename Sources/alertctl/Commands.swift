@@ -26,6 +26,14 @@ struct Post: AsyncParsableCommand {
 
               alertctl post ops --title "Deploy to production?" --button Deploy \\
                 --cancel Cancel --quorum 2 --wait && ./deploy.sh
+
+            --field asks the person for a value with their answer (SPEC §13): \
+            name[:label][:required], belonging to every button but the cancel one. \
+            With --wait, the values follow the button, one name=value line each, \
+            and the person's comment, if any, on a last comment: line:
+
+              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel \\
+                --field "ticket:Change ticket:required" --wait
             """)
 
     @OptionGroup var connection: Connection
@@ -76,6 +84,13 @@ struct Post: AsyncParsableCommand {
     var quorum: Int?
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A value to ask for with the answer (repeatable, at most 5): name[:label][:required]; name is a-z, 0-9, _.",
+            valueName: "name[:label][:required]"))
+    var field: [String] = []
+
+    @Option(
         name: .customLong("idempotency-key"),
         help: "Posting again with this key within 24 h returns (with --wait: waits for) the first alert.")
     var idempotencyKey: String?
@@ -100,7 +115,7 @@ struct Post: AsyncParsableCommand {
                 try await postAndWait(alert)
             } else {
                 let posted = try await connection.run { try await $0.post(alert, to: client, idempotencyKey: idempotencyKey) }
-                if connection.json { connection.printAnswer() } else { print(posted.id) }
+                if connection.json { connection.printAnswer() } else { print(Terminal.safe(posted.id)) }
             }
         }
     }
@@ -165,12 +180,41 @@ struct Post: AsyncParsableCommand {
             connection.printAnswer()
         } else {
             print(Terminal.safe(outcome.chosenButton ?? terminal.state.rawValue))
+            for line in Self.words(terminal) { print(Terminal.safe(line)) }
         }
         switch outcome {
         case .button: return
         case .cancel: throw ExitCode(Exit.cancelled)
         case .dismissed, .expired, .withdrawn: throw ExitCode(Exit.noDecision)
         }
+    }
+
+    /// The lines after the button of `post --wait` (SPEC §13): `name=value` for each value, in
+    /// the alert's field order, then `comment: …` when the person gave one.
+    static func words(_ alert: AlertResource) -> [String] {
+        guard let result = alert.result else { return [] }
+        var lines = alert.fields.compactMap { field in result.values[field.name].map { "\(field.name)=\($0)" } }
+        lines += result.values.keys.sorted().filter { name in !alert.fields.contains { $0.name == name } }.map {
+            "\($0)=\(result.values[$0]!)"
+        }
+        if let comment = result.comment { lines.append("comment: " + comment.replacingOccurrences(of: "\n", with: " ")) }
+        return lines
+    }
+
+    /// `ticket:Change ticket:required` → a field named ticket, labelled, required. The last
+    /// part is the flag when it says `required`; what is between the name and it, the label
+    /// (which may hold colons).
+    static func field(_ text: String) throws -> AlertField {
+        var parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        let name = parts.removeFirst()
+        var required = false
+        if parts.last == "required" {
+            required = true
+            parts.removeLast()
+        }
+        let label = parts.joined(separator: ":")
+        guard !name.isEmpty else { throw Failure("--field needs a name: name[:label][:required], not \(text)", code: Exit.usage) }
+        return AlertField(name: name, label: label.isEmpty ? nil : label, required: required)
     }
 
     /// When a long wait says it is still waiting, in seconds since it began: after 1, 2, 5,
@@ -248,9 +292,11 @@ struct Post: AsyncParsableCommand {
             }
             object = members
         }
+        let fields = try field.map(Self.field)
         return NewAlert(
             title: title, message: message, style: parsedStyle, buttons: buttons.isEmpty ? nil : buttons, priority: priority,
-            expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callback, metadata: object, quorum: quorum)
+            expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callback, metadata: object, quorum: quorum,
+            fields: fields.isEmpty ? nil : fields)
     }
 }
 
@@ -297,8 +343,8 @@ struct Choose: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Choose a button of the displayed alert.",
         usage: """
-            alertctl choose <client> <id> <button> [--number] [--yes]
-            alertctl choose <client> --current <button> [--number] [--yes]
+            alertctl choose <client> <id> <button> [--number] [--yes] [--comment <text>] [--value <name=text> ...]
+            alertctl choose <client> --current <button> [--number] [--yes] [--comment <text>] [--value <name=text> ...]
             """,
         discussion: """
             BUTTON is the button's title, or with --number the label that alertctl watch, \
@@ -318,6 +364,13 @@ struct Choose: AsyncParsableCommand {
 
             With --current it answers whatever alert the client displays now, without its id, \
             and prints which alert that was.
+
+            --comment says why (any choice may carry one, at most 1000 characters); --value \
+            name=text gives a value the alert asks for (SPEC §13; get shows its fields). On a \
+            terminal, alertctl asks for the values of the chosen button's fields that no \
+            --value gave (a required one until it is given), then for a comment unless \
+            --comment gave one; without a terminal it sends what was given, and the daemon \
+            refuses a required field left out (exit 3, Invalid answer, each field named).
 
             Exit codes: 0 chosen; 1 a destructive button was not confirmed; 3 the daemon \
             refused (or there is no such button); 64 bad usage (a destructive button without \
@@ -348,6 +401,14 @@ struct Choose: AsyncParsableCommand {
     @Flag(name: [.customShort("y"), .long], help: "Choose a destructive button without asking.")
     var yes = false
 
+    @Option(name: .long, help: "Why: a comment kept with the choice (at most 1000 characters).")
+    var comment: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A value of one of the alert's fields (repeatable): name=text.", valueName: "name=text"))
+    var value: [String] = []
+
     /// The 0-based `--index` that alertctl took before issue 32: gone, so that a script written
     /// for it stops instead of answering the button after the one it meant.
     @Flag(name: .long, help: .private)
@@ -365,6 +426,22 @@ struct Choose: AsyncParsableCommand {
         if !current, words.count != 2 {
             throw ValidationError("give the client, the alert's id and the button: choose <client> <id> <button>")
         }
+        _ = try values()
+    }
+
+    /// `--value name=text` by name; a name given twice, or a value without `=`, is bad usage.
+    func values() throws -> [String: String] {
+        var values: [String: String] = [:]
+        for entry in value {
+            guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
+                throw ValidationError("--value takes name=text (the field's name, then its value), not \(entry)")
+            }
+            let name = String(entry[..<equals])
+            guard values.updateValue(String(entry[entry.index(after: equals)...]), forKey: name) == nil else {
+                throw ValidationError("--value \(name)= is given twice")
+            }
+        }
+        return values
     }
 
     func run() async throws {
@@ -407,6 +484,12 @@ struct Choose: AsyncParsableCommand {
             if let button, button.style == .destructive, !alert.state.isTerminal, !yes {
                 try confirm(button, of: alert)
             }
+            var given = try values()
+            var said = comment
+            if let button, alert.state == .displayed, isatty(STDIN_FILENO) == 1 {
+                (given, said) = Self.ask(for: button, of: alert, given: given, comment: said)
+            }
+            if said != nil || !given.isEmpty { choice = choice.with(comment: said, values: given.isEmpty ? nil : given) }
             // On an alert of several deciders, this token's vote as it stood before: the same
             // vote again is answered 200 and changes nothing, and is said as such, not as a new vote.
             var earlier: Vote?
@@ -439,6 +522,35 @@ struct Choose: AsyncParsableCommand {
                 + "not decided yet; " + rule
         }
         return "voted: not decided yet; " + rule
+    }
+
+    /// On a terminal: the values of `button`'s fields that `given` lacks, each asked for on
+    /// stderr (a required one again until it is given; Enter skips another), then a comment
+    /// when anything was asked and none was given. Returns the values and the comment.
+    static func ask(
+        for button: Button, of alert: AlertResource, given: [String: String], comment: String?
+    ) -> ([String: String], String?) {
+        var values = given
+        let asked = alert.fields.filter { $0.belongs(to: button.title, style: button.style) && values[$0.name] == nil }
+        guard !asked.isEmpty else { return (values, comment) }
+        func prompt(_ text: String) -> String? {
+            FileHandle.standardError.write(Data(Terminal.safe(text).utf8))
+            return readLine()
+        }
+        for field in asked {
+            let hint = field.placeholder.map { " (e.g. \($0))" } ?? ""
+            while true {
+                guard let line = prompt("\(field.shownLabel)\(hint)\(field.required ? " (required)" : ""): ") else { break }
+                if !line.isEmpty {
+                    values[field.name] = line
+                    break
+                }
+                if !field.required { break }
+            }
+        }
+        var said = comment
+        if said == nil, let line = prompt("Comment (optional, Enter for none): "), !line.isEmpty { said = line }
+        return (values, said)
     }
 
     /// Asks on the terminal; refuses without one.
@@ -664,7 +776,8 @@ struct Webhooks: AsyncParsableCommand {
                 } else {
                     print(
                         Terminal.safe(
-                            "id:     \(hook.id)\nurl:    \(hook.url)\nsecret: \(hook.secret ?? "-")  (shown once)", newlines: true))
+                            "id:     \(hook.id)\nurl:    \(URLRedaction.redacted(hook.url))\nsecret: \(hook.secret ?? "-")  (shown once)",
+                            newlines: true))
                 }
             }
         }
@@ -684,7 +797,9 @@ struct Webhooks: AsyncParsableCommand {
                 if connection.json {
                     connection.printAnswer()
                 } else {
-                    for hook in hooks { print(Terminal.safe("\(hook.id)  \(hook.url)  \(hook.source ?? "")")) }
+                    for hook in hooks {
+                        print(Terminal.safe("\(hook.id)  \(URLRedaction.redacted(hook.url))  \(hook.source ?? "")"))
+                    }
                 }
             }
         }
@@ -737,7 +852,7 @@ struct Deliveries: AsyncParsableCommand {
                 return
             }
             for delivery in deliveries {
-                var line = "\(delivery.id)  \(delivery.state.rawValue)  \(delivery.target)"
+                var line = "\(delivery.id)  \(delivery.state.rawValue)  \(URLRedaction.redacted(delivery.target))"
                 if let next = delivery.nextAttemptAt { line += "  next \(next)" }
                 if let silence = delivery.silenceID { line += "  silence \(silence)" }
                 print(Terminal.safe(line))
@@ -790,7 +905,7 @@ struct WhoAmI: AsyncParsableCommand {
     /// The daemon and config file in use; when the daemon refused the token (401), the token
     /// alertctl sent and where it came from, or that it had none.
     static func lines(_ settings: Settings, refused: Bool) -> [String] {
-        var lines = ["url:     \(settings.url)"]
+        var lines = ["url:     \(URLRedaction.redacted(settings.url, keepingPath: true))"]
         if let file = settings.file { lines.append("config:  \(file)") }
         guard refused else { return lines }
         if let source = settings.tokenSource, settings.token != nil {

@@ -45,7 +45,7 @@ struct Connection: ParsableArguments {
     func client() throws(Failure) -> AlertdClient {
         let settings = try settings()
         for warning in settings.warnings() {
-            FileHandle.standardError.write(Data("alertctl: warning: \(warning)\n".utf8))
+            FileHandle.standardError.write(Data("alertctl: warning: \(Terminal.safe(warning))\n".utf8))
         }
         let trust = try settings.trust()
         var client: AlertdClient

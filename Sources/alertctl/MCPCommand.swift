@@ -17,12 +17,14 @@ struct MCPCommand: AsyncParsableCommand {
             An MCP client (an AI agent's host) starts `alertctl mcp --client ops` and speaks newline-delimited \
             JSON-RPC 2.0 with it on stdin and stdout; nothing else is written to stdout. The tools:
 
-              ask_human          a question with buttons: waits for the button chosen
-              check_answer       a question's state by its id, optionally waiting
-              withdraw_question  takes back a question still waiting
-              notify_human       a notice without buttons, dismissed after a while
+              ask_human           a question with buttons: waits for the answer
+              check_answer        a question's state by its id, optionally waiting
+              withdraw_question   takes back a question still waiting
+              notify_human        a notice without buttons, dismissed after a while
+              request_permission  Claude Code's permission prompt, for a person
 
-            ask_human returns the outcome, the button, decided_by and the alert id, or "not answered yet" \
+            ask_human (with fields, a quorum) returns the outcome, the button, decided_by, the \
+            person's comment and values, and the alert id, or "not answered yet" \
             with the id once its timeout_seconds (default --timeout) pass. While a call waits it sends \
             progress notifications (when the client asked for them with a progressToken), at most \
             --progress-interval seconds apart. A cancelled call (notifications/cancelled) stops waiting; with \
@@ -31,6 +33,11 @@ struct MCPCommand: AsyncParsableCommand {
             daemon that cannot be reached) is a tool result marked as an error that says what to do. A post \
             carries an Idempotency-Key derived from the question and this session: the agent calling again \
             with the same arguments before it saw the answer gets the same question, never a second one.
+
+            What the agent may do is bounded besides the token: it posts to --client only \
+            (--allow-client ID widens that, repeatable, * for any the token has), at a priority of \
+            at most --max-priority (default 0), and check_answer and withdraw_question act only on \
+            the questions this session asked (--any-question widens that).
 
             The token needs the post and read roles on the agents' clients, and nothing else. An MCP \
             client's configuration:
@@ -69,6 +76,24 @@ struct MCPCommand: AsyncParsableCommand {
         help: "Seconds a waiting call keeps trying while alertd cannot be reached, before it fails.")
     var retryFor: Double = 60
 
+    @Option(
+        name: .customLong("allow-client"),
+        help: "Another client a tool call may name (repeatable; * matches any run of characters). Default: --client only.")
+    var allowClient: [String] = []
+
+    @Flag(
+        name: .customLong("any-question"),
+        help: "Let check_answer and withdraw_question act on any alert id, not only the questions this session asked.")
+    var anyQuestion = false
+
+    @Option(name: .customLong("max-priority"), help: "The highest priority a tool call may ask for (-100…100).")
+    var maxPriority: Int = 0
+
+    @Option(
+        name: .customLong("permission-quorum"),
+        help: "How many different people must choose Allow for request_permission (1–10); any one Deny denies.")
+    var permissionQuorum: Int = 1
+
     func validate() throws {
         guard client.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", options: .regularExpression) != nil else {
             throw ValidationError("--client must be a client id (letters, digits, '.', '_', '-'; at most 64), not \(client)")
@@ -78,6 +103,11 @@ struct MCPCommand: AsyncParsableCommand {
             throw ValidationError("--progress-interval must be 1 to 60 seconds")
         }
         guard retryFor >= 0, retryFor.isFinite else { throw ValidationError("--retry-for must be 0 or more seconds") }
+        guard (-100...100).contains(maxPriority) else { throw ValidationError("--max-priority must be -100 to 100") }
+        guard (1...10).contains(permissionQuorum) else { throw ValidationError("--permission-quorum must be 1 to 10") }
+        for pattern in allowClient where pattern.isEmpty {
+            throw ValidationError("--allow-client needs a client id or a pattern (*), not an empty string")
+        }
     }
 
     func run() async throws {
@@ -88,6 +118,10 @@ struct MCPCommand: AsyncParsableCommand {
             options.defaultTimeout = timeout
             options.progressInterval = progressInterval
             options.retryFor = retryFor
+            options.allowedClients = allowClient
+            options.anyQuestion = anyQuestion
+            options.maxPriority = maxPriority
+            options.permissionQuorum = permissionQuorum
             // Started by hand, it would wait in silence for JSON-RPC: say what it is (stderr, so
             // that stdout stays the protocol's).
             if isatty(STDIN_FILENO) == 1 { complain(Self.onATerminal(client: client)) }

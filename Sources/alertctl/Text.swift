@@ -2,65 +2,6 @@ import AlertdClient
 import AlertdWire
 import Foundation
 
-/// Text from the daemon made harmless for a terminal.
-///
-/// An alert's title, message, buttons and metadata are anyone's input: an escape sequence in
-/// them could recolour, move the cursor, retitle the window or hide text on the screen of
-/// whoever runs `alertctl list`. Every human-readable line goes through ``safe(_:newlines:)``.
-enum Terminal {
-    /// `text` with each control character (C0, DEL, C1: escape sequences among them) and each
-    /// bidirectional override, which can make text read differently than it is, shown as `�`.
-    /// A tab becomes a space; with `newlines`, line feeds stay.
-    static func safe(_ text: String, newlines: Bool = false) -> String {
-        var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x0A where newlines: scalars.append(scalar)
-            case 0x09: scalars.append(" ")
-            case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-                scalars.append("\u{FFFD}")
-            default: scalars.append(scalar)
-            }
-        }
-        return String(scalars)
-    }
-}
-
-extension Terminal {
-    /// JSON bytes with each C1 control and bidirectional override inside its strings written as
-    /// a `\\u` escape: the same JSON value, harmless on a terminal. (The daemon escapes C0
-    /// controls, ESC among them, itself; C1 and bidi characters it writes as UTF-8.) Outside
-    /// strings JSON is ASCII, so replacing their UTF-8 sequences touches strings only.
-    static func safe(json bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = 0
-        func escape(_ value: UInt32) { out += Array(String(format: "\\u%04x", value).utf8) }
-        while index < bytes.count {
-            let byte = bytes[index]
-            // U+0080–U+009F: C2 80–C2 9F. U+061C: D8 9C. U+200E/F, U+202A–E: E2 80 8E/8F/AA–AE.
-            // U+2066–9: E2 81 A6–A9.
-            if byte == 0xC2, index + 1 < bytes.count, (0x80...0x9F).contains(bytes[index + 1]) {
-                escape(UInt32(bytes[index + 1]))
-                index += 2
-            } else if byte == 0xD8, index + 1 < bytes.count, bytes[index + 1] == 0x9C {
-                escape(0x061C)
-                index += 2
-            } else if byte == 0xE2, index + 2 < bytes.count,
-                (bytes[index + 1] == 0x80 && [0x8E, 0x8F, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE].contains(bytes[index + 2]))
-                    || (bytes[index + 1] == 0x81 && (0xA6...0xA9).contains(bytes[index + 2]))
-            {
-                escape(0x2000 + UInt32(bytes[index + 1] & 0x3F) << 6 + UInt32(bytes[index + 2] & 0x3F))
-                index += 3
-            } else {
-                out.append(byte)
-                index += 1
-            }
-        }
-        return out
-    }
-}
-
 /// Human-readable lines for alerts, clients, webhooks and deliveries; each one safe for a terminal.
 enum Text {
     static func summary(_ alert: AlertResource) -> String {
@@ -75,6 +16,7 @@ enum Text {
                 .joined(separator: "  ")
         }
         if let result = alert.result, let chosen = result.button { line += "  → \(chosen)" }
+        if let comment = alert.result?.comment { line += "  " + quoted(comment.replacingOccurrences(of: "\n", with: " ")) }
         if let tally = tally(alert) { line += "  (\(tally))" }
         return Terminal.safe(line)
     }
@@ -136,8 +78,17 @@ enum Text {
             }
             lines.append(Terminal.safe("buttons:   " + numbered.joined(separator: "  ")))
         }
+        for (index, field) in alert.fields.enumerated() {
+            lines.append(Terminal.safe((index == 0 ? "fields:    " : "           ") + fieldLine(field, of: alert)))
+        }
         lines.append("priority:  \(alert.priority)")
         if let tally = tally(alert) { lines.append(Terminal.safe("votes:     \(tally)")) }
+        // Under a quorum, each vote's words (the result shows the deciding one's).
+        if alert.quorum > 1 {
+            for vote in alert.votes where vote.comment != nil || !vote.values.isEmpty {
+                lines.append(Terminal.safe("           \(vote.decidedBy ?? "anonymous"): " + words(vote.values, vote.comment, of: alert)))
+            }
+        }
         lines.append("created:   \(alert.createdAt)")
         if let displayed = alert.displayedAt { lines.append("displayed: \(displayed)") }
         if let decided = alert.decidedAt { lines.append("decided:   \(decided)") }
@@ -147,15 +98,49 @@ enum Text {
             if let chosen = result.button { text += ": \(chosen)" + (result.cancelled ? " (cancel)" : "") }
             if let by = deciders(alert) { text += " by \(by)" }
             lines.append(Terminal.safe("result:    \(text)"))
+            for (name, value) in ordered(result.values, of: alert) {
+                lines.append(Terminal.safe("value:     \(name)=\(value)"))
+            }
+            if let comment = result.comment {
+                let text = Terminal.safe(comment, newlines: true).replacingOccurrences(of: "\n", with: "\n           ")
+                lines.append("comment:   \(text)")
+            }
         }
-        if let callback = alert.callbackURL { lines.append(Terminal.safe("callback:  \(callback)")) }
+        if let callback = alert.callbackURL { lines.append(Terminal.safe("callback:  \(URLRedaction.redacted(callback))")) }
         if let metadata = alert.metadata {
             // JSON escapes control characters itself; the writer keeps the posted member order.
             var writer = JSONWriter()
             writer.value(.object(metadata))
             lines.append(Terminal.safe("metadata:  \(String(decoding: writer.bytes, as: UTF8.self))"))
         }
-        return lines.joined(separator: "\n")
+        return Terminal.safe(lines.joined(separator: "\n"), newlines: true)
+    }
+
+    /// `ticket (Change ticket) required, for Deploy, Roll back, at most 40`: a field as get shows it.
+    static func fieldLine(_ field: AlertField, of alert: AlertResource) -> String {
+        var line = field.name
+        if let label = field.label { line += " (\(label))" }
+        var notes: [String] = []
+        if field.required { notes.append("required") }
+        let every = alert.buttons.filter { $0.style != .cancel }.map(\.title)
+        if let buttons = field.buttons, buttons != every { notes.append("for " + buttons.joined(separator: ", ")) }
+        if field.maxLength != AlertField.defaultMaxLength { notes.append("at most \(field.maxLength)") }
+        if let placeholder = field.placeholder { notes.append("e.g. \(placeholder)") }
+        return notes.isEmpty ? line : line + " " + notes.joined(separator: ", ")
+    }
+
+    /// Values in the alert's field order (then any other, by name).
+    static func ordered(_ values: [String: String], of alert: AlertResource) -> [(String, String)] {
+        var list = alert.fields.compactMap { field in values[field.name].map { (field.name, $0) } }
+        list += values.keys.sorted().filter { name in !alert.fields.contains { $0.name == name } }.map { ($0, values[$0]!) }
+        return list
+    }
+
+    /// `ticket=OPS-1 "looks fine"`: a vote's values and comment on one line.
+    static func words(_ values: [String: String], _ comment: String?, of alert: AlertResource) -> String {
+        var parts = ordered(values, of: alert).map { "\($0.0)=\($0.1)" }
+        if let comment { parts.append(quoted(comment.replacingOccurrences(of: "\n", with: " "))) }
+        return parts.joined(separator: " ")
     }
 
     static func client(_ client: ClientSummary) -> String {

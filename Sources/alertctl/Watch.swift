@@ -27,6 +27,12 @@ struct Watch: AsyncParsableCommand {
             An alert that needs several people (a quorum above 1) shows its votes as they come \
             ("1 of 2 approvals — alice: Deploy"); a key is then this token's vote. Once it has \
             voted, its keys choose nothing more until the alert is decided.
+
+            An answer can carry words (SPEC §13). A button whose alert asks for fields opens a \
+            form: each field in turn (Enter goes on; a required one must be filled), then an \
+            optional comment; Enter on the comment sends the answer (a destructive button still \
+            waits for y), Esc goes back and chooses nothing. Tab writes a comment before any \
+            button: it goes with the next button chosen.
             """)
 
     @OptionGroup var connection: Connection
@@ -109,7 +115,7 @@ struct Console {
                     case .quit:
                         group.cancelAll()
                         return
-                    case .choose(let button, let alert): await choose(button, of: alert)
+                    case .choose(let button, let alert, let words): await choose(button, of: alert, words: words)
                     case .none: break
                     }
                 }
@@ -118,9 +124,11 @@ struct Console {
         }
     }
 
-    private mutating func choose(_ button: Button, of alert: AlertResource) async {
+    private mutating func choose(_ button: Button, of alert: AlertResource, words: ConsoleState.Words) async {
         do {
-            let answered = try await alertd.choose(on: state.client, id: alert.id, button: button.title)
+            let answered = try await alertd.choose(
+                on: state.client, id: alert.id, button: button.title, comment: words.comment, values: words.values)
+            state.comment = nil
             state.answered(answered, with: button)
         } catch let error as AlertdError where error.code == .alreadyVoted && error.problem?.alert != nil {
             state.show(error.problem!.alert!)
@@ -128,6 +136,10 @@ struct Console {
         } catch let error as AlertdError where error.code == .alreadyDecided && error.problem?.alert != nil {
             state.answeredHere = alert.id
             state.note = ConsoleState.Note(text: "too late: " + ConsoleState.decision(error.problem!.alert!), keep: true)
+        } catch let error as AlertdError where error.code == .invalidAnswer {
+            // Nothing was chosen: the answer's words did not fit (the daemon names each).
+            let errors = (error.problem?.errors ?? []).map { "\($0.field): \($0.reason)" }.joined(separator: "; ")
+            state.note = ConsoleState.Note(text: "\(button.title) was not chosen: " + (errors.isEmpty ? error.message : errors))
         } catch {
             state.note = ConsoleState.Note(text: "could not choose \(button.title): \(ConsoleState.reason(error, state.client))")
         }
@@ -201,6 +213,36 @@ struct ConsoleState {
     var note: Note?
     /// A destructive button waiting for `y`.
     var confirming: Button?
+    /// The words that go with the confirmed destructive button.
+    var confirmingWords = Words()
+    /// The answer being written (SPEC §13): fields, then a comment; nil when none.
+    var form: Form?
+    /// A comment written with Tab before choosing: it goes with the next button chosen.
+    var comment: String?
+
+    /// What an answer carries besides its button (SPEC §13).
+    struct Words: Equatable {
+        var comment: String?
+        var values: [String: String] = [:]
+    }
+
+    /// The answer being written: for `button` (nil: only a comment, written with Tab), each
+    /// of `fields` in turn, then the comment; `line` is what is being typed.
+    struct Form: Equatable {
+        var alertID: String
+        var button: Button?
+        var fields: [AlertField]
+        var step = 0
+        var values: [String: String] = [:]
+        var line = ""
+        var problem: String?
+
+        /// Whether the comment, the last line, is being typed.
+        var onComment: Bool { step >= fields.count }
+
+        /// The longest the current line may grow.
+        var limit: Int { onComment ? 1000 : fields[step].maxLength }
+    }
     /// Why this token cannot answer (`read-only: …`), shown from the start; nil when it can (or is unknown).
     var readOnly: String?
     /// Who this console votes as (SPEC §10): `.some(name)` from whoami (`.some(nil)` without
@@ -237,7 +279,7 @@ struct ConsoleState {
     enum Action: Equatable {
         case none
         case quit
-        case choose(Button, AlertResource)
+        case choose(Button, AlertResource, Words)
     }
 
     init(client: String) { self.client = client }
@@ -270,7 +312,10 @@ struct ConsoleState {
         if new?.id != alert?.id {
             if note?.keep != true { note = nil }
             if confirming != nil, new != nil { note = Note(text: "the alert changed before you confirmed; nothing was chosen") }
+            if form != nil, new != nil { note = Note(text: "the alert changed before you answered; nothing was chosen") }
             confirming = nil
+            form = nil
+            comment = nil
             scroll = 0
             if let previous = alert, previous.id != answeredHere { left = previous }
         }
@@ -315,14 +360,26 @@ struct ConsoleState {
     }
 
     mutating func press(_ bytes: [UInt8]) -> Action {
-        if bytes == [UInt8(ascii: "q")] || bytes == [UInt8(ascii: "Q")] || bytes == [3] { return .quit }
+        if bytes == [3] { return .quit }
+        if form != nil { return type(bytes) }
+        if bytes == [UInt8(ascii: "q")] || bytes == [UInt8(ascii: "Q")] { return .quit }
         if let button = confirming {
             confirming = nil
             guard bytes == [UInt8(ascii: "y")] || bytes == [UInt8(ascii: "Y")], let alert, alert.state == .displayed else {
                 note = Note(text: "kept: \(button.title) was not chosen")
                 return .none
             }
-            return .choose(button, alert)
+            return .choose(button, alert, confirmingWords)
+        }
+        if bytes == [9] {
+            // Tab: a comment that goes with the next button chosen.
+            guard let alert, alert.state == .displayed, readOnly == nil, myVote == nil, !alert.buttons.isEmpty else {
+                note = Note(text: "nothing to comment on")
+                return .none
+            }
+            form = Form(alertID: alert.id, button: nil, fields: [], line: comment ?? "")
+            note = nil
+            return .none
         }
         note = nil
         switch bytes {
@@ -364,12 +421,78 @@ struct ConsoleState {
             note = Note(text: shown.isEmpty ? "\(name): this alert has no buttons" : "\(name) chooses nothing; \(keyRange)")
             return .none
         }
+        let asked = alert.fields.filter { $0.belongs(to: button.title, style: button.style) }
+        if !asked.isEmpty {
+            form = Form(alertID: alert.id, button: button, fields: asked, line: "")
+            note = nil
+            return .none
+        }
+        return chosen(button, of: alert, words: Words(comment: comment))
+    }
+
+    /// The button chosen with `words`: at once, or after `y` for a destructive one.
+    private mutating func chosen(_ button: Button, of alert: AlertResource, words: Words) -> Action {
         if button.style == .destructive {
             confirming = button
+            confirmingWords = words
             note = Note(text: "\(button.title) is destructive: y chooses it, any other key keeps the alert")
             return .none
         }
-        return .choose(button, alert)
+        return .choose(button, alert, words)
+    }
+
+    /// A key while the form is open: text goes into the line, Backspace takes back, Enter goes
+    /// on (a required field must be filled), Esc leaves the form and chooses nothing.
+    private mutating func type(_ bytes: [UInt8]) -> Action {
+        guard var form, let alert, alert.id == form.alertID, alert.state == .displayed else {
+            self.form = nil
+            return .none
+        }
+        defer { if self.form != nil { self.form = form } }
+        switch bytes {
+        case [27]:
+            self.form = nil
+            note = Note(text: form.button.map { "nothing was chosen: \($0.title) was not sent" } ?? "no comment")
+            if form.button == nil { comment = nil }
+            return .none
+        case [127], [8]:
+            if !form.line.isEmpty { form.line.removeLast() }
+            form.problem = nil
+            return .none
+        case [13], [10]:
+            let line = form.line
+            if form.onComment {
+                self.form = nil
+                let said = line.isEmpty ? nil : line
+                guard let button = form.button else {
+                    comment = said
+                    note = Note(text: said == nil ? "no comment" : "the comment goes with the next button you choose")
+                    return .none
+                }
+                return chosen(button, of: alert, words: Words(comment: said, values: form.values))
+            }
+            let field = form.fields[form.step]
+            if field.required, line.isEmpty {
+                form.problem = "\(field.shownLabel) is required for \(form.button?.title ?? "this button")"
+                return .none
+            }
+            if !line.isEmpty { form.values[field.name] = line }
+            form.step += 1
+            form.line = form.onComment ? (comment ?? "") : ""
+            form.problem = nil
+            return .none
+        default:
+            // Printable text only (an escape sequence, such as an arrow, is not text).
+            guard bytes.first != 27, let text = String(validating: bytes, as: UTF8.self) else { return .none }
+            let printable = String(String.UnicodeScalarView(text.unicodeScalars.filter { !Terminal.isUnsafe($0) }))
+            if form.line.count + printable.count > form.limit {
+                form.problem = "at most \(form.limit) characters"
+                return .none
+            }
+            form.line += printable
+            form.problem = nil
+            return .none
+        }
     }
 
     private static func key(_ bytes: [UInt8]) -> Character? {
@@ -394,7 +517,7 @@ struct ConsoleState {
         screen.line(
             bold: "alertd · \(client)" + (readOnly == nil ? "" : " · read-only"), right: "\(pending) pending, \(behind) queued behind")
         screen.rule()
-        let status = trouble ?? note?.text ?? readOnly ?? ""
+        let status = trouble ?? form?.problem ?? note?.text ?? readOnly ?? ""
         let statusLines = Screen.wrap(Terminal.safe(status), width: width).prefix(2)
         let bodyHeight = height - 2 - 2 - statusLines.count
         var scrollable = false
@@ -408,6 +531,7 @@ struct ConsoleState {
 
     /// The keys line; on a narrow terminal in fewer words, `q quit` always last and whole.
     private func hints(scrollable: Bool) -> String {
+        if form != nil { return width >= 44 ? "Enter next · Backspace erase · Esc back" : "Enter · Esc back" }
         var keys: [String] = []
         var cancel = false
         let shown = shownButtons
@@ -416,8 +540,11 @@ struct ConsoleState {
             keys.append(keyRange)
             cancel = shown.contains { $0.button.style == .cancel }
         }
+        let comment = denied == nil && readOnly == nil && myVote == nil && !shown.isEmpty
         let candidates = [
-            keys + (cancel ? ["Esc cancel"] : []) + (scrollable ? ["↑↓ PgUp PgDn scroll"] : []) + ["q quit"],
+            keys + (cancel ? ["Esc cancel"] : []) + (comment ? ["Tab comment"] : []) + (scrollable ? ["↑↓ PgUp PgDn scroll"] : [])
+                + ["q quit"],
+            keys + (cancel ? ["Esc cancel"] : []) + (comment ? ["Tab comment"] : []) + (scrollable ? ["↑↓ scroll"] : []) + ["q quit"],
             keys + (cancel ? ["Esc cancel"] : []) + (scrollable ? ["↑↓ scroll"] : []) + ["q quit"],
             keys + (cancel ? ["Esc"] : []) + (scrollable ? ["↑↓"] : []) + ["q quit"],
         ].map { $0.joined(separator: " · ") }
@@ -439,7 +566,11 @@ struct ConsoleState {
         let title = Screen.wrap(Terminal.safe(alert.title), width: text).prefix(3)
         lines += title.map { Screen.bold("  " + $0) }
         lines.append("")
-        let buttons = buttonLines(now: now) + voteLines()
+        if let form {
+            lines += formLines(form)
+            return Array(lines.prefix(height))
+        }
+        let buttons = buttonLines(now: now) + fieldLines() + voteLines()
         if let message = alert.message {
             let wrapped = Screen.wrap(Terminal.safe(message, newlines: true), width: text)
             // Room left for the message once the title, the buttons and the blank lines are placed.
@@ -459,6 +590,44 @@ struct ConsoleState {
         }
         lines += buttons
         return Array(lines.prefix(height))
+    }
+
+    /// The form (SPEC §13): the button it answers with, each field (the one being typed with
+    /// a cursor), then the comment.
+    private func formLines(_ form: Form) -> [String] {
+        var lines: [String] = []
+        lines.append(Screen.cut("  " + Terminal.safe(form.button.map { "Answer \($0.title):" } ?? "A comment for your answer:"), width))
+        for (index, field) in form.fields.enumerated() {
+            let label = field.shownLabel + (field.required ? " (required)" : "")
+            let value: String
+            if index < form.step {
+                value = form.values[field.name] ?? ""
+            } else if index == form.step {
+                value = form.line + "▌"
+            } else {
+                value = field.placeholder.map { Screen.dim("e.g. " + Terminal.safe($0)) } ?? ""
+            }
+            lines.append(Screen.cut("  " + Terminal.safe(label) + ": " + Terminal.safe(value), width))
+        }
+        let commentValue = form.onComment ? form.line + "▌" : (comment ?? "")
+        lines.append(Screen.cut("  Comment (optional): " + Terminal.safe(commentValue), width))
+        return lines
+    }
+
+    /// Under the buttons of an alert that asks for fields: which, and for which buttons; and
+    /// a comment written with Tab, waiting for a button.
+    private func fieldLines() -> [String] {
+        guard let alert else { return [] }
+        var lines: [String] = []
+        if !alert.fields.isEmpty {
+            lines.append("")
+            let names = alert.fields.map { $0.shownLabel + ($0.required ? "*" : "") }.joined(separator: ", ")
+            lines.append(Screen.dim(Screen.cut("  Asks for: " + Terminal.safe(names) + " (a button opens the form)", width)))
+        }
+        if let comment {
+            lines.append(Screen.cut("  Comment: " + Terminal.safe(comment), width))
+        }
+        return lines
     }
 
     /// Under the buttons of an alert that needs several deciders: the votes so far, and this

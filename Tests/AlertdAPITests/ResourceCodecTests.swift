@@ -63,6 +63,9 @@ struct ResourceCodecTests {
             for case .object(let button) in resource["buttons"]?.arrayValue ?? [] {
                 #expect(button.keys == Button.memberNames)
             }
+            for case .object(let field) in resource["fields"]?.arrayValue ?? [] {
+                #expect(field.keys == AlertField.memberNames)
+            }
         }
     }
 
@@ -81,6 +84,7 @@ struct ResourceCodecTests {
                 #expect(draft.buttons == alert.buttons && draft.callbackURL == alert.callbackURL)
                 #expect(draft.metadata.map(CompactJSON.init) == alert.metadata)
                 #expect(draft.quorum == alert.quorum)
+                #expect((draft.fields ?? []) == alert.fields)
                 #expect(ClientID.isValid(alert.client))
             }
             #expect(alert.id.timestamp == alert.createdAt)
@@ -92,6 +96,8 @@ struct ResourceCodecTests {
             #expect(alert.result.map { $0.votes == alert.votes } ?? true)
             if alert.state == .answered, let last = alert.votes.last {
                 #expect(last.buttonIndex == alert.result?.buttonIndex && last.decidedBy == alert.result?.decidedBy)
+                // §13: the result's words are its deciding vote's.
+                #expect(last.comment == alert.result?.comment && last.values == alert.result?.values)
             }
         }
     }
@@ -113,9 +119,9 @@ struct ResourceCodecTests {
             result: alert.result.map {
                 AlertResult(
                     outcome: $0.outcome, button: $0.button, buttonIndex: $0.buttonIndex, cancelled: $0.cancelled,
-                    decidedBy: $0.decidedBy, votes: $0.votes)
+                    decidedBy: $0.decidedBy, votes: $0.votes, comment: $0.comment, values: $0.values)
             },
-            quorum: alert.quorum, votes: alert.votes
+            quorum: alert.quorum, votes: alert.votes, fields: alert.fields
         )
     }
 
@@ -236,7 +242,41 @@ struct RandomAlert: Sendable, CustomStringConvertible {
                 }
             }
         }
+        // §13: fields only with buttons, each naming some of them; votes carry words (values of
+        // the fields, any text), the result its deciding vote's.
+        var fields: [AlertField] = []
+        if !buttons.isEmpty, rng.chance(0.3) {
+            for n in 0..<Int.random(in: 1...5, using: &rng) {
+                var titles = buttons.map(\.title).filter { _ in rng.chance(0.5) }
+                if titles.isEmpty { titles = [buttons[0].title] }
+                fields.append(
+                    AlertField(
+                        name: rng.chance(0.5)
+                            ? "f\(n)"
+                            : "f\(n)_"
+                                + String((0..<Int.random(in: 0...28, using: &rng)).map { _ in "abcxyz019_".randomElement(using: &rng)! }),
+                        label: rng.chance(0.5) ? Text.random(scalars: Int.random(in: 1...64, using: &rng), nul: false, using: &rng) : nil,
+                        placeholder: rng.chance(0.3)
+                            ? Text.random(scalars: Int.random(in: 0...256, using: &rng), nul: false, using: &rng) : nil,
+                        required: rng.chance(0.5), maxLength: rng.chance(0.5) ? 200 : Int.random(in: 1...1000, using: &rng), buttons: titles
+                    ))
+            }
+        }
+        for index in votes.indices {
+            if rng.chance(0.4) {
+                votes[index].comment = Text.random(
+                    scalars: Int.random(in: 1...(rng.chance(0.1) ? 1000 : 80), using: &rng), nul: false, using: &rng)
+            }
+            for field in fields where rng.chance(0.5) {
+                votes[index].values[field.name] = Text.random(
+                    scalars: Int.random(in: 1...field.maxLength, using: &rng), nul: false, using: &rng)
+            }
+        }
         result?.votes = votes
+        if state == .answered, let deciding = votes.last {
+            result?.comment = deciding.comment
+            result?.values = deciding.values
+        }
 
         let titleLength =
             rng.chance(0.1) ? [1, 256].randomElement(using: &rng)! : Int.random(in: 1...(rng.chance(0.5) ? 16 : 256), using: &rng)
@@ -259,7 +299,7 @@ struct RandomAlert: Sendable, CustomStringConvertible {
             callbackURL: rng.chance(0.5) ? Self.callbackURL(using: &rng) : nil,
             metadata: rng.chance(0.6) ? Metadata.random(using: &rng) : nil,
             state: state, createdAt: created, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,
-            dismissAfterMilliseconds: dismissAfter, result: result, quorum: quorum, votes: votes
+            dismissAfterMilliseconds: dismissAfter, result: result, quorum: quorum, votes: votes, fields: fields
         )
         // The renderer prints a position for pending alerts only; terminal ones get a
         // stray one now and then, which must not show.
@@ -331,6 +371,10 @@ struct RandomAlert: Sendable, CustomStringConvertible {
         json.int(alert.priority)
         json.key("quorum")
         json.int(alert.quorum)
+        if !alert.fields.isEmpty {
+            json.key("fields")
+            json.fields(alert.fields)
+        }
         let expiresIn = alert.expiresAt.milliseconds - alert.createdAt.milliseconds
         if expiresIn > 0 {
             json.key("expires_in")

@@ -288,11 +288,11 @@ struct ConsoleStateTests {
         let screen = frame.joined(separator: "\n")
         for (key, number) in zip("123456789abcdef", 1...15) { #expect(screen.contains("[\(key)] Option \(number)"), "\(screen)") }
         #expect(screen.contains("[g] None  (cancel, Esc)"))
-        #expect(screen.contains("1-9, a-g choose · Esc cancel · ↑↓ PgUp PgDn scroll · q quit"))
+        #expect(screen.contains("1-9, a-g choose · Esc cancel · Tab comment · ↑↓ PgUp PgDn scroll · q quit"))
         #expect(screen.contains("(message lines 1–"))
         #expect(state.press([27, 91, 54, 126]) == .none)
         #expect(Self.visible(state.frame(now: Date())).joined().contains("(message lines 6–"))
-        if case .choose(let button, _) = state.press(Array("b".utf8)) {
+        if case .choose(let button, _, _) = state.press(Array("b".utf8)) {
             #expect(button.title == "Option 11")
         } else {
             Issue.record("b chose nothing")
@@ -309,7 +309,7 @@ struct ConsoleStateTests {
         #expect(state.press(Array("n".utf8)) == .none)
         #expect(state.note?.text == "kept: Roll back was not chosen")
         #expect(state.press(Array("2".utf8)) == .none)
-        #expect(state.press(Array("y".utf8)) == .choose(.destructive("Roll back"), Self.alert(buttons: state.alert!.buttons)))
+        #expect(state.press(Array("y".utf8)) == .choose(.destructive("Roll back"), Self.alert(buttons: state.alert!.buttons), .init()))
     }
 
     @Test("a key that matches no button says so; after a choice the console says what was answered, even once the next alert shows")
@@ -321,7 +321,7 @@ struct ConsoleStateTests {
         #expect(state.note?.text == "key 7 chooses nothing; 1-2 choose")
         #expect(state.press([27]) == .none)
         #expect(state.note?.text == "this alert has no cancel button")
-        #expect(state.press(Array("1".utf8)) == .choose(.default("Yes"), first))
+        #expect(state.press(Array("1".utf8)) == .choose(.default("Yes"), first, .init()))
         var answered = first
         answered.state = .answered
         state.answered(answered, with: .default("Yes"))
@@ -446,7 +446,7 @@ struct VoteTextTests {
         state.show(Self.alert(votes: [("bob", "Deploy")]))
         screen = ConsoleStateTests.visible(state.frame(now: Date())).joined(separator: "\n")
         #expect(screen.contains("1 of 2 approvals — bob: Deploy") && screen.contains("[1] Deploy"), "\(screen)")
-        #expect(state.press(Array("1".utf8)) == .choose(.default("Deploy"), Self.alert(votes: [("bob", "Deploy")])))
+        #expect(state.press(Array("1".utf8)) == .choose(.default("Deploy"), Self.alert(votes: [("bob", "Deploy")]), .init()))
 
         // Alice votes Roll back: the answer is the alert still displayed, with her vote.
         let voted = Self.alert(votes: [("bob", "Deploy"), ("alice", "Roll back")])

@@ -138,6 +138,22 @@ struct ReadmeSnippetTests {
         #expect((answered?["result"] as? [String: Any])?["decided_by"] as? String == "bob")
     }
 
+    @Test("answers with words: the block posts an alert asking for a ticket and answers it with the ticket and a comment")
+    func answersWithWords() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let blocks = try Self.shellBlocks(under: "## Answers with words: a reason, a ticket number")
+        #expect(blocks.count == 1)
+        let script = blocks.joined(separator: "\n").replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(daemon.port)")
+        let run = try await Program.run("/bin/sh", ["-e", "-c", script], timeout: .seconds(30))
+        #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
+        let answered = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        let result = answered?["result"] as? [String: Any]
+        #expect(result?["comment"] as? String == "window agreed with payments", "\(run.stdout)")
+        #expect(result?["values"] as? [String: String] == ["ticket": "OPS-77"], "\(run.stdout)")
+        #expect((answered?["fields"] as? [[String: Any]])?.first?["buttons"] as? [String] == ["Deploy"])
+    }
+
     @Test("the openssl verification computes the signature for a whsec_ secret and for a plain one", arguments: [true, false])
     func opensslVerification(whsec: Bool) async throws {
         let block = try #require(try Self.shellBlocks(under: "### Verifying callbacks").first)

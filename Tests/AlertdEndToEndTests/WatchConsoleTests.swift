@@ -238,7 +238,8 @@ struct WatchConsoleTests {
         defer { tmux.kill() }
         try await tmux.awaitScreen {
             $0.contains("[9] Region 9") && $0.contains("[a] Region 10") && $0.contains("[b] Region 11")
-                && $0.contains("[c] None  (cancel, Esc)") && $0.contains("1-9, a-c choose · Esc cancel · ↑↓ PgUp PgDn scroll · q quit")
+                && $0.contains("[c] None  (cancel, Esc)")
+                && $0.contains("1-9, a-c choose · Esc cancel · Tab comment · ↑↓ PgUp PgDn scroll · q quit")
         }
         let first = await tmux.screen()
         #expect(first.contains("Line 1 of the release notes.") && !first.contains("Line 40 of"))

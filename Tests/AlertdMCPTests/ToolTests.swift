@@ -165,7 +165,8 @@ import Testing
             for required in schema["required"]?.arrayValue ?? [] {
                 #expect(properties[required.stringValue!] != nil)
             }
-            #expect(schema["additionalProperties"] == false)
+            // request_permission is called by a host, which may send members a newer version added.
+            #expect(schema["additionalProperties"] == .bool(tool.name == Tools.requestPermission), "\(tool.name)")
             #expect(tool.outputSchema?.objectValue?["type"] == "object")
         }
     }

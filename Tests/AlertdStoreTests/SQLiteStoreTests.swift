@@ -85,6 +85,39 @@ struct SQLiteStoreTests {
         #expect(try store.alert(id) == withdrawn)
     }
 
+    @Test("fields, a vote's comment and values, and the result's words round-trip, pending and once answered (SPEC §13)")
+    func roundTripWords() throws {
+        let dir = TempDir()
+        var ids = AlertIDGenerator()
+        let id = ids.next(at: Timestamp(milliseconds: 1_795_000_000_000))
+        var pending = makeAlert(id, state: .displayed)
+        pending.quorum = 2
+        pending.fields = [
+            AlertField(
+                name: "ticket", label: "Change \"ticket\" ✓", placeholder: "OPS-123", required: true, maxLength: 12, buttons: ["Deploy"]),
+            AlertField(name: "why", buttons: ["Deploy", "Cancel"]),
+        ]
+        pending.votes = [
+            Vote(
+                decidedBy: "alice", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_000_900),
+                comment: "line one\nline \"two\" ✓", values: ["ticket": "OPS-1", "why": "z"])
+        ]
+        var answered = pending
+        answered.state = .answered
+        answered.decidedAt = Timestamp(milliseconds: 1_795_000_002_000)
+        answered.votes.append(
+            Vote(decidedBy: "bob", button: "Deploy", buttonIndex: 0, at: answered.decidedAt!, comment: "ok", values: ["ticket": "OPS-2"]))
+        answered.result = AlertResult(
+            outcome: .answered, button: "Deploy", buttonIndex: 0, decidedBy: "bob", votes: answered.votes, comment: "ok",
+            values: ["ticket": "OPS-2"])
+        let store = try SQLiteStore(directory: dir.path, durability: .normal)
+        try store.commit([.client("ops", createdAt: Timestamp(milliseconds: 1)), .alert(pending)])
+        #expect(try store.load().pending == [pending])
+        try store.commit([.alert(answered)])
+        let reopened = try SQLiteStore(directory: dir.path, durability: .normal)
+        #expect(try reopened.alert(id) == answered)
+    }
+
     @Test("a row answered before votes were stored (votes NULL) reads its one choice as its vote; other rows have none")
     func rowsWithoutVotes() throws {
         let dir = TempDir()

@@ -818,3 +818,175 @@ class QuorumTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AnswerWordsTests(unittest.TestCase):
+    """Answers with words (SPEC §13): the page asks for an alert's fields and an optional comment
+    before it sends, inside the confirmation for a destructive button."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        cls.driver = browser()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.daemon.cleanup()
+
+    def open(self, client):
+        self.driver.get(f"{self.daemon.base}/#/clients/{client}")
+        until(self.driver, lambda d: text_of(d, "client-title") == client)
+
+    def button(self, title):
+        return self.driver.find_element(By.XPATH, f"//div[@role='alertdialog']//button[.//span[text()='{title}']]")
+
+    def test_fields_and_a_comment_are_asked_for_before_the_answer_is_sent(self):
+        self.open("words")
+        posted = self.daemon.post("words", {
+            "title": "Deploy build 1234?",
+            "buttons": [{"title": "Deploy"}, {"title": "Cancel", "style": "cancel"}],
+            "fields": [
+                {"name": "ticket", "label": "Change ticket", "placeholder": "OPS-123", "required": True},
+                {"name": "reason", "label": "Why not", "buttons": ["Cancel"]},
+            ],
+        })
+        until(self.driver, lambda d: dialog_id(d) == posted["id"], SOON)
+        ticket = self.driver.find_element(By.ID, "field-ticket")
+        self.assertEqual(ticket.get_attribute("placeholder"), "OPS-123")
+        self.assertIn("Change ticket", text_of(self.driver, "answer-form"))
+        self.assertIn("(for “Cancel”)", text_of(self.driver, "answer-form"))
+        self.assertTrue(visible(self.driver, "answer-comment"))
+
+        # A required field left empty: nothing is sent, the field says why and takes the focus.
+        self.button("Deploy").click()
+        until(self.driver, lambda d: "Required for “Deploy”" in text_of(d, "field-ticket-error"))
+        self.assertIn("nothing was sent", text_of(self.driver, "flash"))
+        self.assertEqual(self.driver.switch_to.active_element.get_attribute("id"), "field-ticket")
+        self.assertEqual(self.daemon.alert("words", posted["id"])["state"], "displayed")
+
+        # Digits typed into an input are text, not the key of a button.
+        ticket.send_keys("OPS-1")
+        self.driver.find_element(By.ID, "answer-comment").send_keys("window agreed with payments")
+        self.assertEqual(self.daemon.alert("words", posted["id"])["state"], "displayed")
+        self.button("Deploy").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("words", posted["id"]))["result"] and a, SOON, "the answer")
+        self.assertEqual(answered["result"]["values"], {"ticket": "OPS-1"})
+        self.assertEqual(answered["result"]["comment"], "window agreed with payments")
+        # The history is redrawn as it refreshes: its row read in one go.
+        until(self.driver, lambda d: "ticket “OPS-1”: “window agreed with payments”" in (d.execute_script(
+            "const r = document.querySelector(`#history-body tr[data-alert-id='${arguments[0]}'] .history-button`);"
+            "return r ? r.textContent : ''", posted["id"])), SOON, "the history row says the ticket and the comment")
+
+    def test_the_cancel_button_needs_no_ticket_and_carries_its_own_field_and_the_comment(self):
+        self.open("words-no")
+        posted = self.daemon.post("words-no", {
+            "title": "Deploy build 1235?",
+            "buttons": [{"title": "Deploy"}, {"title": "Cancel", "style": "cancel"}],
+            "fields": [{"name": "ticket", "required": True}, {"name": "reason", "buttons": ["Cancel"]}],
+        })
+        until(self.driver, lambda d: dialog_id(d) == posted["id"], SOON)
+        self.driver.find_element(By.ID, "field-ticket").send_keys("OPS-9")
+        self.driver.find_element(By.ID, "field-reason").send_keys("freeze")
+        self.driver.find_element(By.ID, "answer-comment").send_keys("until Monday")
+        self.button("Cancel").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("words-no", posted["id"]))["result"] and a, SOON, "the answer")
+        # Only the cancel button's field goes with it.
+        self.assertEqual(answered["result"]["values"], {"reason": "freeze"})
+        self.assertEqual((answered["result"]["cancelled"], answered["result"]["comment"]), (True, "until Monday"))
+
+    def test_a_destructive_buttons_fields_and_comment_are_asked_inside_its_confirmation(self):
+        self.open("words-confirm")
+        posted = self.daemon.post("words-confirm", {
+            "title": "Drop table orders_old?",
+            "buttons": [{"title": "Archive"}, {"title": "Drop", "style": "destructive"}, {"title": "Keep", "style": "cancel"}],
+            "fields": [{"name": "ticket", "label": "Change ticket", "required": True, "buttons": ["Drop"]}],
+        })
+        until(self.driver, lambda d: dialog_id(d) == posted["id"], SOON)
+        keys = ActionChains(self.driver)
+        keys.send_keys("2").perform()
+        until(self.driver, lambda d: visible(d, "confirm") and "“Drop” is destructive" in text_of(d, "confirm"))
+        inside = self.driver.execute_script(
+            "return !!document.querySelector('#confirm #answer-form #field-ticket') && !!document.querySelector('#confirm #answer-comment')")
+        self.assertTrue(inside, "the fields and the comment are inside the confirmation")
+        # Confirming with the required field empty sends nothing; the confirmation stays open on it.
+        self.driver.find_element(By.ID, "confirm-yes").click()
+        until(self.driver, lambda d: "Required for “Drop”" in text_of(d, "field-ticket-error"))
+        self.assertTrue(visible(self.driver, "confirm"))
+        self.assertEqual(self.daemon.alert("words-confirm", posted["id"])["state"], "displayed")
+        # y typed into a field is text, not the confirmation.
+        self.driver.find_element(By.ID, "field-ticket").send_keys("OPS-y")
+        self.assertEqual(text_of(self.driver, "field-ticket-error"), "", "typing into the field takes its mark away")
+        self.driver.find_element(By.ID, "answer-comment").send_keys("archived to S3 yesterday")
+        self.assertEqual(self.daemon.alert("words-confirm", posted["id"])["state"], "displayed")
+        screenshot(self.driver, "dashboard-words-confirm.png")
+        self.driver.find_element(By.ID, "confirm-yes").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("words-confirm", posted["id"]))["result"] and a, SOON, "the answer")
+        self.assertEqual(answered["result"]["button"], "Drop")
+        self.assertEqual(answered["result"]["values"], {"ticket": "OPS-y"})
+        self.assertEqual(answered["result"]["comment"], "archived to S3 yesterday")
+
+    def test_kept_the_form_goes_back_above_the_buttons_with_what_was_typed(self):
+        self.open("words-keep")
+        posted = self.daemon.post("words-keep", {
+            "title": "Drop table orders_older?",
+            "buttons": [{"title": "Drop", "style": "destructive"}, {"title": "Keep", "style": "cancel"}],
+            "fields": [{"name": "ticket", "required": True}],
+        })
+        until(self.driver, lambda d: dialog_id(d) == posted["id"], SOON)
+        self.driver.find_element(By.ID, "answer-comment").send_keys("not yet")
+        self.button("Drop").click()
+        until(self.driver, lambda d: visible(d, "confirm"))
+        self.driver.find_element(By.ID, "confirm-keep").click()
+        until(self.driver, lambda d: not visible(d, "confirm"))
+        home = self.driver.execute_script("return document.getElementById('answer-form').parentElement.id")
+        self.assertEqual(home, "answer-form-home")
+        self.assertEqual(self.driver.find_element(By.ID, "answer-comment").get_attribute("value"), "not yet")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        answered = wait_for(lambda: (a := self.daemon.alert("words-keep", posted["id"]))["result"] and a, SOON, "Esc")
+        # What was typed goes with the next button chosen: the cancel one here.
+        self.assertEqual((answered["result"]["button"], answered["result"]["comment"]), ("Keep", "not yet"))
+
+    def test_words_alertd_refuses_are_shown_at_their_field_and_nothing_is_lost(self):
+        self.open("words-refused")
+        posted = self.daemon.post("words-refused", {
+            "title": "Name the release?",
+            "buttons": [{"title": "Name it"}],
+            "fields": [{"name": "name", "label": "Release name", "max_length": 5}],
+        })
+        until(self.driver, lambda d: dialog_id(d) == posted["id"], SOON)
+        # Past what the input lets a person type (a page of another version might): alertd says so.
+        self.driver.execute_script("document.getElementById('field-name').value = 'much too long'")
+        self.button("Name it").click()
+        until(self.driver, lambda d: "must be at most 5 characters" in text_of(d, "field-name-error"), SOON)
+        self.assertIn("“Name it” was not chosen", text_of(self.driver, "flash"))
+        self.assertEqual(self.driver.find_element(By.ID, "field-name").get_attribute("value"), "much too long")
+        self.assertEqual(self.daemon.alert("words-refused", posted["id"])["state"], "displayed")
+        self.driver.execute_script("document.getElementById('field-name').value = ''")
+        self.driver.find_element(By.ID, "field-name").send_keys("Kiwi")
+        self.button("Name it").click()
+        answered = wait_for(lambda: (a := self.daemon.alert("words-refused", posted["id"]))["result"] and a, SOON, "the answer")
+        self.assertEqual(answered["result"]["values"], {"name": "Kiwi"})
+
+    def test_a_coding_agents_permission_request_on_a_phone_fits_and_takes_a_comment(self):
+        # What `alertctl hook claude-code` and request_permission post (AlertdMCP's PermissionRequest).
+        phone = browser(phone=True)
+        try:
+            phone.get(self.daemon.base + "/#/clients/agents")
+            posted = self.daemon.post("agents", {
+                "title": "Allow Bash: npm run migrate -- --env production?",
+                "message": "Bash wants to run with:\ncommand: npm run migrate -- --env production\n"
+                           "description: Run the database migrations on production",
+                "buttons": [{"title": "Allow"}, {"title": "Deny", "style": "cancel"}],
+                "metadata": {"asked_via": "alertctl hook claude-code", "cwd": "/home/ana/shop", "tool": "Bash"},
+            })
+            until(phone, lambda d: dialog_id(d) == posted["id"], SOON)
+            width = phone.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            self.assertLessEqual(width[0], width[1], "no horizontal scrolling at 360 px")
+            phone.find_element(By.ID, "answer-comment").send_keys("Run it on staging first.")
+            screenshot(phone, "dashboard-permission-phone.png")
+            phone.find_element(By.XPATH, "//div[@role='alertdialog']//button[.//span[text()='Deny']]").click()
+            answered = wait_for(lambda: (a := self.daemon.alert("agents", posted["id"]))["result"] and a, SOON, "Deny")
+            self.assertEqual((answered["result"]["cancelled"], answered["result"]["comment"]), (True, "Run it on staging first."))
+        finally:
+            phone.quit()

@@ -38,7 +38,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ALERTD_BIN = os.path.abspath(os.path.join(REPO, os.environ.get("ALERTD_BIN", ".build/debug/alertd")))
 ALERTCTL_BIN = os.path.abspath(os.path.join(REPO, os.environ.get("ALERTCTL_BIN", ".build/debug/alertctl")))
-TOOLS = {"ask_human", "check_answer", "withdraw_question", "notify_human"}
+TOOLS = {"ask_human", "check_answer", "withdraw_question", "notify_human", "request_permission"}
 # The longest any one test may take: a hang fails the test with a traceback.
 TEST_SECONDS = 60
 
@@ -156,6 +156,7 @@ class MCPTests(unittest.IsolatedAsyncioTestCase):
     def setUpClass(cls):
         cls.agent, agent_digest = token()
         cls.alice, alice_digest = token()
+        cls.bob, bob_digest = token()
         cls.daemon = Daemon(
             f"""
 log: {{ level: info }}
@@ -165,6 +166,7 @@ auth:
   tokens:
     - {{ name: agent, sha256: "{agent_digest}", roles: [post, read], clients: ["ops", "ops-*"] }}
     - {{ name: alice, sha256: "{alice_digest}", roles: [answer], clients: ["*"] }}
+    - {{ name: bob, sha256: "{bob_digest}", roles: [answer], clients: ["*"] }}
 """
         )
 
@@ -198,9 +200,10 @@ auth:
                 return alert
         self.fail(f"alert {alert_id} stayed {alert['state']}")
 
-    async def choose(self, client, alert_id, button):
+    async def choose(self, client, alert_id, button, secret=None, **words):
+        body = {"button": button, **words}
         status, alert = await anyio.to_thread.run_sync(
-            lambda: self.daemon.request("POST", f"/v1/clients/{client}/alerts/{alert_id}/choice", self.alice, {"button": button})
+            lambda: self.daemon.request("POST", f"/v1/clients/{client}/alerts/{alert_id}/choice", secret or self.alice, body)
         )
         self.assertEqual(status, 200, alert)
         return alert
@@ -216,8 +219,12 @@ auth:
                     Draft202012Validator.check_schema(tool.input_schema)
                     Draft202012Validator.check_schema(tool.output_schema)
                     self.assertEqual(tool.input_schema["type"], "object")
-                    self.assertFalse(tool.input_schema["additionalProperties"])
+                    # request_permission is called by a host, which may send members a newer version added.
+                    self.assertEqual(tool.input_schema["additionalProperties"], tool.name == "request_permission")
                     self.assertTrue(tool.description)
+                self.assertEqual(set(tools["request_permission"].input_schema["required"]), {"tool_name", "input"})
+                # The priority an agent may ask for is capped (issue 44, item 4): 0 by default.
+                self.assertEqual(tools["ask_human"].input_schema["properties"]["priority"]["maximum"], 0)
                 self.assertEqual(set(tools["ask_human"].input_schema["required"]), {"title", "buttons"})
                 self.assertIn("'ops'", tools["ask_human"].description)
                 # A schema that accepts what it should, and refuses a typo.
@@ -264,6 +271,181 @@ auth:
                 self.assertIn('"Deploy"', text(result))
                 self.assertIn(alert["id"], progress.messages[0][2])
                 self.assertEqual(progress.messages[0][1], 60)
+
+    async def test_ask_human_with_fields_and_a_quorum_returns_the_values_and_comment(self):
+        with anyio.fail_after(TEST_SECONDS):
+            async with self.connect(client="ops-words") as client:
+                outcome = {}
+
+                async def ask():
+                    outcome["result"] = await client.call_tool(
+                        "ask_human",
+                        {
+                            "title": "Deploy build 1234 to prod?",
+                            "buttons": [{"title": "Deploy"}, {"title": "Stop", "style": "cancel"}],
+                            "quorum": 2,
+                            "fields": [{"name": "ticket", "label": "Change ticket", "placeholder": "OPS-123", "required": True}],
+                            "timeout_seconds": 60,
+                        },
+                    )
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(ask)
+                    alert = await self.displayed("ops-words")
+                    self.assertEqual(alert["quorum"], 2)
+                    self.assertEqual([(f["name"], f["required"], f["buttons"]) for f in alert["fields"]], [("ticket", True, ["Deploy"])])
+                    voted = await self.choose("ops-words", alert["id"], "Deploy", comment="LGTM", values={"ticket": "OPS-1"})
+                    self.assertEqual(voted["state"], "displayed")
+                    # A vote without the required ticket is refused, and the call goes on waiting.
+                    status, problem = self.daemon.request(
+                        "POST", f"/v1/clients/ops-words/alerts/{alert['id']}/choice", self.bob, {"button": "Deploy"}
+                    )
+                    self.assertEqual((status, problem["code"]), (400, "invalid-answer"), problem)
+                    self.assertEqual([e["field"] for e in problem["errors"]], ["values.ticket"])
+                    await self.choose("ops-words", alert["id"], "Deploy", self.bob, comment="ok by me", values={"ticket": "OPS-2"})
+                result = outcome["result"]
+                self.assertFalse(result.is_error, text(result))
+                answer = result.structured_content
+                self.assertEqual((answer["status"], answer["button"], answer["decided_by"]), ("answered", "Deploy", "bob"))
+                self.assertEqual(answer["values"], {"ticket": "OPS-2"})
+                self.assertEqual(answer["comment"], "ok by me")
+                self.assertEqual([(v["decided_by"], v["comment"]) for v in answer["votes"]], [("alice", "LGTM"), ("bob", "ok by me")])
+                self.assertIn("by alice and bob", text(result))
+                self.assertIn('ticket="OPS-2"', text(result))
+                self.assertIn('"ok by me"', text(result))
+                tool = {t.name: t for t in (await client.list_tools()).tools}["ask_human"]
+                Draft202012Validator(tool.output_schema).validate(answer)
+
+    async def test_request_permission_allows_only_when_a_person_chose_allow(self):
+        with anyio.fail_after(TEST_SECONDS):
+            async with self.connect(client="ops-permission") as client:
+                outcome = {}
+                request = {"tool_name": "Bash", "input": {"command": "npm test", "description": "Run the tests"}, "tool_use_id": "toolu_01"}
+
+                async def ask():
+                    outcome["result"] = await client.call_tool("request_permission", request)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(ask)
+                    alert = await self.displayed("ops-permission")
+                    self.assertEqual(alert["title"], "Allow Bash: npm test?")
+                    self.assertEqual([(b["title"], b["style"]) for b in alert["buttons"]], [("Allow", "default"), ("Deny", "cancel")])
+                    self.assertIn("command: npm test", alert["message"])
+                    self.assertEqual((alert["metadata"]["tool"], alert["metadata"]["tool_use_id"]), ("Bash", "toolu_01"))
+                    # It expires a minute after the server stops waiting (--timeout, 600 s), whatever becomes of the server.
+                    self.assertEqual(alert["expires_in"], 660)
+                    await self.choose("ops-permission", alert["id"], "Allow")
+                result = outcome["result"]
+                self.assertFalse(result.is_error, text(result))
+                self.assertEqual(json.loads(text(result)), {"behavior": "allow", "updatedInput": request["input"]})
+
+                async def deny():
+                    outcome["denied"] = await client.call_tool("request_permission", {"tool_name": "Write", "input": {"file_path": "/etc/hosts", "content": "x"}})
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(deny)
+                    alert = await self.displayed("ops-permission")
+                    self.assertEqual(alert["title"], "Allow Write: /etc/hosts?")
+                    await self.choose("ops-permission", alert["id"], "Deny", comment="not the system's hosts file")
+                self.assertEqual(json.loads(text(outcome["denied"])), {"behavior": "deny", "message": "not the system's hosts file"})
+
+    async def test_request_permission_denies_when_nobody_answers_in_time(self):
+        with anyio.fail_after(TEST_SECONDS):
+            async with self.connect("--timeout", "1", client="ops-permission-timeout") as client:
+                result = await client.call_tool("request_permission", {"tool_name": "Bash", "input": {"command": "rm -rf build"}})
+                self.assertFalse(result.is_error, text(result))
+                answer = json.loads(text(result))
+                self.assertEqual(answer["behavior"], "deny")
+                self.assertIn("Nobody answered", answer["message"])
+                self.assertNotIn("updatedInput", answer)
+                # Withdrawn, so that nobody allows what the agent was told is denied.
+                status, listed = self.daemon.request("GET", "/v1/clients/ops-permission-timeout/alerts?state=withdrawn", self.alice)
+                self.assertEqual([a["title"] for a in listed["alerts"]], ["Allow Bash: rm -rf build?"])
+
+    async def test_by_default_the_server_acts_only_on_its_own_questions_its_client_and_priority_0(self):
+        # Issue 44, item 4: with the recommended post token, withdraw_question withdrew another
+        # poster's quorum approval, and ask_human posted to any client at priority 100.
+        with anyio.fail_after(TEST_SECONDS):
+            status, theirs = self.daemon.request(
+                "POST", "/v1/clients/ops-scope/alerts", self.agent,
+                {"title": "Deploy to prod?", "quorum": 2, "buttons": [{"title": "Deploy"}, {"title": "Stop", "style": "cancel"}]},
+            )
+            self.assertEqual(status, 201, theirs)
+            async with self.connect(client="ops-scope") as client:
+                for tool in ("withdraw_question", "check_answer"):
+                    result = await client.call_tool(tool, {"alert_id": theirs["id"]})
+                    self.assertTrue(result.is_error, text(result))
+                    self.assertIn("not a question this session asked", text(result))
+                    self.assertIn("--any-question", text(result))
+                elsewhere = await client.call_tool("ask_human", {"title": "Deploy?", "buttons": ["Go"], "client": "ops-other"})
+                self.assertTrue(elsewhere.is_error)
+                self.assertIn("'ops-other' is not allowed", text(elsewhere))
+                urgent = await client.call_tool("ask_human", {"title": "Deploy?", "buttons": ["Go"], "priority": 50, "timeout_seconds": 0})
+                self.assertTrue(urgent.is_error)
+                self.assertIn("--max-priority", text(urgent))
+                # Its own question it checks and withdraws, on the client it was asked on.
+                mine = await client.call_tool("ask_human", {"title": "Mine?", "buttons": ["Go"], "timeout_seconds": 0})
+                withdrawn = await client.call_tool("withdraw_question", {"alert_id": mine.structured_content["alert_id"]})
+                self.assertEqual(withdrawn.structured_content["status"], "withdrawn")
+            status, alert = self.daemon.request("GET", f"/v1/clients/ops-scope/alerts/{theirs['id']}", self.alice)
+            self.assertEqual(alert["state"], "displayed")
+            status, other = self.daemon.request("GET", "/v1/clients/ops-other/alerts", self.alice)
+            self.assertEqual(other["alerts"], [])
+            # Each flag widens what it names.
+            async with self.connect("--any-question", "--allow-client", "ops-o*", "--max-priority", "100", client="ops-scope") as client:
+                checked = await client.call_tool("check_answer", {"alert_id": theirs["id"]})
+                self.assertEqual(checked.structured_content["status"], "not_answered_yet", text(checked))
+                asked = await client.call_tool(
+                    "ask_human", {"title": "Deploy?", "buttons": ["Go"], "client": "ops-other", "priority": 50, "timeout_seconds": 0}
+                )
+                self.assertFalse(asked.is_error, text(asked))
+                self.assertEqual(asked.structured_content["client"], "ops-other")
+                withdrawn = await client.call_tool("withdraw_question", {"alert_id": theirs["id"]})
+                self.assertEqual(withdrawn.structured_content["status"], "withdrawn")
+                await client.call_tool("withdraw_question", {"alert_id": asked.structured_content["alert_id"]})
+
+    async def test_text_people_wrote_reaches_the_agent_without_escape_sequences(self):
+        # Issue 44, item 10: an MCP client's name with an escape sequence (one that writes the
+        # clipboard) went into every alert's metadata as it was; a person's comment is shown to
+        # the agent's host, a terminal.
+        parameters = server(self.daemon.base, self.agent, client="ops-escapes")
+        process = subprocess.Popen(
+            [parameters.command, *parameters.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, **parameters.env},
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            name = "evil\u001b]52;c;aGVsbG8=\u0007agent"
+            messages = [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": name, "version": "1\u009b31m"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_human", "arguments": {"title": "Reboot?", "buttons": ["Reboot", {"title": "No", "style": "cancel"}]}}},
+            ]
+            process.stdin.write(json.dumps(messages[0]).encode() + b"\n")
+            process.stdin.flush()
+            with anyio.fail_after(TEST_SECONDS):
+                first = json.loads(await anyio.to_thread.run_sync(process.stdout.readline))
+                self.assertEqual(first["id"], 1)
+                process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages[1:]))
+                process.stdin.flush()
+                alert = await self.displayed("ops-escapes")
+                self.assertEqual(alert["metadata"]["agent"], "evil]52;c;aGVsbG8=agent 131m")
+                await self.choose("ops-escapes", alert["id"], "No", comment="no \u001b]0;pwned\u0007 \u009b2J way")
+                while True:
+                    answer = json.loads(await anyio.to_thread.run_sync(process.stdout.readline))
+                    if answer.get("id") == 2:
+                        break
+                said = answer["result"]["content"][0]["text"]
+                self.assertIn('"no \ufffd]0;pwned\ufffd \ufffd2J way"', said)
+                self.assertFalse(any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in said), said)
+                self.assertEqual(answer["result"]["structuredContent"]["comment"], "no \ufffd]0;pwned\ufffd \ufffd2J way")
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            process.stdout.close()
 
     async def test_the_cancel_button_is_a_no(self):
         with anyio.fail_after(TEST_SECONDS):
@@ -413,7 +595,7 @@ auth:
                     self.assertTrue(result.is_error, arguments)
                     self.assertIn(expected, text(result))
                 # The server is still there.
-                self.assertEqual(len((await client.list_tools()).tools), 4)
+                self.assertEqual(len((await client.list_tools()).tools), 5)
 
 
 class MCPErrorTests(unittest.IsolatedAsyncioTestCase):
@@ -443,13 +625,6 @@ auth:
     def tearDownClass(cls):
         cls.daemon.stop()
 
-    async def call(self, secret, tool, arguments, client="ops"):
-        async with Client(server(self.daemon.base, secret, client=client)) as session:
-            result = await session.call_tool(tool, arguments)
-            # Whatever alertd said, the server lives on.
-            self.assertEqual(len((await session.list_tools()).tools), 4)
-            return result
-
     async def test_a_wrong_token_says_to_fix_the_token(self):
         with anyio.fail_after(TEST_SECONDS):
             result = await self.call("alertd_wrong", "ask_human", {"title": "Deploy?", "buttons": ["Go"]})
@@ -457,9 +632,18 @@ auth:
             self.assertIn("refused the token", text(result))
             self.assertIn("ALERTD_TOKEN", text(result))
 
+    async def call(self, secret, tool, arguments, client="ops", flags=()):
+        async with Client(server(self.daemon.base, secret, *flags, client=client)) as session:
+            result = await session.call_tool(tool, arguments)
+            # Whatever alertd said, the server lives on.
+            self.assertEqual(len((await session.list_tools()).tools), 5)
+            return result
+
     async def test_a_client_the_token_lacks_says_which_role_it_needs(self):
         with anyio.fail_after(TEST_SECONDS):
-            result = await self.call(self.agent, "ask_human", {"title": "Deploy?", "buttons": ["Go"], "client": "payments"})
+            result = await self.call(
+                self.agent, "ask_human", {"title": "Deploy?", "buttons": ["Go"], "client": "payments"}, flags=("--allow-client", "payments")
+            )
             self.assertTrue(result.is_error)
             self.assertIn("post role on payments", text(result))
 
@@ -497,6 +681,32 @@ class MCPUnreachableTests(unittest.IsolatedAsyncioTestCase):
                 self.assertIn("same arguments", text(result))
                 checked = await client.call_tool("check_answer", {"alert_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV"})
                 self.assertTrue(checked.is_error)
+                # A permission request alertd cannot put to anyone is denied, never allowed.
+                permission = await client.call_tool("request_permission", {"tool_name": "Bash", "input": {"command": "ls"}})
+                self.assertFalse(permission.is_error, text(permission))
+                answer = json.loads(text(permission))
+                self.assertEqual(answer["behavior"], "deny")
+                self.assertIn("cannot be reached", answer["message"])
+
+    async def test_credentials_in_the_url_never_reach_the_agent(self):
+        # Issue 44, item 8: the tool's error text repeated --url whole.
+        with anyio.fail_after(TEST_SECONDS):
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            url = f"http://ops:hunter2-secret@127.0.0.1:{port}/?token=query-secret"
+            async with Client(server(url, "alertd_any")) as client:
+                for tool, arguments in (
+                    ("ask_human", {"title": "Deploy?", "buttons": ["Go"]}),
+                    ("notify_human", {"title": "FYI"}),
+                    ("request_permission", {"tool_name": "Bash", "input": {"command": "ls"}}),
+                ):
+                    result = await client.call_tool(tool, arguments)
+                    said = text(result)
+                    self.assertIn("cannot be reached", said)
+                    self.assertNotIn("hunter2", said)
+                    self.assertNotIn("query-secret", said)
+                    self.assertIn("***@127.0.0.1", said)
 
     async def test_alertd_stopped_during_the_wait_names_the_question(self):
         agent, digest = token()

@@ -1,10 +1,13 @@
 """schemathesis hooks for the OpenAPI test (loaded through SCHEMATHESIS_HOOKS).
 
-NewAlert has three rules JSON Schema cannot say, written in its description
+NewAlert has rules JSON Schema cannot say, written in its description
 instead: button titles are unique within the alert, at most one button has
-style "cancel", and metadata is at most 4096 bytes as compact JSON. A
-generated body that breaks one of them is dropped: alertd is right to refuse
-it (400 invalid-alert), and every other body is still generated and checked.
+style "cancel", metadata is at most 4096 bytes as compact JSON, and its
+fields (SPEC §13) have unique names, need buttons and name only the alert's
+buttons (by default every button but the cancel one, which must then exist).
+A generated body that breaks one of them is dropped: alertd is right to
+refuse it (400 invalid-alert), and every other body is still generated and
+checked.
 
 Queries over MAX_QUERY_BYTES are not sent (below: libmicrohttpd 0.9.75 cannot
 answer a request that fills its connection pool).
@@ -43,6 +46,22 @@ def breaks_unschematic_rule(body):
             return False
         if size > 4096:
             return True
+    fields = body.get("fields")
+    if isinstance(fields, list) and fields:
+        buttons = buttons if isinstance(buttons, list) else []
+        titles = [b.get("title") for b in buttons if isinstance(b, dict)]
+        uncancelled = [b for b in buttons if isinstance(b, dict) and b.get("style") != "cancel"]
+        names = [f.get("name") for f in fields if isinstance(f, dict)]
+        if not titles or len(names) != len(set(names)):
+            return True
+        for field in fields:
+            if not isinstance(field, dict):
+                continue
+            named = field.get("buttons")
+            if named is None and not uncancelled:
+                return True
+            if isinstance(named, list) and any(title not in titles for title in named):
+                return True
     return False
 
 

@@ -328,6 +328,11 @@
   function renderVotes(alert) {
     const line = $("votes");
     if (line) line.textContent = tally(alert) || "";
+    const comments = $("vote-comments");
+    if (comments) comments.replaceWith(voteWordsElement(alert));
+    // A decider who voted writes nothing more on it.
+    const home = $("answer-form-home");
+    if (home && myVote(alert)) home.hidden = true;
     const mine = myVote(alert);
     const note = $("voted-note");
     if (note) {
@@ -587,7 +592,7 @@
     const by = who ? ` by ${who}` : "";
     switch (result.outcome) {
       case "answered":
-        return `${title} was answered “${result.button}”${by}.`;
+        return `${title} was answered “${result.button}”${by}${wordsText(alert, result)}.`;
       case "withdrawn":
         return `${title} was withdrawn${by}.`;
       default:
@@ -704,8 +709,10 @@
       el("h2", { id: "dialog-title", class: "dialog-title", text: alert.title }),
       alert.message ? el("p", { id: "dialog-message", class: "dialog-message", text: alert.message }) : null,
       alert.quorum > 1 ? el("p", { id: "votes", class: "dialog-votes", text: tally(alert) }) : null,
+      alert.quorum > 1 ? voteWordsElement(alert) : null,
       alert.metadata ? metadataElement(alert.metadata) : null,
       alert.buttons.length === 0 ? countdownElement() : null,
+      mayAnswer && !mine && alert.buttons.length > 0 ? answerForm(alert) : null,
     );
     const note = mayAnswer
       ? alert.quorum > 1
@@ -813,6 +820,7 @@
     if (state.busy || !canAnswer() || !state.shown || state.shown.id !== alert.id || myVote(state.shown)) return;
     if (button.style !== "destructive") {
       keep(false);
+      if (!wordsFor(alert, button)) return;
       choose(client, alert, button);
       return;
     }
@@ -820,9 +828,12 @@
     if (state.confirming && state.confirming.alertId === alert.id && state.confirming.button.index === button.index) return;
     state.confirming = { alertId: alert.id, button, client };
     const box = $("confirm");
+    const form = $("answer-form");
     replaceChildren(
       box,
       el("p", { class: "confirm-text", id: "confirm-text", text: `“${button.title}” is destructive. Choose it?` }),
+      // The answer's fields and comment move into the confirmation (SPEC §13), what was typed kept.
+      form ? showFieldsOf(form, alert, button) : null,
       el(
         "div",
         { class: "confirm-buttons" },
@@ -845,6 +856,8 @@
   function confirmed() {
     const pending = state.confirming;
     if (!pending) return;
+    // A required field left empty: the confirmation stays open on it, nothing is sent.
+    if (!wordsFor(state.shown, pending.button)) return;
     keep(false);
     choose(pending.client, state.shown, pending.button);
   }
@@ -854,6 +867,13 @@
     const pending = state.confirming;
     state.confirming = null;
     const box = $("confirm");
+    // The answer's form goes back above the buttons, with what was typed.
+    const form = $("answer-form");
+    const home = $("answer-form-home");
+    if (form && home && form.parentElement !== home) {
+      home.append(form);
+      showFieldsOf(form, state.shown, null);
+    }
     if (box) {
       box.hidden = true;
       replaceChildren(box);
@@ -873,9 +893,10 @@
     for (const b of buttons) b.disabled = true;
     const generation = state.generation;
     try {
+      const words = wordsFor(alert, button, true) || {};
       const answered = await api(clientPath(client, "/" + encodeURIComponent(alert.id) + "/choice"), {
         method: "POST",
-        body: { button_index: button.index },
+        body: { button_index: button.index, ...words },
         signal: state.controller.signal,
       });
       if (generation !== state.generation) return;
@@ -899,6 +920,14 @@
         $("flash").textContent = `You already voted on “${problem.alert.title}”: a vote is not changed, and “${button.title}” was not chosen.`;
       } else if (problem.code === "already-decided" && problem.alert) {
         $("flash").textContent = "Too late: " + describeDecision(problem.alert);
+      } else if (problem.code === "invalid-answer") {
+        // Nothing was chosen; each field alertd refused says why, and what was typed stays.
+        for (const entry of problem.errors || []) markField(entry.field, entry.reason);
+        $("flash").textContent = `“${button.title}” was not chosen: ${(problem.errors || []).map((e) => `${e.field}: ${e.reason}`).join("; ") || error.message}`;
+        if (state.shown && state.shown.id === alert.id) {
+          state.busy = false;
+          for (const b of buttons) b.disabled = false;
+        }
       } else {
         $("flash").textContent = `The choice was not recorded: ${error.message}`;
         if (state.shown && state.shown.id === alert.id) {
@@ -907,6 +936,149 @@
         }
       }
     }
+  }
+
+  // MARK: - Answers with words (SPEC §13)
+
+  /** The fields of `alert` that belong to `button`. */
+  function fieldsOf(alert, button) {
+    return (alert.fields || []).filter((field) => (field.buttons || []).includes(button.title));
+  }
+
+  /**
+   * The inputs an answer carries: one per field (its label, a hint of the buttons it belongs to
+   * when not all, its placeholder and length), then an optional comment. Kept in a home above
+   * the buttons; a destructive button's confirmation takes it in (showFieldsOf).
+   */
+  function answerForm(alert) {
+    const everyButton = alert.buttons.filter((b) => b.style !== "cancel").map((b) => b.title);
+    const fields = (alert.fields || []).map((field) => {
+      const id = `field-${field.name}`;
+      const only = field.buttons.length !== everyButton.length || field.buttons.some((title) => !everyButton.includes(title));
+      return el(
+        "div",
+        { class: "answer-field", "data-field": field.name, "data-buttons": JSON.stringify(field.buttons) },
+        el(
+          "label",
+          { for: id },
+          field.label || field.name,
+          field.required ? el("span", { class: "required", title: "required", text: " *" }) : null,
+          only ? el("span", { class: "field-for muted", text: ` (for ${field.buttons.map((t) => `“${t}”`).join(", ")})` }) : null,
+        ),
+        el("input", {
+          id,
+          type: "text",
+          name: field.name,
+          autocomplete: "off",
+          spellcheck: "false",
+          maxlength: String(field.max_length),
+          placeholder: field.placeholder || "",
+          "aria-describedby": `${id}-error`,
+          "aria-required": field.required ? "true" : "false",
+          oninput: () => clearMark(id),
+        }),
+        el("p", { id: `${id}-error`, class: "field-error", role: "alert" }),
+      );
+    });
+    return el(
+      "div",
+      { id: "answer-form-home", class: "answer-form-home" },
+      el(
+        "div",
+        { id: "answer-form", class: "answer-form" },
+        ...fields,
+        el(
+          "div",
+          { class: "answer-field answer-comment" },
+          el("label", { for: "answer-comment" }, "Comment ", el("span", { class: "muted", text: "(optional: why)" })),
+          el("textarea", {
+            id: "answer-comment",
+            name: "comment",
+            rows: "2",
+            maxlength: "1000",
+            "aria-describedby": "answer-comment-error",
+            oninput: () => clearMark("answer-comment"),
+          }),
+          el("p", { id: "answer-comment-error", class: "field-error", role: "alert" }),
+        ),
+      ),
+    );
+  }
+
+  /** Shows the fields of `button` in the form (all when null); returns the form. */
+  function showFieldsOf(form, alert, button) {
+    for (const row of form.querySelectorAll(".answer-field[data-field]")) {
+      const belongs = !button || JSON.parse(row.dataset.buttons || "[]").includes(button.title);
+      row.hidden = !belongs;
+    }
+    return form;
+  }
+
+  /** What is typed into a field it said was wrong: the mark goes. */
+  function clearMark(id) {
+    const note = $(`${id}-error`);
+    if (note) note.textContent = "";
+    const input = $(id);
+    if (input) input.removeAttribute("aria-invalid");
+  }
+
+  /** Shows `reason` under the input `path` names (`values.ticket`, `comment`). */
+  function markField(path, reason) {
+    const id = path === "comment" ? "answer-comment" : path.startsWith("values.") ? `field-${path.slice(7)}` : null;
+    const input = id && $(id);
+    const note = id && $(`${id}-error`);
+    if (note) note.textContent = reason;
+    if (input) input.setAttribute("aria-invalid", "true");
+  }
+
+  /**
+   * The comment and values to send with `button` (only its fields, only what is filled), or
+   * null when a required field of it is empty: that field says so and takes the focus, and
+   * nothing is sent. `quiet`: just the words.
+   */
+  function wordsFor(alert, button, quiet) {
+    const words = {};
+    const values = {};
+    let missing = null;
+    for (const note of document.querySelectorAll("#stage-content .field-error")) note.textContent = "";
+    for (const field of fieldsOf(alert, button)) {
+      const input = $(`field-${field.name}`);
+      const value = input ? input.value : "";
+      if (input) input.removeAttribute("aria-invalid");
+      if (value !== "") values[field.name] = value;
+      else if (field.required && !missing) missing = { field, input };
+    }
+    if (missing && !quiet) {
+      markField(`values.${missing.field.name}`, `Required for “${button.title}”.`);
+      $("flash").textContent = `“${missing.field.label || missing.field.name}” is required for “${button.title}”: nothing was sent.`;
+      if (missing.input) missing.input.focus({ preventScroll: true });
+      return null;
+    }
+    if (Object.keys(values).length) words.values = values;
+    const comment = $("answer-comment");
+    if (comment && comment.value.trim() !== "") words.comment = comment.value;
+    return words;
+  }
+
+  /** `, with ticket “OPS-1”: “why”`: an answer's values and comment, as a sentence's end. */
+  function wordsText(alert, result) {
+    const values = result.values || {};
+    const order = [...(alert.fields || []).map((f) => f.name), ...Object.keys(values).sort()];
+    const shown = [...new Set(order)].filter((name) => values[name] !== undefined);
+    let text = shown.length ? ", with " + shown.map((name) => `${name} “${values[name]}”`).join(", ") : "";
+    if (result.comment) text += `: “${result.comment}”`;
+    return text;
+  }
+
+  /** Under the votes line (a quorum): what each decider said, when they said anything. */
+  function voteWordsElement(alert) {
+    const said = (alert.votes || []).filter((vote) => vote.comment);
+    if (!said.length) return el("ul", { id: "vote-comments", class: "vote-comments", hidden: true });
+    return el(
+      "ul",
+      { id: "vote-comments", class: "vote-comments" },
+      ...said.map((vote) => el("li", { text: `${vote.decided_by === null ? "anonymous" : vote.decided_by}: “${vote.comment}”` })),
+    );
   }
 
   /** The alert as a choice of this page left it, when it is still the one shown and not older. */
@@ -1037,7 +1209,12 @@
           el("td", { title: alert.decided_at, text: relativePast(decidedAt) }),
           el("td", { class: "history-title", text: alert.title }),
           el("td", null, el("span", { class: `outcome ${result.outcome}`, text: result.outcome })),
-          el("td", { class: "history-button", text: result.button === null || result.button === undefined ? "—" : result.button }),
+          el(
+            "td",
+            { class: "history-button" },
+            result.button === null || result.button === undefined ? "—" : result.button,
+            wordsText(alert, result) ? el("span", { class: "history-words", text: wordsText(alert, result).replace(/^, /, "") }) : null,
+          ),
           el("td", { class: "history-by", text: deciders(alert) || "—" }),
           el("td", { class: "history-took", text: formatDuration(tookMs(alert)) }),
         );

@@ -38,6 +38,7 @@ public func fuzzAlertValidation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     precondition(resource.callbackURL == draft.callbackURL, "callback_url changed")
     precondition(resource.metadata == draft.metadata, "metadata changed")
     precondition(resource.quorum == draft.quorum && resource.votes.isEmpty, "quorum changed, or votes before any choice")
+    precondition(resource.fields == (draft.fields ?? []), "fields changed")
     precondition(resource.id == alert.id.description && AlertID(resource.id) == alert.id, "id does not round-trip")
     return 0
 }
@@ -61,5 +62,15 @@ private func check(_ draft: NewAlert, _ rules: AlertRules) {
     if let metadata = draft.metadata { precondition(JSONValue.object(metadata).compactBytes().count <= 4096, "metadata size") }
     if let url = draft.callbackURL?.lowercased() {
         precondition(url.hasPrefix("http://") || url.hasPrefix("https://"), "callback_url scheme")
+    }
+    // §13: at most 5 fields, names unique, each belonging to at least one of the alert's buttons.
+    if let fields = draft.fields {
+        precondition(fields.count <= 5 && !buttons.isEmpty, "fields count, or fields without buttons")
+        precondition(Set(fields.map(\.name)).count == fields.count, "duplicate field names")
+        for field in fields {
+            precondition(AlertField.isValidName(field.name) && (1...1000).contains(field.maxLength), "field name or max_length")
+            let titles = field.buttons ?? []
+            precondition(!titles.isEmpty && titles.allSatisfy { title in buttons.contains { $0.title == title } }, "field buttons")
+        }
     }
 }
