@@ -285,8 +285,7 @@ async function tapped(notification, action) {
     if (button && button.style !== "destructive") return answer(data, button);
   }
   notification.close();
-  await openDashboard(data.client);
-  return "opened";
+  return (await openDashboard(data.client)) ? "opened" : "not opened";
 }
 
 /** POSTs the choice to the push's answer link, then shows what came of it in place of the question. */
@@ -333,7 +332,10 @@ async function answer(data, button) {
   return "refused";
 }
 
-/** Focuses a dashboard window, which then shows the client (it follows the message), or opens one on it. */
+/**
+ * Focuses a dashboard window, which then shows the client (it follows the message), or opens
+ * one on it. False when the browser refused (it allows it only in answer to a tap).
+ */
 async function openDashboard(client) {
   const valid = typeof client === "string" && CLIENT_ID.test(client);
   const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
@@ -341,9 +343,14 @@ async function openDashboard(client) {
   if (dashboards.length > 0) {
     const target = dashboards.find((w) => w.focused) || dashboards[0];
     if (valid) target.postMessage({ type: "alertd.open", client });
-    await target.focus().catch(() => undefined);
-    return;
+    return target.focus().then(
+      () => true,
+      () => false,
+    );
   }
   const path = valid ? "/#/clients/" + encodeURIComponent(client) : "/";
-  await self.clients.openWindow(new URL(path, self.location.origin).href);
+  return self.clients.openWindow(new URL(path, self.location.origin).href).then(
+    () => true,
+    () => false,
+  );
 }
