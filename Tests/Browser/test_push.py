@@ -27,7 +27,7 @@ POSTER = secrets.token_urlsafe(24)  # post
 SOON = 10
 
 # Clients of the tests: one each, so that no test sees another's alerts.
-CLIENTS = ["shown", "tapped", "decided", "late", "destructive", "urgent"]
+CLIENTS = ["shown", "tapped", "decided", "late", "destructive", "urgent"]  # "readonly": another device
 
 
 def push_config(push=True):
@@ -258,11 +258,11 @@ class NotificationTests(unittest.TestCase):
         status, _ = self.daemon.api(
             "POST",
             "/v1/push/subscriptions",
-            {"endpoint": self.endpoint.url(reader), "keys": reader.keys(), "clients": ["shown"], "answer": False},
+            {"endpoint": self.endpoint.url(reader), "keys": reader.keys(), "clients": ["readonly"], "answer": False},
             VIEWER,
         )
         self.assertEqual(status, 201)
-        posted, payload = self.display("shown", device=reader)
+        posted, payload = self.display("readonly", device=reader)
         self.assertNotIn("answer_url", payload)
         shown = self.notification(posted["id"])
         self.assertEqual(shown["title"], DEPLOY["title"])
@@ -296,7 +296,10 @@ class NotifyThisDeviceTests(unittest.TestCase):
         self.assertEqual(button.text, "Notify this device of ops")
         self.assertIn("even with the dashboard closed", text_of(driver, "device-status"))
         button.click()
-        status = until(driver, lambda d: (t := text_of(d, "device-status")) and ("Saved." in t or "could not subscribe" in t) and t, 30)
+        until(driver, lambda d: "Subscribing…" in text_of(d, "device-status"), SOON, "the page subscribing")
+        self.assertFalse(driver.find_element(By.ID, "device-notify").is_enabled())
+        # The page gives the browser's push service 20 s.
+        status = until(driver, lambda d: (t := text_of(d, "device-status")) and ("Saved." in t or "could not subscribe" in t) and t, 40)
         saved = daemon.api("GET", "/v1/push/subscriptions", token=ALICE)[1]["subscriptions"]
         if "Saved." in status:
             # A browser with a push service: alertd holds the subscription the browser made.
@@ -310,12 +313,33 @@ class NotifyThisDeviceTests(unittest.TestCase):
             until(driver, lambda d: "Stopped" in text_of(d, "device-status"), SOON)
             self.assertEqual(daemon.api("GET", "/v1/push/subscriptions", token=ALICE)[1]["subscriptions"], [])
         else:
-            # Headless Chromium has no push service: the browser refuses to subscribe after the
-            # permission was granted, the page says so, and alertd holds nothing.
+            # Headless Chromium has no push service: pushManager.subscribe() never settles after
+            # the permission was granted. The page stops waiting, says so, and alertd holds nothing.
+            self.assertIn("This browser could not subscribe (TimeoutError: its push service did not answer within 20 s", status)
             self.assertEqual(driver.execute_script("return Notification.permission"), "granted")
             self.assertEqual(saved, [])
             self.assertTrue(driver.find_element(By.ID, "device-stop").get_attribute("hidden"))
             self.assertTrue(driver.find_element(By.ID, "device-notify").is_enabled())
+
+    def test_a_refused_permission_stops_there(self):
+        daemon, driver = self.start(push_config())
+        driver.execute_cdp_cmd("Browser.setPermission", {"permission": {"name": "notifications"}, "setting": "denied", "origin": daemon.base})
+        self.sign_in(driver, daemon.base, "ops")
+        # Blocked beforehand: the page says so without asking.
+        until(driver, lambda d: "Notifications are blocked for this site" in text_of(d, "device-status"), SOON)
+        self.assertFalse(driver.find_element(By.ID, "device-notify").is_enabled())
+        # Allowed to ask again (the person reset the site's setting), and refused at the prompt.
+        driver.execute_cdp_cmd("Browser.setPermission", {"permission": {"name": "notifications"}, "setting": "prompt", "origin": daemon.base})
+        driver.refresh()
+        button = until(driver, lambda d: (b := d.find_element(By.ID, "device-notify")) and b.is_enabled() and b, SOON, "the button")
+        driver.execute_cdp_cmd("Browser.setPermission", {"permission": {"name": "notifications"}, "setting": "denied", "origin": daemon.base})
+        button.click()
+        until(driver, lambda d: "Notifications are blocked for this site" in text_of(d, "device-status"), SOON)
+        subscription = driver.execute_async_script(
+            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => r.pushManager.getSubscription()).then((s) => done(s && s.endpoint));"
+        )
+        self.assertIsNone(subscription)
+        self.assertEqual(daemon.api("GET", "/v1/push/subscriptions", token=ALICE)[1]["subscriptions"], [])
 
     def test_with_push_off_the_page_says_so_and_offers_nothing(self):
         daemon, driver = self.start(push_config(push=False))

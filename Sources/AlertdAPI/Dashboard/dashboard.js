@@ -1154,6 +1154,11 @@
   // MARK: - This device: notifications (SPEC §11, docs/push.md)
 
   const BLOCKED = "Notifications are blocked for this site: allow them in the browser's site settings, then try again.";
+  /**
+   * How long the browser's push service may take to subscribe (ms). A browser that cannot reach
+   * it (a network that blocks it; headless Chromium, which has none) may never answer.
+   */
+  const SUBSCRIBE_TIMEOUT = 20000;
 
   /**
    * Web Push on this device. `reason`: why notifications cannot be offered (null: they can);
@@ -1360,10 +1365,18 @@
         subscription = null;
       }
       if (!subscription) {
+        device.said = "Subscribing…";
+        renderDevice();
+        let timer = 0;
+        const late = new Promise((resolve, reject) => {
+          timer = setTimeout(() => reject(new DOMException("its push service did not answer within 20 s: can this device reach it?", "TimeoutError")), SUBSCRIBE_TIMEOUT);
+        });
         try {
-          subscription = made = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+          subscription = made = await Promise.race([registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key }), late]);
         } catch (error) {
           throw new DeviceError(`This browser could not subscribe (${error.name}: ${error.message}).`);
+        } finally {
+          clearTimeout(timer);
         }
       }
       const body = Object.assign(subscription.toJSON(), { clients, answer: canAnswer() });
