@@ -233,7 +233,8 @@ struct DashboardServingTests {
     @Test("the routes have their own bounded metric labels")
     func routeNames() async {
         let cases: [(String, String)] = [
-            ("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset"), ("/sw.js", "dashboard_worker"),
+            ("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset"),
+            ("/sw.js", "dashboard_worker"),
         ]
         for (path, name) in cases {
             guard case .found(let route, _) = Router(API.routes).match(method: "GET", path: path) else {

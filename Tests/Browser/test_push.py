@@ -209,8 +209,9 @@ class NotificationTests(unittest.TestCase):
         self.assertTrue(note["silent"])
         # The decision's push keeps what this device did, and the link is spent.
         self.push("alert.decided", posted["id"])
-        self.notification(posted["id"], lambda n: n["data"].get("settled"), "the settled note")
-        self.assertEqual(self.notifications(posted["id"])[0]["body"], "You answered “Deploy”.")
+        decided = self.notification(posted["id"], lambda n: n["data"].get("decided") == "answered", "the decided note")
+        self.assertEqual(decided["body"], "You answered “Deploy”.")
+        self.assertTrue(decided["data"]["settled"])
         # The note has nothing left to answer: a tap on it only opens the dashboard.
         self.assertNotEqual(self.tap(posted["id"], "button:0"), "answered")
 

@@ -205,9 +205,10 @@ function showAsked(data, note) {
 /**
  * A note in place of the question (same tag, no actions, no sound): what became of it.
  * `settled` notes (the alert is decided) are closed by a dashboard on screen and by the next
- * question; `answeredHere` marks an answer sent from this notification.
+ * question; `answeredHere` marks an answer sent from this notification; `decided` is the state
+ * an `alert.decided` push said.
  */
-function showNote(data, body, settled, answeredHere = false) {
+function showNote(data, body, settled, answeredHere = false, decided = null) {
   return self.registration.showNotification(data.title || "alertd", {
     body,
     tag: data.alertId,
@@ -216,7 +217,7 @@ function showNote(data, body, settled, answeredHere = false) {
     requireInteraction: false,
     icon: "/ui/icon-192.png",
     actions: [],
-    data: { alertId: data.alertId, client: data.client, title: data.title, body, state: "note", settled, answeredHere },
+    data: { alertId: data.alertId, client: data.client, title: data.title, body, state: "note", settled, answeredHere, decided },
   });
 }
 
@@ -233,7 +234,7 @@ async function showDecided(alert) {
   const data = { alertId: alert.id, client: alert.client, title: before.title || `An alert for ${alert.client}` };
   // An answer sent from this notification already says what it was.
   const body = before.answeredHere ? before.body : OUTCOMES[alert.state] || `It is ${text(alert.state) || "decided"}.`;
-  await showNote(data, body, true, !!before.answeredHere);
+  await showNote(data, body, true, !!before.answeredHere, text(alert.state));
   await tellWindows({ type: "alertd.settled", alertId: alert.id });
 }
 
@@ -317,7 +318,8 @@ async function answer(data, button) {
     if (result) said = `You answered “${result.button}”.`;
     else if ((body.quorum || 1) > 1) said = `You voted “${button.title}”: ${(body.votes || []).length} of ${body.quorum} approvals.`;
     else said = `You chose “${button.title}”.`;
-    await showNote(data, said, false, true);
+    // Decided (not a vote short of the quorum): the note is settled, as alert.decided would make it.
+    await showNote(data, said, !!result, true);
     return "answered";
   }
   const decided = body && body.alert && body.alert.result;
