@@ -29,7 +29,7 @@ POSTER = secrets.token_urlsafe(24)  # post
 SOON = 15
 
 # Clients of the tests: one each, so that no test sees another's alerts.
-CLIENTS = ["shown", "tapped", "decided", "late", "destructive", "urgent"]  # "readonly": another device
+CLIENTS = ["shown", "tapped", "decided", "late", "destructive", "urgent", "opened"]  # "readonly": another device
 
 
 def push_config(push=True):
@@ -219,6 +219,23 @@ class NotificationTests(unittest.TestCase):
         self.assertTrue(decided["data"]["settled"])
         # The note has nothing left to answer: a tap on it only opens the dashboard.
         self.assertNotEqual(self.tap(posted["id"], "button:0"), "answered")
+
+    def test_a_tap_on_the_notification_shows_its_client_on_the_open_dashboard(self):
+        self.driver.get(self.base + "/#/clients/elsewhere")
+        field = until(self.driver, lambda d: visible(d, "login-view") and d.find_element(By.ID, "token-input"))
+        field.send_keys(ALICE)
+        self.driver.find_element(By.ID, "login-submit").click()
+        until(self.driver, lambda d: visible(d, "client-view") and text_of(d, "client-title") == "elsewhere", SOON)
+        posted, _ = self.display("opened")
+        self.notification(posted["id"], lambda n: n["actions"], "the question")
+        # A tap on the notification itself (no action): the dashboard shows the alert's client, and
+        # the notification goes. Nothing is answered.
+        self.assertEqual(self.tap(posted["id"], ""), "shown")
+        until(self.driver, lambda d: text_of(d, "client-title") == "opened" and d.execute_script("return location.hash") == "#/clients/opened", SOON)
+        until(self.driver, lambda d: (dialog := d.execute_script(
+            "const e = document.querySelector('#stage-content [role=alertdialog]'); return e && e.dataset.alertId")) == posted["id"], SOON)
+        self.assertEqual(self.notifications(posted["id"]), [])
+        self.assertEqual(self.daemon.alert("opened", posted["id"], token=VIEWER)["state"], "displayed")
 
     def test_a_destructive_button_is_never_answered_from_a_notification(self):
         posted, _ = self.display("destructive")

@@ -257,13 +257,14 @@ self.addEventListener("notificationclick", (event) => {
 
 /**
  * A page of this origin may act on a notification as a tap on it would (the browser tests do:
- * headless Chromium has no notification to tap). It gains nothing it lacked: any script of this
- * origin can read a notification's data (registration.getNotifications()) and post to its link.
- * Only an action can be run this way: opening a window needs a real tap.
+ * headless Chromium has no notification to tap): `action` names an action, "" the notification
+ * itself. It gains nothing it lacked: any script of this origin can read a notification's data
+ * (registration.getNotifications()) and post to its link. The browser still opens or focuses a
+ * window only for a real tap.
  */
 self.addEventListener("message", (event) => {
   const message = event.data || {};
-  if (message.type !== "alertd.tap" || typeof message.tag !== "string" || typeof message.action !== "string" || !message.action) return;
+  if (message.type !== "alertd.tap" || typeof message.tag !== "string" || typeof message.action !== "string") return;
   event.waitUntil(
     (async () => {
       const [notification] = await self.registration.getNotifications({ tag: message.tag });
@@ -286,7 +287,7 @@ async function tapped(notification, action) {
     if (button && button.style !== "destructive") return answer(data, button);
   }
   notification.close();
-  return (await openDashboard(data.client)) ? "opened" : "not opened";
+  return openDashboard(data.client);
 }
 
 /** POSTs the choice to the push's answer link, then shows what came of it in place of the question. */
@@ -335,8 +336,9 @@ async function answer(data, button) {
 }
 
 /**
- * Focuses a dashboard window, which then shows the client (it follows the message), or opens
- * one on it. False when the browser refused (it allows it only in answer to a tap).
+ * Shows the client on a dashboard window (it follows the message) and focuses it, or opens one
+ * on it. Resolves to "shown", "opened", or "not opened" when the browser refused to open a
+ * window (it allows that only in answer to a real tap).
  */
 async function openDashboard(client) {
   const valid = typeof client === "string" && CLIENT_ID.test(client);
@@ -345,14 +347,12 @@ async function openDashboard(client) {
   if (dashboards.length > 0) {
     const target = dashboards.find((w) => w.focused) || dashboards[0];
     if (valid) target.postMessage({ type: "alertd.open", client });
-    return target.focus().then(
-      () => true,
-      () => false,
-    );
+    await target.focus().catch(() => undefined);
+    return "shown";
   }
   const path = valid ? "/#/clients/" + encodeURIComponent(client) : "/";
   return self.clients.openWindow(new URL(path, self.location.origin).href).then(
-    () => true,
-    () => false,
+    () => "opened",
+    () => "not opened",
   );
 }
