@@ -276,6 +276,24 @@ class NotificationTests(unittest.TestCase):
         self.push("alert.decided", second["id"])
         until(self.driver, lambda d: self.notifications(second["id"]) == [], SOON, "the notification closed")
 
+    def test_every_push_shows_a_notification_even_one_it_cannot_read(self):
+        # Browsers end (Safari) or flag (Chrome) subscriptions whose pushes show nothing.
+        self.devtools.deliver_push(self.base, self.registration, {"type": "alert.future", "alert": {"id": "X1", "client": "ops"}})
+        self.notification("alertd", what="the notification of a push it does not know")
+        self.driver.execute_script("navigator.serviceWorker.getRegistration('/').then((r) => r.getNotifications().then((l) => l.forEach((n) => n.close())))")
+        until(self.driver, lambda d: self.notifications("alertd") == [], SOON, "the notification closed")
+        self.devtools.call(
+            "ServiceWorker.deliverPushMessage", {"origin": self.base, "registrationId": self.registration, "data": "not JSON"}
+        )
+        self.notification("alertd", what="the notification of a push that is not JSON")
+        # The decision about an alert whose question this device does not show (dismissed by hand).
+        self.devtools.deliver_push(
+            self.base, self.registration, {"type": "alert.decided", "alert": {"id": "01NOTSHOWN", "client": "ops", "state": "expired"}}
+        )
+        note = self.notification("01NOTSHOWN", what="the note")
+        self.assertEqual((note["title"], note["body"]), ("An alert for ops", "Expired before anyone answered."))
+        self.assertTrue(note["silent"])
+
     def test_a_subscription_that_may_not_answer_gets_no_actions(self):
         reader = self.endpoint.device("reader")
         status, _ = self.daemon.api(
