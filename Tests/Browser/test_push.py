@@ -134,7 +134,9 @@ class NotificationTests(unittest.TestCase):
                 f"{what} ({tag})",
             )
         except TimeoutException:
-            raise AssertionError(f"no {what} ({tag}) within {SOON} s; shown: {self.notifications()}") from None
+            raise AssertionError(
+                f"no {what} ({tag}) within {SOON} s; shown: {self.notifications()}; the worker: {self.devtools.worker_events()}"
+            ) from None
 
     def push(self, kind, alert_id, device=None):
         payload = self.endpoint.wait(device or self.phone, kind, alert_id)

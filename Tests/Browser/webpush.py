@@ -211,5 +211,19 @@ class DevTools:
             {"origin": origin, "registrationId": registration_id, "data": json.dumps(payload)},
         )
 
+    def worker_events(self):
+        """The ServiceWorker events seen so far (after draining what is waiting): for a failure's message."""
+        self.socket.settimeout(0.2)
+        try:
+            while True:
+                message = json.loads(self.socket.recv())
+                if "method" in message:
+                    self.events.append(message)
+        except (websocket.WebSocketTimeoutException, BlockingIOError):
+            pass
+        finally:
+            self.socket.settimeout(10)
+        return [e for e in self.events if e["method"].startswith("ServiceWorker.")][-8:]
+
     def close(self):
         self.socket.close()
