@@ -26,7 +26,7 @@ test-deps:
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends \
 		libmicrohttpd-dev libsqlite3-dev pkg-config python3 python3-venv systemd openssl prometheus \
-		chromium chromium-driver python3-selenium tmux \
+		chromium chromium-driver python3-selenium python3-websocket python3-cryptography tmux \
 		dpkg-dev binutils libcurl4 libcurl4-openssl-dev lintian systemd-container debootstrap man-db postgresql nginx-light \
 		prometheus-alertmanager
 

@@ -122,6 +122,9 @@ let package = Package(
             resources: [
                 .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
                 .embedInCode("Dashboard/dashboard.js"), .embedInCode("Dashboard/icon.svg"),
+                .embedInCode("Dashboard/sw.js"), .embedInCode("Dashboard/manifest.webmanifest"),
+                .embedInCode("Dashboard/icon-192.png"), .embedInCode("Dashboard/icon-512.png"),
+                .embedInCode("Dashboard/icon-maskable-512.png"), .embedInCode("Dashboard/apple-touch-icon.png"),
                 .embedInCode("OpenAPI/alertd.yaml"),
             ]
         ),

@@ -2,8 +2,9 @@ import AlertdHTTP
 import Crypto
 import Foundation
 
-/// The operator dashboard: `Dashboard/index.html` at `/`, its other files under
-/// `/ui/`. The files (in `Sources/AlertdAPI/Dashboard/`) are compiled into the
+/// The operator dashboard: `Dashboard/index.html` at `/`, its service worker
+/// `Dashboard/sw.js` at `/sw.js` (so that its scope is the whole origin), its
+/// other files under `/ui/`. The files (in `Sources/AlertdAPI/Dashboard/`) are compiled into the
 /// binary by SwiftPM (`.embedInCode` resources, `PackageResources`), so a fresh
 /// install serves them with nothing beside the executable.
 ///
@@ -36,25 +37,38 @@ enum Dashboard {
         Asset(name: "dashboard.css", contentType: "text/css; charset=utf-8", body: PackageResources.dashboard_css),
         Asset(name: "dashboard.js", contentType: "text/javascript; charset=utf-8", body: PackageResources.dashboard_js),
         Asset(name: "icon.svg", contentType: "image/svg+xml; charset=utf-8", body: PackageResources.icon_svg),
+        Asset(name: "sw.js", contentType: "text/javascript; charset=utf-8", body: PackageResources.sw_js),
+        Asset(name: "manifest.webmanifest", contentType: "application/manifest+json", body: PackageResources.manifest_webmanifest),
+        Asset(name: "icon-192.png", contentType: "image/png", body: PackageResources.icon_192_png),
+        Asset(name: "icon-512.png", contentType: "image/png", body: PackageResources.icon_512_png),
+        Asset(name: "icon-maskable-512.png", contentType: "image/png", body: PackageResources.icon_maskable_512_png),
+        Asset(name: "apple-touch-icon.png", contentType: "image/png", body: PackageResources.apple_touch_icon_png),
     ]
 
     /// The page's own file, served at `/` only.
     static let pageName = "index.html"
 
-    /// No inline script or style, nothing from other origins, no framing.
+    /// The service worker, served at `/sw.js` only: a worker's scope is at most the
+    /// folder of its script, and the dashboard's is the whole origin (`/`).
+    static let workerName = "sw.js"
+
+    /// No inline script or style, nothing from other origins, no framing; the web app
+    /// manifest and the service worker from this origin only.
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        + "manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     private static let byName: [String: Asset] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
-    /// The file `/ui/{name}` serves; nil for an unknown name (and for the page,
-    /// whose one address is `/`).
+    /// The file `/ui/{name}` serves; nil for an unknown name (and for the page and
+    /// the service worker, whose one addresses are `/` and `/sw.js`).
     static func asset(named name: String) -> Asset? {
-        name == pageName ? nil : byName[name]
+        name == pageName || name == workerName ? nil : byName[name]
     }
 
     static var page: Asset { byName[pageName]! }
+
+    static var worker: Asset { byName[workerName]! }
 
     /// 200 with the file, or 304 when `If-None-Match` names its ETag.
     static func response(_ asset: Asset, ifNoneMatch: String?) -> HTTPResponse {

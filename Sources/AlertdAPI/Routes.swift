@@ -8,6 +8,8 @@ extension API {
         // The dashboard loads without a token: it asks for one itself.
         Route("GET", "/", .open, "dashboard", API.dashboardPage),
         Route("GET", "/ui/{asset}", .open, "dashboard_asset", API.dashboardAsset),
+        // Its service worker, at the root so that its scope covers the page (`/`).
+        Route("GET", "/sw.js", .open, "dashboard_worker", API.dashboardWorker),
         // The API's description: no token even with tokens configured (it holds no data).
         Route("GET", "/v1/openapi.json", .anyone, "openapi", API.openAPIDocument),
         // Any valid token (with tokens, every other /v1 request shows one before routing).

@@ -44,6 +44,11 @@ extension API {
         call.respond(Dashboard.response(Dashboard.page, ifNoneMatch: call.request.header("if-none-match")))
     }
 
+    /// `GET /sw.js`: the dashboard's service worker (notifications, the installable app).
+    func dashboardWorker(_ call: Call) throws {
+        call.respond(Dashboard.response(Dashboard.worker, ifNoneMatch: call.request.header("if-none-match")))
+    }
+
     /// `GET /ui/{asset}`: one of the dashboard's embedded files.
     func dashboardAsset(_ call: Call) throws {
         guard let asset = Dashboard.asset(named: call.captures["asset"] ?? "") else {

@@ -41,7 +41,7 @@ struct DashboardEmbeddingTests {
     func contentTypes() async {
         let expected = [
             "html": "text/html; charset=utf-8", "css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8",
-            "svg": "image/svg+xml; charset=utf-8",
+            "svg": "image/svg+xml; charset=utf-8", "png": "image/png", "webmanifest": "application/manifest+json",
         ]
         for asset in Dashboard.all {
             let ext = String(asset.name.split(separator: ".").last ?? "")
@@ -68,21 +68,52 @@ struct DashboardEmbeddingTests {
         }
     }
 
-    @Test("the script never turns text into HTML or code")
-    func noHTMLSinks() async throws {
-        let script = try #require(Dashboard.asset(named: "dashboard.js")).text
+    @Test("the scripts never turn text into HTML or code", arguments: ["dashboard.js", "sw.js"])
+    func noHTMLSinks(name: String) async throws {
+        let script = try #require(Dashboard.all.first { $0.name == name }).text
         for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setTimeout(\""] {
             let uses = script.contains(sink)
-            #expect(!uses, "dashboard.js uses \(sink)")
+            #expect(!uses, "\(name) uses \(sink)")
         }
+    }
+
+    @Test("the page names its manifest, and the manifest an app whose icons are embedded PNGs of the sizes it says")
+    func manifest() async throws {
+        #expect(Dashboard.page.text.contains(#"<link rel="manifest" href="/ui/manifest.webmanifest">"#))
+        let asset = try #require(Dashboard.asset(named: "manifest.webmanifest"))
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(asset.body)) as? [String: Any])
+        #expect(manifest["start_url"] as? String == "/")
+        #expect(manifest["scope"] as? String == "/")
+        #expect(manifest["display"] as? String == "standalone")
+        #expect((manifest["name"] as? String)?.isEmpty == false)
+        let icons = try #require(manifest["icons"] as? [[String: String]])
+        var pngs: [(size: Int, purpose: String)] = []
+        for icon in icons {
+            let src = try #require(icon["src"])
+            #expect(src.hasPrefix("/ui/"), "\(src) is not one of the dashboard's files")
+            let file = try #require(Dashboard.asset(named: String(src.dropFirst(4))), "\(src) is not embedded")
+            #expect(file.contentType.hasPrefix(icon["type"] ?? "?"), "\(src): type \(icon["type"] ?? "none")")
+            guard icon["type"] == "image/png" else { continue }
+            // PNG: the signature, then IHDR with the width and height, big-endian.
+            let bytes = file.body
+            #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), "\(src) is not a PNG")
+            let width = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }
+            let height = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
+            #expect(icon["sizes"] == "\(width)x\(height)", "\(src) is \(width)x\(height), the manifest says \(icon["sizes"] ?? "nothing")")
+            pngs.append((width, icon["purpose"] ?? "any"))
+        }
+        // What Chromium needs to install it, and a launcher that cuts icons into its own shape.
+        #expect(pngs.contains { $0.size == 192 && $0.purpose == "any" })
+        #expect(pngs.contains { $0.size == 512 && $0.purpose == "any" })
+        #expect(pngs.contains { $0.size >= 192 && $0.purpose == "maskable" })
     }
 }
 
 @Suite("The dashboard is served at / and /ui/")
 struct DashboardServingTests {
     static let policy =
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
-        + "form-action 'none'; frame-ancestors 'none'"
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; manifest-src 'self'; "
+        + "worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     @Test("GET / is the page, with a strict Content-Security-Policy, nosniff, no-referrer, no-cache and a strong ETag")
     func page() async throws {
@@ -106,7 +137,9 @@ struct DashboardServingTests {
         "each asset has its content type and the same security headers",
         arguments: [
             ("/ui/dashboard.js", "text/javascript; charset=utf-8"), ("/ui/dashboard.css", "text/css; charset=utf-8"),
-            ("/ui/icon.svg", "image/svg+xml; charset=utf-8"),
+            ("/ui/icon.svg", "image/svg+xml; charset=utf-8"), ("/ui/manifest.webmanifest", "application/manifest+json"),
+            ("/ui/icon-192.png", "image/png"), ("/ui/icon-512.png", "image/png"), ("/ui/icon-maskable-512.png", "image/png"),
+            ("/ui/apple-touch-icon.png", "image/png"),
         ])
     func asset(path: String, type: String) async throws {
         try await withAlertd { daemon in
@@ -121,7 +154,28 @@ struct DashboardServingTests {
         }
     }
 
-    @Test("If-None-Match naming the ETag is 304 without a body; another tag gets the file", arguments: ["/", "/ui/dashboard.js"])
+    @Test(
+        "the service worker is served at /sw.js, so that its scope can be the whole origin, like the other files",
+        arguments: ["GET", "HEAD"])
+    func worker(method: String) async throws {
+        try await withAlertd { daemon in
+            let response = try await daemon.send(method, "/sw.js")
+            #expect(response.status == 200)
+            // A service worker must come as JavaScript, or the browser refuses to register it.
+            #expect(response.header("Content-Type") == "text/javascript; charset=utf-8")
+            if method == "GET" { #expect(response.text == Dashboard.worker.text && response.text.contains("addEventListener(\"push\"")) }
+            #expect(response.header("Content-Security-Policy") == Self.policy)
+            #expect(response.header("X-Content-Type-Options") == "nosniff")
+            #expect(response.header("Cache-Control") == "no-cache")
+            #expect(response.header("ETag") == Dashboard.worker.etag)
+            // At the root no Service-Worker-Allowed is needed, and none widens anything.
+            #expect(response.header("Service-Worker-Allowed") == nil)
+            // Nowhere else: the one address is the one scope.
+            #expect(try await daemon.send("GET", "/ui/sw.js").status == 404)
+        }
+    }
+
+    @Test("If-None-Match naming the ETag is 304 without a body; another tag gets the file", arguments: ["/", "/ui/dashboard.js", "/sw.js"])
     func conditional(path: String) async throws {
         try await withAlertd { daemon in
             let etag = try #require(try await daemon.send("GET", path).header("ETag"))
@@ -169,7 +223,7 @@ struct DashboardServingTests {
                     - { name: console, sha256: "\(hex)", roles: [answer], clients: ["*"] }
                 """
         ) { daemon async throws in
-            for path in ["/", "/ui/dashboard.js", "/ui/dashboard.css"] {
+            for path in ["/", "/ui/dashboard.js", "/ui/dashboard.css", "/sw.js", "/ui/manifest.webmanifest", "/ui/icon-192.png"] {
                 #expect(try await daemon.send("GET", path).status == 200, "\(path)")
             }
             #expect(try await daemon.send("GET", "/v1/clients").status == 401)
@@ -178,7 +232,10 @@ struct DashboardServingTests {
 
     @Test("the routes have their own bounded metric labels")
     func routeNames() async {
-        let cases: [(String, String)] = [("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset")]
+        let cases: [(String, String)] = [
+            ("/", "dashboard"), ("/ui/dashboard.js", "dashboard_asset"), ("/ui/anything", "dashboard_asset"),
+            ("/sw.js", "dashboard_worker"),
+        ]
         for (path, name) in cases {
             guard case .found(let route, _) = Router(API.routes).match(method: "GET", path: path) else {
                 Issue.record("no route for \(path)")

@@ -178,10 +178,11 @@ def wait_for(condition, timeout, message=""):
         time.sleep(0.02)
 
 
-def browser(width=1280, height=860, dark=False, phone=False):
+def browser(width=1280, height=860, dark=False, phone=False, arguments=()):
     """Headless Chromium through chromedriver, with the browser console recorded.
 
     `phone`: a 360 × 760 CSS-pixel viewport at device scale 2, as a small phone has.
+    `arguments`: more command-line switches.
     """
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM_BIN
@@ -199,6 +200,7 @@ def browser(width=1280, height=860, dark=False, phone=False):
         "--hide-scrollbars",
         "--lang=en-US",
         f"--window-size={width},{height}",
+        *arguments,
     ):
         options.add_argument(argument)
     if dark:

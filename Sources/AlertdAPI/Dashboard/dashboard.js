@@ -240,6 +240,7 @@
     const generation = stopLoops();
     const where = route();
     renderIdentity();
+    renderDevice();
     if (where.view === "client") {
       $("crumb-client").textContent = where.client;
       show("crumb-client", true);
@@ -353,6 +354,7 @@
         state.me = await api("/v1/whoami", { token: state.token || null });
         connected();
         render();
+        refreshDevice();
         return;
       } catch (error) {
         if (error instanceof Unauthorized) {
@@ -374,6 +376,10 @@
     sessionStorage.removeItem(TOKEN_KEY);
     $("identity").textContent = "";
     show("sign-out", false);
+    // The device stays subscribed (notifications work with no tab open); only the page forgets.
+    device.saved = null;
+    device.said = "";
+    renderDevice();
     showOnly("login-view");
     $("login-error").textContent = message || "";
     $("login-submit").disabled = false;
@@ -398,6 +404,7 @@
       sessionStorage.setItem(TOKEN_KEY, token);
       $("token-input").value = "";
       render();
+      refreshDevice();
     } catch (error) {
       $("login-error").textContent =
         error instanceof Unauthorized
@@ -468,6 +475,11 @@
       }),
     );
     show("clients-empty", clients.length === 0);
+    const listed = sorted.map((summary) => summary.client);
+    if (listed.join("\n") !== device.listed.join("\n")) {
+      device.listed = listed;
+      renderDevice();
+    }
   }
 
   function openClient(event) {
@@ -1315,12 +1327,299 @@
     return "in " + formatDuration(ms);
   }
 
+
+  // MARK: - This device: notifications (SPEC §11, docs/push.md)
+
+  const BLOCKED = "Notifications are blocked for this site: allow them in the browser's site settings, then try again.";
+  /**
+   * How long the browser's push service may take to subscribe (ms). A browser that cannot reach
+   * it (a network that blocks it; headless Chromium, which has none) may never answer.
+   */
+  const SUBSCRIBE_TIMEOUT = 20000;
+
+  /**
+   * Web Push on this device. `reason`: why notifications cannot be offered (null: they can);
+   * `browser`: the browser's PushSubscription; `saved`: alertd's record of it made by this
+   * token (`{id, endpoint, clients, answer, decider}`), null when alertd has none; `said`: the
+   * outcome of the last click; `listed`: the clients the clients view shows.
+   */
+  const device = {
+    worker: null,
+    workerError: "",
+    reason: "Checking whether this device can be notified…",
+    key: null,
+    browser: null,
+    saved: null,
+    busy: false,
+    said: "",
+    listed: [],
+  };
+
+  /** A step of subscribing that failed, with what to tell the person. */
+  class DeviceError extends Error {}
+
+  /** Why this page cannot subscribe, whatever alertd says; null when it can. */
+  function pushSupport() {
+    if (!window.isSecureContext) {
+      return "Notifications need HTTPS: open the dashboard at an https:// address whose certificate this device trusts (docs/push.md).";
+    }
+    if (!("serviceWorker" in navigator) || !("PushManager" in window) || !("Notification" in window)) {
+      return (
+        "This browser cannot receive Web Push here. On an iPhone or iPad (iOS 16.4 or later), add the dashboard " +
+        "to the Home Screen first (Share, then Add to Home Screen) and open it from there."
+      );
+    }
+    return null;
+  }
+
+  /**
+   * The service worker (/sw.js, scope /): what makes the dashboard installable and shows
+   * notifications. Registered on every load where the browser has service workers.
+   */
+  function registerWorker() {
+    if (!window.isSecureContext || !("serviceWorker" in navigator)) return;
+    device.worker = navigator.serviceWorker.register("/sw.js", { scope: "/", updateViaCache: "none" }).catch((error) => {
+      device.workerError = error.message;
+      return null;
+    });
+    navigator.serviceWorker.addEventListener("message", onWorkerMessage);
+    navigator.serviceWorker.startMessages();
+    document.addEventListener("visibilitychange", closeSettledNotes);
+    closeSettledNotes();
+  }
+
+  function onWorkerMessage(event) {
+    const message = event.data || {};
+    if (message.type === "alertd.open" && typeof message.client === "string" && CLIENT_ID.test(message.client)) {
+      // A tap on a notification: show its client.
+      location.hash = "#/clients/" + encodeURIComponent(message.client);
+    } else if (message.type === "alertd.settled") {
+      closeSettledNotes();
+    }
+  }
+
+  /**
+   * The worker never leaves a push without a notification (browsers punish that): a decided
+   * alert's question becomes a quiet note. A dashboard on screen shows the same, so it closes
+   * those notes.
+   */
+  async function closeSettledNotes() {
+    if (document.visibilityState !== "visible" || !device.worker) return;
+    const registration = await device.worker;
+    if (!registration || !registration.getNotifications) return;
+    for (const notification of await registration.getNotifications()) {
+      if (notification.data && notification.data.settled) notification.close();
+    }
+  }
+
+  /** Reads what this device and alertd know: the push key, the browser's subscription, alertd's record of it. */
+  async function refreshDevice() {
+    const token = state.token;
+    device.reason = pushSupport();
+    device.key = null;
+    device.browser = null;
+    device.saved = null;
+    if (!device.reason) {
+      try {
+        device.key = (await api("/v1/push/key")).public_key;
+        const registration = await device.worker;
+        if (!registration) throw new DeviceError(`The service worker did not register (${device.workerError || "unknown error"}).`);
+        device.browser = await registration.pushManager.getSubscription();
+        if (device.browser) {
+          const list = await api("/v1/push/subscriptions");
+          device.saved = list.subscriptions.find((saved) => saved.endpoint === device.browser.endpoint) || null;
+        }
+        if (Notification.permission === "denied") device.reason = BLOCKED;
+      } catch (error) {
+        if (error instanceof Unauthorized || token !== state.token) return;
+        if (error instanceof HTTPError && error.status === 404) {
+          device.reason = "Notifications are off on this alertd: its config sets no push.subject (docs/push.md).";
+        } else {
+          device.reason = error instanceof DeviceError ? error.message : `Notifications cannot be offered: ${error.message}`;
+        }
+      }
+    }
+    if (token === state.token) renderDevice();
+  }
+
+  /** The clients "Notify this device" adds: the one shown, or every one listed. */
+  function clientsShown() {
+    const where = route();
+    if (where.view === "client") return CLIENT_ID.test(where.client) ? [where.client] : [];
+    return device.listed;
+  }
+
+  function renderDevice() {
+    const bar = $("device");
+    if (!state.me) {
+      bar.hidden = true;
+      return;
+    }
+    bar.hidden = false;
+    const where = route();
+    const shown = clientsShown();
+    const saved = device.saved ? device.saved.clients : [];
+    const missing = shown.filter((client) => !saved.includes(client));
+    let status;
+    if (device.saved) {
+      const decider = device.saved.decider === null ? "anyone (alertd has no tokens)" : device.saved.decider;
+      status =
+        `This device is notified of ${names(saved)}` +
+        (device.saved.answer ? `; its buttons answer as ${decider}.` : "; a tap opens the dashboard (this token may not answer).");
+    } else if (device.reason) {
+      status = device.reason;
+    } else if (device.browser) {
+      status = "This browser has a subscription that alertd does not hold for this token (removed, or made with another token).";
+    } else {
+      status = "Get alerts on this device, even with the dashboard closed.";
+    }
+    $("device-status").textContent = device.said ? `${status} ${device.said}` : status;
+
+    const notify = $("device-notify");
+    notify.hidden = !!device.saved && missing.length === 0;
+    notify.disabled = device.busy || !!device.reason || shown.length === 0;
+    if (where.view === "client") notify.textContent = `Notify this device of ${where.client}`;
+    else if (saved.length === 0) notify.textContent = "Notify this device";
+    else notify.textContent = missing.length === 1 ? `Also notify of ${missing[0]}` : `Also notify of ${missing.length} more clients`;
+    notify.title = shown.length ? `For ${names(device.saved ? [...saved, ...missing] : shown)}` : "No client to be notified of yet";
+
+    const drop = $("device-drop-client");
+    drop.hidden = !(where.view === "client" && saved.includes(where.client) && saved.length > 1);
+    drop.disabled = device.busy;
+    drop.textContent = `Stop notifying of ${where.client || ""}`;
+
+    const stop = $("device-stop");
+    stop.hidden = !device.saved && !device.browser;
+    stop.disabled = device.busy;
+  }
+
+  function base64urlBytes(text) {
+    const base64 = text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4);
+    return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  }
+
+  function sameBytes(buffer, bytes) {
+    if (!buffer) return false;
+    const other = new Uint8Array(buffer);
+    return other.length === bytes.length && other.every((byte, index) => byte === bytes[index]);
+  }
+
+  function problemText(error) {
+    const problem = error.problem || {};
+    const fields = (problem.errors || []).map((field) => `${field.field} ${field.reason}`).join("; ");
+    return (problem.detail || error.message) + (fields ? ` (${fields})` : "");
+  }
+
+  /** "Notify this device": the clients shown, added to those this device is notified of. */
+  function notifyDevice() {
+    const saved = device.saved ? device.saved.clients : [];
+    saveDevice([...saved, ...clientsShown().filter((client) => !saved.includes(client))]);
+  }
+
+  /**
+   * Subscribes this browser (asking for permission: this runs in the click, which browsers
+   * require) with alertd's key, and saves the subscription for `clients` with the page's token:
+   * its buttons answer when the token may (`answer` or `admin`).
+   */
+  async function saveDevice(clients) {
+    if (device.busy || device.reason) return;
+    device.busy = true;
+    device.said = "";
+    renderDevice();
+    const token = state.token;
+    let made = null;
+    try {
+      const permission = await Notification.requestPermission();
+      if (permission !== "granted") throw new DeviceError(permission === "denied" ? BLOCKED : "Notifications were not allowed: nothing changed.");
+      const registration = await device.worker;
+      if (!registration) throw new DeviceError(`The service worker did not register (${device.workerError || "unknown error"}).`);
+      await navigator.serviceWorker.ready;
+      const key = base64urlBytes(device.key);
+      let subscription = await registration.pushManager.getSubscription();
+      if (subscription && !sameBytes(subscription.options.applicationServerKey, key)) {
+        // Made for another key (this alertd's store was replaced): nothing can push to it any more.
+        await subscription.unsubscribe();
+        subscription = null;
+      }
+      if (!subscription) {
+        device.said = "Subscribing…";
+        renderDevice();
+        let timer = 0;
+        const late = new Promise((resolve, reject) => {
+          timer = setTimeout(() => reject(new DOMException("its push service did not answer within 20 s: can this device reach it?", "TimeoutError")), SUBSCRIBE_TIMEOUT);
+        });
+        try {
+          subscription = made = await Promise.race([registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key }), late]);
+        } catch (error) {
+          throw new DeviceError(`This browser could not subscribe (${error.name}: ${error.message}).`);
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      const body = Object.assign(subscription.toJSON(), { clients, answer: canAnswer() });
+      const saved = await api("/v1/push/subscriptions", { method: "POST", body });
+      device.browser = subscription;
+      device.saved = saved;
+      device.said = "Saved.";
+    } catch (error) {
+      if (error instanceof Unauthorized) return;
+      if (made) await made.unsubscribe().catch(() => undefined);
+      if (error instanceof DeviceError) device.said = error.message;
+      else if (error instanceof HTTPError) device.said = `alertd did not save it: ${problemText(error)}`;
+      else device.said = `Not saved: ${error.message}`;
+    } finally {
+      device.busy = false;
+      if (token === state.token) renderDevice();
+    }
+  }
+
+  /** "Stop notifying of X": the same subscription without X. */
+  function dropClient() {
+    const where = route();
+    if (!device.saved || where.view !== "client") return;
+    saveDevice(device.saved.clients.filter((client) => client !== where.client));
+  }
+
+  /** "Stop notifications": alertd forgets the subscription, then the browser ends it. */
+  async function stopDevice() {
+    if (device.busy) return;
+    device.busy = true;
+    device.said = "";
+    renderDevice();
+    try {
+      if (device.saved) {
+        try {
+          await api("/v1/push/subscriptions/" + encodeURIComponent(device.saved.id), { method: "DELETE" });
+        } catch (error) {
+          // Already gone (alertctl push remove, an ended endpoint): the browser's side still ends.
+          if (!(error instanceof HTTPError && error.status === 404)) throw error;
+        }
+      }
+      const registration = await device.worker;
+      const subscription = registration && (await registration.pushManager.getSubscription());
+      if (subscription) await subscription.unsubscribe();
+      device.saved = null;
+      device.browser = null;
+      device.said = "Stopped: this device gets no more notifications.";
+    } catch (error) {
+      if (error instanceof Unauthorized) return;
+      device.said = error instanceof HTTPError ? `alertd did not remove it: ${problemText(error)}` : `Not stopped: ${error.message}`;
+    } finally {
+      device.busy = false;
+      renderDevice();
+    }
+  }
+
   // MARK: - Start
 
   document.addEventListener("DOMContentLoaded", () => {
     $("login-form").addEventListener("submit", signIn);
     $("open-client").addEventListener("submit", openClient);
     $("sign-out").addEventListener("click", () => signedOut("Signed out."));
+    $("device-notify").addEventListener("click", notifyDevice);
+    $("device-drop-client").addEventListener("click", dropClient);
+    $("device-stop").addEventListener("click", stopDevice);
+    registerWorker();
     document.addEventListener("keydown", onKey);
     window.addEventListener("hashchange", render);
     start();
