@@ -226,7 +226,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     }
 
     /// An alert row's `size` (``AlertdCore/Alert/renderedFootprint`` and its events' bodies), in SQL;
-    /// for a row written before sizes were (migration 7), its columns' bytes instead.
+    /// for a row written before sizes were (migration 8), its columns' bytes instead.
     static let sizeOf = """
         coalesce(size, 512 + pg_catalog.octet_length(title) + coalesce(pg_catalog.octet_length(message), 0) \
         + pg_catalog.octet_length(buttons) + coalesce(pg_catalog.octet_length(callback_url), 0) \
