@@ -25,9 +25,10 @@ public struct StoreDump: Sendable {
             [
                 "id", "client", "state", "priority", "title", "message", "style", "buttons", "callback_url", "metadata", "created_at",
                 "displayed_at", "decided_at", "expires_at", "dismiss_after_ms", "button_index", "decided_by", "quorum", "votes",
-                "posted_by", "size", "fields",
+                "posted_by", "size", "fields", "escalation",
             ]
         ),
+        ("escalations", ["alert_id", "step", "client", "at", "seq", "displayed_at"]),
         ("idempotency_keys", ["client", "key", "alert_id", "body_sha256", "created_at"]),
         ("webhooks", ["id", "client", "url", "secret", "created_at"]),
         ("events", ["id", "alert_id", "client", "type", "created_at", "body"]),
