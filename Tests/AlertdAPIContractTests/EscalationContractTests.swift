@@ -180,6 +180,23 @@ struct EscalationContractTests {
         }
     }
 
+    @Test(
+        "/metrics counts escalations by client and target, by name for the clients the config names, as other for the rest",
+        .disabled(if: TestMode.isBalancedPass, "each instance counts the steps it took"))
+    func metrics() async throws {
+        let config = Contract.baseConfig + "clients:\n  ops:\n    escalation: [{ after: 200ms, to: ops-lead }]\n"
+        try await withTestClient(config: config) { http in
+            _ = try await http.create("ops", Contract.alert("by policy"))
+            _ = try await http.create("stranger", escalating("own", to: "somebody", after: 0.2))
+            _ = try await http.awaitCurrent("ops-lead")
+            _ = try await http.awaitCurrent("somebody")
+            let text = try await http.get("/metrics").text
+            #expect(text.contains(#"alertd_escalations_total{client="ops",to="ops-lead"} 1"#), "\(text.split(separator: "\n").filter { $0.contains("escalat") })")
+            #expect(text.contains(#"alertd_escalations_total{client="other",to="other"} 1"#))
+            #expect(!text.contains("stranger") && !text.contains("somebody"), "a client the config does not name became a label")
+        }
+    }
+
     @Test("quorum votes cast through two clients count once per decider")
     func quorumAcrossClients() async throws {
         let (tokens, secrets) = try await deciders()
