@@ -4,6 +4,7 @@
 // instances behind nginx.
 
 import AlertdClient
+import AlertdPush
 import AlertdTestSupport
 import Foundation
 import Testing
@@ -194,6 +195,43 @@ struct EscalationContractTests {
             #expect(text.contains(#"alertd_escalations_total{client="ops",to="ops-lead"} 1"#), "\(text.split(separator: "\n").filter { $0.contains("escalat") })")
             #expect(text.contains(#"alertd_escalations_total{client="other",to="other"} 1"#))
             #expect(!text.contains("stranger") && !text.contains("somebody"), "a client the config does not name became a label")
+        }
+    }
+
+    @Test("a push goes to the subscriptions of the client it escalated to when displayed there, saying where it came from; its answer_url answers it")
+    func pushToTheTarget() async throws {
+        let service = try await WebhookReceiver.listening()
+        defer { service.close() }
+        service.behave(.status(201))
+        let (tokens, secrets) = try await roleTokens()
+        let config = callbackConfig() + tokens + "push:\n  subject: \"mailto:ops@example.com\"\n  allow_http: true\n"
+        try await withTestClient(config: config) { http in
+            let device = PushDevice()
+            let made = try await http.post(
+                "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["team-lead"], answer: true),
+                headers: bearer(secrets["root"]))
+            #expect(made.status == 201, "\(made.text)")
+            let deployer = bearer(secrets["deployer"])
+            _ = try await http.postAlert("ops", #"{"title":"blocker","buttons":[{"title":"OK"}]}"#, headers: deployer)
+            let alert = try await http.postAlert("ops", jsonBody(escalating("Deploy?", to: "team-lead", after: 0.2)), headers: deployer)
+            let id = Contract.id(alert)
+
+            let pushed = try #require(try await service.waitForRequests(count: 1, timeout: 20).first)
+            #expect(pushed.header("topic") == id)
+            let payload = try device.payload(pushed.body)
+            #expect(payload["type"] as? String == "alert.displayed")
+            let shown = try #require(payload["alert"] as? [String: Any])
+            #expect(shown["id"] as? String == id)
+            #expect(shown["client"] as? String == "team-lead", "a tap opens the dashboard where it is asked now")
+            #expect(shown["escalated_from"] as? String == "ops")
+            let answerURL = try #require(payload["answer_url"] as? String)
+            let answered = try await http.post(answerURL, json: #"{"button":"Deploy"}"#)
+            #expect(answered.status == 200, "\(answered.text)")
+            #expect((try answered.jsonObject()["result"] as? [String: Any])?["decided_by"] as? String == "root")
+            let all = try await service.waitForRequests(count: 2, timeout: 20)
+            let decided = try device.payload(all[1].body)
+            #expect(decided["type"] as? String == "alert.decided")
+            #expect((decided["alert"] as? [String: Any])?["client"] as? String == "team-lead")
         }
     }
 
