@@ -235,6 +235,24 @@ struct EscalationContractTests {
         }
     }
 
+    @Test("an Alertmanager resolution withdraws its alert from every client it escalated to")
+    func alertmanagerResolution() async throws {
+        let config = AM.config(more: "clients:\n  am-ops:\n    escalation: [{ after: 200ms, to: am-lead }]\n")
+        try await withTestClient(config: config) { http in
+            let firing = AM.alert("escalated-job")
+            let created = try await http.receipts("am-ops", [firing])
+            let id = try #require(created.first?["alert_id"] as? String)
+            let shown = try await http.awaitCurrent("am-lead")
+            #expect(Contract.id(shown) == id)
+            var resolved = firing
+            resolved["status"] = "resolved"
+            let receipts = try await http.receipts("am-ops", [resolved])
+            #expect(receipts.first?["outcome"] as? String == "withdrawn", "\(receipts)")
+            #expect(try await http.get("/v1/clients/am-lead/alerts/current").status == 204)
+            #expect(try await http.alert("am-lead", id)["state"] as? String == "withdrawn")
+        }
+    }
+
     @Test("quorum votes cast through two clients count once per decider")
     func quorumAcrossClients() async throws {
         let (tokens, secrets) = try await deciders()
