@@ -159,6 +159,47 @@ struct EscalationPortTests {
         }
     }
 
+    @Test("a step still committing is not read: not on the step's client, not in its list or count; then it is", arguments: StoreKind.allCases)
+    func stepInFlight(kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { subject in
+            let store = subject.store
+            let start = subject.clock.now()
+            _ = try await store.post(draft("blocker"), to: "ops", now: start).get()
+            let alert = try await store.post(escalating(), to: "ops", now: start).get()
+            let leads = try await store.post(draft("lead's own"), to: "lead", now: start).get()
+            let later = start.adding(seconds: 61)
+            subject.clock.set(later)
+
+            let held = try await subject.holdWrites()
+            let bodyRan = Observed<Bool>(false)
+            let reports = Observed<[Result<Committed<Void>, EngineError>]>([])
+            store.fireDeadlines(now: later, events: { change in
+                if !change.escalated.isEmpty { bodyRan.update { $0 = true } }
+                return []
+            }) { result in reports.update { $0.append(result) } }
+            guard await bodyRan.wait(timeout: .seconds(20), until: { $0 ? true : nil }) == true else {
+                await held.release()
+                Issue.record("the step's body did not run")
+                return
+            }
+            let there = try await store.alert(alert.id, on: "lead")
+            let own = try await store.alert(alert.id, on: "ops")
+            let listed = try await store.readPending("lead")
+            let counted = try await store.readClients().first { $0.client == "lead" }?.pending
+            let shown = try await store.readDisplays(["lead"]).first?.alert?.id
+            await held.release()
+            _ = await reports.wait(timeout: .seconds(20)) { $0.isEmpty ? nil : true }
+
+            #expect(there == nil, "the alert was read on lead while its step was committing")
+            #expect(own?.alert.escalatedTo.isEmpty == true, "its own client read a step not committed")
+            #expect(listed.map(\.alert.id) == [leads.id])
+            #expect(counted == 1)
+            #expect(shown == leads.id)
+            #expect(try await store.alert(alert.id, on: "lead")?.position == 1, "once committed, the step is read")
+            #expect(try await store.readPending("lead").map(\.alert.id) == [leads.id, alert.id])
+        }
+    }
+
     @Test("a purge takes an escalated alert with its steps, and forgets the client it escalated to", arguments: StoreKind.allCases)
     func purge(kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { subject in
