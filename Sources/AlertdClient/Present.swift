@@ -238,6 +238,32 @@ extension AlertPresenting {
                 metadata: metadata, quorum: quorum, fields: fields),
             on: client)
     }
+
+    /// Presents an alert that asks someone else when nobody answers (SPEC §12): still pending
+    /// a step's `after` seconds after it was posted, it is also queued on the step's client;
+    /// an answer through any of them decides it. Returns the decision, with the steps the
+    /// alert took (``AlertDecision/escalatedTo``). `[]` turns off the client's policy from
+    /// the daemon's config for this alert.
+    ///
+    /// ```swift
+    /// let decision = try await alerts.present(
+    ///     on: "sre", title: "Fail over payments to eu-west-2?",
+    ///     buttons: [.destructive("Fail over"), .cancel("Wait")],
+    ///     escalation: [EscalationStep(after: 120, to: "sre-lead"), EscalationStep(after: 600, to: "eng-head")])
+    /// if decision.outcome == .button("Fail over") { try await failOver() }
+    /// if let asked = decision.escalatedTo.last { print("answered after asking \(asked.client)") }
+    /// ```
+    public func present(
+        on client: String, title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button] = [],
+        priority: Int? = nil, expiresIn: Double? = nil, metadata: JSONObject? = nil, quorum: Int? = nil,
+        escalation: [EscalationStep]
+    ) async throws -> AlertDecision {
+        try await presentForDecision(
+            NewAlert(
+                title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
+                metadata: metadata, quorum: quorum, escalation: escalation),
+            on: client)
+    }
 }
 
 /// What ``AlertdClient/presentUntilTerminal(_:on:idempotencyKey:progress:)`` reports while it works.

@@ -20,6 +20,18 @@ struct TestAlertPresenterEscalationTests {
         alerts.verifyAllExpectationsMet()
     }
 
+    @Test("the SDK's present(on:…escalation:) posts the policy and returns the decision with the steps")
+    func convenience() async throws {
+        let alerts = TestAlertPresenter()
+        alerts.expect(title: "Fail over?", on: "sre", answer: .escalated(to: ["sre-lead"], then: .button("Fail over")))
+        let presenter: any AlertPresenting = alerts
+        let decision = try await presenter.present(
+            on: "sre", title: "Fail over?", buttons: [.destructive("Fail over"), .cancel("Wait")],
+            escalation: [EscalationStep(after: 120, to: "sre-lead")])
+        #expect(decision.outcome == .button("Fail over") && decision.escalatedTo.map(\.client) == ["sre-lead"])
+        #expect(alerts.presented.first?.escalation == [EscalationStep(after: 120, to: "sre-lead")])
+    }
+
     @Test(
         "steps the alert would not take fail the test: out of order, not its own, or with no policy of its own",
         arguments: [["cto"], ["ops-lead", "cto", "ceo"], ["sre"]])
