@@ -40,7 +40,10 @@ extension Escalation {
                 displayedAt = Timestamp(milliseconds: milliseconds)
             }
             rows.append(
-                (index, Escalation(client: client, at: Timestamp(milliseconds: atMilliseconds), sequence: sequence, displayedAt: displayedAt)))
+                (
+                    index,
+                    Escalation(client: client, at: Timestamp(milliseconds: atMilliseconds), sequence: sequence, displayedAt: displayedAt)
+                ))
         }
         return rows.sorted { $0.step < $1.step }.map(\.escalation)
     }

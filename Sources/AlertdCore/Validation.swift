@@ -229,7 +229,8 @@ extension NewAlert {
             for (index, item) in items.enumerated() {
                 let path = "escalation[\(index)]"
                 guard case .object(let members) = item else {
-                    shapeErrors.append(FieldError(field: path, reason: "must be an object {\"after\": seconds, \"to\": client}, not \(item.typeName)"))
+                    shapeErrors.append(
+                        FieldError(field: path, reason: "must be an object {\"after\": seconds, \"to\": client}, not \(item.typeName)"))
                     continue
                 }
                 for key in members.keys.sorted() where !stepFields.contains(key) {
@@ -239,7 +240,8 @@ extension NewAlert {
                 switch members["after"] {
                 case nil, .null?: shapeErrors.append(FieldError(field: "\(path).after", reason: "is required"))
                 case .number(let number)?: step.after = number.double
-                case let other?: shapeErrors.append(FieldError(field: "\(path).after", reason: "must be a number of seconds, not \(other.typeName)"))
+                case let other?:
+                    shapeErrors.append(FieldError(field: "\(path).after", reason: "must be a number of seconds, not \(other.typeName)"))
                 }
                 switch members["to"] {
                 case nil, .null?: shapeErrors.append(FieldError(field: "\(path).to", reason: "is required"))
@@ -256,7 +258,9 @@ extension NewAlert {
             }
             return steps
         case let other?:
-            errors.append(FieldError(field: "escalation", reason: "must be an array of steps {\"after\": seconds, \"to\": client}, not \(other.typeName)"))
+            errors.append(
+                FieldError(
+                    field: "escalation", reason: "must be an array of steps {\"after\": seconds, \"to\": client}, not \(other.typeName)"))
             return nil
         }
     }

@@ -132,7 +132,8 @@ public struct Alertd: Sendable {
                     signingSecret: config.callbacks.signingSecret, alertmanager: config.alertmanager,
                     callbackDeny: try config.callbacks.denyList(), retentionMax: config.retentionMax,
                     maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient,
-                    retentionMaxBytesPerClient: config.retentionMaxBytesPerClient, retentionMaxBytes: config.retentionMaxBytes, push: config.push),
+                    retentionMaxBytesPerClient: config.retentionMaxBytesPerClient, retentionMaxBytes: config.retentionMaxBytes,
+                    push: config.push),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(
                     created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) },

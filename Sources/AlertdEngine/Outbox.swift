@@ -93,7 +93,9 @@ extension Engine {
         guard !change.escalated.isEmpty else { return [] }
         var events: [OutboxEvent] = []
         for taken in change.escalated {
-            guard let alert = change.saved.last(where: { $0.id == taken.id }), alert.escalation.indices.contains(taken.step) else { continue }
+            guard let alert = change.saved.last(where: { $0.id == taken.id }), alert.escalation.indices.contains(taken.step) else {
+                continue
+            }
             let clients = [alert.client, taken.client]
             let targets = given?.filter { clients.contains($0.client) } ?? clients.flatMap { self.webhooks(of: $0) }
             guard !targets.isEmpty else { continue }

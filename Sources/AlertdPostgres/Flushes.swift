@@ -789,7 +789,8 @@ final class Flushes: Sendable {
         grown.bytes += max(0, board.pendingBytes - bytesBefore)
         if before == 0, !pending.isEmpty { grown.clients += 1 }
         if slot.isCached, !pending.isEmpty {
-            results[0].queue = Queue(version: results[0].step?.to ?? slot.versions[client], settings: settings, board: board, pending: pending)
+            results[0].queue = Queue(
+                version: results[0].step?.to ?? slot.versions[client], settings: settings, board: board, pending: pending)
         }
         return results
     }

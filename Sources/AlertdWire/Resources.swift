@@ -370,7 +370,6 @@ public struct AlertEvent: Sendable, Hashable, Codable {
     /// The type of the event of an escalation step (SPEC §12).
     public static let escalatedType = "alert.escalated"
 
-
     /// A value with every field given.
     public init(type: String, timestamp: Timestamp, alert: AlertResource) {
         self.type = type

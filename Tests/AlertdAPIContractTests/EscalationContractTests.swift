@@ -35,7 +35,9 @@ extension TestClient {
 
 @Suite("Escalation: when nobody answers, ask someone else (SPEC §12)")
 struct EscalationContractTests {
-    @Test("a step queues the alert on its client too: one id reached through both paths, as each client holds it, announced to both clients' webhooks")
+    @Test(
+        "a step queues the alert on its client too: one id reached through both paths, as each client holds it, announced to both clients' webhooks"
+    )
     func stepAndEvents() async throws {
         let hookOps = try await WebhookReceiver.listening()
         let hookLead = try await WebhookReceiver.listening()
@@ -94,7 +96,9 @@ struct EscalationContractTests {
             #expect(try await http.choose("ops", id, ["button": "Deploy"]).status == 200)
 
             // The terminal event goes to its own client's webhook (§5); the deliveries say so.
-            let all = try await deliveries(http, "ops-lead", id) { $0.count == 3 && $0.allSatisfy { $0["state"] as? String == "delivered" } }
+            let all = try await deliveries(http, "ops-lead", id) {
+                $0.count == 3 && $0.allSatisfy { $0["state"] as? String == "delivered" }
+            }
             let types = all.map { $0["type"] as? String ?? "?" }.sorted()
             #expect(types == ["alert.answered", "alert.escalated", "alert.escalated"], "\(all)")
             #expect(all.filter { $0["type"] as? String == "alert.answered" }.map { $0["target"] as? String } == [hookOps.url])
@@ -143,7 +147,10 @@ struct EscalationContractTests {
             (#"[{"after": 90000, "to": "a"}]"#, "escalation[0].after"),
             (#"[{"after": 60, "to": "not a client"}]"#, "escalation[0].to"),
             (#"[{"after": 60}]"#, "escalation[0].to"),
-            (#"[{"after": 1, "to": "a"}, {"after": 2, "to": "b"}, {"after": 3, "to": "c"}, {"after": 4, "to": "d"}, {"after": 5, "to": "e"}, {"after": 6, "to": "f"}]"#, "escalation"),
+            (
+                #"[{"after": 1, "to": "a"}, {"after": 2, "to": "b"}, {"after": 3, "to": "c"}, {"after": 4, "to": "d"}, {"after": 5, "to": "e"}, {"after": 6, "to": "f"}]"#,
+                "escalation"
+            ),
             (#"[{"after": 60, "to": "a", "then": "b"}]"#, "escalation[0].then"),
             (#"{"after": 60, "to": "a"}"#, "escalation"),
         ] as [(String, String)])
@@ -192,13 +199,17 @@ struct EscalationContractTests {
             _ = try await http.awaitCurrent("ops-lead")
             _ = try await http.awaitCurrent("somebody")
             let text = try await http.get("/metrics").text
-            #expect(text.contains(#"alertd_escalations_total{client="ops",to="ops-lead"} 1"#), "\(text.split(separator: "\n").filter { $0.contains("escalat") })")
+            #expect(
+                text.contains(#"alertd_escalations_total{client="ops",to="ops-lead"} 1"#),
+                "\(text.split(separator: "\n").filter { $0.contains("escalat") })")
             #expect(text.contains(#"alertd_escalations_total{client="other",to="other"} 1"#))
             #expect(!text.contains("stranger") && !text.contains("somebody"), "a client the config does not name became a label")
         }
     }
 
-    @Test("a push goes to the subscriptions of the client it escalated to when displayed there, saying where it came from; its answer_url answers it")
+    @Test(
+        "a push goes to the subscriptions of the client it escalated to when displayed there, saying where it came from; its answer_url answers it"
+    )
     func pushToTheTarget() async throws {
         let service = try await WebhookReceiver.listening()
         defer { service.close() }

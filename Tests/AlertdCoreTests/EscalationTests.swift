@@ -16,7 +16,9 @@ private let fifteenMinutes: Int64 = 900_000
 /// SPEC §12 on the board, with a manual clock: one alert, pending on several clients' queues.
 @Suite("Escalation: an alert nobody answers is also queued on another client")
 struct EscalationTests {
-    @Test("A step is a deadline: not a millisecond early; then the alert is also queued on the step's client, where an empty queue displays it, and stays on its own")
+    @Test(
+        "A step is a deadline: not a millisecond early; then the alert is also queued on the step's client, where an empty queue displays it, and stays on its own"
+    )
     func stepTakesTheAlertToAnotherClient() throws {
         var board = AlertBoard()
         let blocker = try board.postCommitted(question("blocker"), now: at(0))
@@ -107,7 +109,9 @@ struct EscalationTests {
         #expect(board.pending(on: "ops-lead").map(\.id) == [later.id, alert.id, local.id])
     }
 
-    @Test("Answered on the client it escalated to: decided everywhere, every display it held freed, one result", arguments: ["ops", "ops-lead"])
+    @Test(
+        "Answered on the client it escalated to: decided everywhere, every display it held freed, one result",
+        arguments: ["ops", "ops-lead"])
     func decisionOnEitherClient(on client: String) throws {
         var board = AlertBoard()
         let alert = try board.postCommitted(chained(), now: at(0))
@@ -344,7 +348,8 @@ struct EscalationValidationTests {
         #expect(problems("[]").isEmpty)
         #expect(problems("null").isEmpty)
         let body = #"{"title": "t", "escalation": [{"after": 60, "to": "b"}]}"#
-        guard case .success(let draft) = NewAlert.validate(try JSONParser.parse(Array(body.utf8)), rules: AlertRules(), namedDeciders: false)
+        guard
+            case .success(let draft) = NewAlert.validate(try JSONParser.parse(Array(body.utf8)), rules: AlertRules(), namedDeciders: false)
         else { Issue.record("refused"); return }
         #expect(draft.escalation == [EscalationStep(after: 60, to: "b")])
     }
@@ -353,7 +358,10 @@ struct EscalationValidationTests {
         "Each invalid step is 400 invalid-alert at its field",
         arguments: [
             (#""5m""#, "escalation", "must be an array"),
-            (#"[{"after": 60, "to": "a"}, {"after": 120, "to": "b"}, {"after": 180, "to": "c"}, {"after": 240, "to": "d"}, {"after": 300, "to": "e"}, {"after": 360, "to": "f"}]"#, "escalation", "at most 5 steps"),
+            (
+                #"[{"after": 60, "to": "a"}, {"after": 120, "to": "b"}, {"after": 180, "to": "c"}, {"after": 240, "to": "d"}, {"after": 300, "to": "e"}, {"after": 360, "to": "f"}]"#,
+                "escalation", "at most 5 steps"
+            ),
             (#"[{"after": 300, "to": "a"}, {"after": 300, "to": "b"}]"#, "escalation[1].after", "greater than the step before"),
             (#"[{"after": 300, "to": "a"}, {"after": 60, "to": "b"}]"#, "escalation[1].after", "greater than the step before"),
             (#"[{"after": 0, "to": "a"}]"#, "escalation[0].after", "at least 0.001"),

@@ -48,7 +48,10 @@ struct EscalationConfigTests {
             ("[{ to: a }]", "clients.ops.escalation[0].after is required"),
             ("[{ after: 5m }]", "clients.ops.escalation[0].to is required"),
             ("[{ after: 5m, to: a, when: always }]", "unknown key clients.ops.escalation[0].when"),
-            ("[{ after: 1m, to: a }, { after: 2m, to: b }, { after: 3m, to: c }, { after: 4m, to: d }, { after: 5m, to: e }, { after: 6m, to: f }]", "clients.ops.escalation at most 5 steps"),
+            (
+                "[{ after: 1m, to: a }, { after: 2m, to: b }, { after: 3m, to: c }, { after: 4m, to: d }, { after: 5m, to: e }, { after: 6m, to: f }]",
+                "clients.ops.escalation at most 5 steps"
+            ),
             ("5m", "clients.ops.escalation must be a list"),
         ] as [(String, String)])
     func refused(escalation: String, line: String) {
@@ -66,9 +69,10 @@ struct EscalationConfigTests {
                     escalation: [{ after: 30m, to: ops-lead }, { after: 2h, to: cto }]
                 """)
         let warnings = config.startCheck(listeningHost: "127.0.0.1").warnings
-        #expect(warnings.filter { $0.contains("escalation") } == [
-            "clients.ops.escalation[1].after is at or past alerts.default_expires_in (3600 seconds): alerts posted without a longer expires_in never take that step"
-        ])
+        #expect(
+            warnings.filter { $0.contains("escalation") } == [
+                "clients.ops.escalation[1].after is at or past alerts.default_expires_in (3600 seconds): alerts posted without a longer expires_in never take that step"
+            ])
     }
 
     @Test("alertd check-config refuses a bad policy with its line and exit 1, and passes a good one")

@@ -20,9 +20,10 @@ struct AlertctlEscalationUnitTests {
     @Test("--escalate after:client, repeated, is the alert's own escalation in order; durations as everywhere")
     func escalate() throws {
         let alert = try parsed(["--escalate", "5m:ops-lead", "--escalate", "1h30m:cto", "--escalate", "90:sre"])
-        #expect(alert.escalation == [
-            EscalationStep(after: 300, to: "ops-lead"), EscalationStep(after: 5400, to: "cto"), EscalationStep(after: 90, to: "sre"),
-        ])
+        #expect(
+            alert.escalation == [
+                EscalationStep(after: 300, to: "ops-lead"), EscalationStep(after: 5400, to: "cto"), EscalationStep(after: 90, to: "sre"),
+            ])
     }
 
     @Test("without --escalate the client's policy applies (nothing sent); --no-escalation sends [] to turn it off")
@@ -32,10 +33,12 @@ struct AlertctlEscalationUnitTests {
         #expect(throws: (any Error).self) { try parsed(["--no-escalation", "--escalate", "5m:lead"]) }
     }
 
-    @Test("a step that is not after:client is refused before anything is sent, saying why", arguments: [
-        ("ops-lead", "has no colon"), ("5 minutes:lead", "not a number of seconds or a duration"), ("5m:", "no client to ask"),
-        ("0:lead", "greater than 0"),
-    ])
+    @Test(
+        "a step that is not after:client is refused before anything is sent, saying why",
+        arguments: [
+            ("ops-lead", "has no colon"), ("5 minutes:lead", "not a number of seconds or a duration"), ("5m:", "no client to ask"),
+            ("0:lead", "greater than 0"),
+        ])
     func refused(text: String, reason: String) throws {
         do {
             _ = try parsed(["--escalate", text])

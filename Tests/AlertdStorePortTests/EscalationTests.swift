@@ -131,7 +131,9 @@ struct EscalationPortTests {
         }
     }
 
-    @Test("a step due while alertd was down fires when it comes back, at its own time; a step taken is still there after a restart", arguments: StoreKind.allCases)
+    @Test(
+        "a step due while alertd was down fires when it comes back, at its own time; a step taken is still there after a restart",
+        arguments: StoreKind.allCases)
     func restart(kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { subject in
             let start = subject.clock.now()
@@ -159,7 +161,9 @@ struct EscalationPortTests {
         }
     }
 
-    @Test("a step still committing is not read: not on the step's client, not in its list or count; then it is", arguments: StoreKind.allCases)
+    @Test(
+        "a step still committing is not read: not on the step's client, not in its list or count; then it is", arguments: StoreKind.allCases
+    )
     func stepInFlight(kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { subject in
             let store = subject.store
@@ -173,10 +177,13 @@ struct EscalationPortTests {
             let held = try await subject.holdWrites()
             let bodyRan = Observed<Bool>(false)
             let reports = Observed<[Result<Committed<Void>, EngineError>]>([])
-            store.fireDeadlines(now: later, events: { change in
-                if !change.escalated.isEmpty { bodyRan.update { $0 = true } }
-                return []
-            }) { result in reports.update { $0.append(result) } }
+            store.fireDeadlines(
+                now: later,
+                events: { change in
+                    if !change.escalated.isEmpty { bodyRan.update { $0 = true } }
+                    return []
+                }
+            ) { result in reports.update { $0.append(result) } }
             guard await bodyRan.wait(timeout: .seconds(20), until: { $0 ? true : nil }) == true else {
                 await held.release()
                 Issue.record("the step's body did not run")
