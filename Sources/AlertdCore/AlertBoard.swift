@@ -248,7 +248,8 @@ public struct AlertBoard: Sendable {
             metadata: metadata,
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
-            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1, postedBy: poster, fields: draft.fields ?? []
+            sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1, postedBy: poster,
+            fields: draft.fields ?? []
         )
         var before = Before()
         set(alert, &before)
