@@ -56,7 +56,7 @@ extension APIContractTests {
                 let expectedKeys: Set<String> = [
                     "id", "client", "state", "position", "title", "message", "style", "buttons", "priority", "quorum", "expires_in",
                     "dismiss_after", "callback_url", "metadata", "created_at", "displayed_at", "decided_at", "expires_at",
-                    "posted_by", "votes", "result",
+                    "posted_by", "fields", "votes", "result",
                 ]
                 #expect(Set(alert.keys) == expectedKeys)
                 #expect(alert["posted_by"] is NSNull, "no tokens: no poster's name")
@@ -567,7 +567,7 @@ extension APIContractTests {
                 #expect(result["button_index"] as? Int == 0)
                 #expect(result["cancelled"] as? Bool == false)
                 #expect(result["decided_by"] is NSNull, "no auth: nobody is named")
-                #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by", "votes"])
+                #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by", "comment", "values", "votes"])
                 // §10: the one choice of a quorum-1 alert is its one vote.
                 let votes = try #require(result["votes"] as? [[String: Any]])
                 #expect(votes.count == 1 && votes.first?["button"] as? String == "Deploy" && votes.first?["decided_by"] is NSNull)
