@@ -130,12 +130,13 @@ public enum PushPayload {
         json.key("votes")
         // Who voted for what, never their words (SPEC §13's comments and values are the
         // deciders' answers, and ten comments would not fit one push).
-        json.votes(alert.votes.map { vote in
-            var bare = vote
-            bare.comment = nil
-            bare.values = [:]
-            return bare
-        })
+        json.votes(
+            alert.votes.map { vote in
+                var bare = vote
+                bare.comment = nil
+                bare.values = [:]
+                return bare
+            })
         json.key("expires_at")
         json.timestamp(alert.expiresAt)
         if reminder {

@@ -194,7 +194,8 @@ struct PushPayloadTests {
         alert.votes = (0..<9).map { n in
             Vote(
                 decidedBy: "person-\(n)", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_000_100 + Int64(n)),
-                comment: "why \(n): " + String(repeating: "ü", count: 990), values: ["ticket": "OPS-\(n)" + String(repeating: "7", count: 900)])
+                comment: "why \(n): " + String(repeating: "ü", count: 990),
+                values: ["ticket": "OPS-\(n)" + String(repeating: "7", count: 900)])
         }
         let payload = PushPayload.displayed(alert)
         #expect(payload.count <= PushPayload.storedLimit)
