@@ -155,3 +155,105 @@ struct ReceiptTests {
         #expect(throws: ReceiptError.malformed) { try SignedReceipt(json: padded) }
     }
 }
+
+/// SplitMix64: a seeded generator, so a failure names a seed that repeats it.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("Receipts and JCS under random input")
+struct ReceiptPropertyTests {
+    @Test("every one-byte change of a signed receipt's line either stops it reading, or fails verification, or leaves its value unchanged")
+    func mutations() throws {
+        let line = Array(Golden.signed.utf8)
+        let keys = ReceiptKeySet([testKey.publicKey])
+        var (unreadable, refused, sameValue) = (0, 0, 0)
+        for index in line.indices {
+            for replacement in [UInt8(ascii: "0"), UInt8(ascii: "a"), UInt8(ascii: "\""), UInt8(ascii: " "), line[index] ^ 0x01] {
+                guard replacement != line[index] else { continue }
+                var mutated = line
+                mutated[index] = replacement
+                guard let receipt = try? SignedReceipt(text: String(decoding: mutated, as: UTF8.self)) else {
+                    unreadable += 1
+                    continue
+                }
+                if (try? receipt.verify(with: keys)) != nil {
+                    // Verified: only if it is the same receipt, spelled otherwise.
+                    #expect(try receipt.encoded() == line, "byte \(index) → \(replacement) verified a different receipt")
+                    sameValue += 1
+                } else {
+                    refused += 1
+                }
+            }
+        }
+        // Most changes break the JSON or a member's type; many others the signature.
+        #expect(unreadable > 0 && refused > 0, "unreadable \(unreadable), refused \(refused), same value \(sameValue)")
+    }
+
+    /// A random JSON value: strings of scalars from every plane (controls and astral ones too),
+    /// numbers as doubles and integers in several spellings, nested arrays and objects.
+    static func value(_ rng: inout SeededGenerator, depth: Int = 0) -> JSONValue {
+        switch Int.random(in: 0..<(depth > 3 ? 4 : 6), using: &rng) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &rng))
+        case 2: return .string(string(&rng))
+        case 3:
+            let double = Double(bitPattern: rng.next())
+            let literals = [
+                double.isFinite ? "\(double)" : "0", String(Int.random(in: -9_999_999...9_999_999, using: &rng)),
+                "\(Int.random(in: 1...999, using: &rng))e\(Int.random(in: -30...30, using: &rng))",
+                "-0.\(Int.random(in: 0...99999, using: &rng))E+\(Int.random(in: 0...5, using: &rng))",
+            ]
+            return .number(JSONNumber(literal: literals.randomElement(using: &rng)!)!)
+        case 4: return .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in value(&rng, depth: depth + 1) })
+        default:
+            var object = JSONObject()
+            for _ in 0..<Int.random(in: 0...5, using: &rng) { object[string(&rng)] = value(&rng, depth: depth + 1) }
+            return .object(object)
+        }
+    }
+
+    static func string(_ rng: inout SeededGenerator) -> String {
+        var scalars = String.UnicodeScalarView()
+        for _ in 0..<Int.random(in: 0...8, using: &rng) {
+            let ranges: [ClosedRange<UInt32>] = [0...0x7F, 0x80...0x7FF, 0x800...0xD7FF, 0xE000...0xFFFF, 0x10000...0x10FFFF]
+            if let scalar = Unicode.Scalar(UInt32.random(in: ranges.randomElement(using: &rng)!, using: &rng)) { scalars.append(scalar) }
+        }
+        return String(scalars)
+    }
+
+    /// Equal as JCS sees values: numbers as the doubles they denote.
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.number(let x), .number(let y)): x.double == y.double
+        case (.array(let x), .array(let y)): x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+        case (.object(let x), .object(let y)):
+            x.count == y.count && x.allSatisfy { member in y[member.key].map { same(member.value, $0) } ?? false }
+        default: a == b
+        }
+    }
+
+    @Test(
+        "JCS of random values: its output is strict JSON of the same value, and canonical again as it is",
+        arguments: [1, 2, 3, 4] as [UInt64])
+    func randomValues(seed: UInt64) throws {
+        var rng = SeededGenerator(state: seed)
+        for _ in 0..<1500 {
+            let original = Self.value(&rng)
+            let canonical = try JCS.canonicalize(original)
+            let parsed = try JSONParser.parse(canonical)
+            #expect(Self.same(parsed, original), "seed \(seed): \(original) came back as \(parsed)")
+            #expect(
+                try JCS.canonicalize(parsed) == canonical, "seed \(seed): not a fixed point: \(String(decoding: canonical, as: UTF8.self))")
+            // No byte outside what RFC 8785 writes: controls only as escapes.
+            #expect(!canonical.contains { $0 < 0x20 })
+        }
+    }
+}

@@ -12,10 +12,13 @@ import copy
 import ctypes
 import hashlib
 import json
+import math
 import os
+import random
 import re
 import signal
 import stat
+import struct
 import subprocess
 import tempfile
 import threading
@@ -210,6 +213,52 @@ class ReceiptsSignedByAlertd(unittest.TestCase):
         more = sign_with_sample(self.directory, self.key_path, ALERTS[:1], start=(len(self.receipts), previous))
         self.assertEqual(json.loads(more[0])["seq"], len(self.receipts) + 1)
         self.assertEqual(json.loads(more[0])["prev_sha256"], previous)
+
+
+def random_value(rng, depth=0):
+    """Random JSON: strings of code points from every plane (controls and astral ones, no
+    surrogates), doubles from random bits, integers, nested arrays and objects."""
+    kind = rng.randrange(6 if depth < 4 else 4)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return random_string(rng)
+    if kind == 2:
+        value = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+        return value if math.isfinite(value) else 0.5
+    if kind == 3:
+        return rng.choice([rng.randrange(-10**6, 10**6), rng.randrange(-2**53 + 1, 2**53), rng.randrange(2**53, 2**64)])
+    if kind == 4:
+        return [random_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+    return {random_string(rng): random_value(rng, depth + 1) for _ in range(rng.randrange(6))}
+
+
+def random_string(rng):
+    ranges = [(0, 0x7F), (0x80, 0x7FF), (0x800, 0xD7FF), (0xE000, 0xFFFF), (0x10000, 0x10FFFF)]
+    return "".join(chr(rng.randint(*rng.choice(ranges))) for _ in range(rng.randrange(9)))
+
+
+class RandomContent(unittest.TestCase):
+    def test_content_sha256_of_random_alerts_is_what_rfc8785_computes(self):
+        directory = tempfile.mkdtemp(prefix="alertd-receipts-random-")
+        key_path, private_key, _ = keygen(directory)
+        rng = random.Random(47)
+        alerts = []
+        for index in range(400):
+            alert = copy.deepcopy(ALERTS[index % len(ALERTS)])
+            alert["alert"]["id"] = f"01JRANDOM{index:017d}"
+            alert["alert"]["title"] = random_string(rng) or "t"
+            alert["alert"]["message"] = random_string(rng)
+            alert["alert"]["metadata"] = {random_string(rng): random_value(rng) for _ in range(rng.randrange(1, 6))}
+            alerts.append(alert)
+        receipts = [json.loads(line) for line in sign_with_sample(directory, key_path, alerts)]
+        self.assertEqual(len(receipts), len(alerts))
+        public_key = private_key.public_key()
+        for entry, receipt in zip(alerts, receipts):
+            content = json.loads(json.dumps({name: entry["alert"].get(name) for name in CONTENT}), parse_int=float)
+            self.assertEqual(receipt["content_sha256"], hashlib.sha256(rfc8785.dumps(content)).hexdigest(),
+                             json.dumps(entry["alert"]["metadata"]))
+            public_key.verify(unb64url(receipt["signature"]), unsigned_bytes(receipt))
 
 
 class AuditVerify(unittest.TestCase):
