@@ -1,5 +1,5 @@
 # The few commands a newcomer needs.
-.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-push test-debian deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
+.PHONY: deps test-deps venv run test test-browser test-openapi test-mcp test-push test-receipts test-debian deb deb-deps release-static test-sanitizers fuzz fuzz-ci wirefuzz bench format
 
 # The version, written in one place: Sources/AlertdVersion/Version.swift.
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/AlertdVersion/Version.swift)
@@ -36,7 +36,7 @@ test-deps:
 # the git-ignored .venv/; installed together (so pip checks they agree), and again only
 # when a requirements file changes.
 VENV := .venv
-VENV_REQUIREMENTS := openapi/requirements.txt Tests/MCP/requirements.txt Tests/Push/requirements.txt
+VENV_REQUIREMENTS := openapi/requirements.txt Tests/MCP/requirements.txt Tests/Push/requirements.txt Tests/Receipts/requirements.txt
 $(VENV)/.installed: $(VENV_REQUIREMENTS)
 	rm -rf $(VENV)
 	/usr/bin/python3 -m venv $(VENV)
@@ -57,7 +57,8 @@ run: deps
 # through two alertd processes on one database behind nginx round-robin (ALERTD_TEST_MODE=balanced,
 # SPEC §9); the dashboard in Chromium (Debian's python3, for python3-selenium); the OpenAPI
 # document against a live alertd; `alertctl mcp` through the official Python MCP SDK; Web Push
-# against a stand-in push service (Tests/Push); the package
+# against a stand-in push service (Tests/Push); signed receipts against Python's cryptography and
+# rfc8785 (Tests/Receipts); the package
 # itself (Tests/Debian; under a real systemd when root). A Python tier fails unless it ran every
 # test it holds (scripts/python-tier.py). Each tier is bounded, so a hang fails the run with a
 # message instead of stalling it: the tests started and not finished above the message are the
@@ -75,6 +76,7 @@ test: test-deps venv
 	@$(SHIPPED) $(MAKE) --no-print-directory test-openapi
 	@$(SHIPPED) $(MAKE) --no-print-directory test-mcp
 	@$(SHIPPED) $(MAKE) --no-print-directory test-push
+	@$(SHIPPED) $(MAKE) --no-print-directory test-receipts
 	@$(MAKE) --no-print-directory test-debian PACKAGE=$(DEB)
 
 # The shipped binaries, as every process tier of make test runs them (see test).
@@ -141,6 +143,19 @@ test-push: venv
 	@ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" timeout --kill-after=30 10m \
 		$(VENV)/bin/python scripts/python-tier.py Tests/Push || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the push tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }
+
+# Signed receipts (SPEC §14) checked by another implementation: Python's cryptography (Ed25519)
+# and the rfc8785 package (JCS) verify receipts alertd's receipt code signed (the receipts-sample
+# executable, a debug build: it is not shipped), the keys alertd lists at /v1/keys and
+# `alertd receipts keygen` writes, and hold `alertctl audit verify` to the same answers (Tests/Receipts).
+test-receipts: venv
+	@[ -n "$$ALERTD_BIN" ] || swift build --product alertd >/dev/null
+	@[ -n "$$ALERTCTL_BIN" ] || swift build --product alertctl >/dev/null
+	@swift build --product receipts-sample >/dev/null
+	@ALERTD_BIN="$${ALERTD_BIN:-$$(swift build --show-bin-path)/alertd}" ALERTCTL_BIN="$${ALERTCTL_BIN:-$$(swift build --show-bin-path)/alertctl}" \
+		RECEIPTS_SAMPLE_BIN="$$(swift build --show-bin-path)/receipts-sample" timeout --kill-after=30 5m \
+		$(VENV)/bin/python scripts/python-tier.py Tests/Receipts --needs-alertctl || { rc=$$?; \
+		[ $$rc -lt 124 ] || echo "make test: the receipts tests stopped after 5 minutes (a hang)" >&2; exit $$rc; }
 
 # The dashboard in headless Chromium only; ALERTD_SCREENSHOTS=1 also rewrites docs/images/.
 test-browser:

@@ -43,6 +43,9 @@ let package = Package(
         ),
         // JSON types shared by the server and the SDK, the strict JSON parser, webhook signatures.
         .target(name: "AlertdWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Signed receipts (SPEC §14), pure: RFC 8785 canonical JSON, the receipt and its Ed25519
+        // signature, the deployment's keys (PEM, JWKS) and the chain verifier. No I/O.
+        .target(name: "AlertdReceipts", dependencies: ["AlertdWire", .product(name: "Crypto", package: "swift-crypto")]),
         // The version alertd and alertctl print, and the Debian package's (make deb reads it).
         .target(name: "AlertdVersion"),
         // The pure domain: validation, queues, transitions, deadlines. No I/O.
@@ -109,7 +112,7 @@ let package = Package(
         .target(
             name: "AlertdAPI",
             dependencies: [
-                "AlertdAlertmanager", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdWire",
+                "AlertdAlertmanager", "AlertdCore", "AlertdEngine", "AlertdHTTP", "AlertdReceipts", "AlertdWire",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -133,7 +136,7 @@ let package = Package(
             name: "AlertdDaemon",
             dependencies: [
                 "AlertdAlertmanager", "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP",
-                "AlertdPostgres",
+                "AlertdPostgres", "AlertdReceipts",
                 "AlertdStore", "AlertdVersion", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -183,7 +186,7 @@ let package = Package(
         .target(
             name: "AlertdClient",
             dependencies: [
-                "AlertdWire",
+                "AlertdReceipts", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -211,7 +214,7 @@ let package = Package(
         .executableTarget(
             name: "alertctl",
             dependencies: [
-                "AlertdClient", "AlertdMCP", "AlertdWire", "AlertdVersion",
+                "AlertdClient", "AlertdMCP", "AlertdReceipts", "AlertdWire", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
@@ -219,12 +222,15 @@ let package = Package(
         .executableTarget(
             name: "alertd",
             dependencies: [
-                "AlertdDaemon", "AlertdAPI", "AlertdPostgres", "AlertdVersion",
+                "AlertdDaemon", "AlertdAPI", "AlertdPostgres", "AlertdReceipts", "AlertdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "AlertdWireTests", dependencies: ["AlertdWire"]),
+        .testTarget(
+            name: "AlertdReceiptsTests",
+            dependencies: ["AlertdReceipts", "AlertdWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "AlertdMCPTests",
             dependencies: [
@@ -237,8 +243,9 @@ let package = Package(
         .testTarget(
             name: "AlertdDaemonTests",
             dependencies: [
-                "AlertdDaemon", "AlertdAlertmanager", "AlertdCore", "AlertdTestSupport", "AlertdWire",
+                "AlertdDaemon", "AlertdAlertmanager", "AlertdCore", "AlertdReceipts", "AlertdTestSupport", "AlertdWire",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "AlertdStoreTests",
@@ -261,6 +268,9 @@ let package = Package(
             dependencies: [
                 "AlertdClient", "AlertdClientTesting", "AlertdWire", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
+        // Receipts signed by alertd's receipt code, for the Python tier that checks them with other
+        // implementations (Tests/Receipts: cryptography's Ed25519, the rfc8785 package). Not shipped.
+        .executableTarget(name: "receipts-sample", dependencies: ["AlertdReceipts", "AlertdWire"], path: "Tests/Receipts/ReceiptsSample"),
         // The example of examples/swift: a program that asks before deploying, tested with the double.
         .target(name: "DeployApproval", dependencies: ["AlertdClient"], path: "examples/swift/DeployApproval"),
         .executableTarget(
@@ -271,7 +281,8 @@ let package = Package(
             name: "AlertdAPITests",
             dependencies: [
                 "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
-                "AlertdClient", "AlertdInProcess", "AlertdTestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "AlertdClient", "AlertdInProcess", "AlertdReceipts", "AlertdTestSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The callback event's body, held to the OpenAPI document's webhooks section.
                 "AlertdDelivery",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,6 +1,7 @@
 import AlertdCore
 public import AlertdEngine
 public import AlertdHTTP
+public import AlertdReceipts
 import AlertdWire
 import Dispatch
 public import Logging
@@ -58,21 +59,31 @@ public final class API: HTTPHandler {
     let metrics: Metrics
     /// `metrics.require_token`: `/metrics` needs any valid token.
     let metricsNeedToken: Bool
+    /// The public keys of signed receipts (SPEC §14) that `GET /v1/keys` lists: the signing
+    /// key first, then `receipts.previous_keys`.
+    let receiptKeys: ReceiptKeySet
     let logger: Logger
 
     public convenience init(
-        engine: Engine, access: Access = Access(), metrics: Metrics = Metrics(), metricsNeedToken: Bool = false, logger: Logger
+        engine: Engine, access: Access = Access(), metrics: Metrics = Metrics(), metricsNeedToken: Bool = false,
+        receiptKeys: ReceiptKeySet = ReceiptKeySet(), logger: Logger
     ) {
-        self.init(engine: engine, routes: API.routes, access: access, metrics: metrics, metricsNeedToken: metricsNeedToken, logger: logger)
+        self.init(
+            engine: engine, routes: API.routes, access: access, metrics: metrics, metricsNeedToken: metricsNeedToken,
+            receiptKeys: receiptKeys, logger: logger)
     }
 
     /// With another route table (tests).
-    init(engine: Engine, routes: [Route], access: Access, metrics: Metrics, metricsNeedToken: Bool, logger: Logger) {
+    init(
+        engine: Engine, routes: [Route], access: Access, metrics: Metrics, metricsNeedToken: Bool,
+        receiptKeys: ReceiptKeySet = ReceiptKeySet(), logger: Logger
+    ) {
         self.engine = engine
         self.router = Router(routes)
         self.access = NIOLockedValueBox(access)
         self.metrics = metrics
         self.metricsNeedToken = metricsNeedToken
+        self.receiptKeys = receiptKeys
         self.logger = logger
     }
 

@@ -33,6 +33,8 @@ extension API {
         Route("DELETE", "/v1/push/subscriptions/{id}", .open, "delete_push_subscription", API.deletePushSubscription),
         // A push's answer_url: the link itself is the capability, no Authorization.
         Route("POST", "/v1/answers/{token}", .anyone, "answer_link", API.answerThroughLink),
+        // Signed receipts (SPEC §14): the public keys they are signed with, as a JWKS.
+        Route("GET", "/v1/keys", .open, "receipt_keys", API.receiptKeySet),
         // Prometheus Alertmanager's webhook receiver: its alerts posted to {client} (docs/alertmanager.md).
         Route("POST", "/v1/integrations/alertmanager/{client}", .alertmanager, "alertmanager", API.receiveAlertmanager),
     ]

@@ -1,6 +1,7 @@
 import AlertdCore
 import AlertdEngine
 import AlertdHTTP
+import AlertdReceipts
 import AlertdWire
 
 /// Health, readiness, metrics, the dashboard, `whoami` and the list of clients.
@@ -102,5 +103,14 @@ extension API {
             case .failure(let error): render(Problem(error))
             }
         }
+    }
+
+    /// `GET /v1/keys`: the public keys of signed receipts (SPEC §14) as a JWKS (RFC 7517):
+    /// `{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": …, "kid": …, "alg": "EdDSA", "use": "sig"}]}`,
+    /// the signing key first, then the rotated ones. `kid` is the key's RFC 7638 thumbprint,
+    /// the `key_id` of the receipts it signed.
+    func receiptKeySet(_ call: Call) throws {
+        _ = try call.query()
+        call.respond(json(200, receiptKeys.jwksBytes))
     }
 }

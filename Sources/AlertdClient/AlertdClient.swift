@@ -1,3 +1,4 @@
+public import AlertdReceipts
 public import AlertdWire
 public import AsyncHTTPClient
 import Foundation
@@ -323,6 +324,24 @@ public struct AlertdClient: Sendable {
     public func deliveries(on client: String, id: String) async throws -> [DeliveryRecord] {
         let answer = try await transport.send(.GET, Self.alertPath(client, id) + "/deliveries", timeout: requestTimeout)
         return try transport.decode(DeliveryList.self, from: answer).deliveries
+    }
+
+    // MARK: Receipts
+
+    /// The public keys the daemon's receipts are signed with (SPEC §14): `GET /v1/keys`, a JWKS,
+    /// the signing key first and the rotated ones after it.
+    ///
+    /// ```swift
+    /// let keys = try await alerts.receiptKeys()
+    /// try receipt.verify(with: keys)
+    /// ```
+    public func receiptKeys() async throws -> ReceiptKeySet {
+        let answer = try await transport.send(.GET, "/v1/keys", timeout: requestTimeout)
+        do {
+            return try ReceiptKeySet(jwks: try JSONParser.parse(Array(answer.body.readableBytesView)))
+        } catch {
+            throw AlertdError(kind: .invalidResponse, status: answer.status, message: "the answer is not a JWKS of Ed25519 keys: \(error)")
+        }
     }
 
     // MARK: Paths

@@ -20,7 +20,9 @@ struct ConnectionFailure {
 
     /// `host:port` of the daemon's URL, as the user gave it.
     static func endpoint(of base: String) -> String {
-        guard let components = URLComponents(string: base), let host = components.host else { return URLRedaction.redacted(base, keepingPath: true) }
+        guard let components = URLComponents(string: base), let host = components.host else {
+            return URLRedaction.redacted(base, keepingPath: true)
+        }
         let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
         // An IPv6 literal keeps (or gets) its brackets: [::1]:8080.
         return host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"

@@ -30,7 +30,8 @@ struct Transport: Sendable {
         else {
             // Said without the credentials or query secrets the URL may hold (issue 44, item 8).
             throw AlertdError(
-                kind: .invalidURL, message: "the daemon URL must be an absolute http(s) URL, not \(URLRedaction.redacted(url, keepingPath: true))")
+                kind: .invalidURL,
+                message: "the daemon URL must be an absolute http(s) URL, not \(URLRedaction.redacted(url, keepingPath: true))")
         }
         self.base = base
         self.token = token.flatMap { $0.isEmpty ? nil : $0 }

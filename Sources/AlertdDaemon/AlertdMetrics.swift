@@ -41,6 +41,7 @@ final class AlertdMetrics: Sendable {
     let retainedBytes: CoreMetrics.Gauge
     let retainedBytesLimit: CoreMetrics.Gauge
     let waiters: CoreMetrics.Gauge
+    let pushSubscriptions: CoreMetrics.Gauge
     /// Deliveries not yet made: waiting for their time, and attempts in flight.
     let deliveriesWaiting: CoreMetrics.Gauge
     let deliveriesInFlight: CoreMetrics.Gauge
@@ -90,6 +91,7 @@ final class AlertdMetrics: Sendable {
         retainedBytes = CoreMetrics.Gauge(label: "alertd_store_retained_bytes", factory: factory)
         retainedBytesLimit = CoreMetrics.Gauge(label: "alertd_store_retained_bytes_limit", factory: factory)
         waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
+        pushSubscriptions = CoreMetrics.Gauge(label: "alertd_push_subscriptions", factory: factory)
         deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
         deliveriesInFlight = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "in_flight")], factory: factory)
         flushedChanges = CoreMetrics.Counter(label: "alertd_store_changes_total", factory: factory)
@@ -200,6 +202,7 @@ final class AlertdMetrics: Sendable {
                 if let bytes = engine.retainedBytes { retainedBytes.record(bytes) }
                 retainedBytesLimit.record(engine.retentionMaxBytes)
                 waiters.record(engine.waiterCount)
+                pushSubscriptions.record(engine.pushSubscriptionCount)
                 let (waiting, inFlight) = deliveries.counts
                 deliveriesWaiting.record(waiting)
                 deliveriesInFlight.record(inFlight)
@@ -241,6 +244,7 @@ final class AlertdMetrics: Sendable {
             "Bytes of the terminal alerts kept, as alerts.retention_max_bytes counts them: each alert as rendered and its events' bodies (measured at each purge).",
         "alertd_store_retained_bytes_limit": "alerts.retention_max_bytes: what alertd_store_retained_bytes is kept below at each purge.",
         "alertd_waiters": "Requests parked in long-polls.",
+        "alertd_push_subscriptions": "Web Push subscriptions this instance pushes to (0 with push off).",
         "alertd_deliveries_pending":
             "Deliveries (callbacks, pushes, silences) not yet made, by state: waiting (for their time) or in_flight.",
         "alertd_store_commit_duration_seconds":

@@ -6,6 +6,7 @@ import AlertdDelivery
 public import AlertdEngine
 import AlertdHTTP
 public import AlertdPostgres
+import AlertdReceipts
 public import AlertdStore
 import AlertdWire
 import CoreMetrics
@@ -115,6 +116,12 @@ public struct Alertd: Sendable {
             store = shared
         }
         do {
+            // Receipts' keys (SPEC §14): GET /v1/keys lists them. SQLite makes its own key in
+            // state_dir at the first start when receipts.key_file is not set.
+            let receiptKeys = try ReceiptKeyFiles.load(config)
+            if let generated = receiptKeys.generated, let signing = receiptKeys.signing {
+                logger.info("receipts signing key made", metadata: ["file": "\(generated)", "key_id": "\(signing.keyID)"])
+            }
             var trusted: [String: DeliveryWorker.TrustedTarget] = [:]
             if let alertmanager = config.alertmanager, let silences = alertmanager.silencesURL {
                 trusted[silences] = DeliveryWorker.TrustedTarget(authorization: alertmanager.authorization)
@@ -145,7 +152,7 @@ public struct Alertd: Sendable {
             let api = API(
                 engine: engine, access: access(config, tls: config.tls != nil),
                 metrics: metrics.api(engine: engine, deliveries: deliveries),
-                metricsNeedToken: config.metricsRequireToken, logger: logger)
+                metricsNeedToken: config.metricsRequireToken, receiptKeys: receiptKeys.keys, logger: logger)
             return Alertd(
                 store: store, sqlite: sqlite, postgres: postgres, engine: engine, api: api, deliveries: deliveries, metrics: metrics,
                 lock: lock)

@@ -44,6 +44,32 @@ public struct Config: Sendable {
     public var alertmanager: AlertmanagerSettings?
     /// `push` (SPEC §11): Web Push; nil: off.
     public var push: PushSettings?
+    /// `receipts` (SPEC §14): the key receipts are signed with, the keys they were signed
+    /// with before, and how long they are kept.
+    public var receipts = Receipts()
+
+    /// `receipts`: signed receipts of decisions (SPEC §14, docs/receipts.md).
+    public struct Receipts: Sendable, Hashable {
+        /// `key_file`: PEM PKCS#8 Ed25519 (`alertd receipts keygen PATH` writes one); nil: with
+        /// SQLite, ``defaultKeyFile`` in `state_dir`, made at the first start.
+        public var keyFile: String?
+        /// `previous_keys`: PEM files of keys receipts were signed with before a rotation (public
+        /// keys, or the old private key files as they are): `GET /v1/keys` keeps listing them.
+        public var previousKeys: [String] = []
+        /// `retention`: seconds receipts are kept, apart from the alerts' own retention.
+        public var retentionSeconds: Double = Receipts.defaultRetentionSeconds
+
+        /// 400 days: a year of audits and a little more.
+        public static let defaultRetentionSeconds: Double = 400 * 86_400
+        /// The key SQLite's state directory holds when `key_file` is not set.
+        public static let defaultKeyFile = "receipts-key.pem"
+
+        public init(keyFile: String? = nil, previousKeys: [String] = [], retentionSeconds: Double = Receipts.defaultRetentionSeconds) {
+            self.keyFile = keyFile
+            self.previousKeys = previousKeys
+            self.retentionSeconds = retentionSeconds
+        }
+    }
 
     /// `store.backend`: SQLite in `state_dir` (the default), or a PostgreSQL
     /// database several instances share (§9).

@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdPostgres
+import AlertdReceipts
 import AlertdEngine
 import AlertdWire
 import Foundation
@@ -85,7 +86,36 @@ extension Config {
         if case .postgres(let url, _) = store, let warning = url.unverifiedTLSWarning {
             check.warnings.append(warning)
         }
+        check.errors += receiptKeyProblems(file: file)
         return check
+    }
+
+    /// The receipts' key files (SPEC §14) are Ed25519 keys alertd can read: `receipts.key_file`
+    /// (or SQLite's own key in `state_dir`, when it was made already) and each of
+    /// `receipts.previous_keys`.
+    func receiptKeyProblems(file: String) -> [ConfigError] {
+        var problems: [ConfigError] = []
+        func check(_ body: () throws -> Void) {
+            do {
+                try body()
+            } catch let error as ConfigError {
+                problems.append(ConfigError("\(file): \(error.description)", key: error.key))
+            } catch {
+                problems.append(ConfigError("\(file): receipts: \(error)", key: "receipts"))
+            }
+        }
+        if let keyFile = receipts.keyFile {
+            check { _ = try ReceiptKeyFiles.signingKey(at: keyFile, key: "receipts.key_file") }
+        } else if store == .sqlite {
+            let path = ReceiptKeyFiles.stateDirectoryKeyFile(self)
+            if FileManager.default.fileExists(atPath: path) {
+                check { _ = try ReceiptKeyFiles.signingKey(at: path, key: "receipts.key_file") }
+            }
+        }
+        for (index, path) in receipts.previousKeys.enumerated() {
+            check { _ = try ReceiptKeyFiles.previousKey(at: path, index: index) }
+        }
+        return problems
     }
 
     /// Why alertd could not keep its store in `directory`, if it could not: it

@@ -99,7 +99,7 @@ extension Config {
         guard let root = problems.section(node, path: "", source: source) else { return }
         root.only([
             "listen", "state_dir", "durability", "limits", "log", "metrics", "alerts", "clients", "auth", "callbacks",
-            "webhooks", "tls", "http", "store", "integrations", "push",
+            "webhooks", "tls", "http", "store", "integrations", "push", "receipts",
         ])
         problems.check {
             if let v = try root.string("listen") {
@@ -127,7 +127,7 @@ extension Config {
         let sections: [(key: String, read: (Section, inout Config, String, Problems) -> Void)] = [
             ("store", readStore), ("limits", readLimits), ("tls", readTLS), ("http", readHTTP), ("log", readLogging),
             ("metrics", readMetrics), ("alerts", readAlerts), ("clients", readClients), ("auth", readAuth),
-            ("callbacks", readCallbacks), ("integrations", readIntegrations), ("push", readPush),
+            ("callbacks", readCallbacks), ("integrations", readIntegrations), ("push", readPush), ("receipts", readReceipts),
         ]
         for (key, read) in sections {
             if let section = problems.check({ try root.section(key) }) ?? nil { read(section, &config, source, problems) }
@@ -268,6 +268,36 @@ extension Config {
             return
         }
         config.push = PushSettings(subject: subject, remindEvery: remindEvery, allowHTTP: allowHTTP)
+    }
+
+    /// `receipts` (SPEC §14): the signing key's file, the previous keys' files, the retention.
+    /// The files themselves are read by the start's check (``Config/startCheck(listeningHost:)``).
+    private static func readReceipts(_ receipts: Section, into config: inout Config, source: String, _ problems: Problems) {
+        receipts.only(["key_file", "previous_keys", "retention"])
+        problems.check {
+            if let v = try receipts.string("key_file") {
+                guard !v.isEmpty else {
+                    throw receipts.error("key_file", "must be a path (leave it out for SQLite's own key in state_dir)")
+                }
+                config.receipts.keyFile = problems.path(v)
+            }
+        }
+        problems.check {
+            for path in try receipts.strings("previous_keys") ?? [] {
+                guard !path.isEmpty else { throw receipts.error("previous_keys", "must list paths of PEM files, not an empty string") }
+                config.receipts.previousKeys.append(problems.path(path))
+            }
+        }
+        problems.check {
+            if let v = try receipts.seconds("retention") {
+                // A day at least: receipts are the record that outlives the alerts.
+                guard v >= 86_400 else {
+                    throw receipts.error(
+                        "retention", "must be at least a day (1d, 86400), not \(v.formatted(.number)) s: receipts are the audit record")
+                }
+                config.receipts.retentionSeconds = v
+            }
+        }
     }
 
     /// `metrics`: whether /metrics needs a token.

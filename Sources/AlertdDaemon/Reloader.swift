@@ -90,6 +90,7 @@ final class Reloader: Sendable {
         if new.metricsRequireToken != old.metricsRequireToken { atStart.append("metrics") }
         if new.alertmanager != old.alertmanager { atStart.append("integrations") }
         if new.tls != old.tls { atStart.append("tls") }
+        if new.receipts != old.receipts { atStart.append("receipts") }
         var metadata: Logger.Metadata = [
             "tokens": "\(new.tokens.count)", "config_webhooks": "\(new.webhooks.count)", "log_level": "\(new.logLevel)",
         ]

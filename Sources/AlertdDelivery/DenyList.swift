@@ -140,7 +140,8 @@ public struct DenyList: Sendable {
     /// judged by the addresses it resolves to.
     public func judgesWithoutResolving(host: String) -> Bool {
         let lowercased = Self.bare(host)
-        if IPAddress(lowercased) != nil || networks.isEmpty { return true }
+        // An address in any form a resolver reads as one (`127.1`) is judged as that address.
+        if IPAddress(host: lowercased) != nil || networks.isEmpty { return true }
         let labels = lowercased.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         return allowedHosts.contains { $0.matches(labels) } || hosts.contains { $0.pattern.matches(labels) }
     }
@@ -174,7 +175,7 @@ public struct DenyList: Sendable {
         /// what the name resolves to beyond the entry): `localhost resolves to an address
         /// in callbacks.deny entry 127.0.0.0/8`; a literal or a host glob as ``description``.
         public var withoutResolvedAddress: String {
-            guard address != nil, IPAddress(host) == nil else { return description }
+            guard address != nil, IPAddress(host: host) == nil else { return description }
             return "\(host) resolves to an address in callbacks.deny entry \(entry)"
         }
     }

@@ -138,6 +138,10 @@ extension Engine {
     /// `GET /v1/push/key`: the VAPID public key, base64url of the uncompressed point; nil with push off.
     public var pushPublicKey: String? { vapid.withLockedValue { $0?.publicKeyBase64URL } }
 
+    /// The push subscriptions this instance pushes to (`alertd_push_subscriptions`): with
+    /// several instances, one made through another counts here once its notification came.
+    public var pushSubscriptionCount: Int { pushRegistry.withLockedValue { $0.byID.count } }
+
     public static let pushOff = EngineError(.notFound, "Web Push is off: set push.subject in alertd's config (docs/push.md)")
 
     /// A subscription as posted (SPEC §11), checked: the endpoint an `https` URL (or `http`

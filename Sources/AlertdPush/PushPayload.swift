@@ -10,7 +10,8 @@ public import AlertdWire
 /// - `alert.decided`: `{"type", "alert": {id, client, state}}`, so the device can close
 ///   the notification the first push opened (same `Topic`).
 ///
-/// Never in a payload: `metadata`, `callback_url`, `result`, the deciders' answers.
+/// Never in a payload: `metadata`, `callback_url`, `result`, the deciders' answers (a
+/// vote's `comment` and `values` are written `null` and `{}`).
 public enum PushPayload {
     public static let displayedType = "alert.displayed"
     public static let decidedType = "alert.decided"
@@ -140,7 +141,15 @@ public enum PushPayload {
         json.key("quorum")
         json.int(alert.quorum)
         json.key("votes")
-        json.votes(alert.votes)
+        // Who voted for what, never their words (SPEC §13's comments and values are the
+        // deciders' answers, and ten comments would not fit one push).
+        json.votes(
+            alert.votes.map { vote in
+                var bare = vote
+                bare.comment = nil
+                bare.values = [:]
+                return bare
+            })
         json.key("expires_at")
         json.timestamp(alert.expiresAt)
         if reminder {

@@ -29,7 +29,7 @@ struct Alertctl: AsyncParsableCommand {
         version: AlertdVersion.printed,
         subcommands: [
             Post.self, Current.self, Choose.self, Get.self, List.self, Withdraw.self, Clients.self, Webhooks.self,
-            Deliveries.self, Push.self, Watch.self, WhoAmI.self, MCPCommand.self, Hook.self,
+            Deliveries.self, Push.self, Watch.self, WhoAmI.self, MCPCommand.self, Hook.self, Audit.self,
         ])
 
     /// Parses the command line with the global options hoisted after the command's name, runs
@@ -39,7 +39,7 @@ struct Alertctl: AsyncParsableCommand {
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         do {
             var command = try parseAsRoot(arguments)
-            if command is Alertctl || command is Webhooks || command is Push || command is Hook {
+            if command is Alertctl || command is Webhooks || command is Push || command is Hook || command is Audit {
                 FileHandle.standardError.write(Data(helpMessage(for: type(of: command)).utf8 + [UInt8(ascii: "\n")]))
                 Foundation.exit(Exit.usage)
             }

@@ -14,6 +14,7 @@ struct AlertdCommand: AsyncParsableCommand {
             alertd check-config <file>
             alertd migrate [--config <file>]
             alertd migrate-store --from sqlite:<dir> --to <postgres-url>
+            alertd receipts keygen <path>
             """,
         discussion: """
             Without a command alertd serves the API and the dashboard until SIGTERM (there is no \
@@ -22,7 +23,7 @@ struct AlertdCommand: AsyncParsableCommand {
             --listen and --state-dir override the file.
             """,
         version: AlertdVersion.printed,
-        subcommands: [TokenCommand.self, CheckConfigCommand.self, MigrateCommand.self, MigrateStoreCommand.self])
+        subcommands: [TokenCommand.self, CheckConfigCommand.self, MigrateCommand.self, MigrateStoreCommand.self, ReceiptsCommand.self])
 
     @Option(name: .long, help: ArgumentHelp("The YAML config file.", valueName: "file"))
     var config: String?

@@ -568,7 +568,7 @@ extension APIContractTests {
                 #expect(result["button_index"] as? Int == 0)
                 #expect(result["cancelled"] as? Bool == false)
                 #expect(result["decided_by"] is NSNull, "no auth: nobody is named")
-                #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by", "votes"])
+                #expect(Set(result.keys) == ["outcome", "button", "button_index", "cancelled", "decided_by", "comment", "values", "votes"])
                 // §10: the one choice of a quorum-1 alert is its one vote.
                 let votes = try #require(result["votes"] as? [[String: Any]])
                 #expect(votes.count == 1 && votes.first?["button"] as? String == "Deploy" && votes.first?["decided_by"] is NSNull)

@@ -102,7 +102,7 @@ struct BadInputTests {
 
     @Test(
         "a choice with an unknown or misspelt member is 400 bad-request",
-        arguments: [#"{"button":"Yes","comment":"sure"}"#, #"{"buttonIndex":0}"#, #"{"Button":"Yes"}"#, #"{"button_title":"Yes"}"#])
+        arguments: [#"{"button":"Yes","note":"sure"}"#, #"{"buttonIndex":0}"#, #"{"Button":"Yes"}"#, #"{"button_title":"Yes"}"#])
     func choiceUnknownField(json: String) async throws {
         try await BadInputFixture.expectHarmless { http, fixture in
             let response = try await http.post("/v1/clients/fixture/alerts/\(fixture.displayed)/choice", json: json)

@@ -25,6 +25,26 @@ private func pushConfig(allowHTTP: Bool = true) async throws -> (config: String,
 
 private func bearer(_ secret: String?) -> [(String, String)] { [("Authorization", "Bearer \(secret ?? "")")] }
 
+/// Through two instances, waits until each pushes to `count` subscriptions
+/// (`alertd_push_subscriptions`): a subscription made or ended through one counts on the
+/// other once its notification came, milliseconds later (docs/high-availability.md). A
+/// single alertd counts it as it answers.
+private func everyInstance(_ http: some TestClient, pushesTo count: Int) async throws {
+    guard let balanced = http as? BalancedClient else { return }
+    for (index, instance) in balanced.instances.enumerated() {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let metrics = try await instance.get("/metrics").text
+            let gauge = metrics.split(separator: "\n").first { $0.hasPrefix("alertd_push_subscriptions ") }
+            if let gauge, Double(gauge.split(separator: " ").last ?? "") == Double(count) { break }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("instance \(index) never pushed to \(count) subscriptions: \(gauge.map(String.init) ?? "no gauge")")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
 @Suite("Web Push (§11): subscriptions, pushes, answers from the notification")
 struct PushTests {
     @Test("without push.subject the push endpoints are 404 and say how to turn push on")
@@ -160,6 +180,7 @@ struct PushTests {
                 "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
                 headers: bearer(secrets["console"]))
             #expect(made.status == 201, "\(made.text)")
+            try await everyInstance(http, pushesTo: 1)
             let alert = try await http.postAlert(
                 "ops",
                 #"{"title":"Deploy 4.2?","message":"to production","priority":60,"metadata":{"secret":"s3cr3t"},"buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#,
@@ -225,6 +246,7 @@ struct PushTests {
                     "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
                     headers: bearer(secrets["console"])
                 ).status == 201)
+            try await everyInstance(http, pushesTo: 1)
             let alert = try await http.postAlert(
                 "ops", #"{"title":"Drop table?","buttons":[{"title":"Drop","style":"destructive"},{"title":"Keep","style":"cancel"}]}"#,
                 headers: bearer(secrets["deployer"]))
@@ -261,6 +283,7 @@ struct PushTests {
                     "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
                     headers: bearer(secrets["console"])
                 ).status == 201)
+            try await everyInstance(http, pushesTo: 1)
             let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let pushed = try #require(try await service.waitForRequests(count: 1, timeout: 20).first)
@@ -288,6 +311,7 @@ struct PushTests {
                     "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
                     headers: bearer(secrets["reader"])
                 ).status == 201)
+            try await everyInstance(http, pushesTo: 1)
             let shown = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let queued = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             _ = try await service.waitForRequests(count: 1, timeout: 20)
@@ -316,6 +340,7 @@ struct PushTests {
                     "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
                     headers: bearer(secrets["reader"])
                 ).status == 201)
+            try await everyInstance(http, pushesTo: 1)
             let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             _ = try await service.waitForRequests(count: 1, timeout: 20)
@@ -328,6 +353,7 @@ struct PushTests {
                 if !listed.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(listed.isEmpty, "the subscription outlived its 410")
+            try await everyInstance(http, pushesTo: 0)
             // Another display (the first withdrawn, the second shown): no push to a subscription that
             // is gone. A push would be written with the withdrawal and sent within milliseconds.
             #expect(try await http.delete("/v1/clients/ops/alerts/\(id(first))", headers: bearer(secrets["deployer"])).status == 200)

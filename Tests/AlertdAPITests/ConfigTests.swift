@@ -213,12 +213,12 @@ struct ConfigTests {
 
 @Suite("Routing and problem codes")
 struct RoutingTests {
-    @Test("the problem codes are exactly §4's and §11's, with their statuses, plus alertd's own 500 internal")
+    @Test("the problem codes are exactly §4's, §11's and §13's, with their statuses, plus alertd's own 500 internal")
     func codes() async {
         let table = Dictionary(uniqueKeysWithValues: Problem.Code.all.map { ($0.rawValue, $0.status) })
         #expect(
             table == [
-                "bad-request": 400, "invalid-alert": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
+                "bad-request": 400, "invalid-alert": 400, "invalid-answer": 400, "unauthorized": 401, "forbidden": 403, "not-found": 404,
                 "method-not-allowed": 405, "not-displayed": 409, "already-decided": 409, "already-voted": 409, "webhook-exists": 409,
                 "confirmation-required": 409, "answer-used": 410,
                 "payload-too-large": 413,
@@ -235,7 +235,7 @@ struct RoutingTests {
             .queueFull: .queueFull, .forbidden: .forbidden, .invalidAlert: .invalidAlert, .idempotencyMismatch: .idempotencyMismatch,
             .invalidWebhook: .badRequest, .configWebhook: .forbidden, .webhookExists: .webhookExists, .tooManyWaiters: .tooManyWaiters,
             .unavailable: .unavailable, .invalidSubscription: .badRequest, .confirmationRequired: .confirmationRequired,
-            .answerUsed: .answerUsed,
+            .answerUsed: .answerUsed, .invalidAnswer: .invalidAnswer,
         ]
         #expect(Set(expected.keys) == Set(EngineError.Code.allCases))
         for code in EngineError.Code.allCases {

@@ -169,7 +169,9 @@ struct AlertmanagerConfigTests {
     func shippedExample() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let text = try String(contentsOf: repository.appendingPathComponent("config/alertd.yaml"), encoding: .utf8)
-        let section = try #require(text.components(separatedBy: "\n# integrations:\n").dropFirst().first)
+        // The section runs to the first blank line (the file's next section follows it).
+        let rest = try #require(text.components(separatedBy: "\n# integrations:\n").dropFirst().first)
+        let section = try #require(rest.components(separatedBy: "\n\n").first)
         // Drop one level of comment: "# key" becomes "key", "#   # note" stays a comment.
         let yaml =
             "integrations:\n"

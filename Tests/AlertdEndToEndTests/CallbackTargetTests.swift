@@ -91,12 +91,13 @@ struct CallbackTargetTests {
 
     @Test("the refused-target warning and the webhook-exists answer show a URL without its credentials, path or query values")
     func secretsKeptOutOfTheLog() async throws {
-        // A name, so the post passes; at delivery it resolves to loopback, which the default deny refuses.
+        // A config-file webhook, checked at delivery only: its name resolves to loopback there,
+        // which the default deny refuses (a callback_url or an API webhook would be refused at once).
         let url = "http://bot:s3cr3tpw@localhost:9/hooks/T0KEN-in-path?token=abc123&v=2"
-        let daemon = try await Daemon.start(.init(config: callbackConfig(allow: [])))
+        let daemon = try await Daemon.start(.init(config: callbackConfig(webhooks: [("ops", url)], allow: [])))
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let alert = try await http.postAlert("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"}],"callback_url":"\#(url)"}"#)
+        let alert = try await http.postAlert("ops", #"{"title":"Deploy?","buttons":[{"title":"OK"}]}"#)
         #expect(try await http.choose("ops", id(alert), #"{"button":"OK"}"#).status == 200)
         try await daemon.waitForStderr(containing: "callback target refused")
         let line = try #require(daemon.stderrLines(containing: "callback target refused").first)

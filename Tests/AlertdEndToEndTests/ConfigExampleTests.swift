@@ -22,7 +22,8 @@ struct ConfigExampleTests {
         "max_connections_per_ip", "max_expires_in", "max_pending", "max_pending_bytes", "max_pending_per_client", "max_pending_total",
         "max_requests_per_token", "max_response_bytes_in_flight", "priorities", "write_timeout_seconds",
         "max_wait_seconds", "max_waiters", "max_waiters_per_token", "metrics", "name", "password", "policy", "pool_size",
-        "postgres", "push", "subject", "remind_every", "allow_http", "rate_burst", "rate_per_second", "read_timeout_seconds",
+        "postgres", "previous_keys", "push", "receipts", "subject", "remind_every", "allow_http", "rate_burst", "rate_per_second",
+        "read_timeout_seconds",
         "require_token", "retention", "retention_max",
         "retry_initial_seconds", "retry_max_interval_seconds", "roles", "secret", "severity_priority", "signing_secret",
         "silence", "state_dir", "store", "style", "timeout", "title", "tls", "tokens", "url", "username", "webhooks",
@@ -83,7 +84,7 @@ struct ConfigExampleTests {
     }
 
     /// A scratch directory holding what the examples' relative paths name: tls/cert.pem and
-    /// tls/key.pem, alertmanager.token.
+    /// tls/key.pem, alertmanager.token, receipts-key.pem and receipts-key-2026.pem.
     static func directoryWithTheFilesTheExamplesName() async throws -> ScratchDirectory {
         let directory = try ScratchDirectory()
         let tls = directory.url.appendingPathComponent("tls")
@@ -97,6 +98,11 @@ struct ConfigExampleTests {
             ])
         try #require(made.status == 0, "openssl: \(made.stderr)")
         try Data("a-token-alertmanager-accepts\n".utf8).write(to: directory.url.appendingPathComponent("alertmanager.token"))
+        // receipts.key_file and receipts.previous_keys.
+        for name in ["receipts-key.pem", "receipts-key-2026.pem"] {
+            let keygen = try await Program.alertd(["receipts", "keygen", directory.url.appendingPathComponent(name).path])
+            try #require(keygen.status == 0, "alertd receipts keygen: \(keygen.stderr)")
+        }
         return directory
     }
 
@@ -129,7 +135,7 @@ struct ConfigExampleTests {
         #expect(
             Self.heads(lines, blocks) == [
                 "store", "max_connections_per_ip", "rate_per_second", "clients", "tls", "http", "tokens", "signing_secret",
-                "allow", "webhooks", "integrations", "push",
+                "allow", "webhooks", "integrations", "push", "receipts",
             ])
         // Issue 45: the placeholder, uncommented as it is, is a secret anyone can read: refused, saying so.
         let placeholder = "replace-with-openssl-rand-base64-32"
@@ -156,6 +162,7 @@ struct ConfigExampleTests {
         #expect(
             Self.heads(all, nested) == [
                 "bearer_token", "bearer_token_file", "basic_auth", "matcher_labels", "expires_in", "remind_every", "allow_http",
+                "key_file", "previous_keys", "retention",
             ])
         for block in nested {
             let one = try await Self.check(Self.uncommenting(all, [block]), in: directory)

@@ -187,6 +187,29 @@ struct PushPayloadTests {
         #expect(shown["buttons"] == .array([]))
     }
 
+    @Test("votes are shown without their words: nine long comments and values neither leak nor overflow the record")
+    func votesWithoutWords() throws {
+        var alert = Self.alert(message: "m")
+        alert.quorum = 10
+        alert.votes = (0..<9).map { n in
+            Vote(
+                decidedBy: "person-\(n)", button: "Deploy", buttonIndex: 0, at: Timestamp(milliseconds: 1_795_000_000_100 + Int64(n)),
+                comment: "why \(n): " + String(repeating: "ü", count: 990),
+                values: ["ticket": "OPS-\(n)" + String(repeating: "7", count: 900)])
+        }
+        let payload = PushPayload.displayed(alert)
+        #expect(payload.count <= PushPayload.storedLimit)
+        let text = String(decoding: payload, as: UTF8.self)
+        #expect(!text.contains("why ") && !text.contains("OPS-"), "\(text.prefix(300))")
+        guard case .object(let object) = try JSONParser.parse(payload), case .object(let shown)? = object["alert"],
+            case .array(let votes)? = shown["votes"]
+        else {
+            Issue.record("no votes in \(text.prefix(300))")
+            return
+        }
+        #expect(votes.count == 9 && shown["message"] == .string("m"))
+    }
+
     @Test("a decided alert's payload names it and its state only")
     func decided() throws {
         var alert = Self.alert()
