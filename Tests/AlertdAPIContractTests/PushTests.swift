@@ -45,6 +45,18 @@ private func everyInstance(_ http: some TestClient, pushesTo count: Int) async t
     }
 }
 
+/// `device` subscribed to `ops` at `endpoint` with `secret`'s token (201 expected), once
+/// every instance pushes to it (``everyInstance(_:pushesTo:)``).
+private func subscribe(
+    _ http: some TestClient, _ device: PushDevice, at endpoint: String, answer: Bool, token secret: String?
+) async throws {
+    let made = try await http.post(
+        "/v1/push/subscriptions", json: device.subscription(endpoint: endpoint, clients: ["ops"], answer: answer),
+        headers: bearer(secret))
+    try #require(made.status == 201, "\(made.text)")
+    try await everyInstance(http, pushesTo: 1)
+}
+
 @Suite("Web Push (§11): subscriptions, pushes, answers from the notification")
 struct PushTests {
     @Test("without push.subject the push endpoints are 404 and say how to turn push on")
@@ -176,11 +188,7 @@ struct PushTests {
             let key = try #require(
                 try await http.get("/v1/push/key", headers: bearer(secrets["reader"])).jsonObject()["public_key"] as? String)
             let device = PushDevice()
-            let made = try await http.post(
-                "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
-                headers: bearer(secrets["console"]))
-            #expect(made.status == 201, "\(made.text)")
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: true, token: secrets["console"])
             let alert = try await http.postAlert(
                 "ops",
                 #"{"title":"Deploy 4.2?","message":"to production","priority":60,"metadata":{"secret":"s3cr3t"},"buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#,
@@ -241,12 +249,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
-                    headers: bearer(secrets["console"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: true, token: secrets["console"])
             let alert = try await http.postAlert(
                 "ops", #"{"title":"Drop table?","buttons":[{"title":"Drop","style":"destructive"},{"title":"Keep","style":"cancel"}]}"#,
                 headers: bearer(secrets["deployer"]))
@@ -278,12 +281,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
-                    headers: bearer(secrets["console"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: true, token: secrets["console"])
             let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let pushed = try #require(try await service.waitForRequests(count: 1, timeout: 20).first)
@@ -306,12 +304,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
-                    headers: bearer(secrets["reader"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: false, token: secrets["reader"])
             let shown = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let queued = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             _ = try await service.waitForRequests(count: 1, timeout: 20)
@@ -335,12 +328,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
-                    headers: bearer(secrets["reader"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: false, token: secrets["reader"])
             let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             _ = try await service.waitForRequests(count: 1, timeout: 20)
