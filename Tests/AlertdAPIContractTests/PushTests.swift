@@ -103,6 +103,40 @@ struct PushTests {
         }
     }
 
+    @Test("subscriptions are bounded per token and in all (429 queue-full naming the key); an endpoint again replaces its own")
+    func bounded() async throws {
+        let (config, secrets) = try await pushConfig()
+        try await withTestClient(config: config + "  max_subscriptions_per_token: 2\n  max_subscriptions: 3\n") { http in
+            let device = PushDevice()
+            func subscribe(_ n: Int, _ token: String) async throws -> TestResponse {
+                try await http.post(
+                    "/v1/push/subscriptions",
+                    json: device.subscription(endpoint: "https://push.example/wpush/\(n)", clients: ["ops"], answer: false),
+                    headers: bearer(secrets[token]))
+            }
+            func count() async throws -> Int {
+                (try await http.get("/v1/push/subscriptions", headers: bearer(secrets["root"])).jsonObject()["subscriptions"] as? [Any])?
+                    .count ?? -1
+            }
+            #expect(try await subscribe(1, "reader").status == 201)
+            #expect(try await subscribe(2, "reader").status == 201)
+            let third = try await subscribe(3, "reader")
+            Contract.expectProblem(third, status: 429, code: "queue-full")
+            #expect(third.text.contains("push.max_subscriptions_per_token") && third.text.contains("reader"), "\(third.text)")
+            #expect(try await subscribe(1, "reader").status == 200, "the same endpoint replaces its own, at the bound too")
+            #expect(try await subscribe(4, "console").status == 201)
+            let past = try await subscribe(5, "console")
+            Contract.expectProblem(past, status: 429, code: "queue-full")
+            #expect(past.text.contains("push.max_subscriptions)"), "\(past.text)")
+            #expect(try await count() == 3, "nothing refused was stored")
+            // One removed: room again.
+            let mine = try await http.get("/v1/push/subscriptions", headers: bearer(secrets["reader"])).jsonObject()["subscriptions"]
+            let id = try #require((mine as? [[String: Any]])?.first?["id"] as? String)
+            #expect(try await http.delete("/v1/push/subscriptions/\(id)", headers: bearer(secrets["reader"])).status == 204)
+            #expect(try await subscribe(3, "reader").status == 201)
+        }
+    }
+
     @Test("roles: a client the token may not touch, answer without the answer role, another token's subscription")
     func roles() async throws {
         let (config, secrets) = try await pushConfig()
