@@ -40,7 +40,9 @@ instrumented() {
     case $1 in thread) prefix=__tsan_func_entry ;; address) prefix=__asan_report ;; *) return 0 ;; esac
     shift
     bin=$(swift build "$@" --show-bin-path)
-    nm -u "$bin"/AlertdCore.build/*.o 2>/dev/null | grep -q "$prefix"
+    # grep -c reads all of nm's output: `grep -q` stops at the first match, nm dies of SIGPIPE,
+    # and under pipefail that read as "not instrumented" (it failed CI's pass that way).
+    [ "$(nm -u "$bin"/AlertdCore.build/*.o 2>/dev/null | grep -c "$prefix")" -gt 0 ]
 }
 for sanitizer in "${sanitizers[@]}"; do
     case $sanitizer in thread) scratch=.build-tsan ;; address) scratch=.build-asan ;; *) scratch=".build-$sanitizer" ;; esac

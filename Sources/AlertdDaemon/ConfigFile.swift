@@ -246,10 +246,13 @@ extension Config {
 
     /// `push` (SPEC §11): Web Push is on with a `subject`.
     private static func readPush(_ push: Section, into config: inout Config, source: String, _ problems: Problems) {
-        push.only(["subject", "remind_every", "allow_http"])
+        push.only(["subject", "remind_every", "allow_http", "max_subscriptions_per_token", "max_subscriptions"])
         let subject = problems.check { try push.string("subject") } ?? nil
         let remindEvery = problems.check { try push.seconds("remind_every") } ?? nil
         let allowHTTP = (problems.check { try push.bool("allow_http") } ?? nil) ?? false
+        let maxPerToken =
+            (problems.check { try push.int("max_subscriptions_per_token", min: 1, max: 1000) } ?? nil) ?? PushSettings.defaultMaxPerToken
+        let maxTotal = (problems.check { try push.int("max_subscriptions", min: 1, max: 1_000_000) } ?? nil) ?? PushSettings.defaultMaxTotal
         guard let subject else {
             if !problems.has("push.subject") {
                 problems.add(push.error("subject", "is required to turn push on: a mailto: or https: contact for push services' operators"))
@@ -267,7 +270,8 @@ extension Config {
                     "must be at least a minute (60s, 10m), not \(remindEvery.formatted(.number)) s: a reminder a second is a flood"))
             return
         }
-        config.push = PushSettings(subject: subject, remindEvery: remindEvery, allowHTTP: allowHTTP)
+        config.push = PushSettings(
+            subject: subject, remindEvery: remindEvery, allowHTTP: allowHTTP, maxPerToken: maxPerToken, maxTotal: maxTotal)
     }
 
     /// `receipts` (SPEC §14): the signing key's file, the previous keys' files, the retention.

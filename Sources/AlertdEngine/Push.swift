@@ -13,11 +13,25 @@ public struct PushSettings: Sendable, Hashable {
     public var remindEvery: Double?
     /// Whether endpoints may be `http:` (tests, a private push service).
     public var allowHTTP: Bool
+    /// Subscriptions one token (one decider) may hold (`push.max_subscriptions_per_token`):
+    /// each is a delivery at every display, so a token that may only read cannot make a
+    /// display cost thousands.
+    public var maxPerToken: Int
+    /// Subscriptions in all (`push.max_subscriptions`).
+    public var maxTotal: Int
 
-    public init(subject: String, remindEvery: Double? = nil, allowHTTP: Bool = false) {
+    public static let defaultMaxPerToken = 10
+    public static let defaultMaxTotal = 10_000
+
+    public init(
+        subject: String, remindEvery: Double? = nil, allowHTTP: Bool = false, maxPerToken: Int = PushSettings.defaultMaxPerToken,
+        maxTotal: Int = PushSettings.defaultMaxTotal
+    ) {
         self.subject = subject
         self.remindEvery = remindEvery
         self.allowHTTP = allowHTTP
+        self.maxPerToken = maxPerToken
+        self.maxTotal = maxTotal
     }
 }
 
@@ -181,6 +195,19 @@ extension Engine {
                 .invalidSubscription, errors.count == 1 ? "1 field is invalid" : "\(errors.count) fields are invalid", fieldErrors: errors)
         }
         if let refusal = refusal() { throw refusal }
+        // Bounded as committed (every instance's), the endpoint's own subscription aside: a
+        // browser subscribing again replaces it. Two subscriptions made at once may both pass.
+        let others = try await store.pushSubscriptions().filter { $0.endpoint != endpoint }
+        if others.count(where: { $0.decider == decider }) >= push.maxPerToken {
+            throw EngineError(
+                .queueFull,
+                "\(decider.map { "token \($0)" } ?? "alertd without tokens") has \(push.maxPerToken) push subscriptions "
+                    + "(push.max_subscriptions_per_token); remove one first (alertctl push rm ID)")
+        }
+        if others.count >= push.maxTotal {
+            throw EngineError(
+                .queueFull, "alertd holds its maximum of \(push.maxTotal) push subscriptions (push.max_subscriptions)")
+        }
         let now = clock.now()
         let id = pushRegistry.withLockedValue { PushSubscription.newID(&$0.ids, at: now) }
         let subscription = PushSubscription(

@@ -32,15 +32,10 @@ extension PostgresAlertStore {
     public func pushSubscriptions() async throws(EngineError) -> [PushSubscription] {
         do {
             var subscriptions: [PushSubscription] = []
-            for try await (id, endpoint, p256dh, auth, clients, answer, decider, created) in try await client.query(
-                "SELECT id, endpoint, p256dh, auth, clients, answer, decider, created_at FROM push_subscriptions ORDER BY id",
-                logger: logger
-            ).decode((String, String, ByteBuffer, ByteBuffer, String, Bool, String?, Int64).self) {
-                subscriptions.append(
-                    PushSubscription(
-                        id: id, endpoint: endpoint, p256dh: [UInt8](bytea: p256dh), auth: [UInt8](bytea: auth),
-                        clients: PushSubscription.clients(stored: clients), answer: answer, decider: decider,
-                        createdAt: Timestamp(milliseconds: created)))
+            for try await row in try await client.query(
+                "SELECT \(unescaped: Self.subscriptionColumns) FROM push_subscriptions ORDER BY id", logger: logger
+            ).decode(SubscriptionRow.self) {
+                subscriptions.append(Self.subscription(row))
             }
             return subscriptions
         } catch {
@@ -48,19 +43,38 @@ extension PostgresAlertStore {
         }
     }
 
+    /// The columns a ``SubscriptionRow`` holds, in order.
+    static let subscriptionColumns = "id, endpoint, p256dh, auth, clients, answer, decider, created_at"
+    typealias SubscriptionRow = (String, String, ByteBuffer, ByteBuffer, String, Bool, String?, Int64)
+
+    static func subscription(_ row: SubscriptionRow) -> PushSubscription {
+        let (id, endpoint, p256dh, auth, clients, answer, decider, created) = row
+        return PushSubscription(
+            id: id, endpoint: endpoint, p256dh: [UInt8](bytea: p256dh), auth: [UInt8](bytea: auth),
+            clients: PushSubscription.clients(stored: clients), answer: answer, decider: decider,
+            createdAt: Timestamp(milliseconds: created))
+    }
+
+    /// Saves `subscription`, replacing the one of its endpoint, which it returns: taken in the
+    /// same transaction (`DELETE … RETURNING`), not read of every subscription before it.
     public func savePushSubscription(_ subscription: PushSubscription) async throws(EngineError) -> PushSubscription? {
-        let replaced = try await pushSubscriptions().first { $0.endpoint == subscription.endpoint }
         let s = subscription
+        let replaced = NIOLockedValueBox<PushSubscription?>(nil)
         try await write(notify: ["s"]) { connection in
-            try await connection.query("DELETE FROM push_subscriptions WHERE endpoint = \(s.endpoint)", logger: self.logger)
+            for try await row in try await connection.query(
+                "DELETE FROM push_subscriptions WHERE endpoint = \(s.endpoint) RETURNING \(unescaped: Self.subscriptionColumns)",
+                logger: self.logger
+            ).decode(SubscriptionRow.self) {
+                replaced.withLockedValue { $0 = Self.subscription(row) }
+            }
             try await connection.query(
                 """
-                INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, clients, answer, decider, created_at)
+                INSERT INTO push_subscriptions (\(unescaped: Self.subscriptionColumns))
                 VALUES (\(s.id), \(s.endpoint), \(s.p256dh.bytea), \(s.auth.bytea), \(s.storedClients), \(s.answer), \(s.decider),
                         \(s.createdAt.milliseconds))
                 """, logger: self.logger)
         }
-        return replaced
+        return replaced.withLockedValue { $0 }
     }
 
     public func deletePushSubscription(id: String) async throws(EngineError) -> Bool {

@@ -45,6 +45,18 @@ private func everyInstance(_ http: some TestClient, pushesTo count: Int) async t
     }
 }
 
+/// `device` subscribed to `ops` at `endpoint` with `secret`'s token (201 expected), once
+/// every instance pushes to it (``everyInstance(_:pushesTo:)``).
+private func subscribe(
+    _ http: some TestClient, _ device: PushDevice, at endpoint: String, answer: Bool, token secret: String?
+) async throws {
+    let made = try await http.post(
+        "/v1/push/subscriptions", json: device.subscription(endpoint: endpoint, clients: ["ops"], answer: answer),
+        headers: bearer(secret))
+    try #require(made.status == 201, "\(made.text)")
+    try await everyInstance(http, pushesTo: 1)
+}
+
 @Suite("Web Push (§11): subscriptions, pushes, answers from the notification")
 struct PushTests {
     @Test("without push.subject the push endpoints are 404 and say how to turn push on")
@@ -88,6 +100,40 @@ struct PushTests {
             let listed = try await http.get("/v1/push/subscriptions", headers: read).jsonObject()["subscriptions"] as? [[String: Any]]
             #expect(listed?.count == 1 && listed?.first?["clients"] as? [String] == ["ops"], "\(String(describing: listed))")
             #expect(!(try await http.get("/v1/push/subscriptions", headers: read).text.contains(device.p256dh)))
+        }
+    }
+
+    @Test("subscriptions are bounded per token and in all (429 queue-full naming the key); an endpoint again replaces its own")
+    func bounded() async throws {
+        let (config, secrets) = try await pushConfig()
+        try await withTestClient(config: config + "  max_subscriptions_per_token: 2\n  max_subscriptions: 3\n") { http in
+            let device = PushDevice()
+            func subscribe(_ n: Int, _ token: String) async throws -> TestResponse {
+                try await http.post(
+                    "/v1/push/subscriptions",
+                    json: device.subscription(endpoint: "https://push.example/wpush/\(n)", clients: ["ops"], answer: false),
+                    headers: bearer(secrets[token]))
+            }
+            func count() async throws -> Int {
+                (try await http.get("/v1/push/subscriptions", headers: bearer(secrets["root"])).jsonObject()["subscriptions"] as? [Any])?
+                    .count ?? -1
+            }
+            #expect(try await subscribe(1, "reader").status == 201)
+            #expect(try await subscribe(2, "reader").status == 201)
+            let third = try await subscribe(3, "reader")
+            Contract.expectProblem(third, status: 429, code: "queue-full")
+            #expect(third.text.contains("push.max_subscriptions_per_token") && third.text.contains("reader"), "\(third.text)")
+            #expect(try await subscribe(1, "reader").status == 200, "the same endpoint replaces its own, at the bound too")
+            #expect(try await subscribe(4, "console").status == 201)
+            let past = try await subscribe(5, "console")
+            Contract.expectProblem(past, status: 429, code: "queue-full")
+            #expect(past.text.contains("push.max_subscriptions)"), "\(past.text)")
+            #expect(try await count() == 3, "nothing refused was stored")
+            // One removed: room again.
+            let mine = try await http.get("/v1/push/subscriptions", headers: bearer(secrets["reader"])).jsonObject()["subscriptions"]
+            let id = try #require((mine as? [[String: Any]])?.first?["id"] as? String)
+            #expect(try await http.delete("/v1/push/subscriptions/\(id)", headers: bearer(secrets["reader"])).status == 204)
+            #expect(try await subscribe(3, "reader").status == 201)
         }
     }
 
@@ -176,11 +222,7 @@ struct PushTests {
             let key = try #require(
                 try await http.get("/v1/push/key", headers: bearer(secrets["reader"])).jsonObject()["public_key"] as? String)
             let device = PushDevice()
-            let made = try await http.post(
-                "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
-                headers: bearer(secrets["console"]))
-            #expect(made.status == 201, "\(made.text)")
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: true, token: secrets["console"])
             let alert = try await http.postAlert(
                 "ops",
                 #"{"title":"Deploy 4.2?","message":"to production","priority":60,"metadata":{"secret":"s3cr3t"},"buttons":[{"title":"Deploy"},{"title":"Cancel","style":"cancel"}]}"#,
@@ -241,12 +283,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
-                    headers: bearer(secrets["console"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: true, token: secrets["console"])
             let alert = try await http.postAlert(
                 "ops", #"{"title":"Drop table?","buttons":[{"title":"Drop","style":"destructive"},{"title":"Keep","style":"cancel"}]}"#,
                 headers: bearer(secrets["deployer"]))
@@ -278,12 +315,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: true),
-                    headers: bearer(secrets["console"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: true, token: secrets["console"])
             let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let pushed = try #require(try await service.waitForRequests(count: 1, timeout: 20).first)
@@ -306,12 +338,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
-                    headers: bearer(secrets["reader"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: false, token: secrets["reader"])
             let shown = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let queued = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             _ = try await service.waitForRequests(count: 1, timeout: 20)
@@ -335,12 +362,7 @@ struct PushTests {
         let (config, secrets) = try await pushConfig()
         try await withTestClient(config: config) { http in
             let device = PushDevice()
-            #expect(
-                try await http.post(
-                    "/v1/push/subscriptions", json: device.subscription(endpoint: service.url, clients: ["ops"], answer: false),
-                    headers: bearer(secrets["reader"])
-                ).status == 201)
-            try await everyInstance(http, pushesTo: 1)
+            try await subscribe(http, device, at: service.url, answer: false, token: secrets["reader"])
             let first = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             let second = try await http.postAlert("ops", oneButton, headers: bearer(secrets["deployer"]))
             _ = try await service.waitForRequests(count: 1, timeout: 20)

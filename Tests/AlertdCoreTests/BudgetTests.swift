@@ -99,7 +99,8 @@ struct PendingBytesTests {
 
 @Suite("The rendered copy's budget")
 struct RenderedFootprintTests {
-    /// Alerts whose rendering the bound must cover: escapes, every optional member, votes, results.
+    /// Alerts whose rendering the bound must cover: escapes, every optional member, fields, votes
+    /// and results with their words.
     static let alerts: [Alert] = {
         let control = String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self)
         let nasty = String(repeating: control + "\"\\é🚨", count: 40)
@@ -109,20 +110,28 @@ struct RenderedFootprintTests {
         var votes: [Vote] = []
         for n in 0..<10 {
             votes.append(
-                Vote(decidedBy: String(repeating: "\u{7}", count: 40) + "\(n)", button: buttons[n + 1].title, buttonIndex: n + 1, at: at(9))
-            )
+                Vote(
+                    decidedBy: String(repeating: "\u{7}", count: 40) + "\(n)", button: buttons[n + 1].title, buttonIndex: n + 1, at: at(9),
+                    comment: n.isMultiple(of: 2) ? nasty : nil, values: n.isMultiple(of: 3) ? ["f\(n)": nasty, "g": "\u{1}"] : [:]))
         }
         var full = Alert(
             id: AlertID(high: .max, low: .max), client: String(repeating: "c", count: 64), title: nasty, message: nasty,
             style: .actionSheet, buttons: buttons, priority: -100, callbackURL: "https://x.example/" + nasty,
             metadata: CompactJSON(["k": .string(nasty)]), state: .displayed, createdAt: start, displayedAt: at(1),
             expiresAt: at(604_800_123),
-            dismissAfterMilliseconds: 86_400_123, quorum: 10, votes: votes, postedBy: String(repeating: "\u{2}", count: 64))
+            dismissAfterMilliseconds: 86_400_123, quorum: 10, votes: votes, postedBy: String(repeating: "\u{2}", count: 64),
+            // SPEC §13: five fields, each with its escapes and the buttons it belongs to.
+            fields: (0..<5).map {
+                AlertField(
+                    name: "f\($0)", label: nasty, placeholder: $0 == 0 ? nil : nasty, required: $0 == 1, maxLength: 1000,
+                    buttons: buttons.dropFirst().map(\.title))
+            })
         var answered = full
         answered.state = .withdrawn
         answered.decidedAt = at(2)
         answered.result = AlertResult(
-            outcome: .withdrawn, button: buttons[15].title, buttonIndex: 15, cancelled: false, decidedBy: votes[9].decidedBy, votes: votes)
+            outcome: .withdrawn, button: buttons[15].title, buttonIndex: 15, cancelled: false, decidedBy: votes[9].decidedBy, votes: votes,
+            comment: nasty, values: ["f2": nasty])
         full.votes = votes
         let plain = Alert(id: AlertID(high: 1, low: 2), client: "ops", title: "Deploy?", createdAt: start, expiresAt: at(1))
         return [full, answered, plain]

@@ -22,7 +22,8 @@ struct ConfigExampleTests {
         "max_connections_per_ip", "max_expires_in", "max_pending", "max_pending_bytes", "max_pending_per_client", "max_pending_total",
         "max_requests_per_token", "max_response_bytes_in_flight", "priorities", "write_timeout_seconds",
         "max_wait_seconds", "max_waiters", "max_waiters_per_token", "metrics", "name", "password", "policy", "pool_size",
-        "postgres", "previous_keys", "push", "receipts", "subject", "remind_every", "allow_http", "rate_burst", "rate_per_second",
+        "postgres", "previous_keys", "push", "receipts", "subject", "remind_every", "allow_http", "max_subscriptions_per_token",
+        "max_subscriptions", "rate_burst", "rate_per_second",
         "read_timeout_seconds",
         "require_token", "retention", "retention_max",
         "retry_initial_seconds", "retry_max_interval_seconds", "roles", "secret", "severity_priority", "signing_secret",
@@ -162,7 +163,7 @@ struct ConfigExampleTests {
         #expect(
             Self.heads(all, nested) == [
                 "bearer_token", "bearer_token_file", "basic_auth", "matcher_labels", "expires_in", "remind_every", "allow_http",
-                "key_file", "previous_keys", "retention",
+                "max_subscriptions_per_token", "key_file", "previous_keys", "retention",
             ])
         for block in nested {
             let one = try await Self.check(Self.uncommenting(all, [block]), in: directory)

@@ -65,6 +65,11 @@ struct PushAlertctlTests {
                 "push.remind_every must be at least a minute (60s, 10m), not 10 s"
             ),
             ("push:\n  subject: \"mailto:ops@example.com\"\n  remind: 10m\n", "push.remind"),
+            (
+                "push:\n  subject: \"mailto:ops@example.com\"\n  max_subscriptions_per_token: 0\n",
+                "push.max_subscriptions_per_token must be between 1 and 1000, not 0"
+            ),
+            ("push:\n  subject: \"mailto:ops@example.com\"\n  max_subscriptions: many\n", "push.max_subscriptions must be an integer"),
         ] as [(String, String?)])
     func checkConfig(section: String, problem: String?) async throws {
         let scratch = try ScratchDirectory()

@@ -104,6 +104,38 @@ public final class ChildProcess: Sendable {
         return child
     }
 
+    /// Runs `executable` to its end on the calling thread, stdin and stderr on /dev/null, and
+    /// returns its exit status (128 + n after signal n) and what it wrote to stdout: for the
+    /// short synchronous questions a test asks a binary (`--version`).
+    public static func runToEnd(_ executable: String, arguments: [String]) throws -> (status: Int32, stdout: String) {
+        let output = try makePipe()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, output.write, 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let cArguments = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, executable, &actions, nil, cArguments, environ)
+        close(output.write)
+        defer { close(output.read) }
+        guard spawned == 0 else { throw ProcessError("posix_spawn \(executable): \(String(cString: strerror(spawned)))") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(output.read, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes.append(contentsOf: chunk[..<count])
+        }
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7f
+        return (signal == 0 ? (status >> 8) & 0xff : 128 + signal, String(decoding: bytes, as: UTF8.self))
+    }
+
     /// Sends `signal` unless the process has been reaped; false then.
     @discardableResult
     public func send(_ signal: Int32) -> Bool {

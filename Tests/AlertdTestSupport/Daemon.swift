@@ -289,17 +289,11 @@ public final class Daemon: Sendable {
     /// Whether the binary at `path` says it is a debug build (`--version`), asked once a path.
     static func isDebugBuild(_ path: String) throws -> Bool {
         if let known = debugBuilds.withLockedValue({ $0[path] }) { return known }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--version"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ProcessError("\(path) --version exited \(process.terminationStatus)", exitStatus: process.terminationStatus)
+        // posix_spawn, not Foundation's Process: Process.run leaves a weak reference's side
+        // table that LeakSanitizer reports as leaked (the ASan pass of CI's fresh-clone run).
+        let (status, printed) = try ChildProcess.runToEnd(path, arguments: ["--version"])
+        guard status == 0 else {
+            throw ProcessError("\(path) --version exited \(status)", exitStatus: status)
         }
         let debug = printed.contains("(debug build)")
         debugBuilds.withLockedValue { $0[path] = debug }
