@@ -99,6 +99,10 @@ for sanitizer in "${sanitizers[@]}"; do
     failed=$(sed -n 's/^✘ Test \(.*\) failed after .*/\1/p' "$reports.log" | sort -u | paste -sd ';' -)
     [ -z "$failed" ] || verdict+=", failed tests: $failed"
     summary+=("$sanitizer: $verdict")
+    # What each failed test recorded, in the summary CI keeps (its name alone said too little).
+    while IFS= read -r issue; do
+        summary+=("   $(cut -c1-400 <<<"$issue")")
+    done < <(grep -a '^✘ Test .* recorded an issue' "$reports.log" | head -10)
 done
 # The end of the output is what CI keeps: say there what failed, and why.
 echo "== sanitizers:"
