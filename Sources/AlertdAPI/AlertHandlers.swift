@@ -15,13 +15,24 @@ extension API {
         let key = try Self.idempotencyKey(call.request)
         let draft: NewAlert
         // Deciders have names when tokens are configured: then every request has a principal (§7, §10).
-        switch NewAlert.validate(try Self.parseJSON(call.request.body), rules: engine.rules, namedDeciders: call.principal != nil) {
+        switch NewAlert.validate(
+            try Self.parseJSON(call.request.body), rules: engine.rules, namedDeciders: call.principal != nil, client: client)
+        {
         case .success(let valid): draft = valid
         case .failure(let invalid):
             var problem = Problem(
                 .invalidAlert, invalid.errors.count == 1 ? "1 field is invalid" : "\(invalid.errors.count) fields are invalid")
             problem.errors = invalid.errors
             throw problem
+        }
+        // An escalation step posts the alert to its client later (SPEC §12): the token must be
+        // one that may post there now.
+        if let principal = call.principal {
+            for (index, step) in (draft.escalation ?? []).enumerated() where !principal.mayTouch(step.to) {
+                throw Problem(
+                    .forbidden,
+                    "escalation[\(index)].to: token \(principal.name) may not touch client \(step.to), so it may not escalate to it")
+            }
         }
         let idempotency = key.map { IdempotencyKey(key: $0, bodyDigest: Array(SHA256.hash(data: call.request.body))) }
         let poster = call.principal?.name

@@ -89,11 +89,16 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
     /// The values of the alert's fields given with the choice that decided it (SPEC §13),
     /// by field name; empty when none. Each vote carries its own in ``votes``.
     public var values: [String: String]
+    /// The escalation steps the alert took before it was decided (SPEC §12): the clients it
+    /// was also queued on because nobody answered, in order; empty when none.
+    public var escalatedTo: [EscalatedTo]
 
     /// A decision with every field given.
     public init(
-        outcome: AlertOutcome, votes: [Vote] = [], decidedBy: String? = nil, comment: String? = nil, values: [String: String] = [:]
+        outcome: AlertOutcome, votes: [Vote] = [], decidedBy: String? = nil, comment: String? = nil, values: [String: String] = [:],
+        escalatedTo: [EscalatedTo] = []
     ) {
+        self.escalatedTo = escalatedTo
         self.outcome = outcome
         self.votes = votes
         self.decidedBy = decidedBy
@@ -110,6 +115,7 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
         decidedBy = alert.result?.decidedBy
         comment = alert.result?.comment
         values = alert.result?.values ?? [:]
+        escalatedTo = alert.escalatedTo
     }
 
     /// The deciders who chose the outcome's button, in the order they voted: for a deploy
@@ -125,6 +131,7 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
         var text = names.isEmpty ? outcome.description : "\(outcome) by \(names.joined(separator: ", "))"
         if !values.isEmpty { text += " " + values.keys.sorted().map { "\($0)=\(values[$0]!)" }.joined(separator: " ") }
         if let comment { text += ": \(comment)" }
+        if !escalatedTo.isEmpty { text += " (escalated to \(escalatedTo.map(\.client).joined(separator: ", ")))" }
         return text
     }
 }
@@ -229,6 +236,32 @@ extension AlertPresenting {
             NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
                 metadata: metadata, quorum: quorum, fields: fields),
+            on: client)
+    }
+
+    /// Presents an alert that asks someone else when nobody answers (SPEC §12): still pending
+    /// a step's `after` seconds after it was posted, it is also queued on the step's client;
+    /// an answer through any of them decides it. Returns the decision, with the steps the
+    /// alert took (``AlertDecision/escalatedTo``). `[]` turns off the client's policy from
+    /// the daemon's config for this alert.
+    ///
+    /// ```swift
+    /// let decision = try await alerts.present(
+    ///     on: "sre", title: "Fail over payments to eu-west-2?",
+    ///     buttons: [.destructive("Fail over"), .cancel("Wait")],
+    ///     escalation: [EscalationStep(after: 120, to: "sre-lead"), EscalationStep(after: 600, to: "eng-head")])
+    /// if decision.outcome == .button("Fail over") { try await failOver() }
+    /// if let asked = decision.escalatedTo.last { print("answered after asking \(asked.client)") }
+    /// ```
+    public func present(
+        on client: String, title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button] = [],
+        priority: Int? = nil, expiresIn: Double? = nil, metadata: JSONObject? = nil, quorum: Int? = nil,
+        escalation: [EscalationStep]
+    ) async throws -> AlertDecision {
+        try await presentForDecision(
+            NewAlert(
+                title: title, message: message, style: style, buttons: buttons, priority: priority, expiresIn: expiresIn,
+                metadata: metadata, quorum: quorum, escalation: escalation),
             on: client)
     }
 }

@@ -26,6 +26,9 @@ public struct PresentedAlert: Sendable, Hashable, CustomStringConvertible {
     public var quorum: Int { alert.quorum ?? 1 }
     /// The values the code asked the person for (SPEC §13), as posted.
     public var fields: [AlertField] { alert.fields ?? [] }
+    /// Who the code asked to be asked next when nobody answers (SPEC §12), as posted: nil
+    /// leaves it to the client's policy in the daemon's config, `[]` turns it off.
+    public var escalation: [EscalationStep]? { alert.escalation }
 
     public var description: String {
         let buttons = buttons.map { "\($0.title)(\($0.style.rawValue))" }.joined(separator: ", ")
@@ -98,6 +101,16 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         ///
         /// A ballot after the one that decided the alert fails the test: no one could cast it.
         case votes([Ballot])
+        /// Nobody answered in time, so the alert escalated (SPEC §12) to these clients, in
+        /// order; then `answer` came (through any of them). The steps must be the alert's own
+        /// `escalation`'s, taken in order (a client's policy from the daemon's config is not
+        /// known here: give the alert its own); the decision carries them in
+        /// ``AlertDecision/escalatedTo``.
+        ///
+        /// ```swift
+        /// alerts.expect(title: "Deploy build 1234?", answer: .escalated(to: ["ops-lead"], then: .button("Deploy")))
+        /// ```
+        indirect case escalated(to: [String], then: Answer)
     }
 
     /// One decider's choice, for ``Answer/votes(_:)``: `Ballot("alice", "Deploy")`, with a
@@ -256,6 +269,18 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         case .expired: return AlertDecision(outcome: .expired)
         case .withdrawn: return AlertDecision(outcome: .withdrawn)
         case .votes(let ballots): return try count(ballots, for: presented, fields: fields, at: location)
+        case .escalated(let clients, let then):
+            let steps = presented.escalation ?? []
+            guard !clients.isEmpty, clients.count <= steps.count, Array(steps.prefix(clients.count).map(\.to)) == clients else {
+                throw Self.fail(
+                    "answered .escalated(to: \(clients)), but \(presented) escalates to \(steps.map(\.to)) in that order"
+                        + (presented.escalation == nil ? " (nothing of its own: give the alert its escalation)" : ""),
+                    at: location)
+            }
+            let now = Self.now()
+            var decision = try decision(of: then, for: presented, fields: fields, at: location)
+            decision.escalatedTo = clients.map { EscalatedTo(client: $0, at: now) }
+            return decision
         }
     }
 
@@ -345,7 +370,7 @@ public final class TestAlertPresenter: AlertPresenting, Sendable {
         } catch {
             return .failure(Failure(description: "it cannot be sent as JSON: \(error)"))
         }
-        switch NewAlert.validate(body, rules: AlertRules(), namedDeciders: true) {
+        switch NewAlert.validate(body, rules: AlertRules(), namedDeciders: true, client: client) {
         case .success(let valid): return .success(valid)
         case .failure(let invalid):
             return .failure(Failure(description: invalid.errors.map { "\($0.field): \($0.reason)" }.joined(separator: "; ")))

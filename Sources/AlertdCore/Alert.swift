@@ -36,6 +36,13 @@ public struct Alert: Sendable, Hashable {
     /// The values the person answering is asked for (SPEC §13), each with the buttons it
     /// belongs to (resolved when posted); empty when none.
     public var fields: [AlertField]
+    /// Its escalation policy (SPEC §12), fixed when posted: its own, or its client's then
+    /// (steps at or past its expiry left out); empty when none.
+    public var escalation: [EscalationStep]
+    /// The steps taken so far, in step order (SPEC §12): the other clients it is queued on,
+    /// each with its place there. ``state`` and ``displayedAt`` are its own client's; a
+    /// view through another client (``viewed(from:)``) takes that client's.
+    public var escalatedTo: [Escalation]
 
     public init(
         id: AlertID, client: String, title: String, message: String? = nil, style: AlertStyle = .alert,
@@ -43,8 +50,10 @@ public struct Alert: Sendable, Hashable {
         state: AlertState = .queued, createdAt: Timestamp, displayedAt: Timestamp? = nil,
         decidedAt: Timestamp? = nil, expiresAt: Timestamp, dismissAfterMilliseconds: Int64? = nil,
         result: AlertResult? = nil, sequence: Int64 = 0, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil,
-        fields: [AlertField] = []
+        fields: [AlertField] = [], escalation: [EscalationStep] = [], escalatedTo: [Escalation] = []
     ) {
+        self.escalation = escalation
+        self.escalatedTo = escalatedTo
         self.id = id
         self.client = client
         self.title = title
@@ -68,8 +77,20 @@ public struct Alert: Sendable, Hashable {
         self.fields = fields
     }
 
-    /// When a displayed buttonless alert is dismissed.
+    /// When a displayed buttonless alert is dismissed: `dismiss_after` after it was
+    /// displayed, on its own client or (escalated, SPEC §12) on another, whichever display
+    /// came first of those it holds now.
     public var dismissAt: Timestamp? {
+        guard isPending, let dismissAfterMilliseconds else { return nil }
+        var first = state == .displayed ? displayedAt : nil
+        for escalation in escalatedTo {
+            if let shown = escalation.displayedAt, first.map({ shown < $0 }) ?? true { first = shown }
+        }
+        return first?.adding(milliseconds: dismissAfterMilliseconds)
+    }
+
+    /// When a buttonless alert displayed on its own client is dismissed, counting that display only.
+    public var ownDismissAt: Timestamp? {
         guard state == .displayed, let displayedAt, let dismissAfterMilliseconds else { return nil }
         return displayedAt.adding(milliseconds: dismissAfterMilliseconds)
     }

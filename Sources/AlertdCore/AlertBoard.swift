@@ -12,7 +12,12 @@ public import AlertdWire
 /// writes changes in that order. The board knows nothing of stores: what a store
 /// shows readers while writes are in flight is the store's to keep, from the
 /// changes; a board that holds some clients only is told what it does not hold
-/// (``hold(outside:sequences:)``).
+/// (``hold(outside:sequences:)``, ``hold(only:)``).
+///
+/// Escalation (SPEC §12): an alert can be pending on several clients' queues at once, its
+/// own and each it escalated to, placed in each by that queue's policy from the moment it
+/// joined. It stays one alert: a decision through any of its clients decides it
+/// everywhere and frees every display it held.
 public struct AlertBoard: Sendable {
     public private(set) var settings: QueueSettings
     public let rules: AlertRules
@@ -37,6 +42,11 @@ public struct AlertBoard: Sendable {
     private var touched = Set<String>()
     private var deadlines = Heap<Deadline>()
     private var ids: AlertIDGenerator
+    /// The clients whose queues this board holds whole (nil: every client): a shared
+    /// store's board holds those of one transaction. An alert pending on a client outside
+    /// it (escalated, SPEC §12) is placed in the queues it holds only, and is neither
+    /// decided nor escalated here: that is for a transaction that holds all its clients.
+    public private(set) var scope: Set<String>?
 
     /// The pending alerts, clients and bytes of a board's clients that the board does
     /// not hold: a board that holds the clients of one transaction only (a store
@@ -55,7 +65,7 @@ public struct AlertBoard: Sendable {
     }
 
     struct Deadline: Comparable, Sendable {
-        enum Kind: Int, Sendable { case dismiss, expire }
+        enum Kind: Int, Sendable { case dismiss, expire, escalate }
         var at: Timestamp
         var id: AlertID
         var kind: Kind
@@ -95,44 +105,64 @@ public struct AlertBoard: Sendable {
         self.sequences = sequences
     }
 
-    /// 0 when displayed, n when n alerts are ahead; nil when not pending.
-    public func position(of alert: Alert) -> Int? {
-        guard alert.isPending, let queue = queues[alert.client] else { return nil }
-        return queue.position(of: entry(alert))
+    /// Holds these clients' queues whole, and only them (a shared store's transaction);
+    /// nil: every client. Set before the board is restored.
+    public mutating func hold(only clients: Set<String>?) {
+        scope = clients
     }
 
-    /// How many queued alerts of `alert`'s client come before it in its client's
-    /// order, whether or not `alert` is queued there itself.
-    public func queuedAhead(of alert: Alert) -> Int {
-        queues[alert.client]?.queuedAhead(of: entry(alert)) ?? 0
+    /// Whether this board holds every one of `clients` whole: an alert pending on them all
+    /// may be decided or escalated here.
+    public func holds(_ clients: [String]) -> Bool {
+        guard let scope else { return true }
+        return clients.allSatisfy(scope.contains)
     }
 
-    /// Whether `a` comes before `b` in their client's order (its policy's).
-    public func precedes(_ a: Alert, _ b: Alert) -> Bool {
-        ClientQueue.precedes(entry(a), entry(b), policy: settings[a.client].policy)
+    private func inScope(_ client: String) -> Bool { scope?.contains(client) ?? true }
+
+    /// 0 when displayed, n when n alerts are ahead, in its own client's queue; nil when not pending.
+    public func position(of alert: Alert) -> Int? { position(of: alert, on: alert.client) }
+
+    /// 0 when displayed on `client`, n when n alerts are ahead there; nil when not pending there.
+    public func position(of alert: Alert, on client: String) -> Int? {
+        guard alert.isPending, alert.isOn(client), let queue = queues[client] else { return nil }
+        return queue.position(of: Self.entry(alert, on: client))
+    }
+
+    /// How many queued alerts of `client` come before `alert` in that client's order,
+    /// whether or not `alert` is queued there itself.
+    public func queuedAhead(of alert: Alert, on client: String) -> Int {
+        queues[client]?.queuedAhead(of: Self.entry(alert, on: client)) ?? 0
+    }
+
+    /// Whether `a` comes before `b` in `client`'s order (its policy's); both are on it.
+    public func precedes(_ a: Alert, _ b: Alert, on client: String) -> Bool {
+        ClientQueue.precedes(Self.entry(a, on: client), Self.entry(b, on: client), policy: settings[client].policy)
     }
 
     /// The position (0 when displayed, n when n alerts are ahead) of pending `alert`
-    /// among `queued`, the queued alerts of its client, in `policy`'s order: a reader's
-    /// answer from the client's rows, with the order of the queue itself.
-    public static func position(of alert: Alert, amongQueued queued: [Alert], displayed: Bool, policy: QueuePolicy) -> Int {
-        if alert.state == .displayed { return 0 }
-        let me = ClientQueue.Entry(priority: alert.priority, sequence: alert.sequence, id: alert.id)
+    /// among `queued`, the queued alerts of `client`, in `policy`'s order: a reader's
+    /// answer from the client's rows, with the order of the queue itself. Each alert is
+    /// as `client` holds it (``Alert/viewed(from:)``).
+    public static func position(
+        of alert: Alert, on client: String, amongQueued queued: [Alert], displayed: Bool, policy: QueuePolicy
+    ) -> Int {
+        if alert.isDisplayed(on: client) { return 0 }
+        let me = entry(alert, on: client)
         let ahead = queued.count { other in
-            other.id != alert.id
-                && ClientQueue.precedes(
-                    ClientQueue.Entry(priority: other.priority, sequence: other.sequence, id: other.id), me, policy: policy)
+            other.id != alert.id && ClientQueue.precedes(entry(other, on: client), me, policy: policy)
         }
         return ahead + (displayed ? 1 : 0)
     }
 
+    /// The alert `client` displays, as that client holds it (``Alert/viewed(from:)``).
     public func displayed(on client: String) -> Alert? {
-        queues[client]?.displayed.flatMap { alerts[$0.id] }
+        queues[client]?.displayed.flatMap { alerts[$0.id]?.viewed(from: client) }
     }
 
-    /// Pending alerts of a client in display order.
+    /// Pending alerts of a client in display order, each as that client holds it.
     public func pending(on client: String) -> [Alert] {
-        queues[client]?.inDisplayOrder.compactMap { alerts[$0.id] } ?? []
+        queues[client]?.inDisplayOrder.compactMap { alerts[$0.id]?.viewed(from: client) } ?? []
     }
 
     public func pendingCount(on client: String) -> Int { queues[client]?.pendingCount ?? 0 }
@@ -194,7 +224,7 @@ public struct AlertBoard: Sendable {
 
     public func knows(client: String) -> Bool { queues[client] != nil }
 
-    /// The earliest stored deadline (a dismissal or an expiry), if any.
+    /// The earliest stored deadline (a dismissal, an expiry or an escalation step), if any.
     public var nextDeadline: Timestamp? { deadlines.min?.at }
 
     // MARK: - Changing
@@ -242,6 +272,7 @@ public struct AlertBoard: Sendable {
         touched.insert(client)
         let expiresIn = min(draft.expiresIn ?? rules.defaultExpiresIn, rules.maxExpiresIn)
         let dismissAfter = (draft.buttons ?? []).isEmpty ? (draft.dismissAfter ?? rules.defaultDismissAfter) : nil
+        let escalation = EscalationRules.resolve(own: draft.escalation, client: client, settings: clientSettings, expiresIn: expiresIn)
         let alert = Alert(
             id: ids.next(at: now), client: client, title: draft.title, message: draft.message, style: draft.style ?? .alert,
             buttons: draft.buttons ?? [], priority: draft.priority ?? 0, callbackURL: draft.callbackURL,
@@ -249,12 +280,14 @@ public struct AlertBoard: Sendable {
             state: .queued, createdAt: now, expiresAt: now.adding(seconds: expiresIn),
             dismissAfterMilliseconds: dismissAfter.map { Int64(($0 * 1000).rounded()) },
             sequence: sequences.isEmpty ? 0 : sequences.removeFirst(), quorum: draft.quorum ?? 1, postedBy: poster,
-            fields: draft.fields ?? []
+            fields: draft.fields ?? [],
+            escalation: escalation
         )
         var before = Before()
         set(alert, &before)
         deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
-        let display = queues[client]!.insert(entry(alert))
+        if let next = alert.nextEscalation { deadlines.insert(Deadline(at: next.at, id: alert.id, kind: .escalate)) }
+        let display = queues[client]!.insert(Self.entry(alert, on: client))
         pendingTotal += 1
         pendingBytes += footprint
         change.saved.append(alert)
@@ -282,13 +315,17 @@ public struct AlertBoard: Sendable {
     /// the vote (and the result of the vote that decides it); words that do not fit the
     /// alert are `invalid-answer`, checked once the choice would be made (after the rules
     /// of the button and of the alert's state), and nothing is changed.
+    ///
+    /// `client` is the one the choice is made through: the alert's own or one it escalated
+    /// to (SPEC §12), where it must be displayed. The alert returned is as `client` holds it.
     public mutating func choose(
         _ selection: ButtonSelection, for id: AlertID, on client: String, by decider: String?, words: ChoiceWords = .none,
         now: Timestamp
     ) throws(BoardError) -> (Alert, BoardChange) {
-        guard let alert = alerts[id], alert.client == client else {
+        guard let alert = alerts[id], alert.isOn(client) else {
             throw BoardError(.notFound, "no alert \(id) on client \(client)")
         }
+        try requireHeld(alert)
         let index: Int? =
             switch selection {
             case .title(let title): alert.buttons.firstIndex { $0.title == title }
@@ -302,10 +339,21 @@ public struct AlertBoard: Sendable {
             throw BoardError(.unknownButton, detail)
         }
         var before = Before()
-        var (chosen, change) = try vote(index, on: alert, by: decider, words: words, now: now, &before)
+        var (chosen, change) = try vote(index, on: alert, via: client, by: decider, words: words, now: now, &before)
         finish(&change, before)
-        chosen = alerts[chosen.id] ?? chosen
+        chosen = (alerts[chosen.id] ?? chosen).viewed(from: client)
         return (chosen, change)
+    }
+
+    /// Refuses to change an alert pending on a client this board does not hold whole: a
+    /// transaction that holds them all must (the engine widens it first; never reached
+    /// when it did).
+    private func requireHeld(_ alert: Alert) throws(BoardError) {
+        guard holds(alert.clients) else {
+            throw BoardError(
+                .notFound,
+                "alert \(alert.id) is pending on clients this transaction does not hold (\(alert.clients.joined(separator: ", ")))")
+        }
     }
 
     /// Same for an alert that is no longer in memory (decided and committed): the
@@ -327,15 +375,16 @@ public struct AlertBoard: Sendable {
         throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
     }
 
-    /// Withdraws a pending alert.
+    /// Withdraws a pending alert, through its own client or one it escalated to.
     public mutating func withdraw(_ id: AlertID, on client: String, by decider: String?, now: Timestamp) throws(BoardError) -> (
         Alert, BoardChange
     ) {
-        guard let alert = alerts[id], alert.client == client else {
+        guard let alert = alerts[id], alert.isOn(client) else {
             throw BoardError(.notFound, "no alert \(id) on client \(client)")
         }
+        try requireHeld(alert)
         var before = Before()
-        var (decided, change) = try decide(alert, as: .withdrawn, button: nil, by: decider, now: now, &before)
+        var (decided, change) = try decide(alert, as: .withdrawn, button: nil, by: decider, via: client, now: now, &before)
         finish(&change, before)
         decided = alerts[decided.id] ?? decided
         return (decided, change)
@@ -347,25 +396,30 @@ public struct AlertBoard: Sendable {
         throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
     }
 
-    /// Fires every dismissal and expiry due at `now`.
+    /// Fires every dismissal, expiry and escalation step (SPEC §12) due at `now`. A
+    /// deadline of an alert pending on a client this board does not hold whole (or whose
+    /// step goes to one) is left to a transaction that holds them all.
     public mutating func fireDeadlines(now: Timestamp) -> BoardChange {
         var change = BoardChange()
         var before = Before()
         while let next = deadlines.min, next.at <= now {
             deadlines.popMin()
-            guard let alert = alerts[next.id], alert.isPending else { continue }
+            guard let alert = alerts[next.id], alert.isPending, holds(alert.clients) else { continue }
             // Each deadline takes effect at its own time, even when it fires late
             // (after a restart): what it displays next is displayed from then, and
             // a later deadline of that alert still applies in order.
             switch next.kind {
             case .expire where alert.expiresAt == next.at:
-                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, now: next.at, &before) {
+                if let (_, fired) = try? decide(alert, as: .expired, button: nil, by: nil, via: alert.client, now: next.at, &before) {
                     change.merge(fired)
                 }
             case .dismiss where alert.dismissAt == next.at:
-                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, now: next.at, &before) {
+                if let (_, fired) = try? decide(alert, as: .dismissed, button: nil, by: nil, via: alert.client, now: next.at, &before) {
                     change.merge(fired)
                 }
+            case .escalate:
+                guard let step = alert.nextEscalation, step.at == next.at, holds([step.step.to]) else { continue }
+                escalate(alert, step: step.index, at: next.at, into: &change, &before)
             default:
                 continue
             }
@@ -374,19 +428,46 @@ public struct AlertBoard: Sendable {
         return change
     }
 
+    /// Takes an escalation step (SPEC §12): the alert is also queued on the step's client,
+    /// as if posted there at `at` (same id, priority, buttons and quorum), and displayed
+    /// there when that queue's policy says so. It stays on its own client. A client new to
+    /// the board is made (an escalation is no post: the client's `max_pending` does not
+    /// refuse it).
+    private mutating func escalate(_ alert: Alert, step index: Int, at: Timestamp, into change: inout BoardChange, _ before: inout Before) {
+        let target = alert.escalation[index].to
+        var escalated = alert
+        // Its place among equal priorities there: the next of the shared store's sequence
+        // (the last one drawn again if this transaction drew too few: the key orders them).
+        let sequence = sequences.count > 1 ? sequences.removeFirst() : (sequences.first ?? 0)
+        escalated.escalatedTo.append(Escalation(client: target, at: at, sequence: sequence))
+        set(escalated, &before)
+        change.saved.append(escalated)
+        if queues[target] == nil {
+            queues[target] = ClientQueue(policy: settings[target].policy)
+            addSorted(target)
+            change.newClients.append(target)
+        }
+        touched.insert(target)
+        touched.insert(alert.client)
+        let display = queues[target]!.insert(Self.entry(escalated, on: target))
+        apply(display, on: target, now: at, into: &change, &before)
+        change.escalated.append(EscalationTaken(id: alert.id, step: index, client: target, at: at))
+        if let next = escalated.nextEscalation { deadlines.insert(Deadline(at: next.at, id: alert.id, kind: .escalate)) }
+    }
+
     // MARK: - Restoring and reconfiguring
 
     /// Rebuilds the board from stored pending alerts and clients, then makes every
     /// queue follow its policy. Deadlines that passed fire on the next
     /// ``fireDeadlines(now:)``.
     public mutating func restore(clients: [String], pending: [Alert], now: Timestamp) -> BoardChange {
-        for client in clients where queues[client] == nil {
+        for client in clients where queues[client] == nil && inScope(client) {
             queues[client] = ClientQueue(policy: settings[client].policy)
         }
-        sortedClients = queues.keys.sorted()
         // In each queue's own order, so that every restored alert goes to the end of
         // its queue (in any other order each one shifts those behind it: quadratic,
-        // seconds for a queue of ten thousand). Indices are sorted, not alerts.
+        // seconds for a queue of ten thousand). Indices are sorted, not alerts. An alert
+        // escalated to a queue (SPEC §12) takes its place there by binary search.
         let order = pending.indices.sorted { x, y in
             let a = pending[x], b = pending[y]
             if a.client != b.client { return a.client < b.client }
@@ -395,12 +476,12 @@ public struct AlertBoard: Sendable {
             if a.sequence != b.sequence { return stack ? a.sequence > b.sequence : a.sequence < b.sequence }
             return stack ? a.id > b.id : a.id < b.id
         }
+        for index in order { register(pending[index]) }
         // Displayed ones first, so that a queue never holds two displayed alerts.
         for displayedPass in [true, false] {
-            for index in order where (pending[index].state == .displayed) == displayedPass {
-                restoreOne(pending[index])
-            }
+            for index in order { place(pending[index].id, displayed: displayedPass) }
         }
+        sortedClients = queues.keys.sorted()
         return normalizeAll(now: now)
     }
 
@@ -414,18 +495,24 @@ public struct AlertBoard: Sendable {
             queues[client] = ClientQueue(policy: settings[client].policy)
             addSorted(client)
         }
-        for alert in changed where alert.client == client {
-            guard let old = alerts[alert.id], old.isPending, old.client == client else { continue }
-            queues[client]!.take(entry(old))
+        var merged: [AlertID] = []
+        for alert in changed where alert.isOn(client) || alerts[alert.id]?.isOn(client) == true {
+            merged.append(alert.id)
+            guard let old = alerts[alert.id], old.isPending else { continue }
+            for held in old.clients where inScope(held) { queues[held]?.take(Self.entry(old, on: held)) }
             alerts[alert.id] = nil
             pendingTotal -= 1
             pendingBytes -= old.footprint + Self.displayBytes(old)
         }
+        let mergedIDs = Set(merged)
+        var restored: [AlertID] = []
+        for alert in changed where mergedIDs.contains(alert.id) && alert.isPending && alerts[alert.id] == nil {
+            register(alert)
+            restored.append(alert.id)
+        }
         // Displayed ones first, so that a queue never holds two displayed alerts.
         for displayedPass in [true, false] {
-            for alert in changed where alert.client == client && alert.isPending && (alert.state == .displayed) == displayedPass {
-                restoreOne(alert)
-            }
+            for id in restored { place(id, displayed: displayedPass) }
         }
         var change = BoardChange()
         var before = Before()
@@ -434,27 +521,44 @@ public struct AlertBoard: Sendable {
         return change
     }
 
-    private mutating func restoreOne(_ alert: Alert) {
-        if queues[alert.client] == nil {
-            queues[alert.client] = ClientQueue(policy: settings[alert.client].policy)
-            addSorted(alert.client)
-        }
+    /// Holds a pending alert read from a store, with its deadlines; ``place(_:displayed:)`` queues it.
+    private mutating func register(_ alert: Alert) {
         pendingTotal += 1
-        pendingBytes += alert.footprint
-        var restored = alert
-        let shown = alert.state == .displayed && queues[alert.client]!.displayed == nil
-        if !shown, alert.state == .displayed {
-            // A second displayed alert on one client (cannot happen, but never trust a
-            // store blindly): it waits in the queue.
-            restored.state = .queued
-            restored.displayedAt = nil
-        }
-        alerts[alert.id] = restored
-        pendingBytes += Self.displayBytes(restored)
-        queues[alert.client]!.restore(entry(alert), displayed: shown)
+        pendingBytes += alert.footprint + Self.displayBytes(alert)
+        alerts[alert.id] = alert
+        insertDeadlines(of: alert)
+    }
+
+    private mutating func insertDeadlines(of alert: Alert) {
         deadlines.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
-        if let dismissAt = restored.dismissAt {
-            deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
+        if let dismissAt = alert.dismissAt { deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss)) }
+        if let next = alert.nextEscalation { deadlines.insert(Deadline(at: next.at, id: alert.id, kind: .escalate)) }
+    }
+
+    /// Queues a registered alert where the store had it, in every queue of this board it is
+    /// on: this pass the places where it is displayed (`displayed`), or those where it is
+    /// queued. A second displayed alert on one client (cannot happen, but never trust a
+    /// store blindly) waits in the queue.
+    private mutating func place(_ id: AlertID, displayed displayedPass: Bool) {
+        guard var alert = alerts[id] else { return }
+        var fixed = false
+        for client in alert.clients where inScope(client) && alert.isDisplayed(on: client) == displayedPass {
+            if queues[client] == nil {
+                queues[client] = ClientQueue(policy: settings[client].policy)
+                addSorted(client)
+            }
+            let shown = displayedPass && queues[client]!.displayed == nil
+            if displayedPass, !shown {
+                // Queued there: the pass of queued places takes it.
+                alert.place(on: client, displayedAt: nil)
+                fixed = true
+                continue
+            }
+            queues[client]!.restore(Self.entry(alert, on: client), displayed: shown)
+        }
+        if fixed {
+            alerts[id] = alert
+            insertDeadlines(of: alert)
         }
     }
 
@@ -515,6 +619,7 @@ public struct AlertBoard: Sendable {
         switch deadline.kind {
         case .expire: return alert.expiresAt == deadline.at
         case .dismiss: return alert.dismissAt == deadline.at
+        case .escalate: return alert.nextEscalation?.at == deadline.at
         }
     }
 
@@ -528,6 +633,7 @@ public struct AlertBoard: Sendable {
         for alert in alerts.all where alert.isPending {
             rebuilt.insert(Deadline(at: alert.expiresAt, id: alert.id, kind: .expire))
             if let dismissAt = alert.dismissAt { rebuilt.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss)) }
+            if let next = alert.nextEscalation { rebuilt.insert(Deadline(at: next.at, id: alert.id, kind: .escalate)) }
         }
         deadlines = rebuilt
     }
@@ -539,13 +645,14 @@ public struct AlertBoard: Sendable {
         change.replaced = change.saved.map { before.versions[$0.id] ?? nil }
     }
 
-    /// A vote for button `index` of `alert` by `decider` (``choose(_:for:on:by:words:now:)``).
+    /// A vote for button `index` of `alert` by `decider` through `client` (``choose(_:for:on:by:words:now:)``).
     private mutating func vote(
-        _ index: Int, on alert: Alert, by decider: String?, words: ChoiceWords, now: Timestamp, _ before: inout Before
+        _ index: Int, on alert: Alert, via client: String, by decider: String?, words: ChoiceWords, now: Timestamp,
+        _ before: inout Before
     ) throws(BoardError) -> (Alert, BoardChange) {
-        // Terminal or queued: the rules of a decision (a repeat, already-decided, not-displayed).
-        guard alert.state == .displayed else {
-            return try decide(alert, as: .answered, button: index, by: decider, now: now, &before)
+        // Terminal, or queued where it is chosen: the rules of a decision (a repeat, already-decided, not-displayed).
+        guard alert.isDisplayed(on: client) else {
+            return try decide(alert, as: .answered, button: index, by: decider, via: client, now: now, &before)
         }
         // Four eyes means someone else's (§10): the poster may stop its alert, never approve it.
         if alert.quorum > 1, let decider, decider == alert.postedBy, alert.buttons[index].style != .cancel {
@@ -579,18 +686,21 @@ public struct AlertBoard: Sendable {
         // One vote per decider (above), so the votes for a button are its different deciders.
         let agreeing = voted.votes.count { $0.buttonIndex == index }
         if agreeing >= alert.quorum || alert.buttons[index].style == .cancel {
-            return try decide(voted, as: .answered, button: index, by: decider, now: now, &before)
+            return try decide(voted, as: .answered, button: index, by: decider, via: client, now: now, &before)
         }
         set(voted, &before)
         touched.insert(alert.client)
         var change = BoardChange()
         change.saved.append(voted)
-        change.displayChanged.append(alert.client)
+        // Every client that displays it shows the vote (one alert, one list of votes).
+        change.displayChanged += voted.displayedOn
         return (voted, change)
     }
 
+    /// Decides `alert` (its choice made through `client`): it leaves every queue it is on,
+    /// and each display it held shows the next alert there.
     private mutating func decide(
-        _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, now: Timestamp,
+        _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, via client: String, now: Timestamp,
         _ before: inout Before
     ) throws(BoardError) -> (Alert, BoardChange) {
         if alert.state.isTerminal {
@@ -606,10 +716,13 @@ public struct AlertBoard: Sendable {
             }
             throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
         }
-        if outcome == .answered, alert.state != .displayed {
+        if outcome == .answered, !alert.isDisplayed(on: client) {
+            let elsewhere = alert.displayedOn
             throw BoardError(
                 .notDisplayed,
-                "alert \(alert.id) is queued at position \(position(of: alert) ?? 0); only the displayed alert can be answered")
+                "alert \(alert.id) is queued at position \(position(of: alert, on: client) ?? 0) on client \(client); "
+                    + "only the displayed alert can be answered"
+                    + (elsewhere.isEmpty ? "" : " (it is displayed on \(elsewhere.joined(separator: ", ")): answer it there)"))
         }
         var decided = alert
         decided.state = outcome
@@ -627,13 +740,17 @@ public struct AlertBoard: Sendable {
         var change = BoardChange()
         change.saved.append(decided)
         change.decided.append(decided)
-        let wasDisplayed = alert.state == .displayed
-        let display = queues[alert.client]!.remove(entry(alert))
         pendingTotal -= 1
         pendingBytes -= alert.footprint
-        touched.insert(alert.client)
-        if wasDisplayed { change.displayChanged.append(alert.client) }
-        apply(display, on: alert.client, now: now, into: &change, &before)
+        // Out of every queue it was on (SPEC §12), each display it held freed.
+        for held in alert.clients {
+            guard queues[held] != nil, inScope(held) else { continue }
+            let wasDisplayed = alert.isDisplayed(on: held)
+            let display = queues[held]!.remove(Self.entry(alert, on: held))
+            touched.insert(held)
+            if wasDisplayed, !change.displayChanged.contains(held) { change.displayChanged.append(held) }
+            apply(display, on: held, now: now, into: &change, &before)
+        }
         return (decided, change)
     }
 
@@ -643,14 +760,16 @@ public struct AlertBoard: Sendable {
         _ before: inout Before
     ) {
         if let covered = display.covered, var alert = alerts[covered.id] {
-            alert.state = .queued
-            alert.displayedAt = nil
+            alert.place(on: client, displayedAt: nil)
             set(alert, &before)
             change.saved.append(alert)
+            // Still displayed elsewhere (escalated), its dismissal counts from that display now.
+            if let dismissAt = alert.dismissAt {
+                deadlines.insert(Deadline(at: dismissAt, id: alert.id, kind: .dismiss))
+            }
         }
         if let shown = display.shown, var alert = alerts[shown.id] {
-            alert.state = .displayed
-            alert.displayedAt = now
+            alert.place(on: client, displayedAt: now)
             set(alert, &before)
             change.saved.append(alert)
             if let dismissAt = alert.dismissAt {
@@ -671,8 +790,22 @@ public struct AlertBoard: Sendable {
         sortedClients.insert(client, at: low)
     }
 
-    private func entry(_ alert: Alert) -> ClientQueue.Entry {
-        ClientQueue.Entry(priority: alert.priority, sequence: alert.sequence, id: alert.id)
+    /// `alert`'s entry in `client`'s queue: its own, or the one of the step that took it
+    /// there (SPEC §12), ordered as if posted there when it joined.
+    static func entry(_ alert: Alert, on client: String) -> ClientQueue.Entry {
+        if client != alert.client, let escalation = alert.escalatedTo.first(where: { $0.client == client }) {
+            return ClientQueue.Entry(
+                priority: alert.priority, sequence: escalation.sequence, id: alert.id, key: orderKey(alert.id, at: escalation.at))
+        }
+        return ClientQueue.Entry(priority: alert.priority, sequence: alert.sequence, id: alert.id)
+    }
+
+    /// The order of an alert in a queue it joined at `at` (SPEC §12): an id of that time
+    /// (its 48 bits of milliseconds) with the alert's own random bits, so it sorts among
+    /// the ids of that queue's posts as one posted then.
+    public static func orderKey(_ id: AlertID, at: Timestamp) -> AlertID {
+        let milliseconds = UInt64(max(0, at.milliseconds)) & 0xFFFF_FFFF_FFFF
+        return AlertID(high: milliseconds << 16 | (id.high & 0xFFFF), low: id.low)
     }
 
     /// Keeps the last version of each alert, in first-seen order.

@@ -22,7 +22,7 @@ extension Alert {
             expiresIn: .milliseconds(expiresAt.milliseconds - createdAt.milliseconds),
             dismissAfter: dismissAfterMilliseconds.map(AlertResource.Interval.milliseconds), callbackURL: callbackURL,
             metadata: metadata, createdAt: createdAt, displayedAt: displayedAt, decidedAt: decidedAt, expiresAt: expiresAt,
-            postedBy: postedBy, votes: votes, result: result, into: &json)
+            postedBy: postedBy, votes: votes, escalation: escalation, escalatedTo: escalatedRecords, result: result, into: &json)
     }
 }
 
@@ -48,12 +48,28 @@ extension Alert {
             votes += Self.renderedWords(comment: vote.comment, values: vote.values)
         }
         bytes += votes
+        bytes += Self.renderedEscalation(escalation, taken: escalatedTo)
         if let result {
             bytes += Self.renderedResult + votes + JSONWriter.quotedLength(result.button) + JSONWriter.quotedLength(result.decidedBy)
             bytes += Self.renderedWords(comment: result.comment, values: result.values)
         }
         return bytes
     }
+
+    /// An escalation policy and the steps taken (SPEC §12) as written, beyond the `[]`s
+    /// that ``renderedOverhead`` counts: each step's client and numbers at their longest.
+    static func renderedEscalation(_ steps: [EscalationStep], taken: [Escalation]) -> Int {
+        var bytes = 0
+        for step in steps { bytes += renderedStep + JSONWriter.quotedLength(step.to) }
+        for entry in taken { bytes += renderedTaken + JSONWriter.quotedLength(entry.client) }
+        return bytes
+    }
+
+    /// A step besides its client: `{"after":604800.001,"to":},` at its longest (a double's
+    /// shortest form up to 24 characters).
+    static let renderedStep = 40
+    /// A step taken besides its client: `{"client":,"at":"2026-11-21T19:01:00.123Z"},`.
+    static let renderedTaken = 48
 
     /// A choice's `comment` and `values` as written (SPEC §13), beyond the `null` and `{}`
     /// that ``renderedVote`` and ``renderedResult`` count.
@@ -82,8 +98,9 @@ extension Alert {
     }
 
     /// The members of a resource besides its strings, buttons, votes and result, at their
-    /// longest: the names, punctuation, id, state, position, style, numbers and four times.
-    static let renderedOverhead = 528
+    /// longest: the names, punctuation, id, state, position, style, numbers and four times,
+    /// and `"escalation":[],"escalated_to":[],` (SPEC §12).
+    static let renderedOverhead = 528 + 34
     /// A button besides its title: `{"title":,"style":"destructive"},`.
     static let renderedButton = 36
     /// A field besides its name, label, placeholder and button titles:

@@ -1,3 +1,5 @@
+public import AlertdWire
+
 /// What one operation changed, for the caller to persist and publish.
 public struct BoardChange: Sendable {
     /// Alerts whose stored form changed: new, displayed, queued again, terminal.
@@ -12,6 +14,8 @@ public struct BoardChange: Sendable {
     public var displayChanged: [String] = []
     /// Alerts that became terminal.
     public var decided: [Alert] = []
+    /// Escalation steps taken (SPEC §12), in the order taken.
+    public var escalated: [EscalationTaken] = []
 
     public init() {}
 
@@ -23,6 +27,25 @@ public struct BoardChange: Sendable {
         newClients += other.newClients
         displayChanged += other.displayChanged
         decided += other.decided
+        escalated += other.escalated
+    }
+}
+
+/// An escalation step an operation took (SPEC §12): alert ``id`` was also queued on
+/// ``client`` at ``at``, by step ``step`` of its policy. The alert as it stands after the
+/// operation is among the change's ``BoardChange/saved``.
+public struct EscalationTaken: Sendable, Hashable {
+    public var id: AlertID
+    /// The step's index in the alert's ``Alert/escalation``.
+    public var step: Int
+    public var client: String
+    public var at: Timestamp
+
+    public init(id: AlertID, step: Int, client: String, at: Timestamp) {
+        self.id = id
+        self.step = step
+        self.client = client
+        self.at = at
     }
 }
 

@@ -11,9 +11,21 @@ struct ClientQueue: Sendable {
     struct Entry: Hashable, Sendable {
         var priority: Int
         /// Order among equal priorities: a shared store's database sequence; 0 in
-        /// the embedded store, where ids (counting up in one process) give the order.
+        /// the embedded store, where ``key``s (counting up in one process) give the order.
         var sequence: Int64
+        /// Order among equal priorities and sequences: the alert's id in its own queue; in a
+        /// queue it escalated to (SPEC §12), an id-like key of the time it joined that queue
+        /// (``AlertBoard/orderKey(_:at:)``), as if posted there then.
+        var key: AlertID
+        /// The alert's id.
         var id: AlertID
+
+        init(priority: Int, sequence: Int64, id: AlertID, key: AlertID? = nil) {
+            self.priority = priority
+            self.sequence = sequence
+            self.id = id
+            self.key = key ?? id
+        }
     }
 
     let policy: QueuePolicy
@@ -33,6 +45,7 @@ struct ClientQueue: Sendable {
     static func precedes(_ a: Entry, _ b: Entry, policy: QueuePolicy) -> Bool {
         if a.priority != b.priority { return a.priority > b.priority }
         if a.sequence != b.sequence { return policy == .fifo ? a.sequence < b.sequence : a.sequence > b.sequence }
+        if a.key != b.key { return policy == .fifo ? a.key < b.key : a.key > b.key }
         return policy == .fifo ? a.id < b.id : a.id > b.id
     }
 

@@ -1,11 +1,17 @@
+public import AlertdWire
+
 /// Per-client settings (§8 `clients:`).
 public struct ClientSettings: Sendable, Hashable {
     public var policy: QueuePolicy
     public var maxPending: Int
+    /// Who its alerts are also queued on when nobody answers (SPEC §12, `clients.<id>.escalation`);
+    /// an alert's own `escalation` replaces it. Empty: none.
+    public var escalation: [EscalationStep]
 
-    public init(policy: QueuePolicy = .fifo, maxPending: Int = 10_000) {
+    public init(policy: QueuePolicy = .fifo, maxPending: Int = 10_000, escalation: [EscalationStep] = []) {
         self.policy = policy
         self.maxPending = maxPending
+        self.escalation = escalation
     }
 }
 

@@ -35,8 +35,9 @@ extension NewAlert {
 
     static let postedMembers: Set<String> = [
         "title", "message", "style", "buttons", "priority", "expires_in", "dismiss_after", "callback_url", "metadata", "quorum",
-        "fields",
+        "fields", "escalation",
     ]
+    static let stepFields: Set<String> = ["after", "to"]
     static let buttonFields: Set<String> = ["title", "style"]
 
     /// Validates a posted body. Returns the draft, or every violation found.
@@ -44,7 +45,11 @@ extension NewAlert {
     /// - Parameter namedDeciders: whether deciders have names — the daemon has tokens
     ///   (`auth.tokens`). Without them every choice is anonymous, and a `quorum` above 1
     ///   could never be reached by different deciders: refused at `quorum` (SPEC §10).
-    public static func validate(_ body: JSONValue, rules: AlertRules, namedDeciders: Bool) -> Result<NewAlert, InvalidAlert> {
+    /// - Parameter client: the client it is posted to, which its own `escalation` may not
+    ///   name (SPEC §12); nil: not checked.
+    public static func validate(
+        _ body: JSONValue, rules: AlertRules, namedDeciders: Bool, client: String? = nil
+    ) -> Result<NewAlert, InvalidAlert> {
         var errors: [FieldError] = []
         guard case .object(let object) = body else {
             return .failure(InvalidAlert(errors: [FieldError(field: "", reason: "the alert must be a JSON object")]))
@@ -198,14 +203,66 @@ extension NewAlert {
 
         let fields = AlertField.validate(object["fields"], buttons: buttons, errors: &errors)
 
+        let escalation = escalationSteps(
+            object["escalation"], client: client, expiresIn: min(expiresIn ?? rules.defaultExpiresIn, rules.maxExpiresIn), errors: &errors)
+
         guard errors.isEmpty else { return .failure(InvalidAlert(errors: errors)) }
         return .success(
             NewAlert(
                 title: title, message: message, style: style, buttons: buttons, priority: priority,
                 expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callbackURL, metadata: metadata, quorum: quorum,
-                fields: fields.isEmpty ? nil : fields
+                fields: fields.isEmpty ? nil : fields, escalation: escalation
             )
         )
+    }
+
+    /// The alert's own `escalation` (SPEC §12): nil when absent or null (the client's policy
+    /// applies), `[]` to turn it off; every violation in `errors`, each at its step
+    /// (`escalation[1].after`).
+    static func escalationSteps(_ value: JSONValue?, client: String?, expiresIn: Double, errors: inout [FieldError]) -> [EscalationStep]? {
+        switch value {
+        case nil, .null?:
+            return nil
+        case .array(let items)?:
+            var steps: [EscalationStep] = []
+            var shapeErrors: [FieldError] = []
+            for (index, item) in items.enumerated() {
+                let path = "escalation[\(index)]"
+                guard case .object(let members) = item else {
+                    shapeErrors.append(
+                        FieldError(field: path, reason: "must be an object {\"after\": seconds, \"to\": client}, not \(item.typeName)"))
+                    continue
+                }
+                for key in members.keys.sorted() where !stepFields.contains(key) {
+                    shapeErrors.append(FieldError(field: "\(path).\(key)", reason: "unknown field"))
+                }
+                var step = EscalationStep(after: 0, to: "")
+                switch members["after"] {
+                case nil, .null?: shapeErrors.append(FieldError(field: "\(path).after", reason: "is required"))
+                case .number(let number)?: step.after = number.double
+                case let other?:
+                    shapeErrors.append(FieldError(field: "\(path).after", reason: "must be a number of seconds, not \(other.typeName)"))
+                }
+                switch members["to"] {
+                case nil, .null?: shapeErrors.append(FieldError(field: "\(path).to", reason: "is required"))
+                case .string(let text)?: step.to = text
+                case let other?: shapeErrors.append(FieldError(field: "\(path).to", reason: "must be a client id, not \(other.typeName)"))
+                }
+                steps.append(step)
+            }
+            errors += shapeErrors
+            // The rules of a policy, for the steps whose shape is right (a missing member is said once).
+            let broken = Set(shapeErrors.map { $0.field.prefix { $0 != "." } })
+            errors += EscalationRules.problems(steps, client: client, expiresIn: expiresIn).filter { error in
+                !broken.contains(error.field.prefix { $0 != "." })
+            }
+            return steps
+        case let other?:
+            errors.append(
+                FieldError(
+                    field: "escalation", reason: "must be an array of steps {\"after\": seconds, \"to\": client}, not \(other.typeName)"))
+            return nil
+        }
     }
 
     /// What is wrong with a text field: its length in code points, or a U+0000 in it.

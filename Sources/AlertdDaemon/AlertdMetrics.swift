@@ -125,6 +125,30 @@ final class AlertdMetrics: Sendable {
         timer.recordNanoseconds(Int64(nanoseconds))
     }
 
+    /// The clients escalations are counted by name (SPEC §12): those the config names, under
+    /// `clients:` or as a step's `to`. Any other is counted as `other`, so that no poster
+    /// can grow the label set (client ids are labels here only because the config bounds them).
+    private let namedClients = NIOLockedValueBox<Set<String>>([])
+    private let escalationCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+
+    /// Takes the clients a (reloaded) config names.
+    func name(clients: Set<String>) { namedClients.withLockedValue { $0 = clients } }
+
+    /// An escalation step was committed: an alert of `client` was also queued on `to`.
+    func escalated(client: String, to: String) {
+        let (from, target) = namedClients.withLockedValue { named in
+            (named.contains(client) ? client : "other", named.contains(to) ? to : "other")
+        }
+        let key = from + "\n" + target
+        escalationCounters.withLockedValue { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "alertd_escalations_total", dimensions: [("client", from), ("to", target)], factory: factory)
+            counters[key] = counter
+            return counter
+        }.increment()
+    }
+
     /// An alert reached a terminal state.
     func terminal(_ outcome: String) {
         counter(terminalCounters, key: outcome, label: "alertd_alerts_terminal_total", dimension: "outcome").increment()

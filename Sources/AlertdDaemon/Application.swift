@@ -83,6 +83,7 @@ public struct Alertd: Sendable {
     ) throws -> Alertd {
         let started = DispatchTime.now().uptimeNanoseconds
         let metrics = AlertdMetrics()
+        metrics.name(clients: config.namedClients)
         let store: any AlertStore
         var lock: StateLock?
         var sqlite: SQLiteAlertStore?
@@ -141,7 +142,9 @@ public struct Alertd: Sendable {
                     retentionMaxBytesPerClient: config.retentionMaxBytesPerClient, retentionMaxBytes: config.retentionMaxBytes,
                     push: config.push),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
-                observer: .init(created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) }),
+                observer: .init(
+                    created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) },
+                    escalated: { metrics.escalated(client: $0, to: $1) }),
                 deliver: { deliveries.enqueue($0) }, backlog: { deliveries.backlog(of: $0) },
                 lookUp: { host, port in await deliveries.addresses(of: host, port: port, within: Alertd.lookupSeconds) },
                 cancel: { deliveries.cancel($0) })

@@ -219,6 +219,12 @@ public struct Config: Sendable {
             clients: clients, maxClients: limits.maxClients, maxPendingTotal: limits.maxPendingTotal,
             maxPendingBytes: limits.maxPendingBytes)
     }
+
+    /// The clients the config names: under `clients:`, and as an escalation step's `to`
+    /// (the labels `/metrics` counts escalations by, SPEC §12).
+    public var namedClients: Set<String> {
+        Set(clients.keys).union(clients.values.flatMap { $0.escalation.map(\.to) })
+    }
 }
 
 /// A config file problem: one line, naming the key it concerns.

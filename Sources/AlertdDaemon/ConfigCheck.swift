@@ -1,3 +1,4 @@
+import AlertdCore
 import AlertdPostgres
 import AlertdReceipts
 import AlertdEngine
@@ -56,6 +57,15 @@ extension Config {
         }
         if let problem = Self.writableProblem(stateDir) {
             check.errors.append(ConfigError("\(file): state_dir: \(stateDir) \(problem)", key: "state_dir"))
+        }
+        // A client's escalation step at or past the default expiry is left out of the alerts
+        // posted with that expiry (SPEC §12): said, since it looks like a policy that works.
+        for (client, settings) in clients.sorted(by: { $0.key < $1.key }) {
+            for (index, step) in settings.escalation.enumerated() where step.after >= alertRules.defaultExpiresIn {
+                check.warnings.append(
+                    "clients.\(client).escalation[\(index)].after is at or past alerts.default_expires_in "
+                        + "(\(Int(alertRules.defaultExpiresIn)) seconds): alerts posted without a longer expires_in never take that step")
+            }
         }
         if limits.ratePerSecond != nil, tokens.isEmpty {
             check.warnings.append("limits.rate_per_second has no effect: it limits each token, and there are no auth.tokens")

@@ -339,8 +339,9 @@ extension Config {
                 continue
             }
             guard let client = problems.check({ try clients.section(name) }) ?? nil else { continue }
-            client.only(["policy", "max_pending"])
+            client.only(["policy", "max_pending", "escalation"])
             var settings = ClientSettings(policy: .fifo, maxPending: config.limits.maxPendingPerClient)
+            settings.escalation = readEscalation(client, of: name, rules: config.alertRules, source: source, problems)
             problems.check {
                 if let v = try client.string("policy") {
                     guard let policy = QueuePolicy(rawValue: v) else { throw client.error("policy", "must be fifo or stack, not \(v)") }
@@ -351,6 +352,39 @@ extension Config {
             problems.check { if let v = try client.int("max_pending", min: 1) { settings.maxPending = v } }
             config.clients[name] = settings
         }
+    }
+
+    /// `clients.<id>.escalation` (SPEC §12): a list of `{after, to}`, `after` a duration as the
+    /// config writes them (`5m`, or seconds), checked as an alert's own policy is, each step
+    /// below `alerts.max_expires_in` (a step past it is never taken).
+    private static func readEscalation(
+        _ client: Section, of name: String, rules: AlertRules, source: String, _ problems: Problems
+    ) -> [EscalationStep] {
+        guard let nodes = problems.check({ try client.list("escalation") }) ?? nil else { return [] }
+        let path = "clients.\(name).escalation"
+        var steps: [EscalationStep] = []
+        var complete = true
+        for (index, node) in nodes.enumerated() {
+            guard let entry = problems.section(node, path: "\(path)[\(index)]", source: source) else {
+                complete = false
+                continue
+            }
+            entry.only(["after", "to"])
+            let after = problems.check { try entry.seconds("after") } ?? nil
+            let to = problems.check { try entry.string("to") } ?? nil
+            if !entry.has("after") { problems.add(entry.error("after", "is required")) }
+            if !entry.has("to") { problems.add(entry.error("to", "is required (the client asked next)")) }
+            guard let after, let to else {
+                complete = false
+                continue
+            }
+            steps.append(EscalationStep(after: after, to: to))
+        }
+        guard complete else { return steps }
+        for problem in EscalationRules.problems(steps, field: path, client: name, expiresIn: rules.maxExpiresIn) {
+            problems.add(ConfigError("\(source): \(problem.field) \(problem.reason)", key: problem.field))
+        }
+        return steps
     }
 
     /// `auth`: anonymous access and tokens.

@@ -55,6 +55,7 @@ final class Reloader: Sendable {
             retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient,
             retentionMaxBytesPerClient: new.retentionMaxBytesPerClient, retentionMaxBytes: new.retentionMaxBytes)
         if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
+        alertd.metrics.name(clients: new.namedClients)
         let denyChanged = new.callbacks.deny != old.callbacks.deny || new.callbacks.allow != old.callbacks.allow
         if denyChanged, let deny = try? new.callbacks.denyList() {
             // Checked when the file was read; both the checks at post and the worker's, at once.

@@ -38,6 +38,18 @@ public struct CallbackEvent: Sendable, Hashable {
         body = writer.bytes
     }
 
+    /// Assembles the `alert.escalated` event of a step an alert took (SPEC §12), at the step's time.
+    ///
+    /// - Parameter renderedAlert: the alert as compact JSON, exactly as the API renders it.
+    public init(id: CallbackEventID, escalation: EscalationEvent, renderedAlert: [UInt8]) {
+        self.id = id
+        self.type = AlertEvent.escalatedType
+        self.timestamp = escalation.at
+        var writer = JSONWriter(capacity: renderedAlert.count + 192)
+        AlertEvent.write(type: type, timestamp: escalation.at, escalation: escalation, into: &writer) { $0.raw(renderedAlert) }
+        body = writer.bytes
+    }
+
     /// Restores an event read back from the store, body as stored.
     public init(id: CallbackEventID, type: String, timestamp: Timestamp, body: [UInt8]) {
         self.id = id

@@ -39,12 +39,17 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// not ask to wait for earlier commits, returns without a commit (at once,
     /// in an embedded store). Otherwise the call returns once the transaction
     /// committed, or throws (`EngineError` `unavailable`, nothing of it visible).
+    ///
+    /// `others`: more clients the transaction holds whole with `client`, for a change of
+    /// an alert pending on several (escalated, SPEC §12): its own client and each it
+    /// escalated to. A board that does not hold all of an alert's clients says so
+    /// (``AlertBoard/holds(_:)``): the engine then transacts again with them.
     func transact<Value: Sendable>(
-        client: String, now: Timestamp, idempotencyKey: String?,
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value>
 
-    /// Fires the dismissals and expiries due at `now` (``AlertBoard/fireDeadlines(now:)``)
+    /// Fires the dismissals, expiries and escalation steps due at `now` (``AlertBoard/fireDeadlines(now:)``)
     /// on every client, each deadline exactly once however many processes share
     /// the store; `events` gives the outbox events of what they decided, written
     /// in the same transaction. Returns once the round has started: the
@@ -56,7 +61,7 @@ public protocol AlertStore: DeliveryLog, AnyObject {
         now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
 
-    /// The earliest dismissal or expiry the store holds, if any (a shared store's
+    /// The earliest dismissal, expiry or escalation step the store holds, if any (a shared store's
     /// last reading of it: changes elsewhere arrive as ``StoreChange``s).
     var nextDeadline: Timestamp? { get }
 
@@ -73,8 +78,11 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     // the database answered.
 
     /// An alert as committed, in any state, with its position while pending; nil when there is none.
-    func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert?
-    /// A client's pending alerts as committed, in display order (positions 0, 1, …).
+    /// `client`: as that client's queue holds it (``Alert/viewed(from:)``), with its position
+    /// there, or nil when it is not on that client (SPEC §12); nil: as its own client holds it.
+    func alert(_ id: AlertID, on client: String?) async throws(EngineError) -> PositionedAlert?
+    /// A client's pending alerts as committed, in display order (positions 0, 1, …), those
+    /// escalated to it included (SPEC §12), each as that client holds it.
     func pending(on client: String) async throws(EngineError) -> [PositionedAlert]
     func policy(of client: String) -> QueuePolicy
     /// The displayed alert, as committed, of each of `clients` (nil: of every client),
@@ -94,7 +102,8 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     func clients(
         after: String?, limit: Int, where include: @escaping @Sendable (String) -> Bool
     ) async throws(EngineError) -> (page: [(client: String, pending: Int)], more: Bool)
-    /// Terminal alerts of a client in `states`, newest first, with ids below `before`.
+    /// Terminal alerts of a client in `states`, newest first, with ids below `before`; those
+    /// escalated to it included (SPEC §12).
     func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) async throws(EngineError) -> [Alert]
     /// Pending alerts on every client (a shared store's last count of them).
     var pendingTotal: Int { get }
@@ -349,6 +358,17 @@ public struct VersionedDisplay: Sendable {
 }
 
 extension AlertStore {
+    /// A transaction of `client`'s queue alone.
+    public func transact<Value: Sendable>(
+        client: String, now: Timestamp, idempotencyKey: String?,
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
+    ) async throws(EngineError) -> Committed<Value> {
+        try await transact(client: client, others: [], now: now, idempotencyKey: idempotencyKey, body)
+    }
+
+    /// An alert as its own client holds it.
+    public func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert? { try await alert(id, on: nil) }
+
     /// One process: every commit is published as it commits, so what is published is current.
     public func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay] { [] }
 }

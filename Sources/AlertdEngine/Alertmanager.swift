@@ -101,15 +101,44 @@ extension Engine {
     private func take(_ alert: AlertmanagerAlert, draft: NewAlert?, on client: String, by poster: String?) async throws(EngineError)
         -> AlertmanagerReceipt
     {
-        let webhooks = alert.status == .resolved ? try await committedWebhooks(of: client) : nil
+        // A resolution withdraws an alert that may be pending on other clients too (escalated,
+        // SPEC §12): then again, in a transaction that holds them all.
+        var others: [String] = []
+        for _ in 0...EscalationStep.limit + 1 {
+            switch try await takeOnce(alert, draft: draft, on: client, others: others, by: poster) {
+            case .done(let receipt): return receipt
+            case .widen(let clients):
+                let more = clients.filter { $0 != client }
+                // Held all along, yet refused: never loops.
+                guard Set(more) != Set(others) else { break }
+                others = more
+                continue
+            }
+            break
+        }
+        throw EngineError(
+            .unavailable, "the alert of \(alert.fingerprint) kept moving to other clients while it was withdrawn; retry",
+            retryAfter: EngineError.storeRetrySeconds)
+    }
+
+    private enum Taken: Sendable {
+        case done(AlertmanagerReceipt)
+        /// Its alert is pending on these clients, which the transaction did not hold.
+        case widen([String])
+    }
+
+    private func takeOnce(
+        _ alert: AlertmanagerAlert, draft: NewAlert?, on client: String, others: [String], by poster: String?
+    ) async throws(EngineError) -> Taken {
+        let webhooks = alert.status == .resolved ? try await committedWebhooks(of: [client] + others) : nil
         let now = clock.now()
         let key = AlertmanagerMapping.key(fingerprint: alert.fingerprint)
         let digest = AlertmanagerMapping.firingDigest(alert)
-        @Sendable func receipt(_ outcome: AlertmanagerOutcome, _ id: AlertID?) -> AlertmanagerReceipt {
-            AlertmanagerReceipt(fingerprint: alert.fingerprint, status: alert.status, outcome: outcome, alertID: id)
+        @Sendable func receipt(_ outcome: AlertmanagerOutcome, _ id: AlertID?) -> Taken {
+            .done(AlertmanagerReceipt(fingerprint: alert.fingerprint, status: alert.status, outcome: outcome, alertID: id))
         }
-        let committed = try await store.transact(client: client, now: now, idempotencyKey: key) {
-            [self] (board, context) throws(EngineError) -> Mutation<AlertmanagerReceipt> in
+        let committed = try await store.transact(client: client, others: others, now: now, idempotencyKey: key) {
+            [self] (board, context) throws(EngineError) -> Mutation<Taken> in
             let record = try context.idempotencyRecord()
             // The fingerprint's alert, while it is pending (committed or still committing).
             let pending = record.flatMap { record in board.alert(record.alertID).flatMap { $0.isPending && $0.client == client ? $0 : nil }
@@ -117,6 +146,7 @@ extension Engine {
             switch alert.status {
             case .resolved:
                 guard let pending else { return Mutation(receipt(.notPending, record?.alertID), afterEarlierCommits: true) }
+                guard board.holds(pending.clients) else { return Mutation(.widen(pending.clients)) }
                 let change: BoardChange
                 do throws(BoardError) {
                     (_, change) = try board.withdraw(pending.id, on: client, by: AlertmanagerMapping.resolvedBy, now: now)
@@ -152,7 +182,7 @@ extension Engine {
             }
         }
         published(committed)
-        if committed.value.outcome == .created { observer.created() }
+        if case .done(let receipt) = committed.value, receipt.outcome == .created { observer.created() }
         return committed.value
     }
 

@@ -40,21 +40,47 @@ extension Engine {
         case alreadyVoted(String)
         /// Not in the store's working set: decided and committed long ago, or never there.
         case stored
+        /// Pending on clients the transaction did not hold (escalated, SPEC §12): to be made
+        /// again in a transaction that holds them all.
+        case widen([String])
     }
 
     private func decide(
         _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?
     ) async throws(EngineError) -> PositionedAlert {
         if let refusal = refusal() { throw refusal }
-        let webhooks = try await committedWebhooks(of: client)
+        var others: [String] = []
+        // An alert pending on several clients (SPEC §12) is decided in a transaction that
+        // holds them all; a step taken meanwhile adds one, each at most once.
+        for _ in 0...EscalationStep.limit + 1 {
+            let committed = try await decideOnce(decision, id: id, client: client, others: others, by: decider, requestID: requestID)
+            if case .widen(let clients) = committed.value, Set(clients).subtracting([client]) != Set(others) {
+                others = clients.filter { $0 != client }
+                continue
+            }
+            return try await settle(committed, decision, id: id, client: client, by: decider, requestID: requestID)
+        }
+        throw EngineError(
+            .unavailable, "alert \(id) kept moving to other clients while it was decided; retry", retryAfter: EngineError.storeRetrySeconds)
+    }
+
+    private func decideOnce(
+        _ decision: Decision, id: AlertID, client: String, others: [String], by decider: String?, requestID: String?
+    ) async throws(EngineError) -> Committed<Outcome> {
+        // The terminal event goes to the alert's own client's webhooks (§5), read as committed.
+        let webhooks = try await committedWebhooks(of: [client] + others)
         let now = clock.now()
-        let committed = try await store.transact(client: client, now: now, idempotencyKey: nil) {
+        return try await store.transact(client: client, others: others, now: now, idempotencyKey: nil) {
             [self] (board, context) throws(EngineError) -> Mutation<Outcome> in
             switch board.alert(id) {
             case nil:
                 return Mutation(.stored)
             case _ where !context.isCommitted(id):
                 throw EngineError(.notFound, "no alert \(id) on client \(client)")
+            case let alert? where !alert.isOn(client):
+                throw EngineError(.notFound, "no alert \(id) on client \(client)")
+            case let alert? where !board.holds(alert.clients):
+                return Mutation(.widen(alert.clients))
             case _?:
                 do throws(BoardError) {
                     let (alert, change) =
@@ -79,7 +105,16 @@ extension Engine {
                 }
             }
         }
+    }
+
+    private func settle(
+        _ committed: Committed<Outcome>, _ decision: Decision, id: AlertID, client: String, by decider: String?, requestID: String?
+    ) async throws(EngineError) -> PositionedAlert {
         switch committed.value {
+        case .widen:
+            throw EngineError(
+                .unavailable, "alert \(id) kept moving to other clients while it was decided; retry",
+                retryAfter: EngineError.storeRetrySeconds)
         case .decided(let alert):
             published(committed)
             logDecision(alert, by: decider, requestID: requestID)

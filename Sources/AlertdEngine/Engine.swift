@@ -95,10 +95,16 @@ public final class Engine: Sendable {
     public struct Observer: Sendable {
         public var created: @Sendable () -> Void
         public var decided: @Sendable (AlertState) -> Void
+        /// An escalation step committed (SPEC §12): the alert's client, and the client it was also queued on.
+        public var escalated: @Sendable (_ client: String, _ to: String) -> Void
 
-        public init(created: @escaping @Sendable () -> Void = {}, decided: @escaping @Sendable (AlertState) -> Void = { _ in }) {
+        public init(
+            created: @escaping @Sendable () -> Void = {}, decided: @escaping @Sendable (AlertState) -> Void = { _ in },
+            escalated: @escaping @Sendable (_ client: String, _ to: String) -> Void = { _, _ in }
+        ) {
             self.created = created
             self.decided = decided
+            self.escalated = escalated
         }
     }
 
@@ -273,6 +279,13 @@ public final class Engine: Sendable {
         // A new display (a dismissal) or a new alert (an expiry) may be due sooner than the loop sleeps.
         if !committed.change.saved.isEmpty { deadlineAdded() }
         for alert in committed.change.decided { observer.decided(alert.state) }
+        for taken in committed.change.escalated {
+            guard let alert = committed.change.saved.last(where: { $0.id == taken.id }) else { continue }
+            observer.escalated(alert.client, taken.client)
+            logger.info(
+                "alert escalated",
+                metadata: ["alert": "\(alert.id)", "client": "\(alert.client)", "to": "\(taken.client)", "step": "\(taken.step)"])
+        }
         let displays = committed.displays.map {
             (client: $0.client, display: display(of: $0.alert, version: committed.versions[$0.client]?.to))
         }

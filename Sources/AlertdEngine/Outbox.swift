@@ -44,7 +44,8 @@ extension Engine {
         let now = clock.now()
         // Displays and decisions pushed to the subscriptions of their clients (SPEC §11).
         let pushes = pushEvents(for: change, now: now)
-        guard !change.decided.isEmpty else { return pushes }
+        let escalations = escalationEvents(for: change, webhooks: given, now: now)
+        guard !change.decided.isEmpty else { return escalations + pushes }
         let settings = self.settings
         let signingSecret = settings.signingSecret
         var events: [OutboxEvent] = []
@@ -82,7 +83,32 @@ extension Engine {
                     id: event.id.description, alertID: alert.id, client: alert.client, type: event.type, createdAt: now,
                     body: event.body, deliveries: deliveries))
         }
-        return events + pushes
+        return escalations + events + pushes
+    }
+
+    /// The `alert.escalated` event of each step a change took (SPEC §12), to the webhooks of
+    /// the alert's client and of the client it was queued on: the alert as its own client
+    /// holds it once the change is made, and the step. A step with no webhook has no event.
+    func escalationEvents(for change: BoardChange, webhooks given: [Webhook]? = nil, now: Timestamp) -> [OutboxEvent] {
+        guard !change.escalated.isEmpty else { return [] }
+        var events: [OutboxEvent] = []
+        for taken in change.escalated {
+            guard let alert = change.saved.last(where: { $0.id == taken.id }), alert.escalation.indices.contains(taken.step) else {
+                continue
+            }
+            let clients = [alert.client, taken.client]
+            let targets = given?.filter { clients.contains($0.client) } ?? clients.flatMap { self.webhooks(of: $0) }
+            guard !targets.isEmpty else { continue }
+            let step = EscalationEvent(index: taken.step, after: alert.escalation[taken.step].after, to: taken.client, at: taken.at)
+            let event = CallbackEvent(id: outbox.eventID(at: now), escalation: step, renderedAlert: alert.json(position: nil))
+            events.append(
+                OutboxEvent(
+                    id: event.id.description, alertID: alert.id, client: alert.client, type: event.type, createdAt: now, body: event.body,
+                    deliveries: targets.map { webhook in
+                        OutboxDelivery(id: outbox.deliveryID(at: now), target: webhook.url, webhookID: webhook.id, secret: webhook.secret)
+                    }))
+        }
+        return events
     }
 
     /// The webhooks a request's decision on `client` sends its event to, read when the
@@ -92,9 +118,16 @@ extension Engine {
     /// registry holds every change. The registry alone learns of another instance's
     /// webhooks through its notification, a few milliseconds after their commit.
     func committedWebhooks(of client: String) async throws(EngineError) -> [Webhook]? {
+        try await committedWebhooks(of: [client])
+    }
+
+    /// The same for several clients (a decision or escalation step of an alert pending on
+    /// several, SPEC §12).
+    func committedWebhooks(of clients: [String]) async throws(EngineError) -> [Webhook]? {
         guard store.isShared else { return nil }
-        let api = try await store.webhooks().filter { $0.client == client }
-        let config = registry.withLockedValue { $0.webhooks(of: client) }.filter { $0.source == .config }
+        let wanted = Set(clients)
+        let api = try await store.webhooks().filter { wanted.contains($0.client) }
+        let config = registry.withLockedValue { registry in clients.flatMap { registry.webhooks(of: $0) } }.filter { $0.source == .config }
         return config + api
     }
 }

@@ -246,41 +246,55 @@ extension Engine {
         // No subscription (push off, or nobody subscribed): one lock, nothing copied; a post pays no more.
         guard let registry = pushRegistry.withLockedValue({ $0.isEmpty ? nil : $0 }) else { return [] }
         var events: [OutboxEvent] = []
-        for (index, alert) in change.saved.enumerated() where alert.state == .displayed {
-            if let before = change.replaced[index], before.state == .displayed { continue }
-            let subscriptions = registry.subscriptions(of: alert.client)
-            guard !subscriptions.isEmpty else { continue }
-            events += pushEvents(
-                of: PushPayload.displayed(alert), type: PushPayload.displayedType, alert: alert, to: subscriptions, now: now)
-            // `push.remind_every`: one reminder a subscription, due that long after the display;
-            // each one sent schedules the next while the alert waits (``preparePush(_:now:)``).
-            if let remindEvery = settings.push?.remindEvery {
-                let first = now.adding(seconds: remindEvery)
-                if first < alert.expiresAt {
-                    events += pushEvents(
-                        of: PushPayload.displayed(alert, reminder: true), type: Self.reminderType, alert: alert, to: subscriptions,
-                        now: first)
+        // Each client where an alert became displayed: its own, or one it escalated to (SPEC
+        // §12), whose subscriptions are pushed the alert as that client holds it.
+        for (index, alert) in change.saved.enumerated() where alert.isDisplayedAnywhere {
+            for client in alert.displayedOn {
+                if let before = change.replaced[index], before.isDisplayed(on: client) { continue }
+                let subscriptions = registry.subscriptions(of: client)
+                guard !subscriptions.isEmpty else { continue }
+                let shown = alert.viewed(from: client)
+                events += pushEvents(
+                    of: PushPayload.displayed(shown, on: client), type: PushPayload.displayedType, alert: alert, client: client,
+                    to: subscriptions, now: now)
+                // `push.remind_every`: one reminder a subscription, due that long after the display;
+                // each one sent schedules the next while the alert waits (``preparePush(_:now:)``).
+                if let remindEvery = settings.push?.remindEvery {
+                    let first = now.adding(seconds: remindEvery)
+                    if first < alert.expiresAt {
+                        events += pushEvents(
+                            of: PushPayload.displayed(shown, on: client, reminder: true), type: Self.reminderType, alert: alert,
+                            client: client, to: subscriptions, now: first)
+                    }
                 }
             }
         }
         // Only an alert decided while displayed was pushed as displayed: a queued one withdrawn
         // or expired was never shown on a device, and a push about it would only wake it up.
-        for alert in change.decided where alert.displayedAt != nil {
-            let subscriptions = registry.subscriptions(of: alert.client)
-            guard !subscriptions.isEmpty else { continue }
-            events += pushEvents(of: PushPayload.decided(alert), type: PushPayload.decidedType, alert: alert, to: subscriptions, now: now)
+        // Each device once, however many of the alert's clients it follows.
+        for (index, alert) in change.saved.enumerated() where alert.state.isTerminal {
+            guard let before = change.replaced[index] ?? nil, before.isPending else { continue }
+            var pushed = Set<String>()
+            for client in before.clients where before.viewed(from: client).displayedAt != nil {
+                let subscriptions = registry.subscriptions(of: client).filter { pushed.insert($0.id).inserted }
+                guard !subscriptions.isEmpty else { continue }
+                events += pushEvents(
+                    of: PushPayload.decided(alert, on: client), type: PushPayload.decidedType, alert: alert, client: client,
+                    to: subscriptions, now: now)
+            }
         }
         return events
     }
 
     /// One event of the payload in clear, a delivery per subscription (encrypted for each at
     /// its attempt): a display on a client of a hundred devices writes one body, not a hundred.
+    /// `client`: where it was displayed (an answer link chooses there).
     private func pushEvents(
-        of payload: [UInt8], type: String, alert: Alert, to subscriptions: [PushSubscription], now: Timestamp
+        of payload: [UInt8], type: String, alert: Alert, client: String, to subscriptions: [PushSubscription], now: Timestamp
     ) -> [OutboxEvent] {
         [
             OutboxEvent(
-                id: outbox.eventID(at: now).description, alertID: alert.id, client: alert.client,
+                id: outbox.eventID(at: now).description, alertID: alert.id, client: client,
                 type: DeliveryKind.pushTypePrefix + type, createdAt: now, body: payload,
                 deliveries: subscriptions.map { subscription in
                     OutboxDelivery(id: outbox.deliveryID(at: now), target: subscription.endpoint, webhookID: nil, secret: subscription.id)
@@ -302,7 +316,8 @@ extension Engine: PushPreparing {
         var ttl = Int64(86_400)
         if let displayedAt = summary.reminderOf {
             // A reminder goes while the alert waits, displayed since the display it was made for.
-            guard let id = AlertID(summary.alertID), let alert = try await store.alert(id)?.alert, alert.state == .displayed,
+            guard let id = AlertID(summary.alertID), let alert = try await store.alert(id, on: delivery.client)?.alert,
+                alert.state == .displayed,
                 alert.displayedAt == displayedAt
             else { return .end("not sent: the alert no longer waits for an answer") }
             if let remindEvery = settings.push?.remindEvery, now.adding(seconds: remindEvery) < alert.expiresAt {
@@ -398,7 +413,10 @@ extension Engine {
         let now = clock.now()
         if stored.usedAt != nil { throw EngineError(.answerUsed, "this answer link was used already") }
         if stored.expiresAt <= now { throw EngineError(.answerUsed, "this answer link expired at \(stored.expiresAt)") }
-        guard let positioned = try await store.alert(stored.alertID) else { throw unknown }
+        // As the client it was pushed from holds it (the alert's own, or one it escalated to, SPEC §12).
+        var found = try await store.alert(stored.alertID, on: stored.client)
+        if found == nil { found = try await store.alert(stored.alertID) }
+        guard let positioned = found else { throw unknown }
         let alert = positioned.alert
         if alert.state.isTerminal {
             throw EngineError(.answerUsed, "the alert is \(alert.state.rawValue) already", alert: alert)

@@ -4,9 +4,11 @@ import NIOConcurrencyHelpers
 
 extension Engine {
     /// An alert of `client` as committed, with its position while pending; nil when there is none.
+    /// An alert escalated to `client` (SPEC §12) is one of its alerts too: as that client
+    /// holds it, with its position there.
     public func lookup(_ id: AlertID, on client: String) async throws(EngineError) -> PositionedAlert? {
-        let found = try await store.alert(id)
-        return found?.alert.client == client ? found : nil
+        let found = try await store.alert(id, on: client)
+        return found?.alert.isOn(client) == true ? found : nil
     }
 
     /// Pending alerts on every client.

@@ -25,7 +25,7 @@ public struct StoreDump: Sendable {
             [
                 "id", "client", "state", "priority", "title", "message", "style", "buttons", "callback_url", "metadata", "created_at",
                 "displayed_at", "decided_at", "expires_at", "dismiss_after_ms", "button_index", "decided_by", "quorum", "votes",
-                "posted_by", "size", "fields",
+                "posted_by", "size", "fields", "escalation",
             ]
         ),
         ("idempotency_keys", ["client", "key", "alert_id", "body_sha256", "created_at"]),
@@ -33,6 +33,9 @@ public struct StoreDump: Sendable {
         ("events", ["id", "alert_id", "client", "type", "created_at", "body"]),
         ("deliveries", ["id", "event_id", "alert_id", "target", "webhook_id", "secret", "state", "next_attempt_at", "result"]),
         ("delivery_attempts", ["delivery_id", "number", "at", "status_code", "error"]),
+        // The steps escalated alerts took (SPEC §12); PostgreSQL orders each among the alerts
+        // posted before it joined its client's queue, and derives the rest (`escalate_at`, `dismiss_at`).
+        ("escalations", ["alert_id", "step", "client", "at", "seq", "displayed_at"]),
     ]
 
     /// "12 alerts, 3 webhooks, …": what a dump holds, for the operator.

@@ -1,3 +1,5 @@
+import AlertdCore
+import AlertdWire
 public import AlertdEngine
 public import Logging
 import PostgresNIO
@@ -38,21 +40,76 @@ public enum PostgresAdministration {
                                 "the database already holds alertd's data (its \(table) table is not empty); copy into an empty one")
                     }
                 }
+                // Queue order: alerts in the order of their ids (even values), and each step an
+                // alert took (SPEC §12) right after the alerts posted before it joined that queue
+                // (odd values), as the embedded store orders them; `alert_order` then goes on after.
+                let ids = (dump.rows["alerts"] ?? []).compactMap { row -> AlertID? in
+                    guard case .text(let id) = row.first else { return nil }
+                    return AlertID(id)
+                }.sorted()
                 for (table, columns) in StoreDump.columns {
                     var names = columns
                     if table == "alerts" { names += ["seq", "dismiss_at"] }
                     var placeholders = (1...columns.count).map { "$\($0)" }
-                    if table == "alerts" { placeholders += ["pg_catalog.nextval('alert_order'::regclass)", "$\(columns.count + 1)"] }
+                    if table == "alerts" { placeholders += ["$\(columns.count + 1)", "$\(columns.count + 2)"] }
                     let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
                     for row in dump.rows[table] ?? [] {
-                        var binds = PostgresBindings(capacity: row.count + 1)
+                        var row = row
+                        if table == "escalations", let seq = columns.firstIndex(of: "seq") {
+                            row[seq] = .integer(stepOrder(row, columns: columns, ids: ids))
+                        }
+                        var binds = PostgresBindings(capacity: row.count + 2)
                         for cell in row { bind(cell, to: &binds) }
-                        if table == "alerts" { binds.append(dismissAt(row, columns: columns)) }
+                        if table == "alerts" {
+                            binds.append(alertOrder(row, ids: ids))
+                            binds.append(dismissAt(row, columns: columns))
+                        }
                         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
                     }
                 }
+                try await connection.run(
+                    "SELECT pg_catalog.setval('alert_order'::regclass, \(Int64(2 * ids.count + 2)))", logger: logger)
+                // The next step of each pending alert, and the dismissal of a buttonless one displayed where it escalated.
+                try await connection.run(
+                    """
+                    UPDATE alerts a SET escalate_at = a.created_at + pg_catalog.round(
+                        ((a.escalation::json -> (SELECT pg_catalog.count(*) FROM escalations x WHERE x.alert_id = a.id)::int)
+                            ->> 'after')::float8 * 1000)::bigint
+                    WHERE a.escalation IS NOT NULL AND a.state IN ('queued', 'displayed')
+                    """, logger: logger)
+                try await connection.run(
+                    """
+                    UPDATE escalations x SET dismiss_at = x.displayed_at + a.dismiss_after_ms FROM alerts a
+                    WHERE a.id = x.alert_id AND x.displayed_at IS NOT NULL AND a.dismiss_after_ms IS NOT NULL
+                      AND a.state IN ('queued', 'displayed')
+                    """, logger: logger)
             }
         }
+    }
+
+    /// An alert's place in the queue order: even, by its id.
+    private static func alertOrder(_ row: [StoreDump.Cell], ids: [AlertID]) -> Int64 {
+        guard case .text(let text) = row.first, let id = AlertID(text) else { return 0 }
+        return 2 * Int64(before(id, in: ids) + 1)
+    }
+
+    /// A step's place in the queue order: odd, after every alert posted before it joined.
+    private static func stepOrder(_ row: [StoreDump.Cell], columns: [String], ids: [AlertID]) -> Int64 {
+        guard let alert = columns.firstIndex(of: "alert_id"), let at = columns.firstIndex(of: "at"),
+            case .text(let text) = row[alert], let id = AlertID(text), case .integer(let milliseconds) = row[at]
+        else { return 1 }
+        let key = AlertBoard.orderKey(id, at: Timestamp(milliseconds: milliseconds))
+        return 2 * Int64(before(key, in: ids)) + 1
+    }
+
+    /// How many of the sorted `ids` are below `id`.
+    private static func before(_ id: AlertID, in ids: [AlertID]) -> Int {
+        var (low, high) = (0, ids.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if ids[middle] < id { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     /// When a displayed alert is dismissed: its display time plus its `dismiss_after`.

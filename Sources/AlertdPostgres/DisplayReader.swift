@@ -85,12 +85,19 @@ final class DisplayReader: Sendable {
     /// The displayed alert and version of each client whose version is not the one known
     /// (-1: none known), with the client's place in the arrays (from 1).
     struct Check: PostgresPreparedStatement {
-        static let name = "alertd_display_check_v3"
+        static let name = "alertd_display_check_v4"
+        /// The displayed alert is the client's own, or one escalated to it (SPEC §12).
         static let sql = """
             SELECT \(AlertRow.qualified("a")), r.i, c.version
             FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS r(id, known, i)
             LEFT JOIN clients c ON c.id = r.id
-            LEFT JOIN alerts a ON a.client = r.id AND a.state = 'displayed'
+            LEFT JOIN LATERAL (
+                SELECT \(AlertRow.columns) FROM alerts WHERE alerts.client = r.id AND alerts.state = 'displayed'
+                UNION ALL
+                SELECT \(AlertRow.columns) FROM escalations e0 JOIN alerts ON alerts.id = e0.alert_id
+                WHERE e0.client = r.id AND e0.displayed_at IS NOT NULL AND alerts.state IN ('queued', 'displayed')
+                LIMIT 1
+            ) a ON true
             WHERE COALESCE(c.version, -1) <> r.known
             """
         typealias Row = PostgresRow
@@ -127,8 +134,8 @@ final class DisplayReader: Sendable {
                 // After the alert's columns, however many it has.
                 let index = Int(try cells[AlertRow.names.count].decode(Int64.self)) - 1
                 let version = try cells[AlertRow.names.count + 1].decode(Int64?.self)
-                let alert = try cells[0].decode(String?.self) == nil ? nil : try AlertRow.alert(row)
                 guard pairs.indices.contains(index) else { continue }
+                let alert = try cells[0].decode(String?.self) == nil ? nil : try AlertRow.alert(row).viewed(from: pairs[index].client)
                 changed[index] = VersionedDisplay(client: pairs[index].client, alert: alert, version: version)
             }
         } catch {

@@ -39,11 +39,17 @@ import PostgresNIO
 /// ``flights`` flushes run at once, on disjoint clients: a client already in
 /// a flush waits for the next one, so a client's changes commit in order.
 final class Flushes: Sendable {
-    /// One change of one client's queue.
+    /// One change of one client's queue (and of the clients an alert it changes is also
+    /// pending on, SPEC §12: ``others``).
     struct Operation: Sendable {
         let client: String
+        /// More clients held whole with ``client``: an alert pending on several is changed
+        /// in a transaction that holds them all.
+        let others: [String]
         let now: Timestamp
         let idempotencyKey: String?
+        /// Values of `alert_order` it takes: one a post, one an escalation step.
+        let sequences: Int
         /// Flushes that found its client held by another instance and left it for the next:
         /// once it has been, its next flush waits for the lock instead.
         var deferrals = 0
@@ -52,15 +58,20 @@ final class Flushes: Sendable {
         /// Tells the caller the transaction failed before the change was applied.
         let fail: @Sendable (EngineError) -> Void
 
+        /// Every client it holds: ``client`` first.
+        var clients: [String] { others.isEmpty ? [client] : [client] + others.filter { $0 != client } }
+
         /// A transaction of the port.
         init<Value: Sendable>(
-            client: String, now: Timestamp, idempotencyKey: String?,
+            client: String, others: [String] = [], now: Timestamp, idempotencyKey: String?,
             body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
             completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
         ) {
             self.client = client
+            self.others = others
             self.now = now
             self.idempotencyKey = idempotencyKey
+            self.sequences = 1
             fail = { completion(.failure($0)) }
             apply = { board, keys in
                 let mutation: Mutation<Value>
@@ -83,14 +94,19 @@ final class Flushes: Sendable {
         }
 
         /// The client's due deadlines (or, `fire` false, only its queue brought in line
-        /// with its policy), with the events of what they decided.
+        /// with its policy), with the events of what they decided. `others`: the clients its
+        /// due alerts are also pending on, or escalate to (SPEC §12); `sequences`: one per
+        /// step due, at least one.
         init(
-            client: String, now: Timestamp, firing events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
+            client: String, others: [String] = [], sequences: Int = 1, now: Timestamp,
+            firing events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
             completion: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void, fire: Bool = true
         ) {
             self.client = client
+            self.others = others
             self.now = now
             self.idempotencyKey = nil
+            self.sequences = max(1, sequences)
             fail = { completion(.failure($0)) }
             apply = { board, _ in
                 let change = fire ? board.fireDeadlines(now: now) : BoardChange()
@@ -197,7 +213,7 @@ final class Flushes: Sendable {
     /// Frees a flush's clients and slot, puts back the changes it left, and starts the flushes that can go now.
     private func finished(_ flush: [Operation], left: Left) {
         let deferred = left.deferred
-        let clients = Set(flush.map(\.client))
+        let clients = Set(flush.flatMap(\.clients))
         var next: [[Operation]] = []
         state.withLockedValue { state in
             // Before any later change of their clients, which waited behind them.
@@ -216,20 +232,25 @@ final class Flushes: Sendable {
         guard state.flights < flights, !state.waiting.isEmpty else { return nil }
         // Changes left by a flush (their clients were held elsewhere) go in a flush of their
         // own clients only: it waits for their locks, and holds no other client meanwhile.
+        // A change of several clients (an alert pending on several, SPEC §12) goes when all
+        // are free, and a change left waiting keeps every later change of its clients behind it.
         let busy = state.busy
-        let contended = Set(state.waiting.lazy.filter { $0.deferrals > 0 && !busy.contains($0.client) }.map(\.client))
+        let contended = Set(
+            state.waiting.lazy.filter { $0.deferrals > 0 && $0.clients.allSatisfy { !busy.contains($0) } }.flatMap(\.clients))
         var taken: [Operation] = []
         var kept: [Operation] = []
         var claimed = Set<String>()
         var cut = Set<String>()
         for operation in state.waiting {
-            let mine = claimed.contains(operation.client)
-            let eligible = contended.isEmpty || contended.contains(operation.client)
-            if (mine || (eligible && !state.busy.contains(operation.client))) && taken.count < batch && !cut.contains(operation.client) {
-                claimed.insert(operation.client)
+            let clients = operation.clients
+            let mine = clients.contains(where: claimed.contains)
+            let eligible = contended.isEmpty || clients.contains(where: contended.contains)
+            let free = clients.allSatisfy { !busy.contains($0) }
+            if (mine || eligible) && free && taken.count < batch && !clients.contains(where: cut.contains) {
+                claimed.formUnion(clients)
                 taken.append(operation)
             } else {
-                if mine { cut.insert(operation.client) }
+                cut.formUnion(clients)
                 kept.append(operation)
             }
         }
@@ -242,23 +263,41 @@ final class Flushes: Sendable {
 
     /// The idempotency keys of a change: those its flush wrote first, then those the database holds.
     private struct Keys: TransactionContext {
+        let client: String
         let key: String?
-        let records: [String: IdempotencyRecord]
+        let records: [KeyRef: IdempotencyRecord]
 
-        func idempotencyRecord() throws(EngineError) -> IdempotencyRecord? { key.flatMap { records[$0] } }
+        func idempotencyRecord() throws(EngineError) -> IdempotencyRecord? {
+            key.flatMap { records[KeyRef(client: client, key: $0)] }
+        }
     }
 
-    /// One client of a flush: its changes (indices into the flush), and what the reads found.
+    /// An idempotency key of a client.
+    private struct KeyRef: Hashable {
+        var client: String
+        var key: String
+    }
+
+    /// The clients of a flush held on one board, and their changes (indices into the
+    /// flush): one client, or several when a change holds several (an alert pending on
+    /// several, SPEC §12), with every change of any of them.
     private struct Slot {
-        let client: String
+        /// Its clients, the first one's first.
+        var clients: [String]
         var operations: [Int] = []
-        /// The version the read asks from: the cached copy's, -1 for the whole pending queue.
-        var since: Int64 = -1
-        /// The client's version in the database; nil when it has no row.
-        var version: Int64?
-        /// Alerts of versions newer than the cached copy (or the pending queue, without one).
+        /// Per client, the version the read asks from: the cached copy's, -1 for the whole
+        /// pending queue (always, for a slot of several clients: it is not cached).
+        var since: [String: Int64] = [:]
+        /// Per client, its version in the database; absent when it has no row.
+        var versions: [String: Int64] = [:]
+        /// Alerts of versions newer than the cached copy (or the pending queues, without one),
+        /// each once.
         var read: [Alert] = []
-        var records: [String: IdempotencyRecord] = [:]
+        var readIDs = Set<AlertID>()
+        var records: [KeyRef: IdempotencyRecord] = [:]
+
+        /// Held with a cache: a slot of one client.
+        var isCached: Bool { clients.count == 1 }
     }
 
     /// What a flush hands back for each client once committed.
@@ -300,19 +339,38 @@ final class Flushes: Sendable {
         return left
     }
 
-    /// The flush's operations by client, clients in the order of their first operation.
+    /// The flush's operations by slot: clients that share a change share a slot (most
+    /// slots are one client); slots in the order of their first operation.
     private static func slots(of flush: [Operation]) -> [Slot] {
+        // Union-find over clients: a change of several joins their slots.
+        var parent: [String: String] = [:]
+        func root(_ client: String) -> String {
+            var at = client
+            while let up = parent[at], up != at { at = up }
+            return at
+        }
+        for operation in flush {
+            let clients = operation.clients
+            for client in clients where parent[client] == nil { parent[client] = client }
+            let first = root(clients[0])
+            for client in clients.dropFirst() {
+                let other = root(client)
+                if other != first { parent[other] = first }
+            }
+        }
         var order: [String: Int] = [:]
         var slots: [Slot] = []
         for (index, operation) in flush.enumerated() {
+            let key = root(operation.client)
             let at =
-                order[operation.client]
+                order[key]
                 ?? {
-                    slots.append(Slot(client: operation.client))
-                    order[operation.client] = slots.count - 1
+                    slots.append(Slot(clients: []))
+                    order[key] = slots.count - 1
                     return slots.count - 1
                 }()
             slots[at].operations.append(index)
+            for client in operation.clients where !slots[at].clients.contains(client) { slots[at].clients.append(client) }
         }
         return slots
     }
@@ -327,57 +385,67 @@ final class Flushes: Sendable {
         // A flush tries its clients' locks without waiting, commits those it got and leaves the
         // others for the next flush; one with a change left before waits for every lock.
         let waits = flush.contains { $0.deferrals > 0 }
+        let count = flush.reduce(0) { $0 + $1.sequences }
         return try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
             var slots = prepared
-            let names = slots.map(\.client)
+            let names = slots.flatMap(\.clients)
             var sequences: [Int64]
             var held: Set<String>
             if waits {
-                sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
+                sequences = try await Self.lock(names, count: count, on: connection, logger: logger)
                 held = Set(names)
             } else {
-                (held, sequences) = try await Self.tryLock(names, count: flush.count, on: connection, logger: logger)
+                (held, sequences) = try await Self.tryLock(names, count: count, on: connection, logger: logger)
                 if held.isEmpty {
                     // Every client is held elsewhere: waiting, holding none, cannot deadlock.
-                    sequences = try await Self.lock(names, count: flush.count, on: connection, logger: logger)
+                    sequences = try await Self.lock(names, count: count, on: connection, logger: logger)
                     held = Set(names)
                     roundTrips.withLockedValue { $0 += 1 }
                 }
             }
-            if held.count < slots.count {
+            // A slot goes whole or not at all: one of its clients held elsewhere defers it.
+            let deferred = slots.filter { !$0.clients.allSatisfy(held.contains) }
+            if !deferred.isEmpty {
                 outcomes.withLockedValue { outcomes in
-                    for slot in slots where !held.contains(slot.client) {
+                    for slot in deferred {
                         for index in slot.operations { outcomes[index] = .deferred }
                     }
                 }
-                slots.removeAll { !held.contains($0.client) }
+                slots.removeAll { !$0.clients.allSatisfy(held.contains) }
             }
             // Taken out of the cache, and moved, never copied, from here to the board that
             // changes: a copy still referenced would copy every alert of the queue at the
-            // first change (measured: most of a flush's time with a long queue).
+            // first change (measured: most of a flush's time with a long queue). A slot of
+            // several clients reads their queues whole and is not cached: their copies go.
             var taken = queues.withLockedValue { queues in
                 var taken: [String: Queue] = [:]
                 for slot in slots {
-                    if let queue = queues.removeValue(forKey: slot.client), queue.settings == settings { taken[slot.client] = queue }
+                    for client in slot.clients {
+                        if let queue = queues.removeValue(forKey: client), slot.isCached, queue.settings == settings {
+                            taken[client] = queue
+                        }
+                    }
                 }
                 return taken
             }
-            for index in slots.indices { slots[index].since = taken[slots[index].client]?.version ?? -1 }
+            for index in slots.indices {
+                for client in slots[index].clients { slots[index].since[client] = taken[client]?.version ?? -1 }
+            }
             if try await Self.read(&slots, flush: flush, on: connection, logger: logger) {
                 roundTrips.withLockedValue { $0 += 1 }
             }
-            for slot in slots where slot.since < 0 { taken[slot.client] = nil }
+            for slot in slots { for client in slot.clients where slot.since[client, default: -1] < 0 { taken[client] = nil } }
             var results: [ClientResult] = []
             var writes = Write(instance: store.instance)
             var grown = (pending: 0, clients: 0, bytes: 0)
             var drawn = sequences[...]
             for slot in slots {
-                let mine = Array(drawn.prefix(slot.operations.count))
-                drawn = drawn.dropFirst(slot.operations.count)
-                results.append(
-                    Self.apply(
-                        slot, cached: taken.removeValue(forKey: slot.client), flush: flush, sequences: mine, settings: settings,
-                        store: store, grown: &grown, writes: &writes, outcomes: outcomes))
+                let mine = slot.operations.reduce(0) { $0 + flush[$1].sequences }
+                let values = Array(drawn.prefix(mine))
+                drawn = drawn.dropFirst(mine)
+                results += Self.apply(
+                    slot, cached: slot.isCached ? taken.removeValue(forKey: slot.clients[0]) : nil, flush: flush, sequences: values,
+                    settings: settings, store: store, grown: &grown, writes: &writes, outcomes: outcomes)
             }
             if !writes.isEmpty {
                 notices.withLockedValue { $0 = store.notifications.sealed(writes.entries) }
@@ -399,7 +467,9 @@ final class Flushes: Sendable {
     ) async -> Left {
         let deferred = Self.deferred(flush, reached)
         queues.withLockedValue { queues in
-            for slot in slots where !deferred.contains(where: { $0.client == slot.client }) { queues[slot.client] = nil }
+            for slot in slots {
+                for client in slot.clients where !deferred.contains(where: { $0.clients.contains(client) }) { queues[client] = nil }
+            }
         }
         // Those refused already have their answer; the others never had theirs.
         let again = flush.indices.filter {
@@ -430,8 +500,8 @@ final class Flushes: Sendable {
     }
 
     /// After the commit: the queues back in the cache, the flush's cost told, and each change
-    /// told the displays it changed, as they stand at commit, and its client's version (the
-    /// engine's published display then has it too).
+    /// told the displays it changed, as they stand at commit, and its clients' versions (the
+    /// engine's published display then has them too).
     private func publish(
         _ flush: [Operation], results: [ClientResult], outcomes reached: [Outcome], cost: (roundTrips: Int, started: UInt64)
     ) -> Left {
@@ -449,9 +519,10 @@ final class Flushes: Sendable {
         }
         for (index, outcome) in reached.enumerated() {
             guard case .applied(let change) = outcome else { continue }
-            let client = flush[index].client
             let displays = change.change.displayChanged.map { (client: $0, alert: shown[$0] ?? nil) }
-            change.finish(.success(Published(displays: displays, versions: versions[client].map { [client: $0] } ?? [:])))
+            var steps: [String: VersionStep] = [:]
+            for client in flush[index].clients + change.change.displayChanged { steps[client] = versions[client] }
+            change.finish(.success(Published(displays: displays, versions: steps)))
         }
         return Left(deferred: deferred)
     }
@@ -517,13 +588,22 @@ final class Flushes: Sendable {
         return sequences.sorted()
     }
 
-    /// Fills each slot with its client's version, what changed since its copy, and its idempotency keys;
-    /// true when that took a second statement (a cached copy newer than the database).
+    /// Fills each slot with its clients' versions, what changed since its copy, and its
+    /// idempotency keys; true when that took a second statement (a cached copy newer than
+    /// the database).
     private static func read(_ slots: inout [Slot], flush: [Operation], on connection: PostgresConnection, logger: Logger) async throws
         -> Bool
     {
         var at: [String: Int] = [:]
-        for (index, slot) in slots.enumerated() { at[slot.client] = index }
+        var clients: [String] = []
+        var since: [Int64] = []
+        for (index, slot) in slots.enumerated() {
+            for client in slot.clients {
+                at[client] = index
+                clients.append(client)
+                since.append(slot.since[client, default: -1])
+            }
+        }
         var keyClients: [String] = []
         var keys: [String] = []
         var asked = Set<[String]>()
@@ -532,48 +612,63 @@ final class Flushes: Sendable {
             keyClients.append(operation.client)
             keys.append(key)
         }
-        let statement = Read(clients: slots.map(\.client), since: slots.map(\.since), keyClients: keyClients, keys: keys)
+        let statement = Read(clients: clients, since: since, keyClients: keyClients, keys: keys)
         for try await row in try await connection.execute(statement, logger: logger) {
             let cells = row.makeRandomAccess()
-            guard let index = at[try cells[0].decode(String.self)] else { continue }
+            let client = try cells[0].decode(String.self)
+            guard let index = at[client] else { continue }
             if let key = try cells[2].decode(String?.self) {
                 guard let alertID = AlertID(try cells[3].decode(String.self)) else { continue }
-                slots[index].records[key] = IdempotencyRecord(
-                    client: slots[index].client, key: key, alertID: alertID,
+                slots[index].records[KeyRef(client: client, key: key)] = IdempotencyRecord(
+                    client: client, key: key, alertID: alertID,
                     bodyDigest: [UInt8](bytea: try cells[4].decode(ByteBuffer.self)),
                     createdAt: Timestamp(milliseconds: try cells[5].decode(Int64.self)))
                 continue
             }
-            slots[index].version = try cells[1].decode(Int64?.self)
+            if let version = try cells[1].decode(Int64?.self) { slots[index].versions[client] = version }
             if try cells[Read.alertColumn].decode(String?.self) != nil {
-                slots[index].read.append(try AlertRow.alert(cells, from: Read.alertColumn))
+                let alert = try AlertRow.alert(cells, from: Read.alertColumn)
+                if slots[index].readIDs.insert(alert.id).inserted { slots[index].read.append(alert) }
             }
         }
         // A cached copy newer than the database (the client was removed since): its queue read whole.
-        let stale = slots.indices.filter { slots[$0].since >= 0 && (slots[$0].version ?? -1) < slots[$0].since }
+        let stale = slots.indices.filter { index in
+            slots[index].isCached && slots[index].since[slots[index].clients[0], default: -1] >= 0
+                && (slots[index].versions[slots[index].clients[0]] ?? -1) < slots[index].since[slots[index].clients[0], default: -1]
+        }
         guard !stale.isEmpty else { return false }
         for index in stale {
-            slots[index].since = -1
+            slots[index].since[slots[index].clients[0]] = -1
             slots[index].read = []
+            slots[index].readIDs = []
         }
-        let names = stale.map { slots[$0].client }
+        let names = stale.map { slots[$0].clients[0] }
         for try await row in try await connection.query(
-            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = ANY(\(names)) AND state IN ('queued', 'displayed')",
+            """
+            SELECT \(unescaped: AlertRow.columns), alerts.client FROM alerts
+            WHERE client = ANY(\(names)) AND state IN ('queued', 'displayed')
+            UNION ALL
+            SELECT \(unescaped: AlertRow.columns), x.client FROM escalations x JOIN alerts ON alerts.id = x.alert_id
+            WHERE x.client = ANY(\(names)) AND alerts.state IN ('queued', 'displayed')
+            """,
             logger: logger)
         {
             let alert = try AlertRow.alert(row)
-            if let index = at[alert.client] { slots[index].read.append(alert) }
+            let client = try row.makeRandomAccess()[AlertRow.names.count].decode(String.self)
+            if let index = at[client], slots[index].readIDs.insert(alert.id).inserted { slots[index].read.append(alert) }
         }
         return true
     }
 
-    /// Runs a client's changes on its board; adds their writes to the flush's.
+    /// Runs a slot's changes on its board; adds their writes to the flush's. A slot of one
+    /// client keeps its board as that client's cached copy; one of several (an alert pending
+    /// on several, SPEC §12) is built from their queues as committed, and not kept.
     private static func apply(
         _ slot: Slot, cached: consuming Queue?, flush: [Operation], sequences: [Int64], settings: QueueSettings, store: PostgresAlertStore,
         grown: inout (pending: Int, clients: Int, bytes: Int), writes: inout Write, outcomes: NIOLockedValueBox<[Outcome]>
-    ) -> ClientResult {
-        let client = slot.client
-        let version = slot.version
+    ) -> [ClientResult] {
+        let client = slot.clients[0]
+        let held = Set(slot.clients)
         let now = flush[slot.operations[0]].now
         var board = AlertBoard(settings: settings, rules: store.rules)
         var pending: [AlertID: Alert] = [:]
@@ -582,17 +677,20 @@ final class Flushes: Sendable {
             // Swapped out, so that this board and dictionary are the only references.
             swap(&board, &queue.board)
             swap(&pending, &queue.pending)
-            if queue.version != version {
+            board.hold(only: held)
+            if queue.version != slot.versions[client] {
                 // Another instance changed the client: what it changed is merged into the cached
                 // board in place, O(changed) under the lock, not the queue rebuilt.
-                for alert in slot.read { pending[alert.id] = alert.isPending ? alert : nil }
+                for alert in slot.read { pending[alert.id] = alert.isPending && alert.isOn(client) ? alert : nil }
                 normalized = board.merge(committedElsewhere: slot.read, on: client, now: now)
             }
         } else {
-            for alert in slot.read { pending[alert.id] = alert }
-            // Restoring brings the queue in line with its policy (a changed one): written too,
-            // and its display change told with the first change of the client.
-            normalized = board.restore(clients: version != nil ? [client] : [], pending: Array(pending.values), now: now)
+            board.hold(only: held)
+            for alert in slot.read where alert.isPending { pending[alert.id] = alert }
+            // Restoring brings the queues in line with their policies (a changed one): written
+            // too, and their display changes told with the first change of the slot.
+            normalized = board.restore(
+                clients: slot.clients.filter { slot.versions[$0] != nil }, pending: Array(pending.values), now: now)
         }
         let before = pending.count
         let elsewhere = store.elsewhere(of: client)
@@ -615,7 +713,10 @@ final class Flushes: Sendable {
         var told = false
         for index in slot.operations {
             let operation = flush[index]
-            guard var change = operation.apply(&board, Keys(key: operation.idempotencyKey, records: records)) else {
+            guard
+                var change = operation.apply(
+                    &board, Keys(client: operation.client, key: operation.idempotencyKey, records: records))
+            else {
                 outcomes.withLockedValue { $0[index] = .refused }
                 continue
             }
@@ -625,8 +726,9 @@ final class Flushes: Sendable {
             decided += change.change.decided.map(\.id)
             events += change.events
             if let record = change.idempotency {
-                records[record.key] = record
-                keys.removeAll { $0.key == record.key }
+                let ref = KeyRef(client: record.client, key: record.key)
+                records[ref] = record
+                keys.removeAll { $0.client == record.client && $0.key == record.key }
                 keys.append(record)
             }
             if !normalized.displayChanged.isEmpty, !told {
@@ -635,18 +737,39 @@ final class Flushes: Sendable {
             told = true
             outcomes.withLockedValue { $0[index] = .applied(change) }
         }
-        // Every change of the queue is a new version of the client, its alerts marked with it:
+        // Every change of a queue is a new version of its client, its alerts marked with it:
         // a value of the global sequence drawn under the client's lock, so versions only grow,
-        // even across a client forgotten and made again.
-        let written = order.isEmpty ? version : sequences.max()
-        if let written, written != version { writes.clients.append((client, now, written)) }
-        if let written, !order.isEmpty {
-            writes.alerts += order.map { (saved[$0]!, written) }
-            // The display as committed goes with the notification where it fits: the
-            // other instances publish it without reading it back.
-            writes.entries.append("c:" + client)
-            if let display = Notifications.display(client: client, version: written, alert: board.displayed(on: client)) {
-                writes.entries.append(display)
+        // even across a client forgotten and made again. A slot of several clients changes
+        // them all at once: each gets the version.
+        let latest = sequences.max()
+        var results: [ClientResult] = []
+        for member in slot.clients {
+            let version = slot.versions[member]
+            let written = order.isEmpty ? version : latest
+            if let written, written != version { writes.clients.append((member, now, written)) }
+            if let written, !order.isEmpty {
+                // The display as committed goes with the notification where it fits: the
+                // other instances publish it without reading it back.
+                writes.entries.append("c:" + member)
+                if let display = Notifications.display(client: member, version: written, alert: board.displayed(on: member)) {
+                    writes.entries.append(display)
+                }
+            }
+            results.append(
+                ClientResult(
+                    client: member, shown: board.displayed(on: member), queue: nil,
+                    step: written.map { VersionStep(from: version, to: $0) }))
+        }
+        if let latest, !order.isEmpty {
+            // Each alert's row is its own client's; each step's row, its client's: a slot writes
+            // those of the clients it holds (an alert escalated here from a client held
+            // elsewhere has its place here written, nothing else of it).
+            for id in order {
+                let alert = saved[id]!
+                if held.contains(alert.client) { writes.alerts.append((alert, latest)) }
+                for (step, escalation) in alert.escalatedTo.enumerated() where held.contains(escalation.client) {
+                    writes.escalations.append((alert, step, latest))
+                }
             }
             // A decided alert goes as it is where it fits (`t:`): the other instances answer its
             // waiters without reading it. `d:` too, for instances that do not know `t:` yet.
@@ -665,9 +788,11 @@ final class Flushes: Sendable {
         grown.pending += max(0, pending.count - before)
         grown.bytes += max(0, board.pendingBytes - bytesBefore)
         if before == 0, !pending.isEmpty { grown.clients += 1 }
-        let kept = pending.isEmpty ? nil : Queue(version: written, settings: settings, board: board, pending: pending)
-        return ClientResult(
-            client: client, shown: board.displayed(on: client), queue: kept, step: written.map { VersionStep(from: version, to: $0) })
+        if slot.isCached, !pending.isEmpty {
+            results[0].queue = Queue(
+                version: results[0].step?.to ?? slot.versions[client], settings: settings, board: board, pending: pending)
+        }
+        return results
     }
 }
 
@@ -735,12 +860,13 @@ extension Flushes {
 
     /// In a statement after the locks (its snapshot sees what they waited for): per
     /// client its version and the alerts of newer versions than `since` (the whole
-    /// pending queue for -1), then the idempotency keys asked for.
+    /// pending queue for -1), those escalated to it included (SPEC §12: their row or their
+    /// step's row newer), then the idempotency keys asked for.
     ///
     /// Columns: client, version, then an idempotency key's key, alert id, digest and
     /// time, then an alert's columns from ``alertColumn`` (``AlertRow/columns``).
     struct Read: PostgresPreparedStatement {
-        static let name = "alertd_flush_read_v3"
+        static let name = "alertd_flush_read_v4"
         static let alertColumn = 6
         static let sql = """
             SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(AlertRow.qualified("a"))
@@ -752,6 +878,11 @@ extension Flushes {
                 UNION ALL
                 SELECT \(AlertRow.columns) FROM alerts
                 WHERE alerts.client = r.client AND r.since < 0 AND alerts.state IN ('queued', 'displayed')
+                UNION ALL
+                SELECT \(AlertRow.columns) FROM escalations e0 JOIN alerts ON alerts.id = e0.alert_id
+                WHERE e0.client = r.client AND (
+                    (r.since >= 0 AND c.version > r.since AND (e0.version > r.since OR alerts.version > r.since))
+                    OR (r.since < 0 AND alerts.state IN ('queued', 'displayed')))
             ) AS a ON true
             UNION ALL
             SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, \(AlertRow.nulls)
@@ -781,22 +912,24 @@ extension Flushes {
     /// Every write of a flush in one statement: the rows
     /// travel as JSON arrays (`json_to_recordset`), bytes as base64.
     struct Write: PostgresPreparedStatement {
-        static let name = "alertd_flush_write_v4"
+        static let name = "alertd_flush_write_v5"
         static let sql = """
             WITH written_clients AS (
                 INSERT INTO clients (id, created_at, version)
                 SELECT id, created_at, version FROM pg_catalog.json_to_recordset($1::json) AS r(id text, created_at bigint, version bigint)
                 ON CONFLICT (id) DO UPDATE SET version = excluded.version
             ), written_alerts AS (
-                INSERT INTO alerts (\(AlertRow.columns), dismiss_at, version, size)
-                SELECT \(AlertRow.columns), dismiss_at, version, size FROM pg_catalog.json_to_recordset($2::json) AS r(
+                INSERT INTO alerts (\(AlertRow.tableColumns), dismiss_at, escalate_at, version, size)
+                SELECT \(AlertRow.tableColumns), dismiss_at, escalate_at, version, size FROM pg_catalog.json_to_recordset($2::json) AS r(
                     id text, client text, seq bigint, state text, priority integer, title text, message text, style text,
                     buttons text, callback_url text, metadata text, created_at bigint, displayed_at bigint, decided_at bigint,
                     expires_at bigint, dismiss_after_ms bigint, button_index integer, decided_by text, quorum integer,
-                    votes text, posted_by text, fields text, dismiss_at bigint, version bigint, size bigint)
+                    votes text, posted_by text, fields text, escalation text, dismiss_at bigint, escalate_at bigint, version bigint,
+                    size bigint)
                 ON CONFLICT (id) DO UPDATE SET state = excluded.state, displayed_at = excluded.displayed_at,
                     decided_at = excluded.decided_at, button_index = excluded.button_index, decided_by = excluded.decided_by,
-                    votes = excluded.votes, dismiss_at = excluded.dismiss_at, version = excluded.version, size = excluded.size
+                    votes = excluded.votes, dismiss_at = excluded.dismiss_at, escalate_at = excluded.escalate_at,
+                    version = excluded.version, size = excluded.size
             ), written_keys AS (
                 INSERT INTO idempotency_keys (client, key, alert_id, body_sha256, created_at)
                 SELECT client, key, alert_id, pg_catalog.decode(digest, 'base64'), created_at
@@ -813,6 +946,14 @@ extension Flushes {
                 FROM pg_catalog.json_to_recordset($6::json) AS r(
                     id text, event_id text, alert_id text, target text, webhook_id text, secret text, next_attempt_at bigint,
                     lease_until bigint)
+            ), written_escalations AS (
+                INSERT INTO escalations (alert_id, step, client, at, seq, displayed_at, dismiss_at, version)
+                SELECT alert_id, step, client, at, seq, displayed_at, dismiss_at, version
+                FROM pg_catalog.json_to_recordset($7::json) AS r(
+                    alert_id text, step integer, client text, at bigint, seq bigint, displayed_at bigint, dismiss_at bigint,
+                    version bigint)
+                ON CONFLICT (alert_id, step) DO UPDATE SET displayed_at = excluded.displayed_at, dismiss_at = excluded.dismiss_at,
+                    version = excluded.version
             )
             SELECT 1
             """
@@ -820,6 +961,8 @@ extension Flushes {
 
         var clients: [(id: String, now: Timestamp, version: Int64)] = []
         var alerts: [(alert: Alert, version: Int64)] = []
+        /// The rows of the steps alerts took (SPEC §12), each written by its client's slot.
+        var escalations: [(alert: Alert, step: Int, version: Int64)] = []
         var keys: [IdempotencyRecord] = []
         var events: [OutboxEvent] = []
         /// Notification entries (``Notifications``), sent once the flush committed.
@@ -832,10 +975,10 @@ extension Flushes {
             self.instance = instance
         }
 
-        var isEmpty: Bool { clients.isEmpty && alerts.isEmpty && keys.isEmpty && events.isEmpty }
+        var isEmpty: Bool { clients.isEmpty && alerts.isEmpty && escalations.isEmpty && keys.isEmpty && events.isEmpty }
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 6)
+            var bindings = PostgresBindings(capacity: 7)
             bindings.append(
                 Self.json(clients) { json, client in
                     json.key("id"); json.string(client.id)
@@ -882,6 +1025,23 @@ extension Flushes {
                     json.key("next_attempt_at"); json.int64(event.createdAt.milliseconds)
                     json.key("lease_until")
                     json.int64(event.createdAt.adding(milliseconds: PostgresAlertStore.retryLeaseMilliseconds).milliseconds)
+                })
+            bindings.append(
+                Self.json(escalations) { json, row in
+                    let escalation = row.alert.escalatedTo[row.step]
+                    json.key("alert_id"); json.string(row.alert.id.description)
+                    json.key("step"); json.int(row.step)
+                    json.key("client"); json.string(escalation.client)
+                    json.key("at"); json.int64(escalation.at.milliseconds)
+                    json.key("seq"); json.int64(escalation.sequence)
+                    json.key("displayed_at"); json.int64(escalation.displayedAt?.milliseconds)
+                    // A buttonless alert displayed there is dismissed `dismiss_after` later (SPEC §12, §3).
+                    json.key("dismiss_at")
+                    json.int64(
+                        row.alert.isPending
+                            ? escalation.displayedAt.flatMap { shown in row.alert.dismissAfterMilliseconds.map { shown.milliseconds + $0 } }
+                            : nil)
+                    json.key("version"); json.int64(row.version)
                 })
             return bindings
         }

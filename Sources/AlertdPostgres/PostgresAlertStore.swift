@@ -207,13 +207,16 @@ public final class PostgresAlertStore: AlertStore, Service {
             clients = count
         }
         var next: Int64?
-        for try await (expiry, dismissal) in try await client.query(
+        for try await (expiry, dismissal, step, escalatedDismissal) in try await client.query(
             """
             SELECT (SELECT pg_catalog.min(expires_at) FROM alerts WHERE state IN ('queued', 'displayed')),
-                   (SELECT pg_catalog.min(dismiss_at) FROM alerts WHERE state = 'displayed')
+                   (SELECT pg_catalog.min(dismiss_at) FROM alerts WHERE state = 'displayed'),
+                   (SELECT pg_catalog.min(escalate_at) FROM alerts WHERE escalate_at IS NOT NULL AND state IN ('queued', 'displayed')),
+                   (SELECT pg_catalog.min(x.dismiss_at) FROM escalations x JOIN alerts a ON a.id = x.alert_id
+                    WHERE x.dismiss_at IS NOT NULL AND a.state IN ('queued', 'displayed'))
             """, logger: logger
-        ).decode((Int64?, Int64?).self) {
-            next = [expiry, dismissal].compactMap { $0 }.min()
+        ).decode((Int64?, Int64?, Int64?, Int64?).self) {
+            next = [expiry, dismissal, step, escalatedDismissal].compactMap { $0 }.min()
         }
         await readQuorumBlockers()
         counts.withLockedValue { counts in
@@ -293,13 +296,14 @@ public final class PostgresAlertStore: AlertStore, Service {
     // MARK: - Changing queues
 
     public func transact<Value: Sendable>(
-        client: String, now: Timestamp, idempotencyKey: String?,
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
         // Resolved when the flush that takes it commits (or fails).
         let reply = Reply<Result<Committed<Value>, EngineError>>()
         flushes.enqueue(
-            Flushes.Operation(client: client, now: now, idempotencyKey: idempotencyKey, body: body, completion: reply.resolve))
+            Flushes.Operation(
+                client: client, others: others, now: now, idempotencyKey: idempotencyKey, body: body, completion: reply.resolve))
         return try await reply.value().get()
     }
 
@@ -319,24 +323,46 @@ public final class PostgresAlertStore: AlertStore, Service {
         jobs.start { [self] in
             defer { firing.store(false, ordering: .releasing) }
             do {
-                // The clients with a deadline due; each fires in its own transaction, on what is committed.
-                var due: [String] = []
-                for try await client in try await client.query(
+                // The clients with a deadline due; each fires in its own transaction, on what is
+                // committed, with the clients its due alerts are also pending on or escalate to
+                // (SPEC §12): an alert pending on several is decided or escalated holding them all.
+                var due: [String: (others: Set<String>, steps: Int)] = [:]
+                for try await (client, escalation, escalateAt, escalated) in try await client.query(
                     """
-                    SELECT DISTINCT client FROM alerts
-                    WHERE (state IN ('queued', 'displayed') AND expires_at <= \(now.milliseconds))
-                       OR (state = 'displayed' AND dismiss_at <= \(now.milliseconds))
-                    LIMIT 1000
+                    SELECT d.client, d.escalation, d.escalate_at,
+                        (SELECT pg_catalog.array_agg(e.client ORDER BY e.step) FROM escalations e WHERE e.alert_id = d.id)
+                    FROM (
+                        SELECT id, client, escalation, escalate_at FROM alerts
+                        WHERE (state IN ('queued', 'displayed') AND expires_at <= \(now.milliseconds))
+                           OR (state = 'displayed' AND dismiss_at <= \(now.milliseconds))
+                           OR (state IN ('queued', 'displayed') AND escalate_at <= \(now.milliseconds))
+                        UNION
+                        SELECT a.id, a.client, a.escalation, a.escalate_at FROM escalations x JOIN alerts a ON a.id = x.alert_id
+                        WHERE x.dismiss_at <= \(now.milliseconds) AND a.state IN ('queued', 'displayed')
+                        LIMIT 1000
+                    ) d
                     """, logger: logger
-                ).decode(String.self) {
-                    due.append(client)
+                ).decode((String, String?, Int64?, [String]?).self) {
+                    var entry = due[client] ?? ([], 0)
+                    entry.others.formUnion(escalated ?? [])
+                    if let escalateAt, escalateAt <= now.milliseconds, let escalation,
+                        let steps = try? EscalationStep.steps(from: JSONParser.parse(Array(escalation.utf8))),
+                        steps.indices.contains(escalated?.count ?? 0)
+                    {
+                        entry.others.insert(steps[escalated?.count ?? 0].to)
+                        entry.steps += 1
+                    }
+                    due[client] = entry
                 }
                 await withDiscardingTaskGroup { group in
-                    for client in due {
+                    for (client, entry) in due {
                         group.addTask {
                             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                                 self.flushes.enqueue(
-                                    Flushes.Operation(client: client, now: now, firing: events) { result in
+                                    Flushes.Operation(
+                                        client: client, others: entry.others.subtracting([client]).sorted(), sequences: entry.steps + 1,
+                                        now: now, firing: events
+                                    ) { result in
                                         report(result)
                                         done.resume()
                                     })

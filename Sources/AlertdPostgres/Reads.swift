@@ -10,32 +10,44 @@ import Synchronization
 /// database, never from an instance's cache.
 extension PostgresAlertStore {
 
-    public func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert? {
+    public func alert(_ id: AlertID, on client: String?) async throws(EngineError) -> PositionedAlert? {
         try await read { [self] in
             guard let alert = try await one("SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE id = \(id.description)") else {
                 return nil
             }
+            let client = client ?? alert.client
+            guard alert.isOn(client) else { return nil }
             guard alert.isPending else { return PositionedAlert(alert, position: nil) }
-            return PositionedAlert(alert, position: try await position(of: alert))
+            return PositionedAlert(alert.viewed(from: client), position: try await position(of: alert, on: client))
         }
     }
 
-    /// 0 displayed; else the alerts ahead of it in its client's queue, counted by the
+    /// 0 displayed there; else the alerts ahead of it in `client`'s queue, counted by the
     /// domain's order among the client's pending alerts as committed (SQL only reads them).
-    func position(of alert: Alert) async throws -> Int {
-        if alert.state == .displayed { return 0 }
-        let pending = try await all(
-            "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(alert.client) AND state IN ('queued', 'displayed')")
+    func position(of alert: Alert, on client: String) async throws -> Int {
+        if alert.isDisplayed(on: client) { return 0 }
+        let pending = try await pendingAlerts(of: client)
         return AlertBoard.position(
-            of: alert, amongQueued: pending.filter { $0.state == .queued }, displayed: pending.contains { $0.state == .displayed },
-            policy: policy(of: alert.client))
+            of: alert, on: client, amongQueued: pending.filter { !$0.isDisplayed(on: client) },
+            displayed: pending.contains { $0.isDisplayed(on: client) }, policy: policy(of: client))
+    }
+
+    /// The pending alerts of `client` as committed: its own and those escalated to it (SPEC §12).
+    func pendingAlerts(of client: String) async throws -> [Alert] {
+        try await all(
+            """
+            SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')
+            UNION ALL
+            SELECT \(unescaped: AlertRow.columns) FROM escalations x JOIN alerts ON alerts.id = x.alert_id
+            WHERE x.client = \(client) AND alerts.state IN ('queued', 'displayed')
+            """)
     }
 
     public func pending(on client: String) async throws(EngineError) -> [PositionedAlert] {
         try await read { [self] in
-            let alerts = try await all(
-                "SELECT \(unescaped: AlertRow.columns) FROM alerts WHERE client = \(client) AND state IN ('queued', 'displayed')")
+            let alerts = try await pendingAlerts(of: client)
             var board = AlertBoard(settings: settings.withLockedValue { $0 }, rules: rules)
+            board.hold(only: [client])
             _ = board.restore(clients: [client], pending: alerts, now: clock.now())
             return board.pending(on: client).enumerated().map { PositionedAlert($0.element, position: $0.offset) }
         }
@@ -62,6 +74,17 @@ extension PostgresAlertStore {
             {
                 shown[alert.client] = alert
             }
+            // Alerts displayed where they escalated to (SPEC §12), as those clients hold them.
+            for alert in try await all(
+                """
+                SELECT \(unescaped: AlertRow.columns) FROM escalations x JOIN alerts ON alerts.id = x.alert_id
+                WHERE x.client = ANY(\(names)) AND x.displayed_at IS NOT NULL AND alerts.state IN ('queued', 'displayed')
+                """)
+            {
+                for client in alert.displayedOn where client != alert.client && names.contains(client) {
+                    shown[client] = alert.viewed(from: client)
+                }
+            }
             return names.map { VersionedDisplay(client: $0, alert: shown[$0], version: nil) }
         }
     }
@@ -86,6 +109,8 @@ extension PostgresAlertStore {
                 for try await row in try await client.query(
                     """
                     SELECT c.id, (SELECT pg_catalog.count(*) FROM alerts a WHERE a.client = c.id AND a.state IN ('queued', 'displayed'))
+                        + (SELECT pg_catalog.count(*) FROM escalations x JOIN alerts a ON a.id = x.alert_id
+                           WHERE x.client = c.id AND a.state IN ('queued', 'displayed'))
                     FROM clients c WHERE c.id > \(last) ORDER BY c.id LIMIT 500
                     """, logger: logger
                 ).decode((String, Int).self) {
@@ -104,20 +129,21 @@ extension PostgresAlertStore {
     public func decided(on client: String, states: Set<AlertState>, before: AlertID?, limit: Int) async throws(EngineError) -> [Alert] {
         let wanted = states.filter(\.isTerminal).map(\.rawValue).sorted()
         guard !wanted.isEmpty, limit > 0 else { return [] }
+        // Its own, and those escalated to it (SPEC §12).
+        let below = before?.description ?? "~"
         return try await read { [self] in
-            if let before {
-                return try await all(
-                    """
-                    SELECT \(unescaped: AlertRow.columns) FROM alerts
-                    WHERE client = \(client) AND decided_at IS NOT NULL AND state = ANY(\(wanted)) AND id < \(before.description)
-                    ORDER BY id DESC LIMIT \(limit)
-                    """)
-            }
-            return try await all(
+            try await all(
                 """
-                SELECT \(unescaped: AlertRow.columns) FROM alerts
-                WHERE client = \(client) AND decided_at IS NOT NULL AND state = ANY(\(wanted))
-                ORDER BY id DESC LIMIT \(limit)
+                SELECT * FROM (
+                    (SELECT \(unescaped: AlertRow.columns) FROM alerts
+                     WHERE client = \(client) AND decided_at IS NOT NULL AND state = ANY(\(wanted)) AND id < \(below)
+                     ORDER BY id DESC LIMIT \(limit))
+                    UNION ALL
+                    (SELECT \(unescaped: AlertRow.columns) FROM escalations x JOIN alerts ON alerts.id = x.alert_id
+                     WHERE x.client = \(client) AND alerts.decided_at IS NOT NULL AND alerts.state = ANY(\(wanted))
+                       AND alerts.id < \(below)
+                     ORDER BY alerts.id DESC LIMIT \(limit))
+                ) u ORDER BY id DESC LIMIT \(limit)
                 """)
         }
     }

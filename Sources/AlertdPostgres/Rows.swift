@@ -6,17 +6,38 @@ import PostgresNIO
 
 /// An alert as one row of `alerts`, both ways.
 enum AlertRow {
-    /// The columns ``alert(_:)`` reads, by position.
-    static let columns = """
+    /// The table's columns ``alert(_:)`` reads, by position (what a write inserts).
+    static let tableColumns = """
         id, client, seq, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by, fields
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by, fields, \
+        escalation
         """
 
-    /// The names of ``columns``, in order.
-    static let names = columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+    /// The steps an alert took (SPEC §12), from `escalations`, as one JSON array of
+    /// `[step, client, at, seq, displayed_at]` (NULL for none): the last column ``alert(_:)``
+    /// reads, after ``tableColumns``. `table` names the alerts table or its alias.
+    static func escalated(of table: String) -> String {
+        """
+        (SELECT pg_catalog.json_agg(pg_catalog.json_build_array(x.step, x.client, x.at, x.seq, x.displayed_at))::text \
+        FROM escalations x WHERE x.alert_id = \(table).id) AS escalated
+        """
+    }
 
-    /// ``columns`` qualified with a table's name or alias (`a.id, a.client, …`).
+    /// The columns ``alert(_:)`` reads, by position, from `alerts` (unaliased; qualified, so
+    /// that a join with `escalations` reads them too).
+    static let columns = select("alerts")
+
+    /// The names of what ``alert(_:)`` reads, in order: ``tableColumns`` and `escalated`.
+    static let names = tableColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } + ["escalated"]
+
+    /// What ``alert(_:)`` reads, from a derived table (or alias) `table` that has them all
+    /// by name (`a.id, a.client, …, a.escalated`).
     static func qualified(_ table: String) -> String { names.map { "\(table).\($0)" }.joined(separator: ", ") }
+
+    /// What ``alert(_:)`` reads, from the alerts table under alias `table`.
+    static func select(_ table: String) -> String {
+        names.dropLast().map { "\(table).\($0)" }.joined(separator: ", ") + ", " + escalated(of: table)
+    }
 
     /// A NULL for each of ``columns`` (the other rows of a `UNION` that reads alerts).
     static let nulls = Array(repeating: "NULL", count: names.count).joined(separator: ", ")
@@ -124,6 +145,21 @@ enum AlertRow {
             }
             fields = parsed
         }
+        // Absent from a notification of an instance older than escalation (SPEC §12): none.
+        var escalation: [EscalationStep] = []
+        if let text = try text(22) {
+            guard let steps = EscalationStep.steps(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw Corrupt(description: "bad escalation in alert \(idText)")
+            }
+            escalation = steps
+        }
+        var escalatedTo: [Escalation] = []
+        if let text = try text(23) {
+            guard let taken = Escalation.rows(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw Corrupt(description: "bad escalations of alert \(idText)")
+            }
+            escalatedTo = taken
+        }
         return Alert(
             id: id, client: try required(text(1), "client"), title: try required(text(5), "title"),
             message: try text(6), style: style, buttons: buttons, priority: Int(try required(number(4), "priority")),
@@ -132,13 +168,16 @@ enum AlertRow {
             metadata: try text(10).map { CompactJSON(trusting: Array($0.utf8)) },
             state: state, createdAt: createdAt, displayedAt: try time(12), decidedAt: try time(13), expiresAt: expiresAt,
             dismissAfterMilliseconds: try number(15), result: result, sequence: try required(number(2), "seq"), quorum: quorum,
-            votes: votes, postedBy: try text(20), fields: fields)
+            votes: votes, postedBy: try text(20), fields: fields, escalation: escalation, escalatedTo: escalatedTo)
     }
 }
 
 extension AlertRow {
     /// Writes `alert` as one JSON object of `json_to_recordset` (the columns of
-    /// ``columns``, `dismiss_at`, `version` and, when given, `size`): the body of an object already begun.
+    /// ``tableColumns``, `escalated`, `dismiss_at`, `escalate_at`, `version` and, when given,
+    /// `size`): the body of an object already begun. `dismiss_at` is its own client's
+    /// display's (SPEC §12: each step's row has its own); `escalated`, which the alerts
+    /// table has no column for, travels in notifications.
     static func write(_ alert: Alert, version: Int64, size: Int? = nil, into json: inout JSONWriter) {
         func text(_ key: StaticString, _ value: String?) {
             json.key(key)
@@ -184,7 +223,32 @@ extension AlertRow {
             fields.fields(alert.fields)
             text("fields", String(decoding: fields.bytes, as: UTF8.self))
         }
-        number("dismiss_at", alert.dismissAt?.milliseconds)
+        if alert.escalation.isEmpty {
+            text("escalation", nil)
+        } else {
+            var steps = JSONWriter(capacity: 48 * alert.escalation.count)
+            steps.escalation(alert.escalation)
+            text("escalation", String(decoding: steps.bytes, as: UTF8.self))
+        }
+        if alert.escalatedTo.isEmpty {
+            text("escalated", nil)
+        } else {
+            var taken = JSONWriter(capacity: 64 * alert.escalatedTo.count)
+            taken.beginArray()
+            for (step, escalation) in alert.escalatedTo.enumerated() {
+                taken.beginArray()
+                taken.int(step)
+                taken.string(escalation.client)
+                taken.int64(escalation.at.milliseconds)
+                taken.int64(escalation.sequence)
+                taken.int64(escalation.displayedAt?.milliseconds)
+                taken.endArray()
+            }
+            taken.endArray()
+            text("escalated", String(decoding: taken.bytes, as: UTF8.self))
+        }
+        number("dismiss_at", alert.ownDismissAt?.milliseconds)
+        number("escalate_at", alert.nextEscalation?.at.milliseconds)
         number("version", version)
         if let size { number("size", Int64(size)) }
     }

@@ -209,6 +209,39 @@ enum Schema {
         // values are kept in its vote (`votes`), the result's are its deciding vote's. A column
         // without a default is added without rewriting the table.
         Migration(11, "answers with words: an alert's fields (SPEC §13)", ["ALTER TABLE alerts ADD COLUMN fields text"]),
+        // `escalation`: the alert's policy as its JSON array (NULL: none); `escalate_at`: when its
+        // next step is due (NULL: none left, or terminal). `escalations`: one row per step
+        // taken, the alert's place on that client: written in the transactions of that
+        // client (its display there, `dismiss_at` of a buttonless one, `version`: the client's
+        // version that wrote it), so that client's queue changes under its own lock while
+        // the alert's row is its own client's. Columns without a default: no table rewrite.
+        Migration(
+            12, "escalation: an alert's policy, its next step, the steps it took (SPEC §12)",
+            [
+                "ALTER TABLE alerts ADD COLUMN escalation text",
+                "ALTER TABLE alerts ADD COLUMN escalate_at bigint",
+                """
+                CREATE TABLE escalations (
+                    alert_id text COLLATE "C" NOT NULL,
+                    step integer NOT NULL,
+                    client text COLLATE "C" NOT NULL,
+                    at bigint NOT NULL,
+                    seq bigint NOT NULL,
+                    displayed_at bigint,
+                    dismiss_at bigint,
+                    version bigint NOT NULL DEFAULT 0,
+                    PRIMARY KEY (alert_id, step),
+                    UNIQUE (alert_id, client)
+                )
+                """,
+                "CREATE INDEX escalations_by_client ON escalations (client, version)",
+                "CREATE INDEX escalations_dismissal ON escalations (dismiss_at) WHERE dismiss_at IS NOT NULL",
+            ]),
+        Migration(
+            13, "pending alerts by their next escalation step",
+            body: .index(
+                name: "alerts_escalation",
+                definition: "ON alerts (escalate_at) WHERE escalate_at IS NOT NULL AND state IN ('queued', 'displayed')")),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

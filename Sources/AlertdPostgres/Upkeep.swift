@@ -45,6 +45,7 @@ extension PostgresAlertStore {
                 for try await id in try await connection.query(
                     """
                     DELETE FROM clients c WHERE NOT EXISTS (SELECT 1 FROM alerts a WHERE a.client = c.id)
+                    AND NOT EXISTS (SELECT 1 FROM escalations x WHERE x.client = c.id)
                     AND pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(c.id, 0::int8)) RETURNING c.id
                     """, logger: logger
                 ).decode(String.self) {
@@ -154,6 +155,7 @@ extension PostgresAlertStore {
             logger: logger)
         try await connection.query("DELETE FROM deliveries WHERE alert_id = ANY(\(purged))", logger: logger)
         try await connection.query("DELETE FROM events WHERE alert_id = ANY(\(purged))", logger: logger)
+        try await connection.query("DELETE FROM escalations WHERE alert_id = ANY(\(purged))", logger: logger)
         try await connection.query("DELETE FROM alerts WHERE id = ANY(\(purged))", logger: logger)
         return purged.count
     }

@@ -27,21 +27,28 @@ public enum PushPayload {
     ///
     /// `reminder`: the alert is still displayed and unanswered `push.remind_every` later; the
     /// payload says so (`"reminder": true`), so a device can word its notification.
-    public static func displayed(_ alert: Alert, reminder: Bool = false) -> [UInt8] {
-        let whole = displayed(alert, message: alert.message, title: alert.title, buttons: true, reminder: reminder)
+    ///
+    /// `client`: the client it is displayed on, which the payload's `client` names (a tap
+    /// opens that dashboard): its own, or one it escalated to (SPEC §12), when the payload
+    /// also says `escalated_from`, its own client. Nil: its own.
+    public static func displayed(_ alert: Alert, on client: String? = nil, reminder: Bool = false) -> [UInt8] {
+        let client = client ?? alert.client
+        let whole = displayed(alert, on: client, message: alert.message, title: alert.title, buttons: true, reminder: reminder)
         if whole.count <= storedLimit { return whole }
         if let message = alert.message, !message.isEmpty {
-            if let cut = fitting(message, within: { displayed(alert, message: $0, title: alert.title, buttons: true, reminder: reminder) })
+            if let cut = fitting(
+                message, within: { displayed(alert, on: client, message: $0, title: alert.title, buttons: true, reminder: reminder) })
             {
                 return cut
             }
         }
-        return fitting(alert.title, within: { displayed(alert, message: nil, title: $0, buttons: false, reminder: reminder) })
-            ?? displayed(alert, message: nil, title: "…", buttons: false, reminder: reminder)
+        return fitting(alert.title, within: { displayed(alert, on: client, message: nil, title: $0, buttons: false, reminder: reminder) })
+            ?? displayed(alert, on: client, message: nil, title: "…", buttons: false, reminder: reminder)
     }
 
-    /// The `alert.decided` payload of a terminal `alert`.
-    public static func decided(_ alert: Alert) -> [UInt8] {
+    /// The `alert.decided` payload of a terminal `alert`, as pushed to the subscriptions of
+    /// `client` (nil: its own).
+    public static func decided(_ alert: Alert, on client: String? = nil) -> [UInt8] {
         var json = JSONWriter(capacity: 128)
         json.beginObject()
         json.key("type")
@@ -51,7 +58,7 @@ public enum PushPayload {
         json.key("id")
         json.string(alert.id.description)
         json.key("client")
-        json.string(alert.client)
+        json.string(client ?? alert.client)
         json.key("state")
         json.string(alert.state.rawValue)
         json.endObject()
@@ -100,7 +107,9 @@ public enum PushPayload {
         return Summary(type: type, alertID: id, priority: priority, expiresAt: expiresAt, reminderOf: reminderOf)
     }
 
-    private static func displayed(_ alert: Alert, message: String?, title: String, buttons: Bool, reminder: Bool) -> [UInt8] {
+    private static func displayed(
+        _ alert: Alert, on client: String, message: String?, title: String, buttons: Bool, reminder: Bool
+    ) -> [UInt8] {
         var json = JSONWriter(capacity: 512)
         json.beginObject()
         json.key("type")
@@ -114,7 +123,11 @@ public enum PushPayload {
         json.key("id")
         json.string(alert.id.description)
         json.key("client")
-        json.string(alert.client)
+        json.string(client)
+        if client != alert.client {
+            json.key("escalated_from")
+            json.string(alert.client)
+        }
         json.key("title")
         json.string(title)
         json.key("message")

@@ -113,8 +113,9 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     // MARK: - Changing queues
 
+    /// The board holds every client: `others` adds nothing.
     public func transact<Value: Sendable>(
-        client: String, now: Timestamp, idempotencyKey: String?,
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
         // This runs unspecialized (called through `any AlertStore`), so every value of a
@@ -218,7 +219,11 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
         let deliveries = events.flatMap(\.pendingDeliveries)
         let versions = state.stamp(displays)
-        committer.submit(change.saved.map { .alert($0) } + events.map { .event($0) }) { [self] result in
+        let now = clock.now()
+        // A client an escalation step made (SPEC §12) is written with it.
+        let writes: [StoreWrite] =
+            change.newClients.map { .client($0, createdAt: now) } + change.saved.map { .alert($0) } + events.map { .event($0) }
+        committer.submit(writes) { [self] result in
             if case .failure = result { return report(.failure(.notCommitted)) }
             self.state.withLockedValue { state in
                 state.board.committed(change)
@@ -252,17 +257,22 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     // MARK: - Reading (answered at once, on the calling thread)
 
-    public func alert(_ id: AlertID) async throws(EngineError) -> PositionedAlert? {
+    public func alert(_ id: AlertID, on client: String?) async throws(EngineError) -> PositionedAlert? {
         let visible = state.withLockedValue { state -> (WriteBehindBoard.Visibility, Int?) in
             let visible = state.board.visible(id)
             guard case .alert(let alert) = visible, alert.isPending else { return (visible, nil) }
-            return (visible, state.board.visiblePosition(of: alert))
+            return (visible, state.board.visiblePosition(of: alert, on: client ?? alert.client))
         }
+        let found: Alert?
         switch visible {
-        case (.alert(let alert), let position): return PositionedAlert(alert, position: position)
+        case (.alert(let alert), let position):
+            guard let client else { return PositionedAlert(alert, position: position) }
+            return alert.isOn(client) ? PositionedAlert(alert.viewed(from: client), position: position) : nil
         case (.notYetCommitted, _): return nil
-        case (.unknown, _): return try read { try persistent.alert(id) }.map { PositionedAlert($0, position: nil) }
+        case (.unknown, _): found = try read { try persistent.alert(id) }
         }
+        guard let found, client.map(found.isOn) ?? true else { return nil }
+        return PositionedAlert(client.map(found.viewed) ?? found, position: nil)
     }
 
     public func pending(on client: String) async throws(EngineError) -> [PositionedAlert] {

@@ -6,16 +6,25 @@ import GRDBSQLite
 /// An alert as one row of `alerts`, both ways.
 extension SQLiteStore {
     /// The columns `alert(from:)` reads, by position (reading by name searches the row each time).
+    /// The last two: the alert's escalation policy and the steps it took (SPEC §12), those
+    /// as one JSON array of `[step, client, at, seq, displayed_at]` from `escalations`.
     static let columns = """
         id, client, state, priority, title, message, style, buttons, callback_url, metadata, created_at, \
-        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by, fields
+        displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes, posted_by, fields, \
+        escalation, (SELECT json_group_array(json_array(e.step, e.client, e.at, e.seq, e.displayed_at)) \
+        FROM escalations e WHERE e.alert_id = alerts.id)
         """
 
     static let upsertAlert = """
         INSERT OR REPLACE INTO alerts (id, client, state, priority, title, message, style, buttons, callback_url,
             metadata, created_at, displayed_at, decided_at, expires_at, dismiss_after_ms, button_index, decided_by, quorum, votes,
-            posted_by, size, fields)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            posted_by, size, fields, escalation)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// One step an alert took (SPEC §12), written whole with the alert each time.
+    static let upsertEscalation = """
+        INSERT OR REPLACE INTO escalations (alert_id, step, client, at, seq, displayed_at) VALUES (?, ?, ?, ?, ?, ?)
         """
 
     /// Writes one alert row: its columns bound straight onto the cached statement
@@ -90,6 +99,14 @@ extension SQLiteStore {
             fields.fields(alert.fields)
             bytes(fields.bytes)
         }
+        // `escalation` (SPEC §12): the policy's JSON array, NULL for none.
+        if alert.escalation.isEmpty {
+            bytes(nil)
+        } else {
+            var steps = JSONWriter(capacity: 48 * alert.escalation.count)
+            steps.escalation(alert.escalation)
+            bytes(steps.bytes)
+        }
         let code = sqlite3_step(handle)
         sqlite3_reset(handle)
         guard code == SQLITE_DONE else {
@@ -158,11 +175,38 @@ extension SQLiteStore {
         }
         let votes = Alert.votes(stored: stored, result: result, decidedAt: time(12))
         result = Alert.result(result, votes: votes)
+        var escalation: [EscalationStep] = []
+        if let text = row[21] as String? {
+            guard let steps = EscalationStep.steps(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw CorruptRow(description: "bad escalation in alert \(idText)")
+            }
+            escalation = steps
+        }
+        var escalatedTo: [Escalation] = []
+        if let text = row[22] as String?, text != "[]" {
+            guard let taken = Escalation.rows(from: try JSONParser.parse(Array(text.utf8))) else {
+                throw CorruptRow(description: "bad escalations of alert \(idText)")
+            }
+            escalatedTo = taken
+        }
         return Alert(
             id: id, client: row[1], title: row[4], message: row[5], style: style,
             buttons: buttons, priority: row[3], callbackURL: row[8], metadata: metadata,
             state: state, createdAt: createdAt, displayedAt: time(11),
             decidedAt: time(12), expiresAt: expiresAt,
-            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes, postedBy: row[19], fields: fields)
+            dismissAfterMilliseconds: row[14], result: result, quorum: quorum, votes: votes, postedBy: row[19], fields: fields,
+            escalation: escalation, escalatedTo: escalatedTo)
+    }
+
+    /// Writes the steps an alert took (SPEC §12), one row each.
+    static func upsertEscalations(of alert: Alert, _ db: Database) throws {
+        guard !alert.escalatedTo.isEmpty else { return }
+        let statement = try db.cachedStatement(sql: upsertEscalation)
+        for (step, escalation) in alert.escalatedTo.enumerated() {
+            try statement.execute(arguments: [
+                alert.id.description, step, escalation.client, escalation.at.milliseconds, escalation.sequence,
+                escalation.displayedAt?.milliseconds,
+            ])
+        }
     }
 }

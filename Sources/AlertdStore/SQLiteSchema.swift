@@ -162,6 +162,26 @@ extension SQLiteStore {
             // and values are kept in its vote (`votes`), the result's are its deciding vote's.
             try db.execute(sql: "ALTER TABLE alerts ADD COLUMN fields TEXT")
         }
+        migrator.registerMigration("v14: escalation: an alert's policy and the steps it took (SPEC §12)") { db in
+            // `escalation`: the alert's policy as its JSON array; NULL for none. `escalations`: one
+            // row per step taken, with the alert's place on that client (its display there; its
+            // sequence, 0 in this store: the step's time orders it). Alerts escalated to a client
+            // are found by the client.
+            try db.execute(
+                sql: """
+                    ALTER TABLE alerts ADD COLUMN escalation TEXT;
+                    CREATE TABLE escalations (
+                        alert_id TEXT NOT NULL,
+                        step INTEGER NOT NULL,
+                        client TEXT NOT NULL,
+                        at INTEGER NOT NULL,
+                        seq INTEGER NOT NULL DEFAULT 0,
+                        displayed_at INTEGER,
+                        PRIMARY KEY (alert_id, step)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX escalations_by_client ON escalations(client, alert_id);
+                    """)
+        }
         return migrator
     }
 }

@@ -162,6 +162,7 @@ public final class SQLiteStore: PersistentStore {
                     .execute(arguments: [id, createdAt.milliseconds])
             case .alert(let alert):
                 try Self.upsert(alert, eventBytes: eventBytes[alert.id] ?? 0, try db.cachedStatement(sql: Self.upsertAlert), db)
+                try Self.upsertEscalations(of: alert, db)
             case .idempotency(let record):
                 try db.cachedStatement(
                     sql: """
@@ -254,6 +255,7 @@ public final class SQLiteStore: PersistentStore {
                         """)
                 try db.execute(sql: "DELETE FROM deliveries WHERE alert_id IN (SELECT id FROM temp.purged)")
                 try db.execute(sql: "DELETE FROM events WHERE alert_id IN (SELECT id FROM temp.purged)")
+                try db.execute(sql: "DELETE FROM escalations WHERE alert_id IN (SELECT id FROM temp.purged)")
                 try db.execute(sql: "DELETE FROM alerts WHERE id IN (SELECT id FROM temp.purged)")
                 try db.execute(sql: "DELETE FROM temp.purged")
             case .deleteKeys(let createdBefore):
@@ -384,9 +386,13 @@ public final class SQLiteStore: PersistentStore {
     public func clientsWithoutDecidedAlerts(among clients: [String]) throws -> [String] {
         try pool.read { db in
             // The partial index of decided alerts by client answers each in one lookup.
+            // An alert escalated to a client (SPEC §12) is one of its own too: its lists show it.
             let statement = try db.cachedStatement(
-                sql: "SELECT EXISTS (SELECT 1 FROM alerts WHERE client = ? AND decided_at IS NOT NULL)")
-            return try clients.filter { client in try Bool.fetchOne(statement, arguments: [client]) == false }
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM alerts WHERE client = ? AND decided_at IS NOT NULL)
+                        OR EXISTS (SELECT 1 FROM escalations e JOIN alerts a ON a.id = e.alert_id WHERE e.client = ? AND a.decided_at IS NOT NULL)
+                    """)
+            return try clients.filter { client in try Bool.fetchOne(statement, arguments: [client, client]) == false }
         }
     }
 
@@ -401,15 +407,22 @@ public final class SQLiteStore: PersistentStore {
         let wanted = states.filter(\.isTerminal).map(\.rawValue).sorted()
         guard !wanted.isEmpty, limit > 0 else { return [] }
         let marks = Array(repeating: "?", count: wanted.count).joined(separator: ", ")
-        var arguments: StatementArguments = [client]
-        arguments += StatementArguments(wanted)
-        var sql = "SELECT \(Self.columns) FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND state IN (\(marks))"
-        if let before {
-            sql += " AND id < ?"
-            arguments += [before.description]
-        }
-        sql += " ORDER BY id DESC LIMIT ?"
-        arguments += [limit]
+        let below = before == nil ? "" : " AND id < ?"
+        // Its own alerts, and those escalated to it (SPEC §12), each part newest first.
+        let own = "SELECT \(Self.columns) FROM alerts WHERE client = ? AND decided_at IS NOT NULL AND state IN (\(marks))\(below)"
+        let escalated = """
+            SELECT \(Self.columns) FROM alerts WHERE id IN (SELECT alert_id FROM escalations WHERE client = ?) \
+            AND decided_at IS NOT NULL AND state IN (\(marks))\(below)
+            """
+        var part: StatementArguments = [client]
+        part += StatementArguments(wanted)
+        if let before { part += [before.description] }
+        part += [limit]
+        let sql = """
+            SELECT * FROM (\(own) ORDER BY id DESC LIMIT ?) UNION ALL SELECT * FROM (\(escalated) ORDER BY id DESC LIMIT ?)
+            ORDER BY 1 DESC LIMIT ?
+            """
+        let arguments = part + part + [limit]
         return try pool.read { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.alert(from:))
         }

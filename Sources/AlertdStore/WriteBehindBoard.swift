@@ -117,8 +117,13 @@ public struct WriteBehindBoard: Sendable {
                 flights[alert.id] = nil
                 board.forgetDecided(CollectionOfOne(alert.id))
             }
-            let delta = (alert.isPending ? 1 : 0) - (before?.isPending == true ? 1 : 0)
-            if delta != 0 { visiblePending[alert.client, default: 0] += delta }
+            // Per client it is on: its own, and each it escalated to (SPEC §12).
+            let now = alert.isPending ? alert.clients : []
+            let was = before?.isPending == true ? before!.clients : []
+            for client in Set(now + was) {
+                let delta = (now.contains(client) ? 1 : 0) - (was.contains(client) ? 1 : 0)
+                if delta != 0 { visiblePending[client, default: 0] += delta }
+            }
         }
     }
 
@@ -140,7 +145,7 @@ public struct WriteBehindBoard: Sendable {
 
     private func clientsCommitting() -> Set<String> {
         var clients = Set<String>()
-        for id in flights.keys { if let alert = board.alert(id) { clients.insert(alert.client) } }
+        for id in flights.keys { if let alert = board.alert(id) { clients.formUnion(alert.clients) } }
         return clients
     }
 
@@ -160,18 +165,21 @@ public struct WriteBehindBoard: Sendable {
     /// still committing is not counted yet. The live queue counts the alerts ahead in
     /// O(log n); then each alert with writes in flight counts as committed instead of as it
     /// is now. Agrees with the alert's index in ``visiblePending(on:)``.
-    public func visiblePosition(of alert: Alert) -> Int? {
-        guard alert.isPending, board.knows(client: alert.client) else { return nil }
-        if alert.state == .displayed { return 0 }
-        var ahead = board.queuedAhead(of: alert)
-        if let shown = board.displayed(on: alert.client), shown.id != alert.id, flights[shown.id] == nil { ahead += 1 }
+    public func visiblePosition(of alert: Alert) -> Int? { visiblePosition(of: alert, on: alert.client) }
+
+    /// The same in `client`'s queue: the alert's own or one it escalated to (SPEC §12).
+    public func visiblePosition(of alert: Alert, on client: String) -> Int? {
+        guard alert.isPending, alert.isOn(client), board.knows(client: client) else { return nil }
+        if alert.isDisplayed(on: client) { return 0 }
+        var ahead = board.queuedAhead(of: alert, on: client)
+        if let shown = board.displayed(on: client), shown.id != alert.id, flights[shown.id] == nil { ahead += 1 }
         for (id, flight) in flights where id != alert.id {
-            guard let latest = board.alert(id), latest.client == alert.client else { continue }
+            guard let latest = board.alert(id), latest.isOn(client) else { continue }
             // Counted above as it is now (queued, ahead) ...
-            if latest.state == .queued, board.precedes(latest, alert) { ahead -= 1 }
+            if latest.isPending, !latest.isDisplayed(on: client), board.precedes(latest, alert, on: client) { ahead -= 1 }
             // ... counted again as readers see it.
-            if let committed = flight.committed, committed.isPending,
-                committed.state == .displayed || board.precedes(committed, alert)
+            if let committed = flight.committed, committed.isPending, committed.isOn(client),
+                committed.isDisplayed(on: client) || board.precedes(committed, alert, on: client)
             {
                 ahead += 1
             }
@@ -182,48 +190,51 @@ public struct WriteBehindBoard: Sendable {
     /// The pending alerts of a client as readers see them, in display order: the committed
     /// versions only, including an alert whose decision is still committing, and without
     /// posts still committing.
+    /// Each as `client` holds it (``Alert/viewed(from:)``): escalated ones too (SPEC §12).
     public func visiblePending(on client: String) -> [Alert] {
         let live = board.pending(on: client)
         var shown: Alert?
         var queued: [Alert] = []
         var inOrder = true
         for current in live {
-            guard case .alert(let alert) = visible(current.id), alert.isPending else { continue }
-            if alert.state == .displayed {
-                shown = alert
+            guard case .alert(let alert) = visible(current.id), alert.isPending, alert.isOn(client) else { continue }
+            if alert.isDisplayed(on: client) {
+                shown = alert.viewed(from: client)
             } else {
                 // The live displayed alert, its display still committing: its place among the queued is to be found.
                 if current.state == .displayed { inOrder = false }
-                queued.append(alert)
+                queued.append(alert.viewed(from: client))
             }
         }
-        // Decided alerts whose decision is still committing: out of the live queue, still pending for readers.
+        // Decided alerts whose decision is still committing (out of the live queue, still
+        // pending for readers), and steps still committing (not on the queue for readers yet).
         for (id, flight) in flights {
-            guard let committed = flight.committed, committed.client == client, committed.isPending,
-                board.alert(id)?.isPending == false
+            guard let committed = flight.committed, committed.isOn(client), committed.isPending,
+                board.alert(id).map({ !$0.isPending || !$0.isOn(client) }) ?? false
             else { continue }
-            if committed.state == .displayed {
-                shown = committed
+            if committed.isDisplayed(on: client) {
+                shown = committed.viewed(from: client)
             } else {
-                queued.append(committed)
+                queued.append(committed.viewed(from: client))
                 inOrder = false
             }
         }
-        if !inOrder { queued.sort { board.precedes($0, $1) } }
+        if !inOrder { queued.sort { board.precedes($0, $1, on: client) } }
         return (shown.map { [$0] } ?? []) + queued
     }
 
-    /// The displayed alert of a client as readers see it: the committed version. While a
-    /// display change commits (a decision, a covering post), the alert displayed before it.
+    /// The displayed alert of a client as readers see it: the committed version, as that
+    /// client holds it. While a display change commits (a decision, a covering post), the
+    /// alert displayed before it.
     public func visibleDisplayed(on client: String) -> Alert? {
         if let live = board.displayed(on: client) {
-            if case .alert(let alert) = visible(live.id), alert.state == .displayed { return alert }
+            if case .alert(let alert) = visible(live.id), alert.isDisplayed(on: client) { return alert.viewed(from: client) }
         } else if flights.isEmpty {
             return nil
         }
         // The live display is not committed yet: the one committed, if any, has writes in flight too.
         for flight in flights.values {
-            if let committed = flight.committed, committed.client == client, committed.state == .displayed { return committed }
+            if let committed = flight.committed, committed.isDisplayed(on: client) { return committed.viewed(from: client) }
         }
         return nil
     }

@@ -35,13 +35,18 @@ public struct NewAlert: Sendable, Hashable, Codable {
     public var quorum: Int?
     /// Values the person answering is asked for (SPEC §13): at most 5, names unique. Needs buttons.
     public var fields: [AlertField]?
+    /// Who is asked next when nobody answers (SPEC §12): at most 5 steps, `after` increasing
+    /// and below the alert's expiry. Replaces the client's policy from the config; `[]`
+    /// turns escalation off for this alert; nil: the client's policy.
+    public var escalation: [EscalationStep]?
 
     /// A value with every field given.
     public init(
         title: String, message: String? = nil, style: AlertStyle? = nil, buttons: [Button]? = nil, priority: Int? = nil,
         expiresIn: Double? = nil, dismissAfter: Double? = nil, callbackURL: String? = nil, metadata: JSONObject? = nil,
-        quorum: Int? = nil, fields: [AlertField]? = nil
+        quorum: Int? = nil, fields: [AlertField]? = nil, escalation: [EscalationStep]? = nil
     ) {
+        self.escalation = escalation
         self.title = title
         self.message = message
         self.style = style
@@ -56,7 +61,7 @@ public struct NewAlert: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case title, message, style, buttons, priority, metadata, quorum, fields
+        case title, message, style, buttons, priority, metadata, quorum, fields, escalation
         case expiresIn = "expires_in"
         case dismissAfter = "dismiss_after"
         case callbackURL = "callback_url"
@@ -110,6 +115,13 @@ public struct AlertResource: Sendable, Hashable, Codable {
     /// The votes so far, in the order they were committed (SPEC §10); empty when none.
     /// An answered alert of `quorum` 1 has one: the choice that answered it.
     public var votes: [Vote]
+    /// Its escalation policy (SPEC §12): its own, or its client's as it was when posted
+    /// (steps at or past its expiry left out); empty when none.
+    public var escalation: [EscalationStep]
+    /// The steps taken so far, in step order (SPEC §12): the clients it was also queued on,
+    /// and when; empty when none. An alert read through one of these clients' paths came
+    /// by escalation from ``client``.
+    public var escalatedTo: [EscalatedTo]
     /// How it ended; nil while pending.
     public var result: AlertResult?
 
@@ -119,8 +131,10 @@ public struct AlertResource: Sendable, Hashable, Codable {
         buttons: [Button], priority: Int, expiresIn: Double, dismissAfter: Double?, callbackURL: String?,
         metadata: JSONObject?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
         result: AlertResult?, quorum: Int = 1, votes: [Vote] = [], postedBy: String? = nil,
-        fields: [AlertField] = []
+        fields: [AlertField] = [], escalation: [EscalationStep] = [], escalatedTo: [EscalatedTo] = []
     ) {
+        self.escalation = escalation
+        self.escalatedTo = escalatedTo
         self.id = id
         self.client = client
         self.state = state
@@ -162,7 +176,9 @@ public struct AlertResource: Sendable, Hashable, Codable {
         case decidedAt = "decided_at"
         case expiresAt = "expires_at"
         case postedBy = "posted_by"
-        case votes, result
+        case votes, escalation
+        case escalatedTo = "escalated_to"
+        case result
     }
 
     /// Every member name the resource has, in the order the daemon writes them.
@@ -170,7 +186,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
 
     /// Decodes a resource as the daemon writes it. A daemon older than `quorum` (SPEC §10)
     /// sends neither `quorum` nor `votes`: 1 and none then; one older than `posted_by`, nil;
-    /// one older than answers with words (SPEC §13) no `fields`: none then.
+    /// one older than answers with words (SPEC §13) no `fields`: none then; one older than
+    /// escalation (SPEC §12) neither `escalation` nor `escalated_to`: none then.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
@@ -194,6 +211,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         expiresAt = try container.decode(Timestamp.self, forKey: .expiresAt)
         postedBy = try container.decodeIfPresent(String.self, forKey: .postedBy)
         votes = try container.decodeIfPresent([Vote].self, forKey: .votes) ?? []
+        escalation = try container.decodeIfPresent([EscalationStep].self, forKey: .escalation) ?? []
+        escalatedTo = try container.decodeIfPresent([EscalatedTo].self, forKey: .escalatedTo) ?? []
         result = try container.decodeIfPresent(AlertResult.self, forKey: .result)
     }
 
@@ -216,7 +235,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
             fields: fields, priority: priority, quorum: quorum, expiresIn: .seconds(expiresIn),
             dismissAfter: dismissAfter.map(Interval.seconds),
             callbackURL: callbackURL, metadata: metadata.map(CompactJSON.init), createdAt: createdAt, displayedAt: displayedAt,
-            decidedAt: decidedAt, expiresAt: expiresAt, postedBy: postedBy, votes: votes, result: result, into: &json)
+            decidedAt: decidedAt, expiresAt: expiresAt, postedBy: postedBy, votes: votes, escalation: escalation,
+            escalatedTo: escalatedTo, result: result, into: &json)
     }
 
     /// A duration of the resource (`expires_in`, `dismiss_after`): the daemon keeps
@@ -245,7 +265,8 @@ public struct AlertResource: Sendable, Hashable, Codable {
         buttons: [Button], fields: [AlertField], priority: Int, quorum: Int, expiresIn: Interval, dismissAfter: Interval?,
         callbackURL: String?,
         metadata: CompactJSON?, createdAt: Timestamp, displayedAt: Timestamp?, decidedAt: Timestamp?, expiresAt: Timestamp,
-        postedBy: String?, votes: [Vote], result: AlertResult?, into json: inout JSONWriter
+        postedBy: String?, votes: [Vote], escalation: [EscalationStep] = [], escalatedTo: [EscalatedTo] = [], result: AlertResult?,
+        into json: inout JSONWriter
     ) {
         // Member by member in ``memberNames`` order (a loop over `CodingKeys.allCases` would
         // build that array on every alert written); a test holds the two to one order.
@@ -294,6 +315,10 @@ public struct AlertResource: Sendable, Hashable, Codable {
         json.string(postedBy)
         json.key("votes")
         json.votes(votes)
+        json.key("escalation")
+        json.escalation(escalation)
+        json.key("escalated_to")
+        json.escalatedTo(escalatedTo)
         json.key("result")
         if let result { result.write(into: &json) } else { json.null() }
         json.endObject()
@@ -330,12 +355,20 @@ public struct AlertEvent: Sendable, Hashable, Codable {
     /// What the event is about.
     public var data: EventData
 
-    /// `data`: the alert.
+    /// `data`: the alert, and for `alert.escalated` (SPEC §12) the step it took.
     public struct EventData: Sendable, Hashable, Codable {
         public var alert: AlertResource
+        /// `alert.escalated` only: the step taken; nil for a terminal event.
+        public var escalation: EscalationEvent?
 
-        public init(alert: AlertResource) { self.alert = alert }
+        public init(alert: AlertResource, escalation: EscalationEvent? = nil) {
+            self.alert = alert
+            self.escalation = escalation
+        }
     }
+
+    /// The type of the event of an escalation step (SPEC §12).
+    public static let escalatedType = "alert.escalated"
 
     /// A value with every field given.
     public init(type: String, timestamp: Timestamp, alert: AlertResource) {
@@ -346,12 +379,16 @@ public struct AlertEvent: Sendable, Hashable, Codable {
 
     /// Writes the event: the one writer of its shape.
     public func write(into json: inout JSONWriter) {
-        Self.write(type: type, timestamp: timestamp, into: &json) { data.alert.write(into: &$0) }
+        Self.write(type: type, timestamp: timestamp, escalation: data.escalation, into: &json) { data.alert.write(into: &$0) }
     }
 
     /// The one writer of the event's shape; `alert` writes the alert resource (the
-    /// daemon passes the bytes it rendered, which every attempt sends and signs).
-    public static func write(type: String, timestamp: Timestamp, into json: inout JSONWriter, alert: (inout JSONWriter) -> Void) {
+    /// daemon passes the bytes it rendered, which every attempt sends and signs);
+    /// `escalation`, for `alert.escalated`, the step.
+    public static func write(
+        type: String, timestamp: Timestamp, escalation: EscalationEvent? = nil, into json: inout JSONWriter,
+        alert: (inout JSONWriter) -> Void
+    ) {
         json.beginObject()
         json.key("type")
         json.string(type)
@@ -361,7 +398,44 @@ public struct AlertEvent: Sendable, Hashable, Codable {
         json.beginObject()
         json.key("alert")
         alert(&json)
+        if let escalation {
+            json.key("escalation")
+            escalation.write(into: &json)
+        }
         json.endObject()
+        json.endObject()
+    }
+}
+
+/// The step of an `alert.escalated` event (SPEC §12): `{"index":0,"after":300,"to":"ops-lead","at":"…"}`.
+public struct EscalationEvent: Sendable, Hashable, Codable {
+    /// The step's index in the alert's `escalation`.
+    public var index: Int
+    /// Its `after`, in seconds.
+    public var after: Double
+    /// The client the alert was also queued on.
+    public var to: String
+    /// When it was.
+    public var at: Timestamp
+
+    public init(index: Int, after: Double, to: String, at: Timestamp) {
+        self.index = index
+        self.after = after
+        self.to = to
+        self.at = at
+    }
+
+    /// Writes the step as the daemon does.
+    public func write(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("index")
+        json.int(index)
+        json.key("after")
+        json.seconds(after)
+        json.key("to")
+        json.string(to)
+        json.key("at")
+        json.timestamp(at)
         json.endObject()
     }
 }

@@ -34,6 +34,15 @@ struct Post: AsyncParsableCommand {
 
               alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel \\
                 --field "ticket:Change ticket:required" --wait
+
+            --escalate after:client asks another client when nobody answers (SPEC §12): \
+            still pending that long after it was posted, the alert is also queued on that \
+            client, and an answer there answers it. Repeat it for more steps (at most 5, each \
+            later than the one before); it replaces the client's policy from the daemon's \
+            config, and --no-escalation turns that off for this alert:
+
+              alertctl post ops --title "Deploy?" --button Deploy --cancel Cancel \\
+                --escalate 5m:ops-lead --escalate 15m:cto --wait
             """)
 
     @OptionGroup var connection: Connection
@@ -91,6 +100,17 @@ struct Post: AsyncParsableCommand {
     var field: [String] = []
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "When nobody answers, also ask another client (repeatable, at most 5): after:client, after in seconds or a duration (5m).",
+            valueName: "after:client"),
+        transform: EscalationText.step)
+    var escalate: [EscalationStep] = []
+
+    @Flag(name: .customLong("no-escalation"), help: "Ask no other client, whatever the client's policy in the daemon's config says.")
+    var noEscalation = false
+
+    @Option(
         name: .customLong("idempotency-key"),
         help: "Posting again with this key within 24 h returns (with --wait: waits for) the first alert.")
     var idempotencyKey: String?
@@ -106,6 +126,7 @@ struct Post: AsyncParsableCommand {
 
     func validate() throws {
         guard retryFor >= 0, retryFor.isFinite else { throw ValidationError("--retry-for must be 0 or more seconds") }
+        if noEscalation, !escalate.isEmpty { throw ValidationError("--no-escalation and --escalate contradict each other: give one") }
     }
 
     func run() async throws {
@@ -296,7 +317,23 @@ struct Post: AsyncParsableCommand {
         return NewAlert(
             title: title, message: message, style: parsedStyle, buttons: buttons.isEmpty ? nil : buttons, priority: priority,
             expiresIn: expiresIn, dismissAfter: dismissAfter, callbackURL: callback, metadata: object, quorum: quorum,
-            fields: fields.isEmpty ? nil : fields)
+            fields: fields.isEmpty ? nil : fields, escalation: noEscalation ? [] : (escalate.isEmpty ? nil : escalate))
+    }
+}
+
+/// `--escalate 5m:ops-lead`: a step of an alert's escalation (SPEC §12).
+enum EscalationText {
+    static func step(_ text: String) throws -> EscalationStep {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw ValidationError("not after:client (5m:ops-lead): \(text) has no colon")
+        }
+        let after = String(text[..<colon])
+        let client = String(text[text.index(after: colon)...])
+        guard let seconds = DurationText.seconds(after) else {
+            throw ValidationError("\(after) is not a number of seconds or a duration (90s, 5m, 1h30m) greater than 0")
+        }
+        guard !client.isEmpty else { throw ValidationError("after \(after): no client to ask (5m:ops-lead)") }
+        return EscalationStep(after: seconds, to: client)
     }
 }
 

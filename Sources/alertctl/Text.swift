@@ -53,6 +53,33 @@ enum Text {
         return result.decidedBy
     }
 
+    /// `5m ops-lead (asked 11:06:40Z), 15m cto`: an alert's escalation (SPEC §12), each step
+    /// with when it was taken, if it was.
+    static func escalation(_ alert: AlertResource) -> String {
+        alert.escalation.map { step in
+            let taken = alert.escalatedTo.first { $0.client == step.to }
+            return "\(duration(step.after)) \(step.to)" + (taken.map { " (asked \($0.at))" } ?? "")
+        }.joined(separator: ", ")
+    }
+
+    /// `escalated from ops` when `alert` came to `client` by escalation (SPEC §12); nil otherwise.
+    static func escalatedFrom(_ alert: AlertResource, on client: String) -> String? {
+        guard alert.client != client, alert.escalatedTo.contains(where: { $0.client == client }) else { return nil }
+        return "escalated from \(alert.client)"
+    }
+
+    /// `90s`, `5m`, `1h30m`, `1.5s`: seconds as the config and --escalate write them.
+    static func duration(_ seconds: Double) -> String {
+        guard seconds == seconds.rounded(), seconds >= 1, seconds < 1e9 else { return "\(seconds)s" }
+        var rest = Int(seconds)
+        var text = ""
+        for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] where rest >= size {
+            text += "\(rest / size)\(unit)"
+            rest %= size
+        }
+        return text
+    }
+
     /// `alice`, `alice and bob`, `alice, bob and carol`.
     static func names(_ names: [String]) -> String {
         guard let last = names.last, names.count > 1 else { return names.first ?? "" }
@@ -82,6 +109,9 @@ enum Text {
             lines.append(Terminal.safe((index == 0 ? "fields:    " : "           ") + fieldLine(field, of: alert)))
         }
         lines.append("priority:  \(alert.priority)")
+        if !alert.escalation.isEmpty {
+            lines.append(Terminal.safe("escalation: " + escalation(alert)))
+        }
         if let tally = tally(alert) { lines.append(Terminal.safe("votes:     \(tally)")) }
         // Under a quorum, each vote's words (the result shows the deciding one's).
         if alert.quorum > 1 {

@@ -565,6 +565,10 @@ struct ConsoleState {
         }
         let title = Screen.wrap(Terminal.safe(alert.title), width: text).prefix(3)
         lines += title.map { Screen.bold("  " + $0) }
+        // Came here because nobody answered on its own client (SPEC §12): said, and from where.
+        if let from = Text.escalatedFrom(alert, on: client) {
+            lines.append(Screen.cut("  " + Terminal.safe("↑ \(from): nobody answered there"), width))
+        }
         lines.append("")
         if let form {
             lines += formLines(form)

@@ -128,7 +128,7 @@ struct PostgresSessionTests {
                 [
                     .text("01JAAAAAAAAAAAAAAAAAAAAAAA"), .text("ops"), .text("queued"), .integer(0), .text("t"), .null, .text("default"),
                     .text("[]"), .null, .null, .integer(1), .null, .null, .integer(Int64.max / 2), .null, .null, .null,
-                    .integer(1), .null, .null, .null, .null,
+                    .integer(1), .null, .null, .null, .null, .null,
                 ]
             ],
         ])

@@ -224,11 +224,15 @@ struct OpenAPIWireTypeTests {
         Self.check(NewAlert.self, ["NewAlert"])
         Self.check(AlertPage.self, ["AlertPage"])
         Self.check(ButtonChoice.self, ["Choice"])
+        Self.check(EscalationStep.self, ["EscalationStep"])
+        Self.check(EscalatedTo.self, ["EscalatedTo"])
         // The daemon writes every member, in this order: the document lists them all as required, in the same order.
         #expect(Document.schemas["Alert"]?["required"] as? [String] == AlertResource.memberNames)
         #expect(Document.schemas["AlertResult"]?["required"] as? [String] == AlertResult.memberNames)
         #expect(Document.schemas["Vote"]?["required"] as? [String] == Vote.memberNames)
         #expect(Document.schemas["Button"]?["required"] as? [String] == Button.memberNames)
+        #expect(Document.schemas["EscalationStep"]?["required"] as? [String] == EscalationStep.memberNames)
+        #expect(Document.schemas["EscalatedTo"]?["required"] as? [String] == EscalatedTo.memberNames)
     }
 
     @Test("the enumerations: states, styles, delivery states")
@@ -267,9 +271,18 @@ struct OpenAPIWireTypeTests {
         let body = try #require(try JSONSerialization.jsonObject(with: Data(event.body)) as? [String: Any])
         #expect(Set(body.keys) == Document.members(of: "AlertEvent"))
         let data = try #require(Document.schemas["AlertEvent"]?["properties"] as? [String: Any])["data"] as? [String: Any]
-        #expect(Set((body["data"] as? [String: Any] ?? [:]).keys) == Document.members(data ?? [:]))
+        // A terminal event's data is the alert; an escalation step's (SPEC §12) the alert and the step.
+        #expect(Set((body["data"] as? [String: Any] ?? [:]).keys) == ["alert"])
+        let step = CallbackEvent(
+            id: ids.next(at: now), escalation: EscalationEvent(index: 0, after: 300, to: "ops-lead", at: now),
+            renderedAlert: Array(#"{"id":"x"}"#.utf8))
+        let stepBody = try #require(try JSONSerialization.jsonObject(with: Data(step.body)) as? [String: Any])
+        #expect(Set(stepBody.keys) == Document.members(of: "AlertEvent"))
+        #expect(Set((stepBody["data"] as? [String: Any] ?? [:]).keys) == Document.members(data ?? [:]))
+        let escalation = ((data?["properties"] as? [String: Any])?["escalation"] as? [String: Any]).map(Document.members) ?? []
+        #expect(Set(((stepBody["data"] as? [String: Any])?["escalation"] as? [String: Any] ?? [:]).keys) == escalation)
         let types = ((Document.schemas["AlertEvent"]?["properties"] as? [String: Any])?["type"] as? [String: Any])?["enum"] as? [String]
-        #expect(types == AlertState.allCases.filter(\.isTerminal).map { CallbackEvent.type(for: $0) })
+        #expect(types == AlertState.allCases.filter(\.isTerminal).map { CallbackEvent.type(for: $0) } + [step.type])
         // The headers it is sent with (AlertdCallbacks' worker): the webhook's parameters.
         let webhook = (Document.object["webhooks"] as? [String: Any])?["alertEvent"] as? [String: Any]
         let parameters = (webhook?["post"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []

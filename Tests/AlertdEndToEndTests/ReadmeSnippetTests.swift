@@ -154,6 +154,21 @@ struct ReadmeSnippetTests {
         #expect((answered?["fields"] as? [[String: Any]])?.first?["buttons"] as? [String] == ["Deploy"])
     }
 
+    @Test("escalation: the block posts an alert with its own policy, which the resource carries, with no step taken yet")
+    func escalation() async throws {
+        let daemon = try await Daemon.start()
+        defer { daemon.cleanup() }
+        let blocks = try Self.shellBlocks(under: "## When nobody answers, ask someone else (escalation)")
+        #expect(blocks.count == 1)
+        let script = blocks.joined(separator: "\n").replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(daemon.port)")
+        let run = try await Program.run("/bin/sh", ["-e", "-c", script], timeout: .seconds(30))
+        #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
+        let posted = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        let steps = (posted?["escalation"] as? [[String: Any]])?.map { "\($0["after"] ?? "?") \($0["to"] ?? "?")" }
+        #expect(steps == ["120 sre-lead", "600 eng-head"], "\(run.stdout)")
+        #expect((posted?["escalated_to"] as? [Any])?.isEmpty == true)
+    }
+
     @Test("the openssl verification computes the signature for a whsec_ secret and for a plain one", arguments: [true, false])
     func opensslVerification(whsec: Bool) async throws {
         let block = try #require(try Self.shellBlocks(under: "### Verifying callbacks").first)

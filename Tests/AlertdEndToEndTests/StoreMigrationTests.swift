@@ -105,14 +105,29 @@ struct StoreMigrationTests {
         #expect(webhook.status == 201)
         // At least one refused attempt recorded: the delivery is pending with history.
         _ = try await deliveries(api, "web", id(answered)) { attempts($0.first ?? [:]).count >= 1 }
+        // An alert escalated to lead (SPEC §12), queued there between an alert posted before
+        // its step and one posted after: its step, and its place, come along.
+        let early = try await api.postAlert("lead", #"{"title":"lead early","buttons":[{"title":"OK"}]}"#)
+        let escalated = try await api.postAlert(
+            "ops", #"{"title":"escalated","buttons":[{"title":"OK"}],"escalation":[{"after":0.2,"to":"lead"}]}"#)
+        let deadline = ContinuousClock.now + .seconds(15)
+        while try await api.get("/v1/clients/lead/alerts").jsonObject()["alerts"].map({ ($0 as? [Any])?.count ?? 0 }) != 2 {
+            guard ContinuousClock.now < deadline else { throw TestFailure("the step to lead was never taken") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let late = try await api.postAlert("lead", #"{"title":"lead late","buttons":[{"title":"OK"}]}"#)
+        let leadBefore = try await api.get("/v1/clients/lead/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
+        #expect(leadBefore.map(id) == [id(early), id(escalated), id(late)])
         let before = try await api.get("/v1/clients/ops/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
         #expect(try await embedded.terminate() == 0)
 
         let copied = try await Program.alertd(["migrate-store", "--from", "sqlite:\(embedded.stateDir.path)", "--to", url])
         #expect(copied.status == 0, "\(copied.stderr)")
         #expect(
-            copied.stdout.contains("copied 2 clients, 3 alerts, 1 idempotency keys, 1 webhooks, 1 events, 1 deliveries"), "\(copied.stdout)"
+            // Two events: the callback, and the step's alert.escalated to ops's webhook.
+            copied.stdout.contains("copied 3 clients, 6 alerts, 1 idempotency keys, 1 webhooks, 2 events, 2 deliveries"), "\(copied.stdout)"
         )
+        #expect(copied.stdout.contains("1 escalations"), "\(copied.stdout)")
 
         let refused = try await Program.alertd(["migrate-store", "--from", "sqlite:\(embedded.stateDir.path)", "--to", url])
         #expect(refused.status == 1, "\(refused)")
@@ -132,6 +147,17 @@ struct StoreMigrationTests {
         let current = try await moved.get("/v1/clients/ops/alerts/current")
         #expect(current.status == 200)
         #expect(id(try current.jsonObject()) == id(first))
+        // The escalated alert: on both queues, in its place on lead, its step as it was.
+        let leadAfter = try await moved.get("/v1/clients/lead/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
+        #expect(leadAfter.map(id) == leadBefore.map(id))
+        #expect(leadAfter.map { $0["position"] as? Int } == [0, 1, 2])
+        let step = (leadAfter.first { id($0) == id(escalated) }?["escalated_to"] as? [[String: Any]])?.first
+        let stepBefore = (leadBefore.first { id($0) == id(escalated) }?["escalated_to"] as? [[String: Any]])?.first
+        #expect(step?["client"] as? String == "lead" && step?["at"] as? String == stepBefore?["at"] as? String)
+        // One decision through lead decides it on ops too.
+        #expect(try await moved.delete("/v1/clients/lead/alerts/\(id(escalated))").status == 200)
+        #expect(
+            (try await moved.get("/v1/clients/ops/alerts/\(id(escalated))").jsonObject())["state"] as? String == "withdrawn")
 
         let replay = try await moved.post(
             "/v1/clients/ops/alerts", json: #"{"title":"second","buttons":[{"title":"OK"}]}"#, headers: [("Idempotency-Key", "deploy-42")])

@@ -100,6 +100,24 @@ final class StoreUnderTest: Sendable {
         return true
     }
 
+    /// The store as alertd finds it at its next start: for SQLite this store stopped and
+    /// another opened on its directory (memory rebuilt from the files); for PostgreSQL a new
+    /// instance on the database. Closed by `body`'s end; this store is not used after.
+    func restarted(_ body: (any AlertStore) async throws -> Void) async throws {
+        switch storage {
+        case .directory(let directory):
+            (store as? SQLiteAlertStore)?.shutdown()
+            let fresh = try SQLiteAlertStore(
+                persistent: try SQLiteStore(directory: directory.url.path, durability: .normal), settings: settings,
+                rules: AlertRules(), clock: clock, logger: Self.logger)
+            fresh.startWriter()
+            defer { fresh.shutdown() }
+            try await body(fresh)
+        case .database:
+            _ = try await withPeer(body)
+        }
+    }
+
     /// Holds the database's write lock from a connection of its own, as an outside tool
     /// (a backup, a migration) would, until the returned hold is released: a change whose
     /// body ran is then committing, and stays so. SQLite waits for the lock for its

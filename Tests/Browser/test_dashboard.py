@@ -127,6 +127,32 @@ class OpenDaemonTests(unittest.TestCase):
         self.assertEqual(row.find_element(By.CSS_SELECTOR, ".history-button").text, "Deploy")
         self.assertIn("Deploy", text_of(self.driver, "flash"))
 
+    def test_an_escalated_alert_says_where_it_came_from_and_an_answer_here_decides_it_there(self):
+        # SPEC §12: nobody answered on esc-own (a blocker holds its display), so the alert is
+        # also queued on esc-lead, whose dashboard shows it, says so, and answers it.
+        self.daemon.post("esc-own", {"title": "blocker", "buttons": [{"title": "OK"}]})
+        self.open("esc-lead")
+        posted = self.daemon.post("esc-own", dict(DEPLOY, escalation=[{"after": 0.3, "to": "esc-lead"}]))
+        self.shows(posted["id"])
+        self.assertEqual(
+            text_of(self.driver, "escalated-from"), "Escalated from esc-own: nobody answered there in 0.3 s")
+        self.driver.find_element(By.XPATH, "//div[@role='alertdialog']//button[.//span[text()='Deploy']]").click()
+        answered = wait_for(
+            lambda: (a := self.daemon.alert("esc-own", posted["id"]))["state"] == "answered" and a, 5, "the choice committed"
+        )
+        self.assertEqual(answered["result"]["button"], "Deploy")
+        self.assertEqual([step["client"] for step in answered["escalated_to"]], ["esc-lead"])
+        until(self.driver, lambda d: "Nothing to answer" in text_of(d, "stage"))
+
+    def test_an_escalated_alert_queued_behind_another_is_marked_in_the_queue(self):
+        self.daemon.post("esc-own2", {"title": "blocker", "buttons": [{"title": "OK"}]})
+        self.open("esc-lead2")
+        local = self.daemon.post("esc-lead2", {"title": "the lead's own", "buttons": [{"title": "OK"}]})
+        self.shows(local["id"])
+        self.daemon.post("esc-own2", dict(DEPLOY, escalation=[{"after": 0.2, "to": "esc-lead2"}]))
+        until(self.driver, lambda d: "↑ from esc-own2" in text_of(d, "queue-list"), 10, "the queued alert marked as escalated")
+        self.assertNotIn("escalated-from", self.driver.page_source, "the lead's own alert said it was escalated")
+
     def test_a_second_browser_sees_a_choice_made_in_the_first_at_once(self):
         other = browser()
         try:

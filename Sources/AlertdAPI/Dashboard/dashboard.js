@@ -628,7 +628,7 @@
       if (generation !== state.generation) return;
       const before = new Set((state.pending || []).map((alert) => alert.id));
       state.pending = data.alerts;
-      renderQueue(data.alerts, data.next_cursor !== null);
+      renderQueue(data.alerts, data.next_cursor !== null, client);
       renderPosition();
       // Something left the queue without being displayed (withdrawn, expired): it is history now.
       const now = new Set(data.alerts.map((alert) => alert.id));
@@ -718,6 +718,9 @@
     const body = el(
       "div",
       { class: "dialog-body" },
+      escalatedFrom(client, alert)
+        ? el("p", { id: "escalated-from", class: "dialog-escalated", text: escalatedFrom(client, alert) })
+        : null,
       el("h2", { id: "dialog-title", class: "dialog-title", text: alert.title }),
       alert.message ? el("p", { id: "dialog-message", class: "dialog-message", text: alert.message }) : null,
       alert.quorum > 1 ? el("p", { id: "votes", class: "dialog-votes", text: tally(alert) }) : null,
@@ -1171,7 +1174,20 @@
 
   // MARK: - Queue and history
 
-  function renderQueue(alerts, more) {
+  /**
+   * "Escalated from ops: nobody answered there in 5 min", when `alert` came to `client` by
+   * escalation (SPEC §12), as alertctl watch says it; null on its own client.
+   */
+  function escalatedFrom(client, alert) {
+    if (!alert || alert.client === client) return null;
+    const index = (alert.escalated_to || []).findIndex((step) => step.client === client);
+    if (index < 0) return null;
+    const step = (alert.escalation || [])[index];
+    const after = step ? ` in ${formatDuration(step.after * 1000)}` : "";
+    return `Escalated from ${alert.client}: nobody answered there${after}`;
+  }
+
+  function renderQueue(alerts, more, client) {
     if (alerts === null) {
       replaceChildren($("queue-list"));
       show("queue-empty", false);
@@ -1186,6 +1202,9 @@
           { "data-alert-id": alert.id },
           el("span", { class: "queue-title", text: alert.title }),
           el("span", { class: "muted", text: alert.priority !== 0 ? ` priority ${alert.priority}` : "" }),
+          escalatedFrom(client, alert)
+            ? el("span", { class: "queue-escalated muted", text: ` ↑ from ${alert.client}` })
+            : null,
         ),
       ),
       more ? el("li", { class: "muted", text: "and more…" }) : null,

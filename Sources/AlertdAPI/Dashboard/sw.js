@@ -166,6 +166,8 @@ async function showQuestion(message) {
   const buttons = buttonsOf(alert);
   const offered = url ? actionButtons(buttons) : [];
   const lines = [];
+  // Escalated (SPEC §12): nobody answered on its own client; `client` is where it is asked now.
+  if (text(alert.escalated_from)) lines.push(`Escalated from ${alert.escalated_from}: nobody answered there.`);
   if (text(alert.message)) lines.push(alert.message);
   const quorum = Number(alert.quorum) || 1;
   if (quorum > 1) lines.push(`${Array.isArray(alert.votes) ? alert.votes.length : 0} of ${quorum} approvals`);
