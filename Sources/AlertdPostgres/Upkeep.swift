@@ -30,6 +30,7 @@ extension PostgresAlertStore {
                 batches += 1
                 full = try await purgeBatch(bytes: retention.maxBytes) == 10_000
             }
+            if let before = retention.receiptsDecidedBefore { _ = try await purgeReceipts(decidedBefore: before) }
             let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
                 try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
                 try await connection.query("DELETE FROM answer_tokens WHERE expires_at < \(keysBefore.milliseconds)", logger: logger)

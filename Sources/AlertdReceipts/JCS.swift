@@ -28,19 +28,28 @@ public enum JCS {
 
     /// Appends the canonical bytes of `value` to `out`.
     public static func write(_ value: JSONValue, into out: inout [UInt8]) throws(JCSError) {
+        try write(value, into: &out, outOfRange: nil)
+    }
+
+    /// `outOfRange`: how a number beyond the double range is written (nil: it is refused).
+    static func write(_ value: JSONValue, into out: inout [UInt8], outOfRange: ((JSONNumber) -> String)?) throws(JCSError) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let number):
             let double = number.double
-            guard double.isFinite else { throw JCSError(.numberOutOfRange, number.literal) }
+            guard double.isFinite else {
+                guard let outOfRange else { throw JCSError(.numberOutOfRange, number.literal) }
+                out.append(contentsOf: outOfRange(number).utf8)
+                return
+            }
             out.append(contentsOf: serialize(double).utf8)
         case .string(let s): writeString(s, into: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                try write(element, into: &out)
+                try write(element, into: &out, outOfRange: outOfRange)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
@@ -52,7 +61,7 @@ public enum JCS {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                try write(member.value, into: &out)
+                try write(member.value, into: &out, outOfRange: outOfRange)
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -306,11 +306,22 @@ public enum ReceiptContent {
     public static func sha256(ofAlert alert: JSONObject) throws(JCSError) -> String {
         hex(SHA256.hash(data: try JCS.canonicalize(.object(content(ofAlert: alert)))))
     }
+
+    /// The same hash for content JCS refuses: a number beyond the double range (`1e400`),
+    /// which alertd refuses at post, written as posted (its literal) and everything else as
+    /// JCS writes it. Only an alert stored before posts refused such numbers needs it; for
+    /// any other content it is ``sha256(ofAlert:)``.
+    public static func sha256(ofAlertWritingNumbersAsPosted alert: JSONObject) -> String {
+        var out: [UInt8] = []
+        // Nothing else is refused when out-of-range numbers are written.
+        try? JCS.write(.object(content(ofAlert: alert)), into: &out, outOfRange: { $0.literal })
+        return hex(SHA256.hash(data: out))
+    }
 }
 
 /// Why a receipt was refused.
 public struct ReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
-    enum Code: Sendable, Equatable { case malformed, unknownKey, badSignature }
+    enum Code: Sendable, Equatable { case malformed, unknownKey, badSignature, notThisAlert }
     let code: Code
     /// One line: what was wrong.
     public let detail: String
@@ -328,6 +339,8 @@ public struct ReceiptError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let unknownKey = ReceiptError(.unknownKey, "")
     /// The signature is not the named key's over these members.
     public static let badSignature = ReceiptError(.badSignature, "")
+    /// A valid receipt, but not of the alert it was checked against, or not of its decision.
+    public static let notThisAlert = ReceiptError(.notThisAlert, "")
 
     public var description: String { detail }
 }

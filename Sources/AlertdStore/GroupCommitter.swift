@@ -1,3 +1,7 @@
+import AlertdCore
+public import AlertdEngine
+public import AlertdReceipts
+import AlertdWire
 import Foundation
 public import Logging
 
@@ -19,8 +23,17 @@ public import Logging
 /// whole, and every submission made until the owner calls ``resume()``: those
 /// were computed on memory that included the failed change. The owner rebuilds
 /// its memory from the store, then resumes, under the lock it submits under.
+///
+/// Receipts (SPEC §14) are signed here, on the writer thread, just before their batch's
+/// transaction begins: each ``StoreWrite/receipt(_:)`` becomes the next receipt of the
+/// deployment's chain (``ReceiptChain``) in commit order, its alert's terminal event gets
+/// it, and the chain's new head is written with them. Signing is the one step that cannot
+/// be spread over threads (each receipt links to the hash of the one before, signature
+/// included), and here it runs off every request's thread and outside the board's lock. A
+/// failed commit leaves the chain where the last commit left it. A completion is told the
+/// receipts its submission's writes made.
 public final class GroupCommitter: @unchecked Sendable {
-    public typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+    public typealias Completion = @Sendable (Result<[ReceiptRecord], any Error>) -> Void
 
     private struct Submission {
         var writes: [StoreWrite]
@@ -45,16 +58,23 @@ public final class GroupCommitter: @unchecked Sendable {
     private let store: any PersistentStore
     private let logger: Logger
     private let maxBatch: Int
+    /// The chain as committed (the writer thread's alone); nil: no key, and a receipt to
+    /// write fails its batch.
+    private var chain: ReceiptChain?
     private let onFailure: @Sendable (any Error) -> Void
     /// Told how long each commit took, in nanoseconds (for metrics).
     private let onCommit: @Sendable (UInt64) -> Void
 
-    /// - Parameter onFailure: told when a commit failed: memory no longer matches the store.
+    /// - Parameters:
+    ///   - receipts: the key receipts are signed with, and the chain's head as committed
+    ///     (``PersistentStore/receiptHead()``); nil: the writes hold no receipt.
+    ///   - onFailure: told when a commit failed: memory no longer matches the store.
     public init(
-        store: any PersistentStore, logger: Logger, maxBatch: Int = 1024,
+        store: any PersistentStore, logger: Logger, maxBatch: Int = 1024, receipts: ReceiptChain? = nil,
         onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
         onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
     ) {
+        self.chain = receipts
         self.onCommit = onCommit
         self.store = store
         self.logger = logger
@@ -146,22 +166,68 @@ public final class GroupCommitter: @unchecked Sendable {
         guard !live.isEmpty else { return }
         var writes: [StoreWrite] = []
         writes.reserveCapacity(live.count * 2)
-        for submission in live { writes.append(contentsOf: submission.writes) }
+        var made: [[ReceiptRecord]] = Array(repeating: [], count: live.count)
+        var signed = chain
         var result: Result<Void, any Error> = .success(())
-        if !writes.isEmpty {
+        do {
+            try sign(live, into: &writes, receipts: &made, chain: &signed)
+        } catch {
+            result = .failure(error)
+        }
+        if case .success = result, !writes.isEmpty {
             do {
                 let started = DispatchTime.now().uptimeNanoseconds
                 try store.commit(writes)
                 onCommit(DispatchTime.now().uptimeNanoseconds - started)
+                chain = signed
             } catch {
-                logger.error("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
                 result = .failure(error)
-                condition.lock()
-                failure = (error, live.map(\.epoch).max() ?? epoch)
-                condition.unlock()
-                onFailure(error)
             }
         }
-        for submission in live { submission.completion(result) }
+        if case .failure(let error) = result {
+            logger.error("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+            condition.lock()
+            failure = (error, live.map(\.epoch).max() ?? epoch)
+            condition.unlock()
+            onFailure(error)
+        }
+        for (index, submission) in live.enumerated() { submission.completion(result.map { made[index] }) }
+    }
+
+    /// The batch's writes in order, each receipt signed as the next of the chain and written
+    /// before its alert's terminal event, which carries it; the chain's head after them last.
+    /// `receipts`: those each submission made.
+    private func sign(
+        _ live: [Submission], into writes: inout [StoreWrite], receipts: inout [[ReceiptRecord]], chain: inout ReceiptChain?
+    ) throws {
+        let start = chain?.head
+        var (added, bytes) = (0, 0)
+        for (index, submission) in live.enumerated() {
+            var mine: [AlertID: ReceiptRecord] = [:]
+            for write in submission.writes {
+                switch write {
+                case .receipt(let alert):
+                    guard chain != nil else { throw UnsignedReceipt(alert: alert.id) }
+                    let appended = try chain!.append(ReceiptDraft(decided: alert))
+                    let record = ReceiptRecord(appended, of: alert)
+                    mine[alert.id] = record
+                    receipts[index].append(record)
+                    writes.append(.signedReceipt(record))
+                    added += 1
+                    bytes += record.json.count
+                case .event(let event) where !mine.isEmpty:
+                    writes.append(.event(event.attaching(receipts: mine)))
+                default:
+                    writes.append(write)
+                }
+            }
+        }
+        if let head = chain?.head, head != start { writes.append(.receiptHead(head, added: added, bytes: bytes)) }
+    }
+
+    /// A receipt to write with no key to sign it: a store opened without one.
+    public struct UnsignedReceipt: Error, CustomStringConvertible {
+        let alert: AlertID
+        public var description: String { "the receipt of alert \(alert) cannot be signed: the store has no receipts key" }
     }
 }

@@ -137,7 +137,10 @@ struct StoreMigrationTests {
         let refusedAttempts = receiver.requests.count
         receiver.behave(.status(204))
         let shared = try await Daemon.start(
-            .init(config: base + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n"))
+            .init(
+                config: base + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n"
+                    // The key the embedded store made: the copy's receipts go on with it (SPEC §14).
+                    + "receipts:\n  key_file: \(embedded.stateDir.path)/receipts-key.pem\n"))
         defer { shared.cleanup() }
         let moved = shared.client()
         let after = try await moved.get("/v1/clients/ops/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []

@@ -1,5 +1,6 @@
 public import AlertdCore
 public import AlertdEngine
+public import AlertdReceipts
 public import AlertdStore
 public import AlertdTestSupport
 public import AlertdWire
@@ -136,4 +137,9 @@ public final class ControlledStore: PersistentStore, Sendable {
     public func isWritable() -> Bool { !failing && inner.isWritable() }
     public func hasRoom(forBytes bytes: Int) -> Bool { !failing && inner.hasRoom(forBytes: bytes) }
     public var sizeInBytes: Int? { inner.sizeInBytes }
+    public func receiptHead() throws -> ChainLink { try inner.receiptHead() }
+    public func receipt(of id: AlertID) throws -> ReceiptRecord? { try inner.receipt(of: id) }
+    public func receipts(after: Int, limit: Int) throws -> [ReceiptRecord] { try inner.receipts(after: after, limit: limit) }
+    public func receiptTotals() throws -> ReceiptTotals { try inner.receiptTotals() }
+    public func receiptsKept(decidedBefore: Timestamp) throws -> Int { try inner.receiptsKept(decidedBefore: decidedBefore) }
 }
