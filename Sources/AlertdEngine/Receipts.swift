@@ -92,9 +92,11 @@ extension OutboxEvent {
     /// The event with its alert's receipt in its body (`data.receipt`) when it is a terminal
     /// event and `receipts` holds one for its alert; else as it is.
     public func attaching(receipts: [AlertID: ReceiptRecord]) -> OutboxEvent {
-        guard takesReceipt, let receipt = receipts[alertID] else { return self }
+        guard takesReceipt, let receipt = receipts[alertID], let body = AlertEvent.body(body, addingReceipt: receipt.json) else {
+            return self
+        }
         var event = self
-        event.body = AlertEvent.body(body, addingReceipt: receipt.json)
+        event.body = body
         return event
     }
 }

@@ -167,6 +167,11 @@ extension PostgresAlertStore {
     /// alerts' bytes as retention counts them, for `/metrics`.
     func measureSize() async {
         do {
+            try await readReceiptTotals()
+        } catch {
+            logger.debug("the receipts' totals were not read", metadata: ["error": "\(error)"])
+        }
+        do {
             for try await bytes in try await client.query(
                 "SELECT coalesce(pg_catalog.sum(\(unescaped: Self.sizeOf)), 0)::bigint FROM alerts WHERE decided_at IS NOT NULL",
                 logger: logger

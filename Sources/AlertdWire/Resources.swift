@@ -387,16 +387,17 @@ public struct AlertEvent: Sendable, Hashable, Codable {
         var body = JSONWriter(capacity: 2048)
         Self.write(type: type, timestamp: timestamp, escalation: data.escalation, into: &body) { data.alert.write(into: &$0) }
         guard let receipt = data.receipt else { return json.raw(body.bytes) }
-        json.raw(Self.body(body.bytes, addingReceipt: JSONValue.object(receipt).compactBytes()))
+        json.raw(Self.body(body.bytes, addingReceipt: JSONValue.object(receipt).compactBytes()) ?? body.bytes)
     }
 
     /// A terminal event's body with its receipt (SPEC §14) as `data.receipt`, after the
     /// alert: the body as ``write(type:timestamp:escalation:into:alert:)`` wrote it, which
     /// ends by closing `data` and the event, with `,"receipt":` and `receipt` (a JSON object)
     /// before those two braces. A store attaches it once the decision's receipt is signed,
-    /// before the event is written: every attempt sends and signs these bytes.
-    public static func body(_ body: [UInt8], addingReceipt receipt: [UInt8]) -> [UInt8] {
-        precondition(body.count >= 2 && body.suffix(2).elementsEqual("}}".utf8), "not an event body written by AlertEvent.write")
+    /// before the event is written: every attempt sends and signs these bytes. nil for a
+    /// body that does not end as that writer ends one.
+    public static func body(_ body: [UInt8], addingReceipt receipt: [UInt8]) -> [UInt8]? {
+        guard body.count >= 2, body.suffix(2).elementsEqual("}}".utf8) else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(body.count + receipt.count + 12)
         out.append(contentsOf: body.dropLast(2))
