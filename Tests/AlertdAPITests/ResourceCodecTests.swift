@@ -493,11 +493,13 @@ enum Metadata {
         }
     }
 
-    /// A number as RFC 8259 allows it to be spelled, including ones no `Double` holds.
+    /// A number as RFC 8259 allows it to be spelled, including ones no `Double` holds exactly,
+    /// within a double's range (a post refuses `1e400`: it has no canonical form for a
+    /// receipt, SPEC §14; BadInputTests and the receipts' contract tests hold that refusal).
     static func number(using rng: inout SplitMix64) -> String {
         if rng.chance(0.3) {
             return [
-                "0", "-0", "-0.0", "1.50e3", "1E+2", "1e400", "-1e400", "5e-324", "1.7976931348623157e308", "9007199254740993",
+                "0", "-0", "-0.0", "1.50e3", "1E+2", "1e-400", "5e-324", "1.7976931348623157e308", "9007199254740993",
                 "18446744073709551616", "123456789012345678901234567890", "0.1", "1e-7", "2.5E-3", "100",
             ].randomElement(using: &rng)!
         }
@@ -505,7 +507,8 @@ enum Metadata {
         n += rng.chance(0.2) ? "0" : String(Int.random(in: 1...9, using: &rng)) + digits(0...25, using: &rng)
         if rng.chance(0.4) { n += "." + digits(1...20, using: &rng) }
         if rng.chance(0.3) {
-            n += (rng.chance(0.5) ? "e" : "E") + ["", "+", "-"].randomElement(using: &rng)! + digits(1...4, using: &rng)
+            // Up to 2 digits: at most 26 digits times 1e99 stays far below a double's 1.8e308.
+            n += (rng.chance(0.5) ? "e" : "E") + ["", "+", "-"].randomElement(using: &rng)! + digits(1...2, using: &rng)
         }
         return n
     }
