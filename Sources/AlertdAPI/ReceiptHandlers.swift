@@ -1,6 +1,7 @@
 import AlertdCore
 import AlertdEngine
 import AlertdHTTP
+import AlertdReceipts
 import AlertdWire
 
 /// Signed receipts (SPEC §14): one alert's, the audit log, and the terminal long-poll answer
@@ -31,8 +32,10 @@ extension API {
         let limit = try query.limit()
         var after = 0
         if let text = query["after"] {
-            guard !text.isEmpty, text.utf8.count <= 16, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text) else {
-                throw Problem(.badRequest, "after must be a receipt's seq (a non-negative integer), not \"\(text)\"")
+            guard !text.isEmpty, text.utf8.count <= 16, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text),
+                value <= Receipt.maxSeq
+            else {
+                throw Problem(.badRequest, "after must be a receipt's seq (an integer from 0 to 2^53 - 1), not \"\(text)\"")
             }
             after = value
         }

@@ -133,7 +133,7 @@ struct ReceiptContractTests {
             let last = try await http.get("/v1/audit?after=5", headers: root).jsonObject()
             #expect((last["receipts"] as? [Any])?.isEmpty == true && last["next_after"] as? Int == 5)
 
-            for query in ["after=-1", "after=x", "after=", "after=99999999999999999999", "limit=0", "limit=1001", "from=1"] {
+            for query in ["after=-1", "after=x", "after=", "after=99999999999999999999", "after=9007199254740992", "limit=0", "limit=1001", "from=1"] {
                 Contract.expectProblem(try await http.get("/v1/audit?\(query)", headers: root), status: 400, code: "bad-request")
             }
             Contract.expectProblem(try await http.get("/v1/audit", headers: bearer(secrets["reader"])), status: 403, code: "forbidden")
