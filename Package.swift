@@ -368,7 +368,7 @@ let package = Package(
             name: "AlertdEndToEndTests",
             dependencies: [
                 "alertd", "alertctl", "AlertdMCP", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport",
-                "AlertdVersion",
+                "AlertdReceipts", "AlertdVersion",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
