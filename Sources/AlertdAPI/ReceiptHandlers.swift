@@ -81,7 +81,8 @@ extension API {
                     }
                     // Woken undecided (its wait is over, or alertd is stopping), or decided elsewhere:
                     // read as committed now, with its receipt.
-                    call.answer({ () async throws(EngineError) in try await engine.polled(try await engine.settledAlert(id, on: client)) }, render)
+                    call.answer(
+                        { () async throws(EngineError) in try await engine.polled(try await engine.settledAlert(id, on: client)) }, render)
                 }
                 guard let found else { return nil }
                 return try await engine.polled(found)

@@ -404,7 +404,8 @@ public struct AlertdClient: Sendable {
         let answer = try await transport.send(.GET, "/v1/audit", query: query, timeout: requestTimeout)
         do {
             guard case .object(let members) = try JSONParser.parse(Array(answer.body.readableBytesView)),
-                case .array(let items)? = members["receipts"], case .number(let next)? = members["next_after"], let nextAfter = next.wholeInt
+                case .array(let items)? = members["receipts"], case .number(let next)? = members["next_after"],
+                let nextAfter = next.wholeInt
             else { throw AlertdError(kind: .invalidResponse, status: answer.status, message: "the answer is not a page of the audit log") }
             var receipts: [SignedReceipt] = []
             for item in items {

@@ -36,10 +36,8 @@ extension NewAlert {
     static func outOfRangeNumbers(in value: JSONValue, at path: String, into errors: inout [FieldError]) {
         switch value {
         case .number(let number) where !number.double.isFinite:
-            errors.append(
-                FieldError(
-                    field: path,
-                    reason: "\(number.literal) is beyond the range of a double (about ±1.8e308): JSON numbers here must be IEEE 754 doubles"))
+            let reason = "\(number.literal) is beyond the range of a double (about ±1.8e308): JSON numbers here must be IEEE 754 doubles"
+            errors.append(FieldError(field: path, reason: reason))
         case .array(let elements):
             for (index, element) in elements.enumerated() { outOfRangeNumbers(in: element, at: "\(path)[\(index)]", into: &errors) }
         case .object(let members):

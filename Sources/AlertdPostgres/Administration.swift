@@ -55,7 +55,8 @@ public enum PostgresAdministration {
                     var sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
                     if table == "receipt_chain" {
                         // The migration wrote the head of an empty chain: the copy's head replaces it.
-                        sql += " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, sha256 = excluded.sha256, count = excluded.count, bytes = excluded.bytes"
+                        sql +=
+                            " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, sha256 = excluded.sha256, count = excluded.count, bytes = excluded.bytes"
                     }
                     for row in dump.rows[table] ?? [] {
                         var row = row

@@ -58,8 +58,11 @@ struct ReceiptContractTests {
         defer { hook.close() }
         try await withTestClient(mode, config: callbackConfig(webhooks: [("ops", hook.url)])) { http in
             let posted = try await http.create(
-                "ops", ["title": "Deploy build 4711?", "buttons": [["title": "Deploy"], ["title": "Cancel", "style": "cancel"]],
-                "metadata": ["build": 4711, "ratio": 0.25, "nested": ["b": [1, 2.5], "a": "é"]]])
+                "ops",
+                [
+                    "title": "Deploy build 4711?", "buttons": [["title": "Deploy"], ["title": "Cancel", "style": "cancel"]],
+                    "metadata": ["build": 4711, "ratio": 0.25, "nested": ["b": [1, 2.5], "a": "é"]],
+                ])
             let id = Contract.id(posted)
             Contract.expectProblem(try await http.get("/v1/clients/ops/alerts/\(id)/receipt"), status: 404, code: "not-found")
             let pending = try await http.get("/v1/clients/ops/alerts/\(id)?wait=0")
@@ -133,7 +136,9 @@ struct ReceiptContractTests {
             let last = try await http.get("/v1/audit?after=5", headers: root).jsonObject()
             #expect((last["receipts"] as? [Any])?.isEmpty == true && last["next_after"] as? Int == 5)
 
-            for query in ["after=-1", "after=x", "after=", "after=99999999999999999999", "after=9007199254740992", "limit=0", "limit=1001", "from=1"] {
+            for query in [
+                "after=-1", "after=x", "after=", "after=99999999999999999999", "after=9007199254740992", "limit=0", "limit=1001", "from=1",
+            ] {
                 Contract.expectProblem(try await http.get("/v1/audit?\(query)", headers: root), status: 400, code: "bad-request")
             }
             Contract.expectProblem(try await http.get("/v1/audit", headers: bearer(secrets["reader"])), status: 403, code: "forbidden")
