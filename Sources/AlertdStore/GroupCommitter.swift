@@ -207,8 +207,9 @@ public final class GroupCommitter: @unchecked Sendable {
             for write in submission.writes {
                 switch write {
                 case .receipt(let alert):
-                    guard chain != nil else { throw UnsignedReceipt(alert: alert.id) }
-                    let appended = try chain!.append(ReceiptDraft(decided: alert))
+                    guard var current = chain else { throw UnsignedReceipt(alert: alert.id) }
+                    let appended = try current.append(ReceiptDraft(decided: alert))
+                    chain = current
                     let record = ReceiptRecord(appended, of: alert)
                     mine[alert.id] = record
                     receipts[index].append(record)
