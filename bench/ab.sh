@@ -13,8 +13,9 @@
 #   bench/ab.sh answer A B         decisions: each of ANSWER_CONNS wrk threads (default 16) posts an
 #                                  alert to a client of its own and answers it, over and over
 #                                  (wrk/answer_loop.lua), SQLite (durability: full), a fresh state
-#                                  directory per run; req/s is decisions a second (each one a post
-#                                  and a choice), the figure receipts (SPEC §14, issue 47) cost
+#                                  directory per run: decisions a second (each one a post and a
+#                                  choice), the figure receipts (SPEC §14, issue 47) cost; with
+#                                  PERF=1 also the daemon's CPU time and context switches a decision
 #   bench/ab.sh pg-answer A B      the same through two instances on one PostgreSQL database (half
 #                                  the threads on each), a fresh database per run: every decision
 #                                  takes its turn at the one chain of receipts
@@ -156,10 +157,27 @@ EOF
         local pid=$STARTED
         wrk -t"$ANSWER_CONNS" -c"$ANSWER_CONNS" -d"${WARMUP}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" -- warm >/dev/null 2>&1
         wrk -t"$ANSWER_CONNS" -c"$ANSWER_CONNS" -d"${DURATION}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" -- bench \
-            >"$OUT/$tag.txt" 2>&1
+            >"$OUT/$tag.txt" 2>&1 &
+        local load=$!
+        if [ "${PERF:-0}" = 1 ]; then
+            sleep 1
+            perf stat -x, -e task-clock,context-switches -p "$pid" -- sleep $((DURATION - 2)) 2>"$OUT/$tag.perf"
+        fi
+        wait "$load"
         stop "$pid"
         [ "$(refused "$OUT/$tag.txt")" = 0 ] || say "build $which refused $(refused "$OUT/$tag.txt") requests (see $OUT/$tag.txt)"
-        echo "$which $(decisions "$OUT/$tag.txt")" >>"$OUT/results"
+        local d; d=$(decisions "$OUT/$tag.txt")
+        if [ "${PERF:-0}" = 1 ]; then
+            python3 - "$which" "$d" "$OUT/$tag.perf" $((DURATION - 2)) >>"$OUT/results" <<'EOF'
+import sys
+which, rate, path, secs = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+values = {line.split(",")[2]: float(line.split(",")[0]) for line in open(path) if line.count(",") > 2}
+decisions = rate * secs
+print(which, rate, round(values["task-clock"] * 1000 / decisions, 1), round(values["context-switches"] / decisions, 2))
+EOF
+        else
+            echo "$which $d" >>"$OUT/results"
+        fi
         ;;
     pg-answer)
         # A database of the run's own: both builds start from an empty schema and chain.
@@ -194,7 +212,7 @@ for round in $(seq 1 "$ROUNDS"); do
     # Alternate which goes first, so neither always follows the other.
     if ((round % 2)); then run A "$round"; run B "$round"; else run B "$round"; run A "$round"; fi
 done
-python3 - "$OUT/results" <<'EOF' | tee "$OUT/summary.txt"
+python3 - "$OUT/results" "$MODE" <<'EOF' | tee "$OUT/summary.txt"
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 medians = {}
@@ -202,11 +220,12 @@ for build in ("A", "B"):
     mine = [r for r in rows if r[0] == build]
     columns = list(zip(*[[float(x) for x in r[1:]] for r in mine]))
     medians[build] = [statistics.median(c) for c in columns]
-    labels = ["req/s", "CPU us/post", "switches/post"][: len(columns)]
+    unit = "decision" if sys.argv[2].endswith("answer") else "post"
+    labels = ["req/s" if unit == "post" else "decisions/s", f"CPU us/{unit}", f"switches/{unit}"][: len(columns)]
     print(f"{build}: " + "  ".join(f"{l} median {m:,.1f} (runs: {', '.join(f'{x:,.1f}' for x in c)})"
                                     for l, m, c in zip(labels, medians[build], columns)))
 a, b = medians["A"][0], medians["B"][0]
-print(f"B against A: req/s {100 * (b - a) / a:+.1f} %")
+print(f"B against A: {'req/s' if unit == 'post' else 'decisions/s'} {100 * (b - a) / a:+.1f} %")
 if len(medians["A"]) > 1:
-    print(f"B against A: CPU a post {100 * (medians['B'][1] - medians['A'][1]) / medians['A'][1]:+.1f} %")
+    print(f"B against A: CPU a {unit} {100 * (medians['B'][1] - medians['A'][1]) / medians['A'][1]:+.1f} %")
 EOF

@@ -102,13 +102,76 @@ public struct Receipt: Sendable, Hashable {
     }
 
     /// What is signed: the JCS bytes of ``json``.
-    public func signingInput() throws(ReceiptError) -> [UInt8] {
+    public func signingInput() throws(ReceiptError) -> [UInt8] { try canonical(signature: nil) }
+
+    /// The JCS bytes of ``json``, with `signature` (base64url) when given: written member by
+    /// member in JCS's order, without building and sorting an object (a store signs every
+    /// decision's receipt; `ReceiptTests` holds these bytes to ``JCS/canonicalize(_:)``'s).
+    /// Every member name is ASCII, so their UTF-16 order (RFC 8785 §3.2.3) is this one.
+    func canonical(signature: String?) throws(ReceiptError) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(640 + (signature == nil ? 0 : 100) + 160 * votes.count)
+        func member(_ name: StaticString, _ first: Bool = false) {
+            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            out.append(UInt8(ascii: "\""))
+            name.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(contentsOf: "\":".utf8)
+        }
+        func string(_ text: String?) {
+            if let text { JCS.writeString(text, into: &out) } else { out.append(contentsOf: "null".utf8) }
+        }
+        func integer(_ value: Int?) {
+            if let value { out.append(contentsOf: JCS.serialize(Double(value)).utf8) } else { out.append(contentsOf: "null".utf8) }
+        }
+        member("alert_id", true)
+        string(alertID)
+        member("button")
+        string(button)
+        member("button_index")
+        integer(buttonIndex)
+        member("client")
+        string(client)
+        member("comment")
+        string(comment)
+        member("content_sha256")
+        string(contentSHA256)
+        member("decided_at")
+        string(decidedAt)
+        member("decided_by")
+        string(decidedBy)
+        member("key_id")
+        string(keyID)
+        member("outcome")
+        string(outcome.rawValue)
+        member("prev_sha256")
+        string(prevSHA256)
+        member("seq")
+        integer(seq)
+        if let signature {
+            member("signature")
+            string(signature)
+        }
+        member("v")
+        integer(version)
+        member("values")
+        out.append(UInt8(ascii: "{"))
+        // By their names' UTF-16 code units, as JCS sorts members.
+        for (index, name) in values.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }).enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JCS.writeString(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            JCS.writeString(values[name] ?? "", into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        member("votes")
         do {
-            return try JCS.canonicalize(.object(json))
+            try JCS.write(.array(votes), into: &out)
         } catch {
             // Only a vote could hold a number JCS refuses; votes come from alertd's own resource.
             throw ReceiptError(.malformed, "votes: \(error)")
         }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// The receipt of a JSON object (a receipt resource or an audit line without its
@@ -228,13 +291,7 @@ public struct SignedReceipt: Sendable, Hashable {
 
     /// The JCS bytes of ``json``: an audit line (without its newline), and what the next
     /// receipt's `prev_sha256` hashes.
-    public func encoded() throws(ReceiptError) -> [UInt8] {
-        do {
-            return try JCS.canonicalize(.object(json))
-        } catch {
-            throw ReceiptError(.malformed, "votes: \(error)")
-        }
-    }
+    public func encoded() throws(ReceiptError) -> [UInt8] { try receipt.canonical(signature: Base64URL.encode(signature)) }
 
     /// SHA-256 (hex) of ``encoded()``.
     public func sha256() throws(ReceiptError) -> String { hex(SHA256.hash(data: try encoded())) }
