@@ -206,9 +206,10 @@ public final class GroupCommitter: @unchecked Sendable {
             var mine: [AlertID: ReceiptRecord] = [:]
             for write in submission.writes {
                 switch write {
-                case .receipt(let alert):
+                case .receipt(let pending):
+                    let alert = pending.alert
                     guard var current = chain else { throw UnsignedReceipt(alert: alert.id) }
-                    let appended = try current.append(ReceiptDraft(decided: alert))
+                    let appended = try current.append(pending.draft)
                     chain = current
                     let record = ReceiptRecord(appended, of: alert)
                     mine[alert.id] = record
