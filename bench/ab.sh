@@ -47,6 +47,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A receipts key for the instances on PostgreSQL, made once (SPEC §14: every instance signs
+# with one key). Builds since issue 47's first part read the section; those before it refuse it.
+KEY="$OUT/receipts-key.pem"
+
 # ---- PostgreSQL, once for every run (pg-* modes) ----------------------------------------
 URL=""
 if [[ $MODE == pg-* ]]; then
@@ -60,9 +64,6 @@ ANSWER_CONNS=${ANSWER_CONNS:-16}
 decisions() { python3 -c "import re,sys; t=open(sys.argv[1]).read(); print(round(int(re.search(r'ANSWERED (\\d+)', t).group(1)) / float(sys.argv[2]), 1))" "$1" "$DURATION"; }
 refused() { sed -n 's/^REFUSED \([0-9]*\).*/\1/p' "$1"; }
 
-# A receipts key for the instances on PostgreSQL, made once (SPEC §14: every instance signs
-# with one key). Builds since issue 47's first part read the section; those before it refuse it.
-KEY="$OUT/receipts-key.pem"
 
 config() { # $1 file, $2 state dir, $3 database URL (pg modes)
     {
@@ -181,7 +182,7 @@ EOF
         ;;
     pg-answer)
         # A database of the run's own: both builds start from an empty schema and chain.
-        local database="run_${which}_${round}"
+        local database="run_${which,,}_${round}"
         "$PGBIN/psql" -X -q -h 127.0.0.1 -p $((PORT + 10)) -U postgres -c "CREATE DATABASE $database" postgres
         local url="postgres://postgres@127.0.0.1:$((PORT + 10))/$database?sslmode=disable"
         start "$which" "$tag-a" "$PORT" "$url"
