@@ -55,8 +55,11 @@ public enum JCS {
         case .object(let object):
             out.append(UInt8(ascii: "{"))
             // RFC 8785 §3.2.3: by the names' UTF-16 code units, compared as unsigned integers.
-            let sorted = object.map { (key: $0.key, utf16: Array($0.key.utf16), value: $0.value) }
-                .sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
+            // ASCII names (nearly all) order the same by their UTF-8 bytes, read in place.
+            let sorted = object.sorted { a, b in
+                a.key.utf8.allSatisfy { $0 < 0x80 } && b.key.utf8.allSatisfy { $0 < 0x80 }
+                    ? a.key.utf8.lexicographicallyPrecedes(b.key.utf8) : a.key.utf16.lexicographicallyPrecedes(b.key.utf16)
+            }
             for (index, member) in sorted.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(member.key, into: &out)
@@ -100,6 +103,10 @@ public enum JCS {
     public static func serialize(_ value: Double) -> String {
         precondition(value.isFinite, "JCS has no form for \(value)")
         if value == 0 { return "0" }  // -0 too
+        // A whole number up to 2^53 is its own shortest digits: written as the integer (the
+        // common case, and a `description` and its reading spared). Above, the shortest digits
+        // of a double may end before the integer's do (2^60 is 1152921504606847000).
+        if value.magnitude <= 9_007_199_254_740_992, value == value.rounded(.towardZero) { return String(Int64(value)) }
         let (digits, n) = decimal(value.magnitude)
         let k = digits.count
         var text = value < 0 ? "-" : ""

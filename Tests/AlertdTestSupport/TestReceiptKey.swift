@@ -18,7 +18,7 @@ public enum TestReceiptKey {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("alertd-test-receipts-\(getpid())")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("receipts-key.pem")
-        FileManager.default.createFile(atPath: file.path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: file.path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
         return file.path
     }()
 
