@@ -49,14 +49,19 @@ public struct ReceiptTotals: Sendable, Hashable {
 }
 
 extension ReceiptDraft {
-    /// The draft of a decided alert's receipt (SPEC §14): read off the alert's resource as the
-    /// API renders it (``Alert/json(position:)``), so that what the receipt says and hashes is
-    /// what a reader of `GET …/alerts/{id}` holds: `content_sha256` over the asked-for members
-    /// (``ReceiptContent``), `votes` as the resource writes them, and the result's outcome,
-    /// button, decider and words.
+    /// The draft of a decided alert's receipt (SPEC §14), as a reader of `GET …/alerts/{id}`
+    /// holds the alert: `content_sha256` over the asked-for members as the resource renders
+    /// them (``ReceiptContent``), `votes` as the resource writes them, and the result's
+    /// outcome, button, decider and words.
+    ///
+    /// The members are taken from the alert, each as the resource's own writer writes it (the
+    /// buttons, fields, votes and metadata written by it and read back; the rest are plain
+    /// strings and integers), not from the whole resource rendered and parsed again, which
+    /// cost as much again (bench/RESULTS.md, issue 47). `ResourceCodecTests` holds the two
+    /// ways to the same content and votes for random alerts.
     ///
     /// A store builds it in the transaction that decides the alert, off the request's thread
-    /// (the embedded store's writer, the shared store's flush).
+    /// (the embedded store's transaction task, or its writer; the shared store's flush).
     ///
     /// An alert whose `metadata` holds a number beyond the double range has no JCS form: posts
     /// refuse such numbers (`invalid-alert`), so only an alert stored before that check could;
@@ -64,21 +69,44 @@ extension ReceiptDraft {
     ///
     /// - Precondition: `alert` is terminal.
     public init(decided alert: Alert) {
-        let resource: JSONObject
-        if case .object(let object)? = try? JSONParser.parse(alert.json(position: nil)) {
-            resource = object
-        } else {
-            resource = JSONObject()
-        }
+        let resource = Self.asked(alert)
         let content = (try? ReceiptContent.sha256(ofAlert: resource)) ?? ReceiptContent.sha256(ofAlertWritingNumbersAsPosted: resource)
         var votes: [JSONValue] = []
-        if case .array(let items)? = resource["votes"] { votes = items }
+        if case .array(let items) = Self.written({ $0.votes(alert.votes) }) { votes = items }
         let result = alert.result
         self.init(
             alertID: alert.id.description, client: alert.client, contentSHA256: content,
             outcome: Receipt.Outcome(rawValue: alert.state.rawValue) ?? .withdrawn,
             button: result?.button, buttonIndex: result?.buttonIndex, decidedBy: result?.decidedBy, votes: votes,
             comment: result?.comment, values: result?.values ?? [:], decidedAt: (alert.decidedAt ?? alert.createdAt).rfc3339)
+    }
+
+    /// The members of `alert`'s resource that ``ReceiptContent`` hashes, as the resource has them.
+    static func asked(_ alert: Alert) -> JSONObject {
+        var members = JSONObject()
+        members["client"] = .string(alert.client)
+        members["title"] = .string(alert.title)
+        members["message"] = alert.message.map(JSONValue.string) ?? .null
+        members["style"] = .string(alert.style.rawValue)
+        members["buttons"] = written { json in
+            json.beginArray()
+            for button in alert.buttons { button.write(into: &json) }
+            json.endArray()
+        }
+        members["priority"] = .number(JSONNumber(alert.priority))
+        members["quorum"] = .number(JSONNumber(alert.quorum))
+        members["fields"] = written { $0.fields(alert.fields) }
+        members["metadata"] = alert.metadata.map { (try? JSONParser.parse($0.bytes)) ?? .null } ?? .null
+        members["posted_by"] = alert.postedBy.map(JSONValue.string) ?? .null
+        members["created_at"] = .string(alert.createdAt.rfc3339)
+        return members
+    }
+
+    /// What `write` writes, read back.
+    private static func written(_ write: (inout JSONWriter) -> Void) -> JSONValue {
+        var json = JSONWriter(capacity: 256)
+        write(&json)
+        return (try? JSONParser.parse(json.bytes)) ?? .null
     }
 }
 

@@ -1,5 +1,6 @@
 import AlertdEngine
 import AlertdCore
+import AlertdReceipts
 import AlertdTestSupport
 import AlertdWire
 import PropertyBased
@@ -66,6 +67,21 @@ struct ResourceCodecTests {
             for case .object(let field) in resource["fields"]?.arrayValue ?? [] {
                 #expect(field.keys == AlertField.memberNames)
             }
+        }
+    }
+
+    /// SPEC §14: a receipt hashes what was asked as a reader of the alert holds it. The draft
+    /// takes the members from the alert, each as the resource's writer writes it; the oracle
+    /// here is the whole resource rendered and read back, as a verifier holding it computes.
+    @Test("a receipt's content_sha256 and votes are those of the alert's resource as rendered, for random alerts")
+    func receiptDraftIsTheResources() async {
+        await propertyCheck(count: 300, input: RandomAlert.generator) { sample in
+            let alert = sample.alert
+            let resource = try #require(try JSONParser.parse(alert.json(position: nil)).objectValue)
+            let draft = ReceiptDraft(decided: alert)
+            #expect(draft.contentSHA256 == (try ReceiptContent.sha256(ofAlert: resource)))
+            #expect(JSONValue.array(draft.votes) == resource["votes"])
+            #expect(draft.alertID == alert.id.description && draft.client == alert.client)
         }
     }
 
