@@ -56,10 +56,11 @@ public enum JCS {
             out.append(UInt8(ascii: "{"))
             // RFC 8785 §3.2.3: by the names' UTF-16 code units, compared as unsigned integers.
             // ASCII names (nearly all) order the same by their UTF-8 bytes, read in place.
-            let sorted = object.sorted { a, b in
-                a.key.utf8.allSatisfy { $0 < 0x80 } && b.key.utf8.allSatisfy { $0 < 0x80 }
-                    ? a.key.utf8.lexicographicallyPrecedes(b.key.utf8) : a.key.utf16.lexicographicallyPrecedes(b.key.utf16)
-            }
+            let ascii = object.allSatisfy { member in member.key.utf8.allSatisfy { $0 < 0x80 } }
+            let sorted =
+                ascii
+                ? object.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                : object.sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
             for (index, member) in sorted.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(member.key, into: &out)
@@ -73,22 +74,29 @@ public enum JCS {
     /// A string as RFC 8785 §3.2.2.2 (ECMAScript's `JSON.stringify`) writes it.
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x08: out.append(contentsOf: #"\b"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0C: out.append(contentsOf: #"\f"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x00..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
+        var text = s
+        text.withUTF8 { bytes in
+            // Runs of bytes that need no escape are copied whole.
+            var start = 0
+            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                start = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case 0x08: out.append(contentsOf: #"\b"#.utf8)
+                case 0x09: out.append(contentsOf: #"\t"#.utf8)
+                case 0x0A: out.append(contentsOf: #"\n"#.utf8)
+                case 0x0C: out.append(contentsOf: #"\f"#.utf8)
+                case 0x0D: out.append(contentsOf: #"\r"#.utf8)
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: #"\u00"#.utf8)
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0xF)])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
     }
