@@ -24,14 +24,20 @@ public import Logging
 /// were computed on memory that included the failed change. The owner rebuilds
 /// its memory from the store, then resumes, under the lock it submits under.
 ///
-/// Receipts (SPEC §14) are signed here, on the writer thread, just before their batch's
-/// transaction begins: each ``StoreWrite/receipt(_:)`` becomes the next receipt of the
-/// deployment's chain (``ReceiptChain``) in commit order, its alert's terminal event gets
-/// it, and the chain's new head is written with them. Signing is the one step that cannot
-/// be spread over threads (each receipt links to the hash of the one before, signature
-/// included), and here it runs off every request's thread and outside the board's lock. A
-/// failed commit leaves the chain where the last commit left it. A completion is told the
-/// receipts its submission's writes made.
+/// **Receipts** (SPEC §14). Each ``StoreWrite/receipt(_:)`` becomes the next receipt of the
+/// deployment's chain (``ReceiptChain``), in submission order, which is commit order; its
+/// alert's terminal event carries it, and the chain's new head is written with it. Signing
+/// is the one step that cannot be spread over threads (each receipt links to the hash of
+/// the one before, signature included), and it costs CPU where a commit mostly waits for
+/// its fsync: so a second thread, the signer, signs submissions as they arrive while the
+/// writer commits the ones before (measured: signing on the writer, before each commit, made
+/// the writer the bottleneck, bench/RESULTS.md, issue 47). Both run off every request's
+/// thread and outside the board's lock. A commit still holds every submission made before
+/// it began: the writer waits for the signer to have signed those, and takes every one
+/// signed. The signer signs ahead on the chain as the commits will leave it; a commit that
+/// fails dooms every submission after it until ``resume()`` (above), and the signer goes on
+/// from the last committed head with the first submission made after the resume. A
+/// completion is told the receipts its submission's writes made.
 public final class GroupCommitter: @unchecked Sendable {
     public typealias Completion = @Sendable (Result<[ReceiptRecord], any Error>) -> Void
 
@@ -42,25 +48,49 @@ public final class GroupCommitter: @unchecked Sendable {
         var epoch: Int
     }
 
+    /// A submission as the signer leaves it: its writes with its receipts signed and its
+    /// events carrying them, the receipts, and the chain's head after them.
+    private struct Signed {
+        var submission: Submission
+        var writes: [StoreWrite]
+        var receipts: [ReceiptRecord] = []
+        var head: ChainLink?
+        /// Why it could not be signed (no key; a receipt with no canonical form).
+        var error: (any Error)?
+    }
+
     // Guarded by `condition`.
+    /// Submitted, not yet signed.
     private var queue: [Submission] = []
+    /// Signed, not yet committed, in submission order.
+    private var signed: [Signed] = []
+    /// Submissions made, and signed, since the start: a commit waits until every submission
+    /// made before it began is signed.
+    private var submittedCount = 0
+    private var signedCount = 0
     private var stopping = false
     private var running = false
+    private var signerDone = false
     /// Counts ``resume()`` calls; each submission is stamped with it.
     private var epoch = 0
     /// The last commit failure and the newest epoch it dooms: submissions of that
     /// epoch or older were computed on a state that includes the failed change,
     /// so they fail too, never committed.
     private var failure: (error: any Error, through: Int)?
+    /// The chain's head as committed (the writer sets it): where the signer goes on from
+    /// after a resume.
+    private var committedHead: ChainLink?
     private let condition = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
 
     private let store: any PersistentStore
     private let logger: Logger
     private let maxBatch: Int
-    /// The chain as committed (the writer thread's alone); nil: no key, and a receipt to
-    /// write fails its batch.
+    /// The chain as signed so far (the signer thread's alone); nil: no key, and a receipt to
+    /// write fails its submission.
     private var chain: ReceiptChain?
+    /// The epoch of the submissions ``chain`` was last advanced for (the signer's).
+    private var chainEpoch = 0
     private let onFailure: @Sendable (any Error) -> Void
     /// Told how long each commit took, in nanoseconds (for metrics).
     private let onCommit: @Sendable (UInt64) -> Void
@@ -75,6 +105,7 @@ public final class GroupCommitter: @unchecked Sendable {
         onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
     ) {
         self.chain = receipts
+        self.committedHead = receipts?.head
         self.onCommit = onCommit
         self.store = store
         self.logger = logger
@@ -82,27 +113,31 @@ public final class GroupCommitter: @unchecked Sendable {
         self.onFailure = onFailure
     }
 
-    /// Starts the writer thread.
+    /// Starts the signer and writer threads.
     public func start() {
         condition.lock()
         defer { condition.unlock() }
         guard !running, !stopping else { return }
         running = true
-        let thread = Thread { [self] in self.run() }
-        thread.name = "alertd-writer"
-        thread.start()
+        let signer = Thread { [self] in self.sign() }
+        signer.name = "alertd-signer"
+        signer.start()
+        let writer = Thread { [self] in self.run() }
+        writer.name = "alertd-writer"
+        writer.start()
     }
 
     /// Queues a write set. Never blocks on the disk.
     public func submit(_ writes: [StoreWrite], completion: @escaping Completion) {
         condition.lock()
-        if stopping && !running {
+        if stopping && (!running || signerDone) {
             condition.unlock()
             completion(.failure(StoppedError()))
             return
         }
         queue.append(Submission(writes: writes, completion: completion, epoch: epoch))
-        condition.signal()
+        submittedCount += 1
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -121,12 +156,12 @@ public final class GroupCommitter: @unchecked Sendable {
         return failure.map { $0.through >= epoch } ?? false
     }
 
-    /// Commits everything already queued, then stops the thread and returns.
+    /// Commits everything already queued, then stops the threads and returns.
     public func shutdown() {
         condition.lock()
         let wasRunning = running
         stopping = true
-        condition.signal()
+        condition.broadcast()
         condition.unlock()
         if wasRunning { finished.wait() }
     }
@@ -135,75 +170,51 @@ public final class GroupCommitter: @unchecked Sendable {
         public var description: String { "the store writer has stopped" }
     }
 
-    private func run() {
+    // MARK: - The signer
+
+    private func sign() {
         while true {
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
             if queue.isEmpty && stopping {
-                running = false
+                signerDone = true
+                condition.broadcast()
                 condition.unlock()
-                finished.signal()
                 return
             }
             let take = min(queue.count, maxBatch)
             let batch = Array(queue.prefix(take))
             queue.removeFirst(take)
+            // Where to go on from for a submission made after the resume that followed a failure.
+            let restart = failure.map { (through: $0.through, head: committedHead) }
             condition.unlock()
-            commit(batch)
-        }
-    }
-
-    private func commit(_ batch: [Submission]) {
-        // Submissions made before the owner resumed from a failure fail with it.
-        condition.lock()
-        let doomed = failure
-        condition.unlock()
-        var live = batch
-        if let doomed {
-            live = batch.filter { $0.epoch > doomed.through }
-            for submission in batch where submission.epoch <= doomed.through { submission.completion(.failure(doomed.error)) }
-        }
-        guard !live.isEmpty else { return }
-        var writes: [StoreWrite] = []
-        writes.reserveCapacity(live.count * 2)
-        var made: [[ReceiptRecord]] = Array(repeating: [], count: live.count)
-        var signed = chain
-        var result: Result<Void, any Error> = .success(())
-        do {
-            try sign(live, into: &writes, receipts: &made, chain: &signed)
-        } catch {
-            result = .failure(error)
-        }
-        if case .success = result, !writes.isEmpty {
-            do {
-                let started = DispatchTime.now().uptimeNanoseconds
-                try store.commit(writes)
-                onCommit(DispatchTime.now().uptimeNanoseconds - started)
-                chain = signed
-            } catch {
-                result = .failure(error)
-            }
-        }
-        if case .failure(let error) = result {
-            logger.error("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+            let done = batch.map { sign($0, restart: restart) }
             condition.lock()
-            failure = (error, live.map(\.epoch).max() ?? epoch)
+            signed.append(contentsOf: done)
+            signedCount += done.count
+            condition.broadcast()
             condition.unlock()
-            onFailure(error)
         }
-        for (index, submission) in live.enumerated() { submission.completion(result.map { made[index] }) }
     }
 
-    /// The batch's writes in order, each receipt signed as the next of the chain and written
-    /// before its alert's terminal event, which carries it; the chain's head after them last.
-    /// `receipts`: those each submission made.
-    private func sign(
-        _ live: [Submission], into writes: inout [StoreWrite], receipts: inout [[ReceiptRecord]], chain: inout ReceiptChain?
-    ) throws {
-        let start = chain?.head
-        var (added, bytes) = (0, 0)
-        for (index, submission) in live.enumerated() {
-            var mine: [AlertID: ReceiptRecord] = [:]
+    /// One submission's writes in order, each receipt signed as the next of the chain and
+    /// written before its alert's terminal event, which carries it. `restart`: the last
+    /// failure's epoch and the head committed before it.
+    private func sign(_ submission: Submission, restart: (through: Int, head: ChainLink?)?) -> Signed {
+        var result = Signed(submission: submission, writes: [])
+        guard submission.writes.contains(where: { if case .receipt = $0 { true } else { false } }) else {
+            result.writes = submission.writes
+            return result
+        }
+        if let restart, chainEpoch <= restart.through, submission.epoch > restart.through, let head = restart.head {
+            // The first submission after the resume that followed a failure: every one signed
+            // ahead since then is doomed, and the chain goes on from the last commit.
+            chain?.reset(to: head)
+        }
+        chainEpoch = submission.epoch
+        var mine: [AlertID: ReceiptRecord] = [:]
+        result.writes.reserveCapacity(submission.writes.count + 1)
+        do {
             for write in submission.writes {
                 switch write {
                 case .receipt(let pending):
@@ -213,18 +224,92 @@ public final class GroupCommitter: @unchecked Sendable {
                     chain = current
                     let record = ReceiptRecord(appended, of: alert)
                     mine[alert.id] = record
-                    receipts[index].append(record)
-                    writes.append(.signedReceipt(record))
-                    added += 1
-                    bytes += record.json.count
+                    result.receipts.append(record)
+                    result.writes.append(.signedReceipt(record))
                 case .event(let event) where !mine.isEmpty:
-                    writes.append(.event(event.attaching(receipts: mine)))
+                    result.writes.append(.event(event.attaching(receipts: mine)))
                 default:
-                    writes.append(write)
+                    result.writes.append(write)
                 }
             }
+            result.head = chain?.head
+        } catch {
+            result.error = error
         }
-        if let head = chain?.head, head != start { writes.append(.receiptHead(head, added: added, bytes: bytes)) }
+        return result
+    }
+
+    // MARK: - The writer
+
+    private func run() {
+        while true {
+            condition.lock()
+            while signed.isEmpty && !(stopping && signerDone) { condition.wait() }
+            if signed.isEmpty && stopping && signerDone {
+                running = false
+                condition.unlock()
+                finished.signal()
+                return
+            }
+            // Every submission made before this commit began goes in it.
+            let target = submittedCount
+            while signedCount < target { condition.wait() }
+            let take = min(signed.count, maxBatch)
+            let batch = Array(signed.prefix(take))
+            signed.removeFirst(take)
+            condition.unlock()
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [Signed]) {
+        // Submissions made before the owner resumed from a failure fail with it.
+        condition.lock()
+        let doomed = failure
+        condition.unlock()
+        var live = batch
+        if let doomed {
+            live = batch.filter { $0.submission.epoch > doomed.through }
+            for item in batch where item.submission.epoch <= doomed.through { item.submission.completion(.failure(doomed.error)) }
+        }
+        guard !live.isEmpty else { return }
+        var writes: [StoreWrite] = []
+        writes.reserveCapacity(live.count * 2 + 1)
+        var (added, bytes, head): (Int, Int, ChainLink?) = (0, 0, nil)
+        for item in live {
+            writes.append(contentsOf: item.writes)
+            if !item.receipts.isEmpty {
+                added += item.receipts.count
+                bytes += item.receipts.reduce(0) { $0 + $1.json.count }
+                head = item.head
+            }
+        }
+        if let head { writes.append(.receiptHead(head, added: added, bytes: bytes)) }
+        var result: Result<Void, any Error> = .success(())
+        if let error = live.lazy.compactMap(\.error).first {
+            result = .failure(error)
+        } else if !writes.isEmpty {
+            do {
+                let started = DispatchTime.now().uptimeNanoseconds
+                try store.commit(writes)
+                onCommit(DispatchTime.now().uptimeNanoseconds - started)
+                if let head {
+                    condition.lock()
+                    committedHead = head
+                    condition.unlock()
+                }
+            } catch {
+                result = .failure(error)
+            }
+        }
+        if case .failure(let error) = result {
+            logger.error("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+            condition.lock()
+            failure = (error, live.map(\.submission.epoch).max() ?? epoch)
+            condition.unlock()
+            onFailure(error)
+        }
+        for item in live { item.submission.completion(result.map { item.receipts }) }
     }
 
     /// A receipt to write with no key to sign it: a store opened without one.
