@@ -61,7 +61,7 @@ extension ReceiptDraft {
     /// ways to the same content and votes for random alerts.
     ///
     /// A store builds it in the transaction that decides the alert, off the request's thread
-    /// (the embedded store's transaction task, or its writer; the shared store's flush).
+    /// (the embedded store's signer thread, beside its writer; the shared store's flush).
     ///
     /// An alert whose `metadata` holds a number beyond the double range has no JCS form: posts
     /// refuse such numbers (`invalid-alert`), so only an alert stored before that check could;

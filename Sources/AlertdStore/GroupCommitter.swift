@@ -29,9 +29,11 @@ public import Logging
 /// alert's terminal event carries it, and the chain's new head is written with it. Signing
 /// is the one step that cannot be spread over threads (each receipt links to the hash of
 /// the one before, signature included), and it costs CPU where a commit mostly waits for
-/// its fsync: so a second thread, the signer, signs submissions as they arrive while the
-/// writer commits the ones before (measured: signing on the writer, before each commit, made
-/// the writer the bottleneck, bench/RESULTS.md, issue 47). Both run off every request's
+/// its fsync: so a second thread, the signer, drafts and signs the receipts of submissions as
+/// they arrive while the writer commits the ones before (measured: signing on the writer,
+/// before each commit, made the writer the bottleneck, bench/RESULTS.md, issue 47). Each
+/// thread has its own condition, so a submission wakes the signer only, and a signed batch
+/// the writer only. Both run off every request's
 /// thread and outside the board's lock. A commit still holds every submission made before
 /// it began: the writer waits for the signer to have signed those, and takes every one
 /// signed. The signer signs ahead on the chain as the commits will leave it; a commit that
@@ -59,18 +61,16 @@ public final class GroupCommitter: @unchecked Sendable {
         var error: (any Error)?
     }
 
-    // Guarded by `condition`.
+    // Guarded by `incoming`: what callers hand over, and what the signer and the writer share.
     /// Submitted, not yet signed.
     private var queue: [Submission] = []
-    /// Signed, not yet committed, in submission order.
-    private var signed: [Signed] = []
-    /// Submissions made, and signed, since the start: a commit waits until every submission
-    /// made before it began is signed.
+    /// Submissions made since the start: a commit waits until every submission made before
+    /// it began is signed.
     private var submittedCount = 0
-    private var signedCount = 0
     private var stopping = false
     private var running = false
-    private var signerDone = false
+    /// False once the signer has stopped: a submission then fails at once.
+    private var accepting = true
     /// Counts ``resume()`` calls; each submission is stamped with it.
     private var epoch = 0
     /// The last commit failure and the newest epoch it dooms: submissions of that
@@ -80,7 +80,17 @@ public final class GroupCommitter: @unchecked Sendable {
     /// The chain's head as committed (the writer sets it): where the signer goes on from
     /// after a resume.
     private var committedHead: ChainLink?
-    private let condition = NSCondition()
+    /// Wakes the signer.
+    private let incoming = NSCondition()
+
+    // Guarded by `outgoing`: what the signer hands the writer.
+    /// Signed, not yet committed, in submission order.
+    private var signed: [Signed] = []
+    private var signedCount = 0
+    private var signerDone = false
+    /// Wakes the writer.
+    private let outgoing = NSCondition()
+
     private let finished = DispatchSemaphore(value: 0)
 
     private let store: any PersistentStore
@@ -115,8 +125,8 @@ public final class GroupCommitter: @unchecked Sendable {
 
     /// Starts the signer and writer threads.
     public func start() {
-        condition.lock()
-        defer { condition.unlock() }
+        incoming.lock()
+        defer { incoming.unlock() }
         guard !running, !stopping else { return }
         running = true
         let signer = Thread { [self] in self.sign() }
@@ -129,40 +139,40 @@ public final class GroupCommitter: @unchecked Sendable {
 
     /// Queues a write set. Never blocks on the disk.
     public func submit(_ writes: [StoreWrite], completion: @escaping Completion) {
-        condition.lock()
-        if stopping && (!running || signerDone) {
-            condition.unlock()
+        incoming.lock()
+        if stopping && (!running || !accepting) {
+            incoming.unlock()
             completion(.failure(StoppedError()))
             return
         }
         queue.append(Submission(writes: writes, completion: completion, epoch: epoch))
         submittedCount += 1
-        condition.broadcast()
-        condition.unlock()
+        incoming.signal()
+        incoming.unlock()
     }
 
     /// After a failure: submissions from now on are committed again (those made
     /// before still fail). Call once memory matches the store again.
     public func resume() {
-        condition.lock()
+        incoming.lock()
         epoch += 1
-        condition.unlock()
+        incoming.unlock()
     }
 
     /// Whether submissions made now would fail for an earlier failed commit.
     public var isFailing: Bool {
-        condition.lock()
-        defer { condition.unlock() }
+        incoming.lock()
+        defer { incoming.unlock() }
         return failure.map { $0.through >= epoch } ?? false
     }
 
     /// Commits everything already queued, then stops the threads and returns.
     public func shutdown() {
-        condition.lock()
+        incoming.lock()
         let wasRunning = running
         stopping = true
-        condition.broadcast()
-        condition.unlock()
+        incoming.signal()
+        incoming.unlock()
         if wasRunning { finished.wait() }
     }
 
@@ -174,12 +184,15 @@ public final class GroupCommitter: @unchecked Sendable {
 
     private func sign() {
         while true {
-            condition.lock()
-            while queue.isEmpty && !stopping { condition.wait() }
+            incoming.lock()
+            while queue.isEmpty && !stopping { incoming.wait() }
             if queue.isEmpty && stopping {
+                accepting = false
+                incoming.unlock()
+                outgoing.lock()
                 signerDone = true
-                condition.broadcast()
-                condition.unlock()
+                outgoing.signal()
+                outgoing.unlock()
                 return
             }
             let take = min(queue.count, maxBatch)
@@ -187,13 +200,13 @@ public final class GroupCommitter: @unchecked Sendable {
             queue.removeFirst(take)
             // Where to go on from for a submission made after the resume that followed a failure.
             let restart = failure.map { (through: $0.through, head: committedHead) }
-            condition.unlock()
+            incoming.unlock()
             let done = batch.map { sign($0, restart: restart) }
-            condition.lock()
+            outgoing.lock()
             signed.append(contentsOf: done)
             signedCount += done.count
-            condition.broadcast()
-            condition.unlock()
+            outgoing.signal()
+            outgoing.unlock()
         }
     }
 
@@ -217,10 +230,9 @@ public final class GroupCommitter: @unchecked Sendable {
         do {
             for write in submission.writes {
                 switch write {
-                case .receipt(let pending):
-                    let alert = pending.alert
+                case .receipt(let alert):
                     guard var current = chain else { throw UnsignedReceipt(alert: alert.id) }
-                    let appended = try current.append(pending.draft)
+                    let appended = try current.append(ReceiptDraft(decided: alert))
                     chain = current
                     let record = ReceiptRecord(appended, of: alert)
                     mine[alert.id] = record
@@ -243,30 +255,36 @@ public final class GroupCommitter: @unchecked Sendable {
 
     private func run() {
         while true {
-            condition.lock()
-            while signed.isEmpty && !(stopping && signerDone) { condition.wait() }
-            if signed.isEmpty && stopping && signerDone {
+            outgoing.lock()
+            while signed.isEmpty && !signerDone { outgoing.wait() }
+            if signed.isEmpty && signerDone {
+                outgoing.unlock()
+                incoming.lock()
                 running = false
-                condition.unlock()
+                incoming.unlock()
                 finished.signal()
                 return
             }
+            outgoing.unlock()
             // Every submission made before this commit began goes in it.
+            incoming.lock()
             let target = submittedCount
-            while signedCount < target { condition.wait() }
+            incoming.unlock()
+            outgoing.lock()
+            while signedCount < target { outgoing.wait() }
             let take = min(signed.count, maxBatch)
             let batch = Array(signed.prefix(take))
             signed.removeFirst(take)
-            condition.unlock()
+            outgoing.unlock()
             commit(batch)
         }
     }
 
     private func commit(_ batch: [Signed]) {
         // Submissions made before the owner resumed from a failure fail with it.
-        condition.lock()
+        incoming.lock()
         let doomed = failure
-        condition.unlock()
+        incoming.unlock()
         var live = batch
         if let doomed {
             live = batch.filter { $0.submission.epoch > doomed.through }
@@ -294,9 +312,9 @@ public final class GroupCommitter: @unchecked Sendable {
                 try store.commit(writes)
                 onCommit(DispatchTime.now().uptimeNanoseconds - started)
                 if let head {
-                    condition.lock()
+                    incoming.lock()
                     committedHead = head
-                    condition.unlock()
+                    incoming.unlock()
                 }
             } catch {
                 result = .failure(error)
@@ -304,9 +322,9 @@ public final class GroupCommitter: @unchecked Sendable {
         }
         if case .failure(let error) = result {
             logger.error("store commit failed", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
-            condition.lock()
+            incoming.lock()
             failure = (error, live.map(\.submission.epoch).max() ?? epoch)
-            condition.unlock()
+            incoming.unlock()
             onFailure(error)
         }
         for item in live { item.submission.completion(result.map { item.receipts }) }

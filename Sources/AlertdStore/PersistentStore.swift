@@ -40,7 +40,7 @@ public enum StoreWrite: Sendable {
     /// The receipt of an alert this transaction decides (SPEC §14), to be signed: the
     /// ``GroupCommitter`` appends it to the chain, in commit order, and writes it as
     /// ``signedReceipt(_:)``, its alert's terminal event carrying it.
-    case receipt(PendingReceipt)
+    case receipt(Alert)
     /// A receipt signed in its place in the chain.
     case signedReceipt(ReceiptRecord)
     /// The chain's head after the receipts of the transaction, and how many receipts (and

@@ -128,9 +128,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
         // commit succeeded): one generic value is kept across the wait, where seven were,
         // and a post looks up no metadata here (issue 28, bench/RESULTS.md).
         let reply = Reply<[ReceiptRecord]?>()
-        var (committed, events, pending) = try begin(client: client, now: now, idempotencyKey: idempotencyKey, reply: reply, body)
-        // The drafts of its receipts made here, out of the lock, while the writer works (PendingReceipt).
-        for receipt in pending { receipt.prepare() }
+        var (committed, events) = try begin(client: client, now: now, idempotencyKey: idempotencyKey, reply: reply, body)
         guard let receipts = await reply.value() else { throw .notCommitted }
         if !receipts.isEmpty { committed.attach(receipts, events: events) }
         return committed
@@ -145,8 +143,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
     private func begin<Value: Sendable>(
         client: String, now: Timestamp, idempotencyKey: String?, reply: Reply<[ReceiptRecord]?>,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
-    ) throws(EngineError) -> (Committed<Value>, [OutboxEvent], [PendingReceipt]) {
-        let outcome: Result<(Committed<Value>, [OutboxEvent], [PendingReceipt]), EngineError> = state.withLockedValue { state in
+    ) throws(EngineError) -> (Committed<Value>, [OutboxEvent]) {
+        let outcome: Result<(Committed<Value>, [OutboxEvent]), EngineError> = state.withLockedValue { state in
             if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
             do throws(EngineError) {
@@ -165,9 +163,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
             writes.reserveCapacity(change.newClients.count + change.saved.count + 1 + mutation.events.count)
             for client in change.newClients { writes.append(.client(client, createdAt: now)) }
             for alert in change.saved { writes.append(.alert(alert)) }
-            // Signed on the writer thread, in commit order (GroupCommitter).
-            let pending = change.decided.map(PendingReceipt.init)
-            for receipt in pending { writes.append(.receipt(receipt)) }
+            // Drafted and signed by the committer's signer thread, in commit order (GroupCommitter).
+            for alert in change.decided { writes.append(.receipt(alert)) }
             if let record = mutation.idempotency {
                 writes.append(.idempotency(record))
                 state.pendingKeys[KeyRef(client: record.client, key: record.key)] = record
@@ -176,7 +173,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
             if writes.isEmpty, !mutation.afterEarlierCommits {
                 reply.resolve([])
-                return .success((Committed(mutation.value, change: change, displays: displays, deliveries: []), [], []))
+                return .success((Committed(mutation.value, change: change, displays: displays, deliveries: []), []))
             }
             let versions = state.stamp(displays)
             let (deliveries, idempotency) = (mutation.events.flatMap(\.pendingDeliveries), mutation.idempotency)
@@ -194,7 +191,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             return .success(
                 (
                     Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions),
-                    mutation.events, pending
+                    mutation.events
                 ))
         }
         return try outcome.get()
@@ -204,12 +201,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
         now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
         report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
-        let pending = state.withLockedValue { state -> [PendingReceipt] in
-            guard refusal == nil else { return [] }
-            return submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events, report: report)
+        state.withLockedValue { state in
+            guard refusal == nil else { return }
+            submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events, report: report)
         }
-        // The drafts of their receipts, out of the lock, while the writer works (PendingReceipt).
-        for receipt in pending { receipt.prepare() }
     }
 
     public var nextDeadline: Timestamp? { state.withLockedValue { $0.board.board.nextDeadline } }
@@ -219,20 +214,18 @@ public final class SQLiteAlertStore: AlertStore, Service {
         report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
     ) {
         // Taken even while commits fail: a rebuild after the failure keeps these settings.
-        let pending = state.withLockedValue { state in
+        state.withLockedValue { state in
             submit(
                 state.board.update({ $0.reconfigure(settings, now: now) }, change: { $0 }), &state, events: events, report: report)
         }
-        for receipt in pending { receipt.prepare() }
     }
 
     /// Submits a change of many clients (deadlines, a policy) with its events. Under the lock.
-    /// Returns the receipts it owes, whose drafts the caller makes once out of the lock.
     private func submit(
         _ change: BoardChange, _ state: inout State, events: (BoardChange) -> [OutboxEvent],
         report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
-    ) -> [PendingReceipt] {
-        guard !change.saved.isEmpty else { return [] }
+    ) {
+        guard !change.saved.isEmpty else { return }
         let events = events(change)
         let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
         let deliveries = events.flatMap(\.pendingDeliveries)
@@ -240,9 +233,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let now = clock.now()
         // A client an escalation step made (SPEC §12) is written with it; the receipts of what
         // the change decided are signed on the writer thread (GroupCommitter).
-        let pending = change.decided.map(PendingReceipt.init)
         let writes: [StoreWrite] =
-            change.newClients.map { .client($0, createdAt: now) } + change.saved.map { .alert($0) } + pending.map { .receipt($0) }
+            change.newClients.map { .client($0, createdAt: now) } + change.saved.map { .alert($0) } + change.decided.map { .receipt($0) }
             + events.map { .event($0) }
         committer.submit(writes) { [self] result in
             guard case .success(let receipts) = result else { return report(.failure(.notCommitted)) }
@@ -254,7 +246,6 @@ public final class SQLiteAlertStore: AlertStore, Service {
             if !receipts.isEmpty { committed.attach(receipts, events: events) }
             report(.success(committed))
         }
-        return pending
     }
 
     /// The transaction's idempotency key (committing first, then SQLite), and what is committed of the board.

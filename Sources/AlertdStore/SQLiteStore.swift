@@ -300,9 +300,9 @@ public final class SQLiteStore: PersistentStore {
                     arguments: [at.milliseconds, Data(hash)])
             case .deleteAnswerTokens(let expiredBefore):
                 try db.execute(sql: "DELETE FROM answer_tokens WHERE expires_at < ?", arguments: [expiredBefore.milliseconds])
-            case .receipt(let pending):
-                // The writer signs every receipt before its batch reaches here.
-                throw GroupCommitter.UnsignedReceipt(alert: pending.alert.id)
+            case .receipt(let alert):
+                // The committer's signer signs every receipt before its batch reaches here.
+                throw GroupCommitter.UnsignedReceipt(alert: alert.id)
             case .signedReceipt(let record):
                 try db.cachedStatement(sql: "INSERT INTO receipts (seq, alert_id, client, decided_at, body) VALUES (?, ?, ?, ?, ?)")
                     .execute(arguments: [

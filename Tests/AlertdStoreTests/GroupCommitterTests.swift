@@ -187,7 +187,7 @@ struct GroupCommitterReceiptTests {
         alert.decidedAt = Timestamp(milliseconds: 1_795_000_000_100)
         let outcome = NIOLockedValueBox<[ReceiptRecord]??>(nil)
         let done = Completions()
-        committer.submit([.alert(alert), .receipt(PendingReceipt(alert))]) { result in
+        committer.submit([.alert(alert), .receipt(alert)]) { result in
             outcome.withLockedValue { $0 = .some(try? result.get()) }
             done.done()
         }
@@ -239,7 +239,7 @@ struct GroupCommitterReceiptTests {
         for _ in 0..<300 {
             var alert = makeAlert(ids.next(at: Timestamp(milliseconds: 1)), state: .answered)
             alert.decidedAt = Timestamp(milliseconds: 1_795_000_000_100)
-            committer.submit([.alert(alert), .receipt(PendingReceipt(alert))]) { result in
+            committer.submit([.alert(alert), .receipt(alert)]) { result in
                 if case .success(let receipts) = result { seqs.withLockedValue { $0 += receipts.map(\.seq) } }
                 done.done()
             }
