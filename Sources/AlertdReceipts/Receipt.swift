@@ -109,8 +109,16 @@ public struct Receipt: Sendable, Hashable {
     /// decision's receipt; `ReceiptTests` holds these bytes to ``JCS/canonicalize(_:)``'s).
     /// Every member name is ASCII, so their UTF-16 order (RFC 8785 §3.2.3) is this one.
     func canonical(signature: String?) throws(ReceiptError) -> [UInt8] {
+        let (unsigned, at) = try canonicalWithoutSignature()
+        guard let signature else { return unsigned }
+        return Self.splice(signature, into: unsigned, at: at)
+    }
+
+    /// The JCS bytes without `signature`, and where `signature` goes in them (after `seq`):
+    /// one pass gives what is signed and, spliced, the signed receipt's bytes.
+    func canonicalWithoutSignature() throws(ReceiptError) -> (bytes: [UInt8], signatureAt: Int) {
         var out: [UInt8] = []
-        out.reserveCapacity(640 + (signature == nil ? 0 : 100) + 160 * votes.count)
+        out.reserveCapacity(740 + 160 * votes.count)
         func member(_ name: StaticString, _ first: Bool = false) {
             out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
             out.append(UInt8(ascii: "\""))
@@ -147,10 +155,7 @@ public struct Receipt: Sendable, Hashable {
         string(prevSHA256)
         member("seq")
         integer(seq)
-        if let signature {
-            member("signature")
-            string(signature)
-        }
+        let signatureAt = out.count
         member("v")
         integer(version)
         member("values")
@@ -171,6 +176,17 @@ public struct Receipt: Sendable, Hashable {
             throw ReceiptError(.malformed, "votes: \(error)")
         }
         out.append(UInt8(ascii: "}"))
+        return (out, signatureAt)
+    }
+
+    /// `bytes` (a receipt's JCS without its signature) with `"signature":…` inserted at `at`.
+    static func splice(_ signature: String, into bytes: [UInt8], at: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + signature.utf8.count + 16)
+        out.append(contentsOf: bytes[..<at])
+        out.append(contentsOf: #","signature":"#.utf8)
+        JCS.writeString(signature, into: &out)
+        out.append(contentsOf: bytes[at...])
         return out
     }
 

@@ -72,11 +72,14 @@ public struct ReceiptChain: Sendable {
     /// The next receipt: `draft` at `head.seq + 1`, linked to the head and signed; the head
     /// moves to it.
     public mutating func append(_ draft: ReceiptDraft) throws(ReceiptError) -> Appended {
-        let signed = try key.sign(draft.receipt(after: head))
-        let bytes = try signed.encoded()
-        let link = ChainLink(seq: signed.receipt.seq, sha256: hex(SHA256.hash(data: bytes)))
-        head = link
-        return Appended(receipt: signed, bytes: bytes)
+        var receipt = draft.receipt(after: head)
+        receipt.keyID = key.keyID
+        // One canonical pass: what is signed, and with the signature spliced in, the receipt's bytes.
+        let (unsigned, at) = try receipt.canonicalWithoutSignature()
+        let signature = key.signature(for: unsigned)
+        let bytes = Receipt.splice(Base64URL.encode(signature), into: unsigned, at: at)
+        head = ChainLink(seq: receipt.seq, sha256: hex(SHA256.hash(data: bytes)))
+        return Appended(receipt: SignedReceipt(receipt: receipt, signature: signature), bytes: bytes)
     }
 
     /// Moves the head back (to the last receipt committed, after a failed commit).

@@ -290,5 +290,15 @@ struct ReceiptCanonicalWriterTests {
         let signed = try testKey.sign(receipt)
         #expect(try signed.encoded() == JCS.canonicalize(.object(signed.json)))
         #expect(try SignedReceipt(text: String(decoding: try signed.encoded(), as: UTF8.self)) == signed)
+        // The chain writes its receipts' bytes in one pass, the signature spliced in: the same bytes.
+        var chain = ReceiptChain(key: testKey, head: ChainLink(seq: seed * 7_919, sha256: String(repeating: "ab", count: 32)))
+        let appended = try chain.append(
+            ReceiptDraft(
+                alertID: receipt.alertID, client: receipt.client, contentSHA256: receipt.contentSHA256, outcome: receipt.outcome,
+                button: receipt.button, buttonIndex: receipt.buttonIndex, decidedBy: receipt.decidedBy, votes: receipt.votes,
+                comment: receipt.comment, values: receipt.values, decidedAt: receipt.decidedAt))
+        #expect(appended.receipt == signed, "Ed25519 signatures are deterministic: the same receipt, the same signature")
+        #expect(appended.bytes == (try JCS.canonicalize(.object(signed.json))))
+        #expect(chain.head == (try signed.link()))
     }
 }
