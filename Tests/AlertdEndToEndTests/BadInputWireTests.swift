@@ -38,7 +38,7 @@ struct BadInputWireTests {
     /// Found when nginx answered 502 to the contract tier's 413 test, through two instances
     /// on a loaded machine: alertd answered on the head and closed on the unread body, and
     /// the kernel's reset could destroy the 413 before nginx read it.
-    @Test("a body over 64 KiB sent with its head, as a proxy sends it, is read and answered 413 on a connection that serves the next request")
+    @Test("a body over 64 KiB sent with its head (as a proxy sends it) is read, answered 413, and the connection lives on")
     func oversizedBodyIsReadThenAnswered() async throws {
         try await WireFixture.expectHarmless { connection in
             let response = try await connection.request(
