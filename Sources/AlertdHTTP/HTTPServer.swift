@@ -394,7 +394,17 @@ public final class HTTPServer: Sendable {
             return refuse(handler.reject(.badFraming(problem)))
         }
         if let declared = framing.contentLength, declared > configuration.maxBodyBytes {
-            return refuse(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), close: false)
+            // A client that waits for `100 Continue`, or one that declares more than we would
+            // ever read, is answered now. Any other sends the body with the head (a proxy
+            // such as nginx always does): it is read and dropped, and answered once in, so
+            // that the connection never closes on unread bytes. Closing on them makes the
+            // kernel reset the connection, which can destroy the answer before the client
+            // reads it: nginx then said 502, not 413 (the contract tier through two instances).
+            guard !framing.expectsContinue, declared <= discardLimit else {
+                return refuse(handler.reject(.payloadTooLarge(limit: configuration.maxBodyBytes)), close: false)
+            }
+            context.tooLarge = true
+            return .YES
         }
         // The accept policy closes connections over the per-address limit; two accepted at
         // once by two threads can both pass it, and the later one is refused here.
@@ -421,13 +431,17 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// How much of a body over `maxBodyBytes` is read and dropped so that its sender gets
+    /// the 413; past it the connection is cut.
+    private var discardLimit: Int { max(16 << 20, 4 * configuration.maxBodyBytes) }
+
     /// A piece of the body: kept while the body fits `maxBodyBytes`, read and dropped
     /// beyond it (so the client gets its 413), and the connection cut past a margin.
     private func bodyArrived(_ data: UnsafePointer<CChar>?, size: Int, context: RequestContext) -> MHD_Result {
         if context.tooLarge {
             context.discarded += size
             // Past a generous margin, hang up instead of reading a body nobody wants.
-            return context.discarded > max(16 << 20, 4 * configuration.maxBodyBytes) ? .NO : .YES
+            return context.discarded > discardLimit ? .NO : .YES
         }
         if context.body.count + size > configuration.maxBodyBytes {
             context.tooLarge = true
@@ -745,6 +759,8 @@ private struct Framing {
     var problem: String?
     /// Whether a body follows: chunked, or a non-zero length.
     var hasBody = false
+    /// Whether the client waits for `100 Continue` before it sends the body.
+    var expectsContinue = false
     /// The header fields' size as sent, about (names, values, separators).
     var headerBytes = 0
 
@@ -753,6 +769,7 @@ private struct Framing {
         /// The `Transfer-Encoding` headers' values, trimmed.
         var encodings: [String] = []
         var transferEncoding: Bool { !encodings.isEmpty }
+        var expectsContinue = false
         var bytes = 0
     }
 
@@ -762,6 +779,7 @@ private struct Framing {
             _ = MHD_get_connection_values(connection, .HEADER_KIND, scanFraming, pointer)
         }
         headerBytes = scan.bytes
+        expectsContinue = scan.expectsContinue
         // One Content-Length, its value digits only (RFC 9110 §8.6). libmicrohttpd reads the
         // first header and answers a value it cannot read itself; a second header, equal or
         // not, or one it never read (`Content-Length: 20` then `Content-Length: 0x14`),
@@ -796,6 +814,8 @@ private let scanFraming: MHD_KeyValueIterator = { cls, _, key, value in
         scan.pointee.lengths.append(value.map { String(cString: $0) } ?? "")
     } else if strcasecmp(key, "Transfer-Encoding") == 0 {
         scan.pointee.encodings.append((value.map { String(cString: $0) } ?? "").trimmingCharacters(in: [" ", "\t"]))
+    } else if strcasecmp(key, "Expect") == 0, let value, strcasecmp(value, "100-continue") == 0 {
+        scan.pointee.expectsContinue = true
     }
     return .YES
 }

@@ -138,21 +138,42 @@ class NotificationTests(unittest.TestCase):
                 f"no {what} ({tag}) within {SOON} s; shown: {self.notifications()}; the worker: {self.devtools.worker_events()}"
             ) from None
 
-    def push(self, kind, alert_id, device=None):
+    def deliver(self, payload, done, what, raw=False):
+        """Hands `payload` to the worker and returns `done()` once it holds (what the push shows).
+
+        Headless Chromium loses about one notification in ten from what getNotifications() reads
+        back: DevTools' BackgroundService record says the push was dispatched and completed with
+        Success (showNotification resolved), yet no notification with its tag is listed within
+        15 s. It is the headless browser's notification store, not the worker: the same push
+        delivered again is listed. So up to three deliveries, 5 s apart; the worker shows the same
+        push twice as one notification (its tag), and a decision's note reads the same each time.
+        """
+        for _ in range(2):
+            self.devtools.deliver_push(self.base, self.registration, payload, raw)
+            try:
+                return until(self.driver, lambda d: done(), 5, what)
+            except TimeoutException:
+                pass
+        self.devtools.deliver_push(self.base, self.registration, payload, raw)
+        try:
+            return until(self.driver, lambda d: done(), SOON, what)
+        except TimeoutException:
+            raise AssertionError(
+                f"not {what} within {SOON} s of a third delivery; shown: {self.notifications()}; the worker: {self.devtools.worker_events()}"
+            ) from None
+
+    def shows(self, payload, tag, condition=lambda n: True, what="the notification", raw=False):
+        """The notification with `tag` that `payload` makes, once `condition` holds of it."""
+        return self.deliver(payload, lambda: next((n for n in self.notifications(tag) if condition(n)), None), what, raw)
+
+    def push(self, kind, alert_id, condition=lambda n: True, what="the notification", device=None):
+        """The push alertd sent about `alert_id`, delivered to the worker, and its notification."""
         payload = self.endpoint.wait(device or self.phone, kind, alert_id)
-        self.devtools.deliver_push(self.base, self.registration, payload)
-        return payload
+        return payload, self.shows(payload, alert_id, condition, what)
 
     def display(self, client, alert=DEPLOY, device=None):
         posted = self.daemon.post(client, alert, token=POSTER)
-        payload = self.push("alert.displayed", posted["id"], device)
-        # DevTools' deliverPushMessage was once lost on a loaded machine (the worker running and
-        # activated, no push event, no notification): the harness's hop, not the worker's. Once
-        # more if nothing shows within 5 s; the same payload replaces its own notification (tag).
-        try:
-            until(self.driver, lambda d: self.notifications(posted["id"]) or None, 5, "the first delivery")
-        except TimeoutException:
-            self.devtools.deliver_push(self.base, self.registration, payload)
+        payload, _ = self.push("alert.displayed", posted["id"], device=device)
         return posted, payload
 
     def tap(self, tag, action):
@@ -205,8 +226,7 @@ class NotificationTests(unittest.TestCase):
         self.assertTrue(self.notification(posted["id"])["requireInteraction"])
         # A reminder (push.remind_every) is the same alert again: it replaces the notification.
         reminder = dict(payload, reminder=True)
-        self.devtools.deliver_push(self.base, self.registration, reminder)
-        again = self.notification(posted["id"], lambda n: n["title"].startswith("Reminder: "), "the reminder")
+        again = self.shows(reminder, posted["id"], lambda n: n["title"].startswith("Reminder: "), "the reminder")
         self.assertEqual(again["title"], "Reminder: Disk full on db-1")
         self.assertEqual(len(self.notifications(posted["id"])), 1)
 
@@ -223,8 +243,7 @@ class NotificationTests(unittest.TestCase):
         self.assertEqual(note["actions"], [])
         self.assertTrue(note["silent"])
         # The decision's push keeps what this device did, and the link is spent.
-        self.push("alert.decided", posted["id"])
-        decided = self.notification(posted["id"], lambda n: n["data"].get("decided") == "answered", "the decided note")
+        _, decided = self.push("alert.decided", posted["id"], lambda n: n["data"].get("decided") == "answered", "the decided note")
         self.assertEqual(decided["body"], "You answered “Deploy”.")
         self.assertTrue(decided["data"]["settled"])
         # The note has nothing left to answer: a tap on it only opens the dashboard.
@@ -269,9 +288,8 @@ class NotificationTests(unittest.TestCase):
         first, _ = self.display("decided")
         self.notification(first["id"], lambda n: n["actions"], "the question")
         self.daemon.choose("decided", first["id"], "Deploy", token=ALICE)
-        self.push("alert.decided", first["id"])
         # No page of the dashboard on screen: the question makes way for a note, without sound.
-        note = self.notification(first["id"], lambda n: not n["actions"], "the note")
+        _, note = self.push("alert.decided", first["id"], lambda n: not n["actions"], "the note")
         self.assertEqual(note["title"], DEPLOY["title"])
         self.assertEqual(note["body"], "Answered: nothing left to do.")
         self.assertTrue(note["silent"])
@@ -283,24 +301,19 @@ class NotificationTests(unittest.TestCase):
         # With the dashboard on screen, a decision closes its notification at once.
         self.driver.get(self.base + "/")
         self.daemon.choose("decided", second["id"], "Cancel", token=ALICE)
-        self.push("alert.decided", second["id"])
-        until(self.driver, lambda d: self.notifications(second["id"]) == [], SOON, "the notification closed")
+        payload = self.endpoint.wait(self.phone, "alert.decided", second["id"])
+        self.deliver(payload, lambda: self.notifications(second["id"]) == [], "the notification closed")
 
     def test_every_push_shows_a_notification_even_one_it_cannot_read(self):
         # Browsers end (Safari) or flag (Chrome) subscriptions whose pushes show nothing.
-        self.devtools.deliver_push(self.base, self.registration, {"type": "alert.future", "alert": {"id": "X1", "client": "ops"}})
-        self.notification("alertd", what="the notification of a push it does not know")
+        future = {"type": "alert.future", "alert": {"id": "X1", "client": "ops"}}
+        self.shows(future, "alertd", what="the notification of a push it does not know")
         self.driver.execute_script("navigator.serviceWorker.getRegistration('/').then((r) => r.getNotifications().then((l) => l.forEach((n) => n.close())))")
         until(self.driver, lambda d: self.notifications("alertd") == [], SOON, "the notification closed")
-        self.devtools.call(
-            "ServiceWorker.deliverPushMessage", {"origin": self.base, "registrationId": self.registration, "data": "not JSON"}
-        )
-        self.notification("alertd", what="the notification of a push that is not JSON")
+        self.shows("not JSON", "alertd", what="the notification of a push that is not JSON", raw=True)
         # The decision about an alert whose question this device does not show (dismissed by hand).
-        self.devtools.deliver_push(
-            self.base, self.registration, {"type": "alert.decided", "alert": {"id": "01NOTSHOWN", "client": "ops", "state": "expired"}}
-        )
-        note = self.notification("01NOTSHOWN", what="the note")
+        decided = {"type": "alert.decided", "alert": {"id": "01NOTSHOWN", "client": "ops", "state": "expired"}}
+        note = self.shows(decided, "01NOTSHOWN", what="the note")
         self.assertEqual((note["title"], note["body"]), ("An alert for ops", "Expired before anyone answered."))
         self.assertTrue(note["silent"])
 

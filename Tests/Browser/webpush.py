@@ -204,11 +204,12 @@ class DevTools:
         event = self.wait_event(activated, timeout)
         return next(v["registrationId"] for v in event["params"]["versions"] if v["status"] == "activated" and registrations.get(v["registrationId"]) == scope)
 
-    def deliver_push(self, origin, registration_id, payload):
-        """What Chromium does with a message its push service brings: a push event with this data."""
+    def deliver_push(self, origin, registration_id, payload, raw=False):
+        """What Chromium does with a message its push service brings: a push event with this data
+        (`payload` as JSON, or as it is when `raw`)."""
         self.call(
             "ServiceWorker.deliverPushMessage",
-            {"origin": origin, "registrationId": registration_id, "data": json.dumps(payload)},
+            {"origin": origin, "registrationId": registration_id, "data": payload if raw else json.dumps(payload)},
         )
 
     def worker_events(self):
