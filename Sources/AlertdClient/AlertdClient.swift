@@ -412,6 +412,12 @@ public struct AlertdClient: Sendable {
                 guard case .object(let receipt) = item else { throw ReceiptError.malformed }
                 receipts.append(try SignedReceipt(json: receipt))
             }
+            // A page that does not move on would have a reader of the whole log ask for it forever.
+            if let last = receipts.last, nextAfter != last.receipt.seq || last.receipt.seq <= after {
+                throw AlertdError(
+                    kind: .invalidResponse, status: answer.status,
+                    message: "the audit log's page after \(after) does not move on (next_after \(nextAfter))")
+            }
             return AuditPage(receipts: receipts, nextAfter: nextAfter)
         } catch let error as AlertdError {
             throw error

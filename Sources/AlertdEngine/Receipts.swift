@@ -67,22 +67,34 @@ extension ReceiptDraft {
     /// refuse such numbers (`invalid-alert`), so only an alert stored before that check could;
     /// its content is hashed with the number written as posted (``ReceiptContent/sha256(ofAlertWritingNumbersAsPosted:)``).
     ///
-    /// - Precondition: `alert` is terminal.
-    public init(decided alert: Alert) {
-        let resource = Self.asked(alert)
+    /// An alert that is not terminal, or whose stored `metadata` does not parse, has no
+    /// receipt: the draft throws (``Undraftable``) rather than sign one that misstates what was
+    /// asked or what became of it, and the decision's commit fails with it.
+    public init(decided alert: Alert) throws(Undraftable) {
+        guard let outcome = Receipt.Outcome(rawValue: alert.state.rawValue) else {
+            throw Undraftable(alert: alert.id, reason: "it is \(alert.state.rawValue), not decided")
+        }
+        let resource = try Self.asked(alert)
         let content = (try? ReceiptContent.sha256(ofAlert: resource)) ?? ReceiptContent.sha256(ofAlertWritingNumbersAsPosted: resource)
         var votes: [JSONValue] = []
         if case .array(let items) = Self.written({ $0.votes(alert.votes) }) { votes = items }
         let result = alert.result
         self.init(
             alertID: alert.id.description, client: alert.client, contentSHA256: content,
-            outcome: Receipt.Outcome(rawValue: alert.state.rawValue) ?? .withdrawn,
+            outcome: outcome,
             button: result?.button, buttonIndex: result?.buttonIndex, decidedBy: result?.decidedBy, votes: votes,
             comment: result?.comment, values: result?.values ?? [:], decidedAt: (alert.decidedAt ?? alert.createdAt).rfc3339)
     }
 
+    /// Why a decided alert has no receipt: a store's state no post or decision leaves.
+    public struct Undraftable: Error, CustomStringConvertible {
+        public let alert: AlertID
+        public let reason: String
+        public var description: String { "alert \(alert) has no receipt: \(reason)" }
+    }
+
     /// The members of `alert`'s resource that ``ReceiptContent`` hashes, as the resource has them.
-    static func asked(_ alert: Alert) -> JSONObject {
+    static func asked(_ alert: Alert) throws(Undraftable) -> JSONObject {
         var members = JSONObject()
         members["client"] = .string(alert.client)
         members["title"] = .string(alert.title)
@@ -96,7 +108,14 @@ extension ReceiptDraft {
         members["priority"] = .number(JSONNumber(alert.priority))
         members["quorum"] = .number(JSONNumber(alert.quorum))
         members["fields"] = written { $0.fields(alert.fields) }
-        members["metadata"] = alert.metadata.map { (try? JSONParser.parse($0.bytes)) ?? .null } ?? .null
+        if let metadata = alert.metadata {
+            guard let parsed = try? JSONParser.parse(metadata.bytes) else {
+                throw Undraftable(alert: alert.id, reason: "its stored metadata is not JSON")
+            }
+            members["metadata"] = parsed
+        } else {
+            members["metadata"] = .null
+        }
         members["posted_by"] = alert.postedBy.map(JSONValue.string) ?? .null
         members["created_at"] = .string(alert.createdAt.rfc3339)
         return members

@@ -476,7 +476,7 @@ final class Flushes: Sendable {
                 roundTrips.withLockedValue { $0 += 1 }
                 var records: [AlertID: ReceiptRecord] = [:]
                 for alert in writes.decided {
-                    let record = ReceiptRecord(try chain.append(ReceiptDraft(decided: alert)), of: alert)
+                    let record = ReceiptRecord(try chain.append(try ReceiptDraft(decided: alert)), of: alert)
                     records[alert.id] = record
                     writes.receipts.append(record)
                 }

@@ -153,8 +153,14 @@ public final class GroupCommitter: @unchecked Sendable {
 
     /// After a failure: submissions from now on are committed again (those made
     /// before still fail). Call once memory matches the store again.
-    public func resume() {
+    ///
+    /// - Parameter head: the receipts chain's head as the store holds it, read back with its
+    ///   memory: the receipts of submissions from now on go on from there. A commit that
+    ///   failed may still have reached the disk (an I/O error after the write), and then its
+    ///   receipts are the chain's, not the head this committer last saw committed.
+    public func resume(head: ChainLink? = nil) {
         incoming.lock()
+        if let head { committedHead = head }
         epoch += 1
         incoming.unlock()
     }
@@ -232,7 +238,7 @@ public final class GroupCommitter: @unchecked Sendable {
                 switch write {
                 case .receipt(let alert):
                     guard var current = chain else { throw UnsignedReceipt(alert: alert.id) }
-                    let appended = try current.append(ReceiptDraft(decided: alert))
+                    let appended = try current.append(try ReceiptDraft(decided: alert))
                     chain = current
                     let record = ReceiptRecord(appended, of: alert)
                     mine[alert.id] = record

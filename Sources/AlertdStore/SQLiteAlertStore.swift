@@ -502,8 +502,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
     /// with the earlier failure.
     private func recover() -> Bool {
         let stored: StoredState
+        let head: ChainLink
         do {
             stored = try persistent.load()
+            head = try persistent.receiptHead()
         } catch {
             logger.error("the store cannot be read back after a failed commit", metadata: ["error": "\(error)"])
             return false
@@ -516,7 +518,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             state.board.began(normalized)
             state.pendingKeys = [:]
             // From here on submissions are computed on memory that matches the store.
-            committer.resume()
+            committer.resume(head: head)
             failure.clear()
             if !normalized.saved.isEmpty {
                 committer.submit(normalized.saved.map { .alert($0) }) { [self] result in
