@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "AlertdEngine",
             dependencies: [
-                "AlertdAlertmanager", "AlertdCore", "AlertdWire", "AlertdDelivery", "AlertdPush",
+                "AlertdAlertmanager", "AlertdCore", "AlertdWire", "AlertdDelivery", "AlertdPush", "AlertdReceipts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "AlertdStore",
             dependencies: [
-                "AlertdCore", "AlertdEngine",
+                "AlertdCore", "AlertdEngine", "AlertdReceipts",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hottest statement's columns directly.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "AlertdPostgres",
             dependencies: [
-                "AlertdCore", "AlertdEngine", "AlertdWire", "AlertdVersion",
+                "AlertdCore", "AlertdEngine", "AlertdReceipts", "AlertdWire", "AlertdVersion",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -250,7 +250,7 @@ let package = Package(
         .testTarget(
             name: "AlertdStoreTests",
             dependencies: [
-                "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", "AlertdTestSupport",
+                "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", "AlertdTestSupport", "AlertdReceipts",
                 // ControlledStore, the store wrapper of the in-process harness, around the group committer's store.
                 "AlertdInProcess",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -319,7 +319,7 @@ let package = Package(
             name: "AlertdInProcess",
             dependencies: [
                 "AlertdAPI", "AlertdCore", "AlertdDaemon", "AlertdEngine", "AlertdHTTP", "AlertdStore", "AlertdTestSupport",
-                "AlertdWire",
+                "AlertdReceipts", "AlertdWire",
                 // SQLiteWriteLock: SQLite's write lock held from a connection of its own.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -331,6 +331,7 @@ let package = Package(
         .testTarget(
             name: "AlertdCallbacksTests",
             dependencies: [
+                "AlertdReceipts",
                 "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdStore", "AlertdWire", "AlertdTestSupport",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
@@ -343,6 +344,7 @@ let package = Package(
         .testTarget(
             name: "AlertdAPIContractTests",
             dependencies: [
+                "AlertdReceipts",
                 "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
                 "AlertdPostgres", "AlertdPush",
                 "AlertdInProcess", "AlertdTestSupport",
@@ -354,6 +356,7 @@ let package = Package(
         .testTarget(
             name: "AlertdStorePortTests",
             dependencies: [
+                "AlertdReceipts",
                 "AlertdCore", "AlertdEngine", "AlertdInProcess", "AlertdPostgres", "AlertdStore", "AlertdTestSupport", "AlertdWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -365,7 +368,7 @@ let package = Package(
             name: "AlertdEndToEndTests",
             dependencies: [
                 "alertd", "alertctl", "AlertdMCP", "AlertdWire", "AlertdClient", "AlertdClientTesting", "AlertdTestSupport",
-                "AlertdVersion",
+                "AlertdReceipts", "AlertdVersion",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),

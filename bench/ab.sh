@@ -10,6 +10,15 @@
 #                                  through two instances on one PostgreSQL (SPEC §9: each
 #                                  read checks the client's version in the database)
 #   bench/ab.sh pg-current-alone A B   the same, one instance, both loads on it
+#   bench/ab.sh answer A B         decisions: each of ANSWER_CONNS wrk threads (default 16) posts an
+#                                  alert to a client of its own and answers it, over and over
+#                                  (wrk/answer_loop.lua), SQLite (durability: full), a fresh state
+#                                  directory per run: decisions a second (each one a post and a
+#                                  choice), the figure receipts (SPEC §14, issue 47) cost; with
+#                                  PERF=1 also the daemon's CPU time and context switches a decision
+#   bench/ab.sh pg-answer A B      the same through two instances on one PostgreSQL database (half
+#                                  the threads on each), a fresh database per run: every decision
+#                                  takes its turn at the one chain of receipts
 #
 # A and B are alertd binaries (release builds). Environment: ROUNDS [5], DURATION [10]
 # seconds a run, WARMUP [2], PORT [19180]; an environment for one build only goes in
@@ -18,7 +27,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-MODE=${1:?"usage: bench/ab.sh post|pg-current|pg-current-alone A B"}
+MODE=${1:?"usage: bench/ab.sh post|pg-current|pg-current-alone|answer|pg-answer A B"}
 BIN_A=${2:?"binary A"}
 BIN_B=${3:?"binary B"}
 ROUNDS=${ROUNDS:-5}
@@ -38,34 +47,45 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A receipts key for the instances on PostgreSQL, made once (SPEC §14: every instance signs
+# with one key). Builds since issue 47's first part read the section; those before it refuse it.
+KEY="$OUT/receipts-key.pem"
+
 # ---- PostgreSQL, once for every run (pg-* modes) ----------------------------------------
 URL=""
 if [[ $MODE == pg-* ]]; then
     # shellcheck source=tools/pgcluster.sh
     source "$HERE/tools/pgcluster.sh"
     pg_cluster "$OUT" $((PORT + 10))
+    "$BIN_B" receipts keygen "$KEY" >/dev/null
 fi
+ANSWER_CONNS=${ANSWER_CONNS:-16}
+# Decisions a second of an answer_loop.lua output: its ANSWERED count over the run.
+decisions() { python3 -c "import re,sys; t=open(sys.argv[1]).read(); print(round(int(re.search(r'ANSWERED (\\d+)', t).group(1)) / float(sys.argv[2]), 1))" "$1" "$DURATION"; }
+refused() { sed -n 's/^REFUSED \([0-9]*\).*/\1/p' "$1"; }
 
-config() { # $1 file, $2 state dir
+
+config() { # $1 file, $2 state dir, $3 database URL (pg modes)
     {
         echo "log: {level: warning}"
         echo "state_dir: $2"
         echo "limits: {max_pending_per_client: 10000000, max_pending_total: 100000000, max_connections: 60000, max_connections_per_ip: 60000}"
-        if [ -n "$URL" ]; then
-            echo "store: {backend: postgres, postgres: {url: \"$URL\", pool_size: 8}}"
+        if [ -n "${3:-$URL}" ]; then
+            echo "store: {backend: postgres, postgres: {url: \"${3:-$URL}\", pool_size: 8}}"
+            echo "receipts: {key_file: $KEY}"
         else
             echo "durability: full"
         fi
     } >"$1"
 }
 
-# Starts build $1 (A or B) as instance $2 on port $3; sets STARTED to its pid.
+# Starts build $1 (A or B) as instance $2 on port $3 (on database URL $4, pg modes); sets STARTED to its pid.
 start() {
     local which=$1 name=$2 port=$3 bin env
     if [ "$which" = A ]; then bin=$BIN_A env=${ENV_A:-}; else bin=$BIN_B env=${ENV_B:-}; fi
     local state="$OUT/state-$name"
     [[ $MODE == pg-* ]] || rm -rf "$state"
-    config "$OUT/$name.yaml" "$state"
+    config "$OUT/$name.yaml" "$state" "${4:-}"
     # shellcheck disable=SC2086
     env $env "$bin" --config "$OUT/$name.yaml" --listen "127.0.0.1:$port" 2>>"$OUT/$name.log" &
     STARTED=$!
@@ -133,6 +153,56 @@ EOF
         [ -z "$b" ] || stop "$b"
         echo "$which $(python3 -c "print($(rps "$OUT/$tag-a.txt") + $(rps "$OUT/$tag-b.txt"))")" >>"$OUT/results"
         ;;
+    answer)
+        start "$which" "$tag" "$PORT"
+        local pid=$STARTED
+        wrk -t"$ANSWER_CONNS" -c"$ANSWER_CONNS" -d"${WARMUP}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" -- warm >/dev/null 2>&1
+        wrk -t"$ANSWER_CONNS" -c"$ANSWER_CONNS" -d"${DURATION}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" -- bench \
+            >"$OUT/$tag.txt" 2>&1 &
+        local load=$!
+        if [ "${PERF:-0}" = 1 ]; then
+            sleep 1
+            perf stat -x, -e task-clock,context-switches -p "$pid" -- sleep $((DURATION - 2)) 2>"$OUT/$tag.perf"
+        fi
+        wait "$load"
+        stop "$pid"
+        [ "$(refused "$OUT/$tag.txt")" = 0 ] || say "build $which refused $(refused "$OUT/$tag.txt") requests (see $OUT/$tag.txt)"
+        local d; d=$(decisions "$OUT/$tag.txt")
+        if [ "${PERF:-0}" = 1 ]; then
+            python3 - "$which" "$d" "$OUT/$tag.perf" $((DURATION - 2)) >>"$OUT/results" <<'EOF'
+import sys
+which, rate, path, secs = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+values = {line.split(",")[2]: float(line.split(",")[0]) for line in open(path) if line.count(",") > 2}
+decisions = rate * secs
+print(which, rate, round(values["task-clock"] * 1000 / decisions, 1), round(values["context-switches"] / decisions, 2))
+EOF
+        else
+            echo "$which $d" >>"$OUT/results"
+        fi
+        ;;
+    pg-answer)
+        # A database of the run's own: both builds start from an empty schema and chain.
+        local database="run_${which,,}_${round}"
+        "$PGBIN/psql" -X -q -h 127.0.0.1 -p $((PORT + 10)) -U postgres -c "CREATE DATABASE $database" postgres
+        local url="postgres://postgres@127.0.0.1:$((PORT + 10))/$database?sslmode=disable"
+        start "$which" "$tag-a" "$PORT" "$url"
+        local a=$STARTED
+        start "$which" "$tag-b" $((PORT + 1)) "$url"
+        local b=$STARTED half=$((ANSWER_CONNS / 2))
+        local warm=()
+        for port in "$PORT" $((PORT + 1)); do
+            wrk -t"$half" -c"$half" -d"${WARMUP}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$port" -- "warm$port" >/dev/null 2>&1 &
+            warm+=($!)
+        done
+        wait "${warm[@]}"
+        wrk -t"$half" -c"$half" -d"${DURATION}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$PORT" -- one >"$OUT/$tag-a.txt" 2>&1 &
+        local first=$!
+        wrk -t"$half" -c"$half" -d"${DURATION}s" -s "$HERE/wrk/answer_loop.lua" "http://127.0.0.1:$((PORT + 1))" -- two >"$OUT/$tag-b.txt" 2>&1
+        wait "$first"
+        stop "$a"
+        stop "$b"
+        echo "$which $(python3 -c "print($(decisions "$OUT/$tag-a.txt") + $(decisions "$OUT/$tag-b.txt"))")" >>"$OUT/results"
+        ;;
     *) say "unknown mode $MODE"; exit 2 ;;
     esac
     say "$(tail -1 "$OUT/results")"
@@ -143,7 +213,7 @@ for round in $(seq 1 "$ROUNDS"); do
     # Alternate which goes first, so neither always follows the other.
     if ((round % 2)); then run A "$round"; run B "$round"; else run B "$round"; run A "$round"; fi
 done
-python3 - "$OUT/results" <<'EOF' | tee "$OUT/summary.txt"
+python3 - "$OUT/results" "$MODE" <<'EOF' | tee "$OUT/summary.txt"
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 medians = {}
@@ -151,11 +221,12 @@ for build in ("A", "B"):
     mine = [r for r in rows if r[0] == build]
     columns = list(zip(*[[float(x) for x in r[1:]] for r in mine]))
     medians[build] = [statistics.median(c) for c in columns]
-    labels = ["req/s", "CPU us/post", "switches/post"][: len(columns)]
+    unit = "decision" if sys.argv[2].endswith("answer") else "post"
+    labels = ["req/s" if unit == "post" else "decisions/s", f"CPU us/{unit}", f"switches/{unit}"][: len(columns)]
     print(f"{build}: " + "  ".join(f"{l} median {m:,.1f} (runs: {', '.join(f'{x:,.1f}' for x in c)})"
                                     for l, m, c in zip(labels, medians[build], columns)))
 a, b = medians["A"][0], medians["B"][0]
-print(f"B against A: req/s {100 * (b - a) / a:+.1f} %")
+print(f"B against A: {'req/s' if unit == 'post' else 'decisions/s'} {100 * (b - a) / a:+.1f} %")
 if len(medians["A"]) > 1:
-    print(f"B against A: CPU a post {100 * (medians['B'][1] - medians['A'][1]) / medians['A'][1]:+.1f} %")
+    print(f"B against A: CPU a {unit} {100 * (medians['B'][1] - medians['A'][1]) / medians['A'][1]:+.1f} %")
 EOF

@@ -90,19 +90,22 @@ extension API {
         }
     }
 
-    /// `GET /v1/clients/{client}/alerts/{id}?wait=N`.
+    /// `GET /v1/clients/{client}/alerts/{id}?wait=N`: with `wait`, a long-poll whose answer
+    /// carries the receipt (``pollAlert(_:client:id:wait:)``).
     func getAlert(_ call: Call) throws {
         let client = try call.client()
-        let wait = try call.query(["wait"]).wait()
+        let query = try call.query(["wait"])
+        let wait = try query.wait()
         let id = try call.alertID(on: client)
         if wait > 0 { call.parking() }
+        if query["wait"] != nil { return pollAlert(call, client: client, id: id, wait: wait) }
         let owner = call.principal?.name
         let render: @Sendable (Result<PositionedAlert, EngineError>) -> HTTPResponse = { [self] result in
             alertResponse(result, whole: call.seesCallbackURLs)
         }
         call.answer(
             parking: { [engine] (later) async throws(EngineError) in
-                try await engine.alertOrPark(id, on: client, wait: wait, owner: owner) { decided in
+                try await engine.alertOrPark(id, on: client, wait: wait, owner: owner) { decided, _ in
                     if let decided { return later(PositionedAlert(decided, position: nil)) }
                     // Woken undecided (its wait is over, or alertd is stopping): read as committed now.
                     call.answer({ () async throws(EngineError) in try await engine.settledAlert(id, on: client) }, render)

@@ -22,6 +22,9 @@ extension API {
         Route("DELETE", "/v1/clients/{client}/alerts/{id}", .post, "withdraw_alert", API.withdrawAlert),
         Route("POST", "/v1/clients/{client}/alerts/{id}/choice", .answer, "choose", API.choose),
         Route("GET", "/v1/clients/{client}/alerts/{id}/deliveries", .read, "deliveries", API.deliveries),
+        // Signed receipts (SPEC §14): a decided alert's, and the deployment's audit log.
+        Route("GET", "/v1/clients/{client}/alerts/{id}/receipt", .read, "alert_receipt", API.alertReceipt),
+        Route("GET", "/v1/audit", .admin, "audit", API.audit),
         Route("POST", "/v1/clients/{client}/webhooks", .admin, "create_webhook", API.createWebhook),
         Route("GET", "/v1/clients/{client}/webhooks", .admin, "list_webhooks", API.listWebhooks),
         Route("GET", "/v1/clients/{client}/webhooks/{id}", .admin, "get_webhook", API.getWebhook),

@@ -1,3 +1,4 @@
+public import AlertdReceipts
 public import AlertdWire
 import Foundation
 import NIOHTTP1
@@ -92,12 +93,19 @@ public struct AlertDecision: Sendable, Hashable, CustomStringConvertible {
     /// The escalation steps the alert took before it was decided (SPEC §12): the clients it
     /// was also queued on because nobody answered, in order; empty when none.
     public var escalatedTo: [EscalatedTo]
+    /// The decision's signed receipt (SPEC §14), as the daemon answered it with the decision;
+    /// nil from a daemon that writes none (or a test double). ``AlertdClient`` has checked it
+    /// against the alert it presented (``SignedReceipt/verify(with:for:)`` without the key:
+    /// that it is this alert's and says this decision); check the signature with the
+    /// deployment's keys, ``AlertdClient/receiptKeys()``, or keep it for whoever audits.
+    public var receipt: SignedReceipt?
 
     /// A decision with every field given.
     public init(
         outcome: AlertOutcome, votes: [Vote] = [], decidedBy: String? = nil, comment: String? = nil, values: [String: String] = [:],
-        escalatedTo: [EscalatedTo] = []
+        escalatedTo: [EscalatedTo] = [], receipt: SignedReceipt? = nil
     ) {
+        self.receipt = receipt
         self.escalatedTo = escalatedTo
         self.outcome = outcome
         self.votes = votes
@@ -317,9 +325,20 @@ extension AlertdClient: AlertPresenting {
     /// print(decision.outcome, decision.votes.map { "\($0.decidedBy ?? "-"): \($0.button)" })
     /// ```
     public func presentForDecision(_ alert: NewAlert, on client: String) async throws -> AlertDecision {
-        let terminal = try await presentUntilTerminal(alert, on: client)
-        guard let decision = AlertDecision(terminal) else {
+        let (terminal, receipt) = try await presentUntilDecided(alert, on: client)
+        guard var decision = AlertDecision(terminal) else {
             throw AlertdError(kind: .invalidResponse, message: "alertd answered an alert \(terminal.state) without its button")
+        }
+        if let receipt {
+            // Its signature is the caller's to check, with keys it trusts; that it is this
+            // alert's receipt, and says this decision, is checked here.
+            do {
+                try receipt.verifyDecision(of: terminal)
+            } catch {
+                throw AlertdError(
+                    kind: .invalidResponse, message: "alertd's receipt for alert \(terminal.id) is not its decision's: \(error)")
+            }
+            decision.receipt = receipt
         }
         return decision
     }
@@ -353,6 +372,16 @@ extension AlertdClient: AlertPresenting {
         _ alert: NewAlert, on client: String, idempotencyKey: String? = nil,
         progress: (@Sendable (PresentProgress) throws -> Void)? = nil
     ) async throws -> AlertResource {
+        try await presentUntilDecided(alert, on: client, idempotencyKey: idempotencyKey, progress: progress).alert
+    }
+
+    /// ``presentUntilTerminal(_:on:idempotencyKey:progress:)`` with the decision's receipt
+    /// (SPEC §14): the one the terminal long-poll answer carried, or, for an alert already
+    /// decided when posted (a replayed key), the one read after; nil from a daemon that has none.
+    func presentUntilDecided(
+        _ alert: NewAlert, on client: String, idempotencyKey: String? = nil,
+        progress: (@Sendable (PresentProgress) throws -> Void)? = nil
+    ) async throws -> (alert: AlertResource, receipt: SignedReceipt?) {
         let key = idempotencyKey ?? UUID().uuidString
         var retries = RetryRun(bound: retryFor)
         var current = try await postRetrying(alert, to: client, key: key, retries: &retries, progress: progress)
@@ -363,11 +392,15 @@ extension AlertdClient: AlertPresenting {
             throw error
         }
         retries = RetryRun(bound: retryFor)
+        var receipt: SignedReceipt?
         while true {
-            if current.isTerminal { return current }
+            if current.isTerminal {
+                if receipt == nil { receipt = try? await self.receipt(on: client, id: current.id) }
+                return (current, receipt)
+            }
             if Task.isCancelled { try await withdrawAfterCancellation(client, current.id) }
             do {
-                current = try await self.alert(on: client, id: current.id, wait: pollSeconds)
+                (current, receipt) = try await polledAlert(on: client, id: current.id, wait: pollSeconds)
                 retries = RetryRun(bound: retryFor)
             } catch is CancellationError {
                 try await withdrawAfterCancellation(client, current.id)

@@ -29,6 +29,23 @@ extension NewAlert {
     public static let buttonLimit = 16
     public static let buttonTitleLimit = 64
     public static let metadataLimit = 4096
+
+    /// A number beyond the range of a double (`1e400`) has no canonical form (RFC 8785, which
+    /// a receipt's `content_sha256` hashes what was asked with, SPEC §14) and would read back
+    /// as infinity in most JSON libraries: each is refused, at its path (`metadata.a.b[2]`).
+    static func outOfRangeNumbers(in value: JSONValue, at path: String, into errors: inout [FieldError]) {
+        switch value {
+        case .number(let number) where !number.double.isFinite:
+            let reason = "\(number.literal) is beyond the range of a double (about ±1.8e308): JSON numbers here must be IEEE 754 doubles"
+            errors.append(FieldError(field: path, reason: reason))
+        case .array(let elements):
+            for (index, element) in elements.enumerated() { outOfRangeNumbers(in: element, at: "\(path)[\(index)]", into: &errors) }
+        case .object(let members):
+            for member in members { outOfRangeNumbers(in: member.value, at: "\(path).\(member.key)", into: &errors) }
+        default:
+            break
+        }
+    }
     public static let priorityRange = -100...100
     /// How many different deciders an alert may need (SPEC §10).
     public static let quorumRange = 1...10
@@ -185,6 +202,7 @@ extension NewAlert {
             if size > metadataLimit {
                 errors.append(FieldError(field: "metadata", reason: "is \(size) bytes as compact JSON; at most \(metadataLimit)"))
             }
+            Self.outOfRangeNumbers(in: .object(members), at: "metadata", into: &errors)
             metadata = members
         case let other?:
             errors.append(FieldError(field: "metadata", reason: "must be an object, not \(other.typeName)"))

@@ -40,6 +40,10 @@ final class AlertdMetrics: Sendable {
     /// The terminal alerts' bytes as retention counts them, and their bound (`alerts.retention_max_bytes`).
     let retainedBytes: CoreMetrics.Gauge
     let retainedBytesLimit: CoreMetrics.Gauge
+    /// Signed receipts kept (SPEC §14), their bytes, and the chain's last `seq`.
+    let receipts: CoreMetrics.Gauge
+    let receiptBytes: CoreMetrics.Gauge
+    let receiptSeq: CoreMetrics.Gauge
     let waiters: CoreMetrics.Gauge
     let pushSubscriptions: CoreMetrics.Gauge
     /// Deliveries not yet made: waiting for their time, and attempts in flight.
@@ -90,6 +94,9 @@ final class AlertdMetrics: Sendable {
         storeBytes = CoreMetrics.Gauge(label: "alertd_store_bytes", factory: factory)
         retainedBytes = CoreMetrics.Gauge(label: "alertd_store_retained_bytes", factory: factory)
         retainedBytesLimit = CoreMetrics.Gauge(label: "alertd_store_retained_bytes_limit", factory: factory)
+        receipts = CoreMetrics.Gauge(label: "alertd_receipts", factory: factory)
+        receiptBytes = CoreMetrics.Gauge(label: "alertd_receipts_bytes", factory: factory)
+        receiptSeq = CoreMetrics.Gauge(label: "alertd_receipts_last_seq", factory: factory)
         waiters = CoreMetrics.Gauge(label: "alertd_waiters", factory: factory)
         pushSubscriptions = CoreMetrics.Gauge(label: "alertd_push_subscriptions", factory: factory)
         deliveriesWaiting = CoreMetrics.Gauge(label: "alertd_deliveries_pending", dimensions: [("state", "waiting")], factory: factory)
@@ -201,6 +208,11 @@ final class AlertdMetrics: Sendable {
                 if let bytes = engine.storeBytes { storeBytes.record(bytes) }
                 if let bytes = engine.retainedBytes { retainedBytes.record(bytes) }
                 retainedBytesLimit.record(engine.retentionMaxBytes)
+                if let totals = engine.receiptTotals {
+                    receipts.record(totals.count)
+                    receiptBytes.record(totals.bytes)
+                    receiptSeq.record(totals.lastSeq)
+                }
                 waiters.record(engine.waiterCount)
                 pushSubscriptions.record(engine.pushSubscriptionCount)
                 let (waiting, inFlight) = deliveries.counts
@@ -243,6 +255,10 @@ final class AlertdMetrics: Sendable {
         "alertd_store_retained_bytes":
             "Bytes of the terminal alerts kept, as alerts.retention_max_bytes counts them: each alert as rendered and its events' bodies (measured at each purge).",
         "alertd_store_retained_bytes_limit": "alerts.retention_max_bytes: what alertd_store_retained_bytes is kept below at each purge.",
+        "alertd_receipts": "Signed receipts of decisions kept (SPEC §14): those receipts.retention has not removed.",
+        "alertd_receipts_bytes": "Bytes of the signed receipts kept: their canonical JSON, as GET /v1/audit serves them.",
+        "alertd_receipts_last_seq":
+            "The seq of the last receipt written: the head of the deployment's chain (every instance's on PostgreSQL, read every second).",
         "alertd_waiters": "Requests parked in long-polls.",
         "alertd_push_subscriptions": "Web Push subscriptions this instance pushes to (0 with push off).",
         "alertd_deliveries_pending":

@@ -88,14 +88,28 @@ public struct Alertd: Sendable {
         var lock: StateLock?
         var sqlite: SQLiteAlertStore?
         var postgres: PostgresAlertStore?
+        // Receipts' keys (SPEC §14): the stores sign every decision's receipt with the signing
+        // key, GET /v1/keys lists them all. SQLite makes its own key in state_dir at the first
+        // start when receipts.key_file is not set (after the state directory's lock is taken);
+        // PostgreSQL needs the file, the same on every instance.
+        func loadReceiptKeys() throws -> (signing: ReceiptSigningKey, keys: ReceiptKeySet) {
+            let loaded = try ReceiptKeyFiles.load(config)
+            guard let signing = loaded.signing else { throw ReceiptKeyFiles.requiredError(config) }
+            if let generated = loaded.generated {
+                logger.info("receipts signing key made", metadata: ["file": "\(generated)", "key_id": "\(signing.keyID)"])
+            }
+            return (signing, loaded.keys)
+        }
+        let receiptKeys: (signing: ReceiptSigningKey, keys: ReceiptKeySet)
         switch config.store {
         case .sqlite:
             let taken = try StateLock(directory: config.stateDir)
             lock = taken
             do {
+                receiptKeys = try loadReceiptKeys()
                 let embedded = try SQLiteAlertStore(
                     persistent: try openStore(config), settings: config.queueSettings, rules: config.alertRules, clock: clock,
-                    logger: logger, onCommit: { metrics.commitDuration.recordNanoseconds(Int64($0)) })
+                    logger: logger, receiptKey: receiptKeys.signing, onCommit: { metrics.commitDuration.recordNanoseconds(Int64($0)) })
                 logger.info(
                     "restored",
                     metadata: [
@@ -109,19 +123,14 @@ public struct Alertd: Sendable {
                 throw error
             }
         case .postgres(let url, let poolSize):
+            receiptKeys = try loadReceiptKeys()
             let shared = try PostgresAlertStore(
                 url: url, poolSize: poolSize, settings: config.queueSettings, rules: config.alertRules, clock: clock, logger: logger,
-                onFlush: { metrics.flushed($0) })
+                receiptKey: receiptKeys.signing, onFlush: { metrics.flushed($0) })
             postgres = shared
             store = shared
         }
         do {
-            // Receipts' keys (SPEC §14): GET /v1/keys lists them. SQLite makes its own key in
-            // state_dir at the first start when receipts.key_file is not set.
-            let receiptKeys = try ReceiptKeyFiles.load(config)
-            if let generated = receiptKeys.generated, let signing = receiptKeys.signing {
-                logger.info("receipts signing key made", metadata: ["file": "\(generated)", "key_id": "\(signing.keyID)"])
-            }
             var trusted: [String: DeliveryWorker.TrustedTarget] = [:]
             if let alertmanager = config.alertmanager, let silences = alertmanager.silencesURL {
                 trusted[silences] = DeliveryWorker.TrustedTarget(authorization: alertmanager.authorization)
@@ -140,7 +149,7 @@ public struct Alertd: Sendable {
                     callbackDeny: try config.callbacks.denyList(), retentionMax: config.retentionMax,
                     maxPendingDeliveriesPerClient: config.callbacks.maxPendingPerClient,
                     retentionMaxBytesPerClient: config.retentionMaxBytesPerClient, retentionMaxBytes: config.retentionMaxBytes,
-                    push: config.push),
+                    push: config.push, receiptRetentionSeconds: config.receipts.retentionSeconds),
                 configWebhooks: configWebhooks(config, at: clock.now()), logger: logger,
                 observer: .init(
                     created: { metrics.alertsCreated.increment() }, decided: { metrics.terminal($0.rawValue) },

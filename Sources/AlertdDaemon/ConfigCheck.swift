@@ -106,7 +106,9 @@ extension Config {
         }
         if let keyFile = receipts.keyFile {
             check { _ = try ReceiptKeyFiles.signingKey(at: keyFile, key: "receipts.key_file") }
-        } else if store == .sqlite {
+        } else if store != .sqlite {
+            problems.append(ReceiptKeyFiles.requiredError(self))
+        } else {
             let path = ReceiptKeyFiles.stateDirectoryKeyFile(self)
             if FileManager.default.fileExists(atPath: path) {
                 check { _ = try ReceiptKeyFiles.signingKey(at: path, key: "receipts.key_file") }

@@ -11,8 +11,8 @@ public enum ReceiptKeyFiles {
     ///
     /// - `receipts.key_file` set: that file.
     /// - unset, with SQLite: `state_dir/receipts-key.pem`, written (mode 0600) if absent.
-    /// - unset, with PostgreSQL: no signing key; the set lists the previous keys only. (Every
-    ///   instance must sign with one key, so once receipts are written this is a config error.)
+    /// - unset, with PostgreSQL: no signing key (every instance must sign with one key, so a
+    ///   start refuses it: ``requiredError(_:)``, and `alertd check-config` says so too).
     public static func load(_ config: Config) throws -> (signing: ReceiptSigningKey?, keys: ReceiptKeySet, generated: String?) {
         var signing: ReceiptSigningKey?
         var generated: String?
@@ -36,6 +36,15 @@ public enum ReceiptKeyFiles {
         }
         let previous = try previousKeys(config)
         return (signing, ReceiptKeySet((signing.map { [$0.publicKey] } ?? []) + previous), generated)
+    }
+
+    /// Why a config without a signing key cannot serve: with PostgreSQL, `receipts.key_file`
+    /// is required (SPEC §14).
+    public static func requiredError(_ config: Config) -> ConfigError {
+        ConfigError(
+            "\(config.source ?? "config"): receipts.key_file: required with store.backend: postgres: every instance signs "
+                + "receipts with the same key; make one with `alertd receipts keygen PATH`, copy it to each instance and name it here",
+            key: "receipts.key_file")
     }
 
     /// Where SQLite keeps its key when `receipts.key_file` is not set.

@@ -143,6 +143,24 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// however many processes try at once).
     func useAnswerToken(hash: [UInt8], now: Timestamp) async throws(EngineError) -> Bool
 
+    // MARK: Receipts (SPEC §14)
+    //
+    // A store writes the receipt of every alert a transaction decides in that transaction
+    // (answered, withdrawn, expired, dismissed; one per alert, quorum and escalation
+    // included), after the deployment's last receipt: `seq` without gaps across every
+    // process sharing the store, `prev_sha256` the hash of the receipt before, signed with
+    // the key it was given. ``Committed/receipts`` holds those of a commit, and the terminal
+    // events it wrote carry theirs (``OutboxEvent/attaching(receipts:)``).
+
+    /// The receipt of alert `id`; nil while it is pending, or when there is none (never
+    /// decided, or purged by `receipts.retention`).
+    func receipt(of id: AlertID) async throws(EngineError) -> ReceiptRecord?
+    /// Receipts with `seq` above `after`, in `seq` order, at most `limit`.
+    func receipts(after: Int, limit: Int) async throws(EngineError) -> [ReceiptRecord]
+    /// The receipts kept and the chain's head, as last read (the embedded store: as
+    /// committed; a shared one: at its last purge or count).
+    var receiptTotals: ReceiptTotals? { get }
+
     // MARK: Changes made by other processes
 
     /// Tells `handler` of every change another process committed (a store
@@ -299,11 +317,14 @@ public struct Committed<Value: Sendable>: Sendable {
     /// number of the change, for the clients whose display it changed (`from` nil): a
     /// display is published only if not older than the one published.
     public var versions: [String: VersionStep]
+    /// The receipts of the alerts the transaction decided (SPEC §14), by alert.
+    public var receipts: [AlertID: ReceiptRecord]
 
     public init(
         _ value: Value, change: BoardChange, displays: [(client: String, alert: Alert?)], deliveries: [PendingDelivery],
-        versions: [String: VersionStep] = [:]
+        versions: [String: VersionStep] = [:], receipts: [AlertID: ReceiptRecord] = [:]
     ) {
+        self.receipts = receipts
         self.value = value
         self.change = change
         self.displays = displays
@@ -380,6 +401,10 @@ extension AlertStore {
 public struct Retention: Sendable, Hashable {
     /// Alerts decided before this go.
     public var decidedBefore: Timestamp
+    /// Receipts of alerts decided before this go (`receipts.retention`, apart from the alerts'
+    /// own), oldest first: what is kept is always the chain from some `seq` to its head.
+    /// nil: every receipt is kept.
+    public var receiptsDecidedBefore: Timestamp?
     /// Each client keeps at most its newest this many (by id: the order its list pages in).
     public var keepPerClient: Int
     /// Each client keeps its newest alerts (by id) up to this many bytes.
@@ -387,8 +412,12 @@ public struct Retention: Sendable, Hashable {
     /// Every client together keeps at most this many bytes: beyond it the oldest decided go first.
     public var maxBytes: Int
 
-    public init(decidedBefore: Timestamp, keepPerClient: Int = .max, maxBytesPerClient: Int = .max, maxBytes: Int = .max) {
+    public init(
+        decidedBefore: Timestamp, keepPerClient: Int = .max, maxBytesPerClient: Int = .max, maxBytes: Int = .max,
+        receiptsDecidedBefore: Timestamp? = nil
+    ) {
         self.decidedBefore = decidedBefore
+        self.receiptsDecidedBefore = receiptsDecidedBefore
         self.keepPerClient = keepPerClient
         self.maxBytesPerClient = maxBytesPerClient
         self.maxBytes = maxBytes

@@ -28,7 +28,7 @@ extension Engine {
         case .terminal(let alerts):
             for alert in alerts where alert.state.isTerminal {
                 let woken = waiters.withLockedValue { $0.takeAlertWaiters(alert.id) }
-                for waiter in woken { answer(.alert(waiter, alert)) }
+                for waiter in woken { answer(.alert(waiter, alert, nil)) }
             }
         case .webhooks:
             rereadWebhooks()
@@ -86,7 +86,7 @@ extension Engine {
         jobs.start { [self] in
             guard let found = try? await store.alert(id), found.alert.state.isTerminal else { return }
             let woken = waiters.withLockedValue { $0.takeAlertWaiters(id) }
-            for waiter in woken { answer(.alert(waiter, found.alert)) }
+            for waiter in woken { answer(.alert(waiter, found.alert, nil)) }
         }
     }
 }

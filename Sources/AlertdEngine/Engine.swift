@@ -55,6 +55,9 @@ public final class Engine: Sendable {
         public var callbackDeny: DenyList?
         /// `push:` (SPEC §11); nil: Web Push is off.
         public var push: PushSettings?
+        /// `receipts.retention` (SPEC §14): seconds receipts are kept after their decision,
+        /// apart from the alerts' own retention.
+        public var receiptRetentionSeconds: Double
 
         public init(
             maxWaitSeconds: Int = 60, maxWaiters: Int = 20_000, maxWaitersPerToken: Int = .max, retentionSeconds: Double = 604_800,
@@ -62,9 +65,10 @@ public final class Engine: Sendable {
             retentionMax: Int = Engine.Settings.defaultRetentionMax, maxPendingDeliveriesPerClient: Int = 10_000,
             retentionMaxBytesPerClient: Int = Engine.Settings.defaultRetentionMaxBytesPerClient,
             retentionMaxBytes: Int = Engine.Settings.defaultRetentionMaxBytes,
-            push: PushSettings? = nil
+            push: PushSettings? = nil, receiptRetentionSeconds: Double = Engine.Settings.defaultReceiptRetentionSeconds
         ) {
             self.push = push
+            self.receiptRetentionSeconds = receiptRetentionSeconds
             self.retentionMaxBytesPerClient = retentionMaxBytesPerClient
             self.retentionMaxBytes = retentionMaxBytes
             self.maxPendingDeliveriesPerClient = maxPendingDeliveriesPerClient
@@ -89,6 +93,9 @@ public final class Engine: Sendable {
         /// week of one ordinary alert a second with a callback each, and a disk that a
         /// small VM's state directory holds.
         public static let defaultRetentionMaxBytes = 2 << 30
+        /// The default of `receipts.retention`: 400 days, a year and a margin for the audit
+        /// that looks at it.
+        public static let defaultReceiptRetentionSeconds: Double = 400 * 86_400
     }
 
     /// What the engine tells the metrics (counts only; no client id is ever a label).
@@ -298,7 +305,7 @@ public final class Engine: Sendable {
                 waiters.advance(client: client, from: step.from, to: step.to)
             }
             for alert in committed.change.decided {
-                woken += waiters.takeAlertWaiters(alert.id).map { Waiters.Parked.alert($0, alert) }
+                woken += waiters.takeAlertWaiters(alert.id).map { Waiters.Parked.alert($0, alert, committed.receipts[alert.id]) }
             }
             return woken
         }

@@ -36,11 +36,19 @@ public struct StoreDump: Sendable {
         // The steps escalated alerts took (SPEC §12); PostgreSQL orders each among the alerts
         // posted before it joined its client's queue, and derives the rest (`escalate_at`, `dismiss_at`).
         ("escalations", ["alert_id", "step", "client", "at", "seq", "displayed_at"]),
+        // Signed receipts (SPEC §14), copied as they are (the bytes are what was signed), and the
+        // chain's head, so the target goes on from it: the next receipt after the copy links to
+        // the last one before it. The target signs with the key the copy's receipts name only if
+        // its instances are given that key (docs/receipts.md).
+        ("receipts", ["seq", "alert_id", "client", "decided_at", "body"]),
+        ("receipt_chain", ["id", "seq", "sha256", "count", "bytes"]),
     ]
 
     /// "12 alerts, 3 webhooks, …": what a dump holds, for the operator.
     public var summary: String {
-        Self.columns.map { "\(rows[$0.table]?.count ?? 0) \($0.table.split(separator: "_").joined(separator: " "))" }.joined(
+        Self.columns.filter { $0.table != "receipt_chain" }.map {
+            "\(rows[$0.table]?.count ?? 0) \($0.table.split(separator: "_").joined(separator: " "))"
+        }.joined(
             separator: ", ")
     }
 }

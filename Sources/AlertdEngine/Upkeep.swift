@@ -48,7 +48,8 @@ extension Engine {
     /// Deletes terminal alerts past retention (older than `alerts.retention`, beyond the
     /// newest `alerts.retention_max` of their client or its newest
     /// `retention_max_bytes_per_client` bytes, or the oldest decided beyond
-    /// `retention_max_bytes` of every client's) and idempotency keys past a day;
+    /// `retention_max_bytes` of every client's), receipts past `receipts.retention` (oldest
+    /// first, so what stays is a chain), and idempotency keys past a day;
     /// the clients left with nothing are forgotten (`GET /v1/clients` no longer
     /// lists them, they no longer count against `limits.max_clients`; a later
     /// post creates them again).
@@ -61,7 +62,8 @@ extension Engine {
             forgotten = try await store.purge(
                 Retention(
                     decidedBefore: now.adding(seconds: -settings.retentionSeconds), keepPerClient: settings.retentionMax,
-                    maxBytesPerClient: settings.retentionMaxBytesPerClient, maxBytes: settings.retentionMaxBytes),
+                    maxBytesPerClient: settings.retentionMaxBytesPerClient, maxBytes: settings.retentionMaxBytes,
+                    receiptsDecidedBefore: now.adding(seconds: -settings.receiptRetentionSeconds)),
                 keysBefore: now.adding(seconds: -86_400))
         } catch {
             logger.warning("the purge did not finish; the next one goes on", metadata: ["error": "\(error)"])

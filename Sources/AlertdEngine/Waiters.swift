@@ -41,14 +41,15 @@ struct Waiters: Sendable {
         /// The token's name that parked it; nil without tokens.
         var owner: String?
         var timeout: Timers.Token
-        /// With the decided alert; nil: timed out (or alertd stopping), the alert is read as committed.
-        var respond: @Sendable (Alert?) -> Void
+        /// With the decided alert, and its receipt when the commit that decided it is this
+        /// process's (SPEC §14); nil: timed out (or alertd stopping), the alert is read as committed.
+        var respond: @Sendable (Alert?, ReceiptRecord?) -> Void
     }
 
-    /// A waiter to answer; an alert waiter may come with the decided alert.
+    /// A waiter to answer; an alert waiter may come with the decided alert (and its receipt).
     enum Parked: Sendable {
         case current(CurrentWaiter)
-        case alert(AlertWaiter, Alert?)
+        case alert(AlertWaiter, Alert?, ReceiptRecord?)
     }
 
     private var displays: [String: Display] = [:]
@@ -172,7 +173,7 @@ struct Waiters: Sendable {
     mutating func takeAll() -> [Parked] {
         draining = true
         var all: [Parked] = currentWaiters.values.flatMap { $0.values.map(Parked.current) }
-        all += alertWaiters.values.flatMap { $0.values.map { Parked.alert($0, nil) } }
+        all += alertWaiters.values.flatMap { $0.values.map { Parked.alert($0, nil, nil) } }
         currentWaiters = [:]
         alertWaiters = [:]
         count = 0

@@ -96,11 +96,12 @@ extension Engine {
     /// (whichever answers first; the other finds it gone).
     ///
     /// Returns the alert to answer at once, or nil once the read is parked: `respond`
-    /// is then called once, with the decided alert, or with nil when the wait ended
+    /// is then called once, with the decided alert (and its receipt when this process
+    /// committed the decision; else ``receipt(of:on:)`` reads it), or with nil when the wait ended
     /// undecided (timed out, alertd draining: read it again, ``settledAlert(_:on:)``).
     /// A parked read holds no task (see ``currentOrPark(client:wait:after:votes:owner:respond:)``).
     public func alertOrPark(
-        _ id: AlertID, on client: String, wait: Int, owner: String? = nil, respond: @escaping @Sendable (Alert?) -> Void
+        _ id: AlertID, on client: String, wait: Int, owner: String? = nil, respond: @escaping @Sendable (Alert?, ReceiptRecord?) -> Void
     ) async throws(EngineError) -> PositionedAlert? {
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
@@ -117,7 +118,7 @@ extension Engine {
             }
             let waiterID = waiters.nextID()
             let timeout = timers.schedule(after: Double(seconds)) { [self] in
-                if let waiter = self.waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(.alert(waiter, nil)) }
+                if let waiter = self.waiters.withLockedValue({ $0.removeAlertWaiter(id, waiterID) }) { answer(.alert(waiter, nil, nil)) }
             }
             waiters.addAlertWaiter(
                 Waiters.AlertWaiter(id: waiterID, alertID: id, client: client, owner: owner, timeout: timeout, respond: respond))
@@ -166,9 +167,9 @@ extension Engine {
             timers.cancel(current.timeout)
             let body = waiters.withLockedValue { $0.display(current.client).body }
             current.respond(body)
-        case .alert(let waiting, let decided):
+        case .alert(let waiting, let decided, let receipt):
             timers.cancel(waiting.timeout)
-            waiting.respond(decided)
+            waiting.respond(decided, receipt)
         }
     }
 

@@ -31,7 +31,7 @@ public enum PostgresAdministration {
                 try await connection.run("SET LOCAL lock_timeout = 0", logger: logger)
                 // Checked in the transaction that writes, under a lock two copies would share.
                 try await connection.run("SELECT pg_catalog.pg_advisory_xact_lock(\(Schema.migrationLock))", logger: logger)
-                for table in ["clients", "alerts", "idempotency_keys", "webhooks", "events", "deliveries"] {
+                for table in ["clients", "alerts", "idempotency_keys", "webhooks", "events", "deliveries", "receipts"] {
                     for try await _ in try await connection.query(
                         PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger)
                     {
@@ -52,7 +52,12 @@ public enum PostgresAdministration {
                     if table == "alerts" { names += ["seq", "dismiss_at"] }
                     var placeholders = (1...columns.count).map { "$\($0)" }
                     if table == "alerts" { placeholders += ["$\(columns.count + 1)", "$\(columns.count + 2)"] }
-                    let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+                    var sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+                    if table == "receipt_chain" {
+                        // The migration wrote the head of an empty chain: the copy's head replaces it.
+                        sql +=
+                            " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, sha256 = excluded.sha256, count = excluded.count, bytes = excluded.bytes"
+                    }
                     for row in dump.rows[table] ?? [] {
                         var row = row
                         if table == "escalations", let seq = columns.firstIndex(of: "seq") {

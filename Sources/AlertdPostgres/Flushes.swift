@@ -1,5 +1,6 @@
 import AlertdCore
 import AlertdEngine
+import AlertdReceipts
 import AlertdWire
 import Foundation
 import Logging
@@ -25,9 +26,11 @@ import PostgresNIO
 ///    waited for: each client's version, what changed since this instance's
 ///    copy of its queue (or the whole pending queue when it has none), and
 ///    the idempotency keys the changes name (``Read``);
-/// 4. every write (clients' versions, alerts, idempotency keys, events,
-///    deliveries) in one statement (``Write``);
-/// 5. `COMMIT`;
+/// 4. when it decides alerts, the chain of receipts' head, locked (``ChainHead``): the
+///    receipts are signed after it, in this instance, and their events carry them (SPEC §14);
+/// 5. every write (clients' versions, alerts, idempotency keys, events,
+///    deliveries, receipts and the chain's new head) in one statement (``Write``);
+/// 6. `COMMIT`;
 ///
 /// and after it, outside the transaction, one statement with its notification
 /// (``notify(_:store:)`` says why outside).
@@ -85,9 +88,11 @@ final class Flushes: Sendable {
                 return Applied(change: mutation.change, idempotency: mutation.idempotency, events: mutation.events) { result in
                     completion(
                         result.map { published in
-                            Committed(
+                            var committed = Committed(
                                 mutation.value, change: mutation.change, displays: published.displays, deliveries: deliveries,
                                 versions: published.versions)
+                            published.attach(to: &committed, events: mutation.events)
+                            return committed
                         })
                 }
             }
@@ -114,8 +119,11 @@ final class Flushes: Sendable {
                 let deliveries = written.flatMap(\.pendingDeliveries)
                 return Applied(change: change, idempotency: nil, events: written) { result in
                     completion(
-                        result.map {
-                            Committed((), change: change, displays: $0.displays, deliveries: deliveries, versions: $0.versions)
+                        result.map { published in
+                            var committed = Committed(
+                                (), change: change, displays: published.displays, deliveries: deliveries, versions: published.versions)
+                            published.attach(to: &committed, events: written)
+                            return committed
                         })
                 }
             }
@@ -130,10 +138,20 @@ final class Flushes: Sendable {
         var finish: @Sendable (Result<Published, EngineError>) -> Void
     }
 
-    /// What a commit tells each of its changes: the displays it changed, and the client's versions.
+    /// What a commit tells each of its changes: the displays it changed, the client's versions,
+    /// and the receipts of the flush (SPEC §14).
     struct Published: Sendable {
         var displays: [(client: String, alert: Alert?)]
         var versions: [String: VersionStep]
+        var receipts: [AlertID: ReceiptRecord] = [:]
+
+        /// Gives `committed` the receipts of the alerts it decided, and its terminal events'
+        /// deliveries carrying them.
+        func attach<Value>(to committed: inout Committed<Value>, events: [OutboxEvent]) {
+            guard !receipts.isEmpty else { return }
+            let mine = committed.change.decided.compactMap { receipts[$0.id] }
+            if !mine.isEmpty { committed.attach(mine, events: events) }
+        }
     }
 
     /// What a flush did with one of its operations, for telling it when the flush fails.
@@ -326,15 +344,19 @@ final class Flushes: Sendable {
         let roundTrips = NIOLockedValueBox(4)
         // The notification's payloads, sent once the flush committed.
         let notices = NIOLockedValueBox<[String]>([])
+        // The receipts the flush signed (SPEC §14).
+        let signed = NIOLockedValueBox<[AlertID: ReceiptRecord]>([:])
         let results: [ClientResult]
         do {
-            results = try await commit(flush, slots: slots, store: store, outcomes: outcomes, roundTrips: roundTrips, notices: notices)
+            results = try await commit(
+                flush, slots: slots, store: store, outcomes: outcomes, roundTrips: roundTrips, notices: notices, signed: signed)
         } catch {
             return await recover(flush, from: error, store: store, outcomes: outcomes.withLockedValue { $0 }, slots: slots)
         }
         let sent = notices.withLockedValue { $0 }
         let cost = (roundTrips: roundTrips.withLockedValue { $0 } + (sent.isEmpty ? 0 : 1), started: started)
-        var left = publish(flush, results: results, outcomes: outcomes.withLockedValue { $0 }, cost: cost)
+        var left = publish(
+            flush, results: results, outcomes: outcomes.withLockedValue { $0 }, receipts: signed.withLockedValue { $0 }, cost: cost)
         left.notices = sent
         return left
     }
@@ -379,7 +401,7 @@ final class Flushes: Sendable {
     /// flush), their queues brought up to date, every change applied, and one write.
     private func commit(
         _ flush: [Operation], slots prepared: [Slot], store: PostgresAlertStore, outcomes: NIOLockedValueBox<[Outcome]>,
-        roundTrips: NIOLockedValueBox<Int>, notices: NIOLockedValueBox<[String]>
+        roundTrips: NIOLockedValueBox<Int>, notices: NIOLockedValueBox<[String]>, signed: NIOLockedValueBox<[AlertID: ReceiptRecord]>
     ) async throws -> [ClientResult] {
         let settings = store.settings.withLockedValue { $0 }
         // A flush tries its clients' locks without waiting, commits those it got and leaves the
@@ -447,6 +469,21 @@ final class Flushes: Sendable {
                     slot, cached: slot.isCached ? taken.removeValue(forKey: slot.clients[0]) : nil, flush: flush, sequences: values,
                     settings: settings, store: store, grown: &grown, writes: &writes, outcomes: outcomes)
             }
+            if !writes.decided.isEmpty {
+                // The chain's head, locked to this transaction's end: the receipts are signed here,
+                // after every other instance's that committed before, and before any that waits.
+                var chain = ReceiptChain(key: store.receiptKey, head: try await Self.chainHead(on: connection, logger: logger))
+                roundTrips.withLockedValue { $0 += 1 }
+                var records: [AlertID: ReceiptRecord] = [:]
+                for alert in writes.decided {
+                    let record = ReceiptRecord(try chain.append(try ReceiptDraft(decided: alert)), of: alert)
+                    records[alert.id] = record
+                    writes.receipts.append(record)
+                }
+                writes.head = chain.head
+                writes.events = writes.events.map { $0.attaching(receipts: records) }
+                signed.withLockedValue { $0 = records }
+            }
             if !writes.isEmpty {
                 notices.withLockedValue { $0 = store.notifications.sealed(writes.entries) }
                 // Read to its end: an error of a statement that returns rows comes with them, and
@@ -503,7 +540,8 @@ final class Flushes: Sendable {
     /// told the displays it changed, as they stand at commit, and its clients' versions (the
     /// engine's published display then has them too).
     private func publish(
-        _ flush: [Operation], results: [ClientResult], outcomes reached: [Outcome], cost: (roundTrips: Int, started: UInt64)
+        _ flush: [Operation], results: [ClientResult], outcomes reached: [Outcome], receipts: [AlertID: ReceiptRecord],
+        cost: (roundTrips: Int, started: UInt64)
     ) -> Left {
         queues.withLockedValue { queues in for result in results { queues[result.client] = result.queue } }
         let deferred = Self.deferred(flush, reached)
@@ -522,7 +560,7 @@ final class Flushes: Sendable {
             let displays = change.change.displayChanged.map { (client: $0, alert: shown[$0] ?? nil) }
             var steps: [String: VersionStep] = [:]
             for client in flush[index].clients + change.change.displayChanged { steps[client] = versions[client] }
-            change.finish(.success(Published(displays: displays, versions: steps)))
+            change.finish(.success(Published(displays: displays, versions: steps, receipts: receipts)))
         }
         return Left(deferred: deferred)
     }
@@ -724,6 +762,8 @@ final class Flushes: Sendable {
             board.forgetDecided(change.change.decided.map(\.id))
             save(change.change.saved)
             decided += change.change.decided.map(\.id)
+            // Each gets its receipt in this transaction (SPEC §14).
+            writes.decided += change.change.decided
             events += change.events
             if let record = change.idempotency {
                 let ref = KeyRef(client: record.client, key: record.key)
@@ -797,6 +837,31 @@ final class Flushes: Sendable {
 }
 
 // MARK: - The statements of a flush
+
+extension Flushes {
+    /// The chain of receipts' head (SPEC §14), locked until the transaction ends: what the
+    /// flush's receipts follow. Taken after the clients' locks, and only by a flush that
+    /// decides, so it serialises the commits that decide across every instance (one at a
+    /// time holds it, from this read to its commit) and nothing else. No deadlock: a flush
+    /// waits for it holding only client locks, and its holder waits for nothing more.
+    struct ChainHead: PostgresPreparedStatement {
+        static let name = "alertd_receipt_chain_head_v1"
+        static let sql = "SELECT seq, sha256 FROM receipt_chain WHERE id = 1 FOR UPDATE"
+        typealias Row = (Int64, String)
+
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> (Int64, String) { try row.decode((Int64, String).self) }
+    }
+
+    static func chainHead(on connection: PostgresConnection, logger: Logger) async throws -> ChainLink {
+        var head: ChainLink?
+        for try await (seq, sha256) in try await connection.execute(ChainHead(), logger: logger) {
+            head = ChainLink(seq: Int(seq), sha256: sha256)
+        }
+        guard let head else { throw AlertRow.Corrupt(description: "receipt_chain has no row: the schema is not migrated") }
+        return head
+    }
+}
 
 /// A statement that locks a flush's clients and draws `count` values of `alert_order`.
 protocol LockStatement: PostgresPreparedStatement {
@@ -912,7 +977,7 @@ extension Flushes {
     /// Every write of a flush in one statement: the rows
     /// travel as JSON arrays (`json_to_recordset`), bytes as base64.
     struct Write: PostgresPreparedStatement {
-        static let name = "alertd_flush_write_v5"
+        static let name = "alertd_flush_write_v6"
         static let sql = """
             WITH written_clients AS (
                 INSERT INTO clients (id, created_at, version)
@@ -954,6 +1019,13 @@ extension Flushes {
                     version bigint)
                 ON CONFLICT (alert_id, step) DO UPDATE SET displayed_at = excluded.displayed_at, dismiss_at = excluded.dismiss_at,
                     version = excluded.version
+            ), written_receipts AS (
+                INSERT INTO receipts (seq, alert_id, client, decided_at, body)
+                SELECT seq, alert_id, client, decided_at, body
+                FROM pg_catalog.json_to_recordset($8::json) AS r(seq bigint, alert_id text, client text, decided_at bigint, body text)
+            ), written_head AS (
+                UPDATE receipt_chain SET seq = $9::int8, sha256 = $10::text, count = count + $11::int8, bytes = bytes + $12::int8
+                WHERE id = 1 AND $11::int8 > 0
             )
             SELECT 1
             """
@@ -967,6 +1039,11 @@ extension Flushes {
         var events: [OutboxEvent] = []
         /// Notification entries (``Notifications``), sent once the flush committed.
         var entries: [String] = []
+        /// The alerts the flush decides, each to get its receipt (SPEC §14).
+        var decided: [Alert] = []
+        /// Their receipts, signed after the chain's head, and the head after them.
+        var receipts: [ReceiptRecord] = []
+        var head = ChainLink.start
         /// This instance, which holds the deliveries it writes (it attempts them next, for
         /// as long as a retry is held).
         let instance: String
@@ -978,7 +1055,7 @@ extension Flushes {
         var isEmpty: Bool { clients.isEmpty && alerts.isEmpty && escalations.isEmpty && keys.isEmpty && events.isEmpty }
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
+            var bindings = PostgresBindings(capacity: 12)
             bindings.append(
                 Self.json(clients) { json, client in
                     json.key("id"); json.string(client.id)
@@ -1043,6 +1120,18 @@ extension Flushes {
                             : nil)
                     json.key("version"); json.int64(row.version)
                 })
+            bindings.append(
+                Self.json(receipts) { json, record in
+                    json.key("seq"); json.int(record.seq)
+                    json.key("alert_id"); json.string(record.alertID.description)
+                    json.key("client"); json.string(record.client)
+                    json.key("decided_at"); json.int64(record.decidedAt.milliseconds)
+                    json.key("body"); json.string(String(decoding: record.json, as: UTF8.self))
+                })
+            bindings.append(Int64(head.seq))
+            bindings.append(head.sha256)
+            bindings.append(Int64(receipts.count))
+            bindings.append(Int64(receipts.reduce(0) { $0 + $1.json.count }))
             return bindings
         }
 

@@ -1,5 +1,6 @@
 public import AlertdCore
 public import AlertdEngine
+public import AlertdReceipts
 public import AlertdWire
 public import Logging
 import NIOConcurrencyHelpers
@@ -61,6 +62,10 @@ public final class PostgresAlertStore: AlertStore, Service {
     let measuredBytes = NIOLockedValueBox<Int?>(nil)
     /// The terminal alerts' bytes (their `size`s), as the last purge measured them.
     let measuredRetained = NIOLockedValueBox<Int?>(nil)
+    /// The key every instance signs receipts with (SPEC §14: `receipts.key_file`, the same file on each).
+    let receiptKey: ReceiptSigningKey
+    /// The receipts kept and the chain's head, as last read (every second, with the counts).
+    let measuredReceipts = NIOLockedValueBox<ReceiptTotals?>(nil)
     let healthy = Atomic<Bool>(true)
     /// Set once the schema is current: the counts are read only then.
     let migrated = Atomic<Bool>(false)
@@ -87,11 +92,15 @@ public final class PostgresAlertStore: AlertStore, Service {
         public var nanoseconds: UInt64
     }
 
-    /// - Parameter onFlush: told of each committed flush (for metrics).
+    /// - Parameters:
+    ///   - receiptKey: the key receipts are signed with; every instance of one database must
+    ///     be given the same (SPEC §14).
+    ///   - onFlush: told of each committed flush (for metrics).
     public init(
         url: PostgresURL, poolSize: Int, settings: QueueSettings, rules: AlertRules, clock: any WallClock, logger: Logger,
-        onFlush: @escaping @Sendable (FlushCost) -> Void = { _ in }
+        receiptKey: ReceiptSigningKey, onFlush: @escaping @Sendable (FlushCost) -> Void = { _ in }
     ) throws {
+        self.receiptKey = receiptKey
         self.url = url
         self.clock = clock
         self.rules = rules
@@ -219,6 +228,7 @@ public final class PostgresAlertStore: AlertStore, Service {
             next = [expiry, dismissal, step, escalatedDismissal].compactMap { $0 }.min()
         }
         await readQuorumBlockers()
+        try await readReceiptTotals()
         counts.withLockedValue { counts in
             var read = next.map(Timestamp.init(milliseconds:))
             if counts.noted != noted, let sooner = counts.nextDeadline, read.map({ sooner < $0 }) ?? true { read = sooner }

@@ -242,6 +242,35 @@ enum Schema {
             body: .index(
                 name: "alerts_escalation",
                 definition: "ON alerts (escalate_at) WHERE escalate_at IS NOT NULL AND state IN ('queued', 'displayed')")),
+        // Signed receipts (SPEC §14): one row per decided alert (UNIQUE: one receipt per alert),
+        // `seq` its place in the deployment's one chain, `body` the receipt resource (its
+        // canonical JSON, signature included), `decided_at` what receipts.retention counts from.
+        // `receipt_chain`: one row, the chain's head and what is kept. A flush that decides
+        // locks it (`FOR UPDATE`) after its clients' locks and holds it to its commit: every
+        // instance appends to the chain in turn, with no gap and no fork (Flushes).
+        Migration(
+            14, "signed receipts of decisions and the chain's head (SPEC §14)",
+            [
+                """
+                CREATE TABLE receipts (
+                    seq bigint PRIMARY KEY,
+                    alert_id text COLLATE "C" NOT NULL UNIQUE,
+                    client text COLLATE "C" NOT NULL,
+                    decided_at bigint NOT NULL,
+                    body text NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE receipt_chain (
+                    id integer PRIMARY KEY CHECK (id = 1),
+                    seq bigint NOT NULL,
+                    sha256 text NOT NULL,
+                    count bigint NOT NULL,
+                    bytes bigint NOT NULL
+                )
+                """,
+                "INSERT INTO receipt_chain (id, seq, sha256, count, bytes) VALUES (1, 0, '\(String(repeating: "0", count: 64))', 0, 0)",
+            ]),
     ]
 
     /// The advisory lock (session-level) an index build takes, so that one instance builds it.

@@ -30,6 +30,7 @@ extension PostgresAlertStore {
                 batches += 1
                 full = try await purgeBatch(bytes: retention.maxBytes) == 10_000
             }
+            if let before = retention.receiptsDecidedBefore { _ = try await purgeReceipts(decidedBefore: before) }
             let forgotten = try await client.withTransaction(logger: logger) { [logger] connection -> [String] in
                 try await connection.query("DELETE FROM idempotency_keys WHERE created_at < \(keysBefore.milliseconds)", logger: logger)
                 try await connection.query("DELETE FROM answer_tokens WHERE expires_at < \(keysBefore.milliseconds)", logger: logger)
@@ -165,6 +166,11 @@ extension PostgresAlertStore {
     /// Reads the size of alertd's tables (indexes and TOAST included), and the terminal
     /// alerts' bytes as retention counts them, for `/metrics`.
     func measureSize() async {
+        do {
+            try await readReceiptTotals()
+        } catch {
+            logger.debug("the receipts' totals were not read", metadata: ["error": "\(error)"])
+        }
         do {
             for try await bytes in try await client.query(
                 "SELECT coalesce(pg_catalog.sum(\(unescaped: Self.sizeOf)), 0)::bigint FROM alerts WHERE decided_at IS NOT NULL",

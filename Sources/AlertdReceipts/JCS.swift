@@ -28,31 +28,44 @@ public enum JCS {
 
     /// Appends the canonical bytes of `value` to `out`.
     public static func write(_ value: JSONValue, into out: inout [UInt8]) throws(JCSError) {
+        try write(value, into: &out, outOfRange: nil)
+    }
+
+    /// `outOfRange`: how a number beyond the double range is written (nil: it is refused).
+    static func write(_ value: JSONValue, into out: inout [UInt8], outOfRange: ((JSONNumber) -> String)?) throws(JCSError) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let number):
             let double = number.double
-            guard double.isFinite else { throw JCSError(.numberOutOfRange, number.literal) }
+            guard double.isFinite else {
+                guard let outOfRange else { throw JCSError(.numberOutOfRange, number.literal) }
+                out.append(contentsOf: outOfRange(number).utf8)
+                return
+            }
             out.append(contentsOf: serialize(double).utf8)
         case .string(let s): writeString(s, into: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                try write(element, into: &out)
+                try write(element, into: &out, outOfRange: outOfRange)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
             // RFC 8785 §3.2.3: by the names' UTF-16 code units, compared as unsigned integers.
-            let sorted = object.map { (key: $0.key, utf16: Array($0.key.utf16), value: $0.value) }
-                .sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
+            // ASCII names (nearly all) order the same by their UTF-8 bytes, read in place.
+            let ascii = object.allSatisfy { member in member.key.utf8.allSatisfy { $0 < 0x80 } }
+            let sorted =
+                ascii
+                ? object.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                : object.sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
             for (index, member) in sorted.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                try write(member.value, into: &out)
+                try write(member.value, into: &out, outOfRange: outOfRange)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -61,22 +74,29 @@ public enum JCS {
     /// A string as RFC 8785 §3.2.2.2 (ECMAScript's `JSON.stringify`) writes it.
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x08: out.append(contentsOf: #"\b"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0C: out.append(contentsOf: #"\f"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x00..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
+        var text = s
+        text.withUTF8 { bytes in
+            // Runs of bytes that need no escape are copied whole.
+            var start = 0
+            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                start = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case 0x08: out.append(contentsOf: #"\b"#.utf8)
+                case 0x09: out.append(contentsOf: #"\t"#.utf8)
+                case 0x0A: out.append(contentsOf: #"\n"#.utf8)
+                case 0x0C: out.append(contentsOf: #"\f"#.utf8)
+                case 0x0D: out.append(contentsOf: #"\r"#.utf8)
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: #"\u00"#.utf8)
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0xF)])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
     }
@@ -91,6 +111,10 @@ public enum JCS {
     public static func serialize(_ value: Double) -> String {
         precondition(value.isFinite, "JCS has no form for \(value)")
         if value == 0 { return "0" }  // -0 too
+        // A whole number up to 2^53 is its own shortest digits: written as the integer (the
+        // common case, and a `description` and its reading spared). Above, the shortest digits
+        // of a double may end before the integer's do (2^60 is 1152921504606847000).
+        if value.magnitude <= 9_007_199_254_740_992, value == value.rounded(.towardZero) { return String(Int64(value)) }
         let (digits, n) = decimal(value.magnitude)
         let k = digits.count
         var text = value < 0 ? "-" : ""

@@ -102,13 +102,92 @@ public struct Receipt: Sendable, Hashable {
     }
 
     /// What is signed: the JCS bytes of ``json``.
-    public func signingInput() throws(ReceiptError) -> [UInt8] {
+    public func signingInput() throws(ReceiptError) -> [UInt8] { try canonical(signature: nil) }
+
+    /// The JCS bytes of ``json``, with `signature` (base64url) when given: written member by
+    /// member in JCS's order, without building and sorting an object (a store signs every
+    /// decision's receipt; `ReceiptTests` holds these bytes to ``JCS/canonicalize(_:)``'s).
+    /// Every member name is ASCII, so their UTF-16 order (RFC 8785 §3.2.3) is this one.
+    func canonical(signature: String?) throws(ReceiptError) -> [UInt8] {
+        let (unsigned, at) = try canonicalWithoutSignature()
+        guard let signature else { return unsigned }
+        return Self.splice(signature, into: unsigned, at: at)
+    }
+
+    /// The JCS bytes without `signature`, and where `signature` goes in them (after `seq`):
+    /// one pass gives what is signed and, spliced, the signed receipt's bytes.
+    func canonicalWithoutSignature() throws(ReceiptError) -> (bytes: [UInt8], signatureAt: Int) {
+        var out: [UInt8] = []
+        out.reserveCapacity(740 + 160 * votes.count)
+        func member(_ name: StaticString, _ first: Bool = false) {
+            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            out.append(UInt8(ascii: "\""))
+            name.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(contentsOf: "\":".utf8)
+        }
+        func string(_ text: String?) {
+            if let text { JCS.writeString(text, into: &out) } else { out.append(contentsOf: "null".utf8) }
+        }
+        func integer(_ value: Int?) {
+            if let value { out.append(contentsOf: JCS.serialize(Double(value)).utf8) } else { out.append(contentsOf: "null".utf8) }
+        }
+        member("alert_id", true)
+        string(alertID)
+        member("button")
+        string(button)
+        member("button_index")
+        integer(buttonIndex)
+        member("client")
+        string(client)
+        member("comment")
+        string(comment)
+        member("content_sha256")
+        string(contentSHA256)
+        member("decided_at")
+        string(decidedAt)
+        member("decided_by")
+        string(decidedBy)
+        member("key_id")
+        string(keyID)
+        member("outcome")
+        string(outcome.rawValue)
+        member("prev_sha256")
+        string(prevSHA256)
+        member("seq")
+        integer(seq)
+        let signatureAt = out.count
+        member("v")
+        integer(version)
+        member("values")
+        out.append(UInt8(ascii: "{"))
+        // By their names' UTF-16 code units, as JCS sorts members.
+        for (index, name) in values.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }).enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JCS.writeString(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            JCS.writeString(values[name] ?? "", into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        member("votes")
         do {
-            return try JCS.canonicalize(.object(json))
+            try JCS.write(.array(votes), into: &out)
         } catch {
             // Only a vote could hold a number JCS refuses; votes come from alertd's own resource.
             throw ReceiptError(.malformed, "votes: \(error)")
         }
+        out.append(UInt8(ascii: "}"))
+        return (out, signatureAt)
+    }
+
+    /// `bytes` (a receipt's JCS without its signature) with `"signature":…` inserted at `at`.
+    static func splice(_ signature: String, into bytes: [UInt8], at: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + signature.utf8.count + 16)
+        out.append(contentsOf: bytes[..<at])
+        out.append(contentsOf: #","signature":"#.utf8)
+        JCS.writeString(signature, into: &out)
+        out.append(contentsOf: bytes[at...])
+        return out
     }
 
     /// The receipt of a JSON object (a receipt resource or an audit line without its
@@ -228,13 +307,7 @@ public struct SignedReceipt: Sendable, Hashable {
 
     /// The JCS bytes of ``json``: an audit line (without its newline), and what the next
     /// receipt's `prev_sha256` hashes.
-    public func encoded() throws(ReceiptError) -> [UInt8] {
-        do {
-            return try JCS.canonicalize(.object(json))
-        } catch {
-            throw ReceiptError(.malformed, "votes: \(error)")
-        }
-    }
+    public func encoded() throws(ReceiptError) -> [UInt8] { try receipt.canonical(signature: Base64URL.encode(signature)) }
 
     /// SHA-256 (hex) of ``encoded()``.
     public func sha256() throws(ReceiptError) -> String { hex(SHA256.hash(data: try encoded())) }
@@ -306,11 +379,22 @@ public enum ReceiptContent {
     public static func sha256(ofAlert alert: JSONObject) throws(JCSError) -> String {
         hex(SHA256.hash(data: try JCS.canonicalize(.object(content(ofAlert: alert)))))
     }
+
+    /// The same hash for content JCS refuses: a number beyond the double range (`1e400`),
+    /// which alertd refuses at post, written as posted (its literal) and everything else as
+    /// JCS writes it. Only an alert stored before posts refused such numbers needs it; for
+    /// any other content it is ``sha256(ofAlert:)``.
+    public static func sha256(ofAlertWritingNumbersAsPosted alert: JSONObject) -> String {
+        var out: [UInt8] = []
+        // Nothing else is refused when out-of-range numbers are written.
+        try? JCS.write(.object(content(ofAlert: alert)), into: &out, outOfRange: { $0.literal })
+        return hex(SHA256.hash(data: out))
+    }
 }
 
 /// Why a receipt was refused.
 public struct ReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
-    enum Code: Sendable, Equatable { case malformed, unknownKey, badSignature }
+    enum Code: Sendable, Equatable { case malformed, unknownKey, badSignature, notThisAlert }
     let code: Code
     /// One line: what was wrong.
     public let detail: String
@@ -328,6 +412,8 @@ public struct ReceiptError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let unknownKey = ReceiptError(.unknownKey, "")
     /// The signature is not the named key's over these members.
     public static let badSignature = ReceiptError(.badSignature, "")
+    /// A valid receipt, but not of the alert it was checked against, or not of its decision.
+    public static let notThisAlert = ReceiptError(.notThisAlert, "")
 
     public var description: String { detail }
 }

@@ -11,8 +11,11 @@ import Foundation
 /// let signed = try key.sign(receipt)   // receipt.keyID becomes key.keyID
 /// ```
 public struct ReceiptSigningKey: Sendable {
-    /// The 32-byte seed (RFC 8032's private key). swift-crypto's key types are not `Sendable`.
+    /// The 32-byte seed (RFC 8032's private key).
     private let seed: [UInt8]
+    /// swift-crypto's key of the seed, made once: making it derives the public key (a scalar
+    /// multiplication, as costly as a signature), which every receipt signed paid before.
+    private let key: PrivateKeyBox
     /// The public half, with its key id.
     public let publicKey: ReceiptPublicKey
 
@@ -22,6 +25,7 @@ public struct ReceiptSigningKey: Sendable {
             throw ReceiptKeyError(.malformed, "an Ed25519 private key is 32 bytes, not \(seed.count)")
         }
         self.seed = Array(seed)
+        self.key = PrivateKeyBox(key)
         self.publicKey = try ReceiptPublicKey(raw: Array(key.publicKey.rawRepresentation))
     }
 
@@ -45,10 +49,17 @@ public struct ReceiptSigningKey: Sendable {
 
     /// Ed25519's signature (64 bytes) of `message`.
     public func signature(for message: [UInt8]) -> [UInt8] {
-        // The seed was checked when the key was made.
-        let key = try! Curve25519.Signing.PrivateKey(rawRepresentation: seed)
-        return Array(try! key.signature(for: message))
+        // BoringSSL's ED25519_sign fails only on a malformed key, and this one was made from a checked seed.
+        Array(try! key.key.signature(for: message))
     }
+}
+
+/// swift-crypto's Ed25519 private key, which is not `Sendable`: held once made and never
+/// changed, and only read (signing reads the key's bytes), so any thread may sign with it.
+private final class PrivateKeyBox: @unchecked Sendable {
+    let key: Curve25519.Signing.PrivateKey
+
+    init(_ key: Curve25519.Signing.PrivateKey) { self.key = key }
 }
 
 /// A public key of the deployment's receipts, and its `kid`: the RFC 7638 thumbprint of its

@@ -1,5 +1,6 @@
 public import AlertdCore
 public import AlertdEngine
+public import AlertdReceipts
 public import AlertdWire
 
 /// One durable change.
@@ -36,13 +37,24 @@ public enum StoreWrite: Sendable {
     case useAnswerToken(hash: [UInt8], at: Timestamp)
     /// Deletes answer tokens that expired before this time.
     case deleteAnswerTokens(expiredBefore: Timestamp)
+    /// The receipt of an alert this transaction decides (SPEC §14), to be signed: the
+    /// ``GroupCommitter`` appends it to the chain, in commit order, and writes it as
+    /// ``signedReceipt(_:)``, its alert's terminal event carrying it.
+    case receipt(Alert)
+    /// A receipt signed in its place in the chain.
+    case signedReceipt(ReceiptRecord)
+    /// The chain's head after the receipts of the transaction, and how many receipts (and
+    /// bytes) it added.
+    case receiptHead(ChainLink, added: Int, bytes: Int)
+    /// Deletes the receipts below `seq` (`receipts.retention`): the chain's oldest.
+    case deleteReceipts(below: Int)
 
     /// A write nothing a user was told depends on the fsync of: a delivery attempt's record
     /// (delivery is at least once), a purge's deletions (a power loss undoes them, and the
     /// next purge deletes them again).
     public var needsNoFsync: Bool {
         switch self {
-        case .attempt, .deleteTerminal, .deleteKeys, .deleteAnswerTokens: true
+        case .attempt, .deleteTerminal, .deleteKeys, .deleteAnswerTokens, .deleteReceipts: true
         default: false
         }
     }
@@ -106,6 +118,22 @@ public protocol PersistentStore: Sendable {
     func hasRoom(forBytes bytes: Int) -> Bool
     /// The bytes the store takes on disk; nil: not known.
     var sizeInBytes: Int? { get }
+
+    // Receipts (SPEC §14).
+
+    /// The chain's head as committed: the last receipt's `seq` and hash (``ChainLink/start``
+    /// before the first). The writer continues the chain from it.
+    func receiptHead() throws -> ChainLink
+    /// The receipt of alert `id`.
+    func receipt(of id: AlertID) throws -> ReceiptRecord?
+    /// Receipts with `seq` above `after`, in `seq` order, at most `limit`.
+    func receipts(after: Int, limit: Int) throws -> [ReceiptRecord]
+    /// The receipts kept, their bytes and the chain's head.
+    func receiptTotals() throws -> ReceiptTotals
+    /// The `seq` of the first receipt to keep when receipts of alerts decided before
+    /// `decidedBefore` go: every receipt below it goes (it is the first decided at or after
+    /// that time, or one past the head when none is).
+    func receiptsKept(decidedBefore: Timestamp) throws -> Int
 }
 
 extension PersistentStore {

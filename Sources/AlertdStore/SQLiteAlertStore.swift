@@ -1,6 +1,7 @@
 public import AlertdCore
 public import AlertdEngine
 public import AlertdWire
+public import AlertdReceipts
 public import Logging
 import NIOConcurrencyHelpers
 public import ServiceLifecycle
@@ -70,10 +71,12 @@ public final class SQLiteAlertStore: AlertStore, Service {
     /// board; a queue whose policy changed since the last run is brought in
     /// line, and that change committed, before this returns.
     ///
-    /// - Parameter onCommit: told how long each commit took, in nanoseconds (metrics).
+    /// - Parameters:
+    ///   - receiptKey: the key every decision's receipt is signed with (SPEC §14).
+    ///   - onCommit: told how long each commit took, in nanoseconds (metrics).
     public init(
         persistent: any PersistentStore, settings: QueueSettings, rules: AlertRules, clock: any WallClock, logger: Logger,
-        onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
+        receiptKey: ReceiptSigningKey, onCommit: @escaping @Sendable (UInt64) -> Void = { _ in }
     ) throws {
         self.persistent = persistent
         self.clock = clock
@@ -89,7 +92,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
         writable = Atomic(persistent.isWritable())
         let failure = self.failure
         committer = GroupCommitter(
-            store: persistent, logger: logger,
+            store: persistent, logger: logger, receipts: ReceiptChain(key: receiptKey, head: try persistent.receiptHead()),
             onFailure: { [logger] error in
                 failure.set("\(error)")
                 logger.error("a commit failed: changes are refused (503) until a commit succeeds again", metadata: ["error": "\(error)"])
@@ -124,22 +127,24 @@ public final class SQLiteAlertStore: AlertStore, Service {
         // function, and the commit's reply is of one concrete type (it says only whether the
         // commit succeeded): one generic value is kept across the wait, where seven were,
         // and a post looks up no metadata here (issue 28, bench/RESULTS.md).
-        let reply = Reply<Bool>()
-        let committed = try begin(client: client, now: now, idempotencyKey: idempotencyKey, reply: reply, body)
-        guard await reply.value() else { throw .notCommitted }
+        let reply = Reply<[ReceiptRecord]?>()
+        var (committed, events) = try begin(client: client, now: now, idempotencyKey: idempotencyKey, reply: reply, body)
+        guard let receipts = await reply.value() else { throw .notCommitted }
+        if !receipts.isEmpty { committed.attach(receipts, events: events) }
         return committed
     }
 
     /// A transaction's body run on the board and its writes submitted, under the lock: what
-    /// it commits, once `reply` says true. `reply` is resolved at once when there is nothing
-    /// to wait for, else by the commit's completion, on the writer thread: the writes are
-    /// submitted under the board's lock, so SQLite applies them in board order.
+    /// it commits, once `reply` gives the receipts the commit made (nil: it failed), and its
+    /// events. `reply` is resolved at once when there is nothing to wait for, else by the
+    /// commit's completion, on the writer thread: the writes are submitted under the board's
+    /// lock, so SQLite applies them in board order.
     @inline(never)
     private func begin<Value: Sendable>(
-        client: String, now: Timestamp, idempotencyKey: String?, reply: Reply<Bool>,
+        client: String, now: Timestamp, idempotencyKey: String?, reply: Reply<[ReceiptRecord]?>,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
-    ) throws(EngineError) -> Committed<Value> {
-        let outcome: Result<Committed<Value>, EngineError> = state.withLockedValue { state in
+    ) throws(EngineError) -> (Committed<Value>, [OutboxEvent]) {
+        let outcome: Result<(Committed<Value>, [OutboxEvent]), EngineError> = state.withLockedValue { state in
             if let refusal { return .failure(refusal) }
             let mutation: Mutation<Value>
             do throws(EngineError) {
@@ -158,6 +163,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
             writes.reserveCapacity(change.newClients.count + change.saved.count + 1 + mutation.events.count)
             for client in change.newClients { writes.append(.client(client, createdAt: now)) }
             for alert in change.saved { writes.append(.alert(alert)) }
+            // Drafted and signed by the committer's signer thread, in commit order (GroupCommitter).
+            for alert in change.decided { writes.append(.receipt(alert)) }
             if let record = mutation.idempotency {
                 writes.append(.idempotency(record))
                 state.pendingKeys[KeyRef(client: record.client, key: record.key)] = record
@@ -165,13 +172,13 @@ public final class SQLiteAlertStore: AlertStore, Service {
             for event in mutation.events { writes.append(.event(event)) }
             let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
             if writes.isEmpty, !mutation.afterEarlierCommits {
-                reply.resolve(true)
-                return .success(Committed(mutation.value, change: change, displays: displays, deliveries: []))
+                reply.resolve([])
+                return .success((Committed(mutation.value, change: change, displays: displays, deliveries: []), []))
             }
             let versions = state.stamp(displays)
             let (deliveries, idempotency) = (mutation.events.flatMap(\.pendingDeliveries), mutation.idempotency)
             committer.submit(writes) { [self] result in
-                if case .failure = result { return reply.resolve(false) }
+                guard case .success(let receipts) = result else { return reply.resolve(nil) }
                 if !change.isEmpty || idempotency != nil {
                     self.state.withLockedValue { state in
                         state.board.committed(change)
@@ -179,9 +186,13 @@ public final class SQLiteAlertStore: AlertStore, Service {
                         if let record = idempotency { state.pendingKeys[KeyRef(client: record.client, key: record.key)] = nil }
                     }
                 }
-                reply.resolve(true)
+                reply.resolve(receipts)
             }
-            return .success(Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions))
+            return .success(
+                (
+                    Committed(mutation.value, change: change, displays: displays, deliveries: deliveries, versions: versions),
+                    mutation.events
+                ))
         }
         return try outcome.get()
     }
@@ -220,16 +231,20 @@ public final class SQLiteAlertStore: AlertStore, Service {
         let deliveries = events.flatMap(\.pendingDeliveries)
         let versions = state.stamp(displays)
         let now = clock.now()
-        // A client an escalation step made (SPEC §12) is written with it.
+        // A client an escalation step made (SPEC §12) is written with it; the receipts of what
+        // the change decided are signed on the writer thread (GroupCommitter).
         let writes: [StoreWrite] =
-            change.newClients.map { .client($0, createdAt: now) } + change.saved.map { .alert($0) } + events.map { .event($0) }
+            change.newClients.map { .client($0, createdAt: now) } + change.saved.map { .alert($0) } + change.decided.map { .receipt($0) }
+            + events.map { .event($0) }
         committer.submit(writes) { [self] result in
-            if case .failure = result { return report(.failure(.notCommitted)) }
+            guard case .success(let receipts) = result else { return report(.failure(.notCommitted)) }
             self.state.withLockedValue { state in
                 state.board.committed(change)
                 state.committed(versions)
             }
-            report(.success(Committed((), change: change, displays: displays, deliveries: deliveries, versions: versions)))
+            var committed = Committed((), change: change, displays: displays, deliveries: deliveries, versions: versions)
+            if !receipts.isEmpty { committed.attach(receipts, events: events) }
+            report(.success(committed))
         }
     }
 
@@ -336,7 +351,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func record(_ attempt: AttemptRecord) async throws(EngineError) {
         try await withCheckedContinuation { (done: CheckedContinuation<Result<Void, EngineError>, Never>) in
-            committer.submit([.attempt(attempt)]) { result in done.resume(returning: result.mapError { _ in .notCommitted }) }
+            committer.submit([.attempt(attempt)]) { result in done.resume(returning: result.map { _ in }.mapError { _ in .notCommitted }) }
         }.get()
     }
 
@@ -377,6 +392,16 @@ public final class SQLiteAlertStore: AlertStore, Service {
         return true
     }
 
+    // MARK: - Receipts (SPEC §14)
+
+    public func receipt(of id: AlertID) async throws(EngineError) -> ReceiptRecord? { try read { try persistent.receipt(of: id) } }
+
+    public func receipts(after: Int, limit: Int) async throws(EngineError) -> [ReceiptRecord] {
+        try read { try persistent.receipts(after: after, limit: limit) }
+    }
+
+    public var receiptTotals: ReceiptTotals? { try? persistent.receiptTotals() }
+
     /// One process owns the state directory: nothing changes behind its back, so
     /// `handler` is never called. It is kept all the same, as long as the store: the
     /// engine's holds the engine weakly, and the Swift runtime points from an object to
@@ -406,6 +431,15 @@ public final class SQLiteAlertStore: AlertStore, Service {
             // Until a round finds nothing: the bound of all clients' bytes is taken last.
             if ids.isEmpty { break }
         }
+        if let before = retention.receiptsDecidedBefore {
+            // The chain's oldest receipts, a chunk a commit, like alerts.
+            let kept = try read { try persistent.receiptsKept(decidedBefore: before) }
+            var first = try read { try persistent.receipts(after: 0, limit: 1).first?.seq } ?? kept
+            while first < kept {
+                first = min(kept, first + Self.purgeChunk)
+                try await commit([.deleteReceipts(below: first)])
+            }
+        }
         try await commit([.deleteKeys(createdBefore: keysBefore), .deleteAnswerTokens(expiredBefore: keysBefore)])
         if let bytes = try? persistent.retainedBytes() { measuredRetained.withLockedValue { $0 = bytes } }
         return forgetIdleClients()
@@ -422,7 +456,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     private func commit(_ writes: [StoreWrite]) async throws(EngineError) {
         if let refusal { throw refusal }
         let reply = Reply<Result<Void, EngineError>>()
-        committer.submit(writes) { result in reply.resolve(result.mapError { _ in .notCommitted }) }
+        committer.submit(writes) { result in reply.resolve(result.map { _ in }.mapError { _ in .notCommitted }) }
         try await reply.value().get()
     }
 
@@ -468,8 +502,10 @@ public final class SQLiteAlertStore: AlertStore, Service {
     /// with the earlier failure.
     private func recover() -> Bool {
         let stored: StoredState
+        let head: ChainLink
         do {
             stored = try persistent.load()
+            head = try persistent.receiptHead()
         } catch {
             logger.error("the store cannot be read back after a failed commit", metadata: ["error": "\(error)"])
             return false
@@ -482,7 +518,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             state.board.began(normalized)
             state.pendingKeys = [:]
             // From here on submissions are computed on memory that matches the store.
-            committer.resume()
+            committer.resume(head: head)
             failure.clear()
             if !normalized.saved.isEmpty {
                 committer.submit(normalized.saved.map { .alert($0) }) { [self] result in

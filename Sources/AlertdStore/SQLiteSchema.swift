@@ -182,6 +182,31 @@ extension SQLiteStore {
                     CREATE INDEX escalations_by_client ON escalations(client, alert_id);
                     """)
         }
+        migrator.registerMigration("v15: signed receipts of decisions and the chain's head (SPEC §14)") { db in
+            // `receipts`: one row per decided alert (UNIQUE: one receipt per alert), `seq` its place
+            // in the chain, `body` the receipt resource (its canonical JSON, signature included),
+            // `decided_at` what receipts.retention counts from. `receipt_chain`: one row, the head
+            // (the last receipt's seq and hash, which the next one links to) and what is kept:
+            // it outlives the receipts a purge removes, so the chain goes on from its head.
+            try db.execute(
+                sql: """
+                    CREATE TABLE receipts (
+                        seq INTEGER PRIMARY KEY,
+                        alert_id TEXT NOT NULL UNIQUE,
+                        client TEXT NOT NULL,
+                        decided_at INTEGER NOT NULL,
+                        body TEXT NOT NULL
+                    );
+                    CREATE TABLE receipt_chain (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        seq INTEGER NOT NULL,
+                        sha256 TEXT NOT NULL,
+                        count INTEGER NOT NULL,
+                        bytes INTEGER NOT NULL
+                    );
+                    INSERT INTO receipt_chain (id, seq, sha256, count, bytes) VALUES (1, 0, '\(String(repeating: "0", count: 64))', 0, 0);
+                    """)
+        }
         return migrator
     }
 }

@@ -1,5 +1,6 @@
 public import AlertdCore
 public import AlertdEngine
+public import AlertdReceipts
 public import AlertdWire
 import Foundation
 import GRDB
@@ -299,6 +300,28 @@ public final class SQLiteStore: PersistentStore {
                     arguments: [at.milliseconds, Data(hash)])
             case .deleteAnswerTokens(let expiredBefore):
                 try db.execute(sql: "DELETE FROM answer_tokens WHERE expires_at < ?", arguments: [expiredBefore.milliseconds])
+            case .receipt(let alert):
+                // The committer's signer signs every receipt before its batch reaches here.
+                throw GroupCommitter.UnsignedReceipt(alert: alert.id)
+            case .signedReceipt(let record):
+                try db.cachedStatement(sql: "INSERT INTO receipts (seq, alert_id, client, decided_at, body) VALUES (?, ?, ?, ?, ?)")
+                    .execute(arguments: [
+                        record.seq, record.alertID.description, record.client, record.decidedAt.milliseconds,
+                        String(decoding: record.json, as: UTF8.self),
+                    ])
+            case .receiptHead(let head, let added, let bytes):
+                try db.cachedStatement(
+                    sql: "UPDATE receipt_chain SET seq = ?, sha256 = ?, count = count + ?, bytes = bytes + ? WHERE id = 1"
+                ).execute(arguments: [head.seq, head.sha256, added, bytes])
+            case .deleteReceipts(let below):
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT count(*), coalesce(sum(length(CAST(body AS BLOB))), 0) FROM receipts WHERE seq < ?",
+                    arguments: [below])
+                let (count, bytes) = (row?[0] as Int? ?? 0, row?[1] as Int? ?? 0)
+                guard count > 0 else { break }
+                try db.execute(sql: "DELETE FROM receipts WHERE seq < ?", arguments: [below])
+                try db.execute(
+                    sql: "UPDATE receipt_chain SET count = count - ?, bytes = bytes - ? WHERE id = 1", arguments: [count, bytes])
             }
         }
     }
@@ -546,6 +569,60 @@ public final class SQLiteStore: PersistentStore {
             }
             return pending
         }
+    }
+
+    // MARK: - Receipts (SPEC §14)
+
+    public func receiptHead() throws -> ChainLink {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT seq, sha256 FROM receipt_chain WHERE id = 1") else { return .start }
+            return ChainLink(seq: row[0], sha256: row[1])
+        }
+    }
+
+    public func receipt(of id: AlertID) throws -> ReceiptRecord? {
+        try pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT seq, alert_id, client, decided_at, body FROM receipts WHERE alert_id = ?", arguments: [id.description]
+            ).flatMap(Self.receipt(from:))
+        }
+    }
+
+    public func receipts(after: Int, limit: Int) throws -> [ReceiptRecord] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT seq, alert_id, client, decided_at, body FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?",
+                arguments: [after, limit]
+            ).compactMap(Self.receipt(from:))
+        }
+    }
+
+    public func receiptTotals() throws -> ReceiptTotals {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT count, bytes, seq FROM receipt_chain WHERE id = 1") else {
+                return ReceiptTotals(count: 0, bytes: 0, lastSeq: 0)
+            }
+            return ReceiptTotals(count: row[0], bytes: row[1], lastSeq: row[2])
+        }
+    }
+
+    public func receiptsKept(decidedBefore: Timestamp) throws -> Int {
+        try pool.read { db in
+            // Walks the chain from its start (by seq, the primary key) to the first receipt
+            // decided at or after the time: as many rows as go.
+            if let first = try Int.fetchOne(
+                db, sql: "SELECT seq FROM receipts WHERE decided_at >= ? ORDER BY seq LIMIT 1", arguments: [decidedBefore.milliseconds])
+            {
+                return first
+            }
+            return (try Int.fetchOne(db, sql: "SELECT seq FROM receipt_chain WHERE id = 1") ?? 0) + 1
+        }
+    }
+
+    static func receipt(from row: Row) -> ReceiptRecord? {
+        guard let id = AlertID(row[1] as String) else { return nil }
+        return ReceiptRecord(
+            seq: row[0], alertID: id, client: row[2], decidedAt: Timestamp(milliseconds: row[3]), json: Array((row[4] as String).utf8))
     }
 
     /// Whether a commit goes through now: a real one (one small row rewritten),

@@ -4,10 +4,38 @@ import Foundation
 public enum Base64URL {
     /// The unpadded URL-safe encoding of `bytes`.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.last == "=" { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+        // Written straight into its bytes: every signed receipt's signature goes through here
+        // (Foundation's encoder, then two passes over Characters, cost a fifth of a signing).
+        let input = Array(bytes)
+        var out: [UInt8] = []
+        out.reserveCapacity((input.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= input.count {
+            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+            out.append(alphabet[Int(chunk >> 18 & 63)])
+            out.append(alphabet[Int(chunk >> 12 & 63)])
+            out.append(alphabet[Int(chunk >> 6 & 63)])
+            out.append(alphabet[Int(chunk & 63)])
+            index += 3
+        }
+        switch input.count - index {
+        case 2:
+            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
+            out.append(alphabet[Int(chunk >> 18 & 63)])
+            out.append(alphabet[Int(chunk >> 12 & 63)])
+            out.append(alphabet[Int(chunk >> 6 & 63)])
+        case 1:
+            let chunk = UInt32(input[index]) << 16
+            out.append(alphabet[Int(chunk >> 18 & 63)])
+            out.append(alphabet[Int(chunk >> 12 & 63)])
+        default:
+            break
+        }
+        return String(decoding: out, as: UTF8.self)
     }
+
+    /// RFC 4648 §5's alphabet.
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The bytes of `text`; nil unless it is base64url (padding optional). The standard
     /// alphabet's `+` and `/` are refused: a browser's keys never hold them.

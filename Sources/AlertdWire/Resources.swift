@@ -355,15 +355,20 @@ public struct AlertEvent: Sendable, Hashable, Codable {
     /// What the event is about.
     public var data: EventData
 
-    /// `data`: the alert, and for `alert.escalated` (SPEC §12) the step it took.
+    /// `data`: the alert, and for `alert.escalated` (SPEC §12) the step it took; for a terminal
+    /// event, the decision's signed receipt (SPEC §14).
     public struct EventData: Sendable, Hashable, Codable {
         public var alert: AlertResource
         /// `alert.escalated` only: the step taken; nil for a terminal event.
         public var escalation: EscalationEvent?
+        /// A terminal event's receipt (SPEC §14), as `GET …/alerts/{id}/receipt` answers it
+        /// (AlertdReceipts' `SignedReceipt(json:)` reads and verifies it); nil for `alert.escalated`.
+        public var receipt: JSONObject?
 
-        public init(alert: AlertResource, escalation: EscalationEvent? = nil) {
+        public init(alert: AlertResource, escalation: EscalationEvent? = nil, receipt: JSONObject? = nil) {
             self.alert = alert
             self.escalation = escalation
+            self.receipt = receipt
         }
     }
 
@@ -379,7 +384,27 @@ public struct AlertEvent: Sendable, Hashable, Codable {
 
     /// Writes the event: the one writer of its shape.
     public func write(into json: inout JSONWriter) {
-        Self.write(type: type, timestamp: timestamp, escalation: data.escalation, into: &json) { data.alert.write(into: &$0) }
+        var body = JSONWriter(capacity: 2048)
+        Self.write(type: type, timestamp: timestamp, escalation: data.escalation, into: &body) { data.alert.write(into: &$0) }
+        guard let receipt = data.receipt else { return json.raw(body.bytes) }
+        json.raw(Self.body(body.bytes, addingReceipt: JSONValue.object(receipt).compactBytes()) ?? body.bytes)
+    }
+
+    /// A terminal event's body with its receipt (SPEC §14) as `data.receipt`, after the
+    /// alert: the body as ``write(type:timestamp:escalation:into:alert:)`` wrote it, which
+    /// ends by closing `data` and the event, with `,"receipt":` and `receipt` (a JSON object)
+    /// before those two braces. A store attaches it once the decision's receipt is signed,
+    /// before the event is written: every attempt sends and signs these bytes. nil for a
+    /// body that does not end as that writer ends one.
+    public static func body(_ body: [UInt8], addingReceipt receipt: [UInt8]) -> [UInt8]? {
+        guard body.count >= 2, body.suffix(2).elementsEqual("}}".utf8) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + receipt.count + 12)
+        out.append(contentsOf: body.dropLast(2))
+        out.append(contentsOf: #","receipt":"#.utf8)
+        out.append(contentsOf: receipt)
+        out.append(contentsOf: "}}".utf8)
+        return out
     }
 
     /// The one writer of the event's shape; `alert` writes the alert resource (the

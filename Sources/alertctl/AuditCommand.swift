@@ -8,7 +8,55 @@ import Foundation
 /// checked offline: every signature, the `seq` without gaps, the hash chain.
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Checks signed receipts of decisions (SPEC §14).", subcommands: [Verify.self])
+        abstract: "Exports and checks signed receipts of decisions (SPEC §14).", subcommands: [Export.self, Verify.self])
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Writes the daemon's audit log as JSON lines: its receipts in seq order.",
+            discussion: """
+                Writes every receipt after seq --after (default 0: from the first kept) to stdout, one \
+                JSON object per line, each as the daemon signed it (canonical JSON, RFC 8785), in seq \
+                order, reading GET /v1/audit a page at a time. It needs an admin token of every client \
+                (clients: ["*"]). Resumable: it ends by saying, on stderr, the last seq it wrote; \
+                the next export with --after that seq appends what came since, and \
+                `alertctl audit verify` checks the files joined as one chain. Exit codes: 0 exported \
+                (also none); 3 the daemon refused; 4 it could not be reached.
+                """)
+
+        @OptionGroup var connection: Connection
+
+        @Option(help: "Export the receipts after this seq (the last one of an earlier export).")
+        var after: Int = 0
+
+        func run() async throws {
+            try await guarded {
+                guard after >= 0 else { throw Failure("--after must be a seq, 0 or more, not \(after)", code: Exit.usage) }
+                let (count, first, last) = try await connection.run { alertd -> (Int, Int?, Int) in
+                    var next = after
+                    var (count, first): (Int, Int?) = (0, nil)
+                    while true {
+                        let page = try await alertd.audit(after: next, limit: 1000)
+                        if page.receipts.isEmpty { break }
+                        var lines: [UInt8] = []
+                        for receipt in page.receipts {
+                            lines += try receipt.encoded()
+                            lines.append(UInt8(ascii: "\n"))
+                        }
+                        FileHandle.standardOutput.write(Data(lines))
+                        count += page.receipts.count
+                        first = first ?? page.receipts.first?.receipt.seq
+                        next = page.nextAfter
+                    }
+                    return (count, first, next)
+                }
+                if let first {
+                    complain("exported \(Verify.count(count)), seq \(first) to \(last); resume with --after \(last)")
+                } else {
+                    complain("no receipts after seq \(after)")
+                }
+            }
+        }
+    }
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -124,3 +172,4 @@ struct Audit: AsyncParsableCommand {
 }
 
 extension Audit.Verify: ConnectedCommand {}
+extension Audit.Export: ConnectedCommand {}

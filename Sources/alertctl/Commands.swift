@@ -1,4 +1,5 @@
 import AlertdClient
+import AlertdReceipts
 import AlertdWire
 import ArgumentParser
 import Foundation
@@ -653,9 +654,16 @@ struct Get: AsyncParsableCommand {
         discussion: """
             With --wait it waits as long as asked for the alert to be answered, dismissed, \
             expired or withdrawn, asking the daemon again each time its limits.max_wait_seconds \
-            runs out. Exit codes: 0 shown (with --wait: the alert is decided); 2 with --wait, \
-            the wait ended and the alert is still pending (shown, and said on stderr); 3 the \
-            daemon refused; 4 it could not be reached.
+            runs out. With --receipt it prints the decision's signed receipt (SPEC §14) instead, \
+            one line of canonical JSON as GET …/receipt answers it (what `alertctl audit verify` \
+            reads), after checking it with the daemon's keys (GET /v1/keys) and against the alert: \
+            its signature, that it is this alert's, that content_sha256 is the hash of what the \
+            alert asked, and that it says what the alert's result says; stderr says so. Exit codes: \
+            0 shown (with --wait: the alert is decided; with --receipt: it verified); 1 with \
+            --receipt, the receipt did not verify (printed all the same, and why on stderr); 2 \
+            with --wait, the wait ended and the alert is still pending (shown, and said on \
+            stderr); 3 the daemon refused (with --receipt: also while the alert is pending); 4 \
+            it could not be reached.
             """)
 
     @OptionGroup var connection: Connection
@@ -667,6 +675,9 @@ struct Get: AsyncParsableCommand {
         transform: Seconds.zeroOrMore)
     var wait: Double?
 
+    @Flag(help: "Print the decision's signed receipt (SPEC §14), checked with the daemon's keys and against the alert.")
+    var receipt = false
+
     func run() async throws {
         try await guarded {
             let alert = try await connection.run { alertd in
@@ -675,12 +686,32 @@ struct Get: AsyncParsableCommand {
                     return (alert, alert.isTerminal)
                 }
             }
+            if receipt, alert.isTerminal || wait == nil { return try await showReceipt(of: alert) }
             if connection.json { connection.printAnswer() } else { print(Text.details(alert)) }
             if let wait, !alert.isTerminal {
                 complain("alert \(alert.id) is still \(alert.state.rawValue) after waiting \(Text.seconds(wait))")
                 throw ExitCode(Exit.noDecision)
             }
         }
+    }
+}
+
+extension Get {
+    /// `--receipt`: the receipt as the daemon answered it, on stdout, and what checking it found, on stderr.
+    func showReceipt(of alert: AlertResource) async throws {
+        let (signed, keys) = try await connection.run { alertd in
+            (try await alertd.receipt(on: target.client, id: target.id), try await alertd.receiptKeys())
+        }
+        Connection.write(json: try signed.encoded())
+        do {
+            try signed.verify(with: keys, for: alert)
+        } catch {
+            complain("receipt seq \(signed.receipt.seq) of alert \(alert.id) does NOT verify: \(error)")
+            throw ExitCode(1)
+        }
+        complain(
+            "receipt seq \(signed.receipt.seq) of alert \(alert.id) verified: signed by key \(signed.receipt.keyID), "
+                + "the alert's content and decision")
     }
 }
 

@@ -829,9 +829,13 @@ extension APIContractTests {
                 try await api.awaitWaiters(2)
                 #expect(!waiters.anyAnswered)
                 let answered = try await api.choose(client, Contract.id(asked), ["button": "Yes"]).jsonObject()
+                let receipt = try await api.get("/v1/clients/\(client)/alerts/\(askedID)/receipt").jsonObject()
                 for response in try await waiters.awaitAll() {
                     #expect(response.status == 200)
-                    #expect(Contract.same(try response.jsonObject(), answered))
+                    // The alert as decided, and the decision's receipt (SPEC §14).
+                    var polled = try response.jsonObject()
+                    #expect(Contract.same(polled.removeValue(forKey: "receipt"), receipt))
+                    #expect(Contract.same(polled, answered))
                 }
             }
         }

@@ -8,6 +8,7 @@
 
 import AlertdCore
 import AlertdEngine
+import AlertdReceipts
 import AlertdWire
 import AlertdTestSupport
 import Logging
@@ -25,7 +26,7 @@ struct FlushFaultTests {
         let url = try await server.borrowDatabase()
         let store = try PostgresAlertStore(
             url: try PostgresURL(url), poolSize: 4, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
-            logger: Logger(label: "flush-fault") { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger(label: "flush-fault") { _ in SwiftLogNoOpLogHandler() }, receiptKey: .generate())
         let running = Task { try await store.run() }
         defer { running.cancel() }
         try await store.migrate()
@@ -119,7 +120,7 @@ struct FlushFaultTests {
         let url = try await server.borrowDatabase()
         let store = try PostgresAlertStore(
             url: try PostgresURL(url), poolSize: 4, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
-            logger: Logger(label: "flush-held") { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger(label: "flush-held") { _ in SwiftLogNoOpLogHandler() }, receiptKey: .generate())
         let running = Task { try await store.run() }
         defer { running.cancel() }
         try await store.migrate()

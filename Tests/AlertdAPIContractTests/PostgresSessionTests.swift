@@ -6,6 +6,7 @@
 
 import AlertdCore
 import AlertdEngine
+import AlertdReceipts
 import AlertdTestSupport
 import AlertdWire
 import Foundation
@@ -139,7 +140,7 @@ struct PostgresSessionTests {
         try await server.execute("INSERT INTO clients (id, created_at) VALUES ('gone', 0)", database: database)
         let store = try PostgresAlertStore(
             url: try PostgresURL(address), poolSize: 2, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
-            logger: Self.quiet)
+            logger: Self.quiet, receiptKey: .generate())
         let running = Task { try await store.run() }
         let forgotten: Result<[String], EngineError>
         do throws(EngineError) {

@@ -22,6 +22,7 @@ struct SharedStoreTests {
                 store:
                   backend: postgres
                   postgres: {url: "\(url)", pool_size: 4}
+                receipts: {key_file: \(TestReceiptKey.path)}
 
                 """ + more
         let outcome: Result<Void, any Error>

@@ -3,6 +3,7 @@ import AlertdTestSupport
 import AlertdClient
 import AlertdCore
 import AlertdDelivery
+import AlertdReceipts
 import AlertdWire
 import Crypto
 import Foundation
@@ -216,7 +217,11 @@ struct OpenAPIWireTypeTests {
 
     @Test("the alert, its result and its buttons, as returned and as posted")
     func alert() throws {
-        Self.check(AlertResource.self, ["Alert"])
+        // `receipt` (SPEC §14) is the long-poll answer's alone: the SDK reads it apart
+        // (AlertdClient's polledAlert); the resource itself is the same everywhere else.
+        let alert = Document.members(of: "Alert")
+        #expect(alert.contains("receipt") && !(Document.schemas["Alert"]?["required"] as? [String] ?? []).contains("receipt"))
+        #expect(MemberRecorder.members(of: AlertResource.self) == alert.subtracting(["receipt"]))
         Self.check(AlertResult.self, ["AlertResult"])
         Self.check(Vote.self, ["Vote"])
         Self.check(Button.self, ["Button"])
@@ -233,6 +238,16 @@ struct OpenAPIWireTypeTests {
         #expect(Document.schemas["Button"]?["required"] as? [String] == Button.memberNames)
         #expect(Document.schemas["EscalationStep"]?["required"] as? [String] == EscalationStep.memberNames)
         #expect(Document.schemas["EscalatedTo"]?["required"] as? [String] == EscalatedTo.memberNames)
+    }
+
+    @Test("a receipt (SPEC §14): the document's members are the receipt's and its signature, every one required")
+    func receipt() throws {
+        let receipt = try #require(Document.schemas["Receipt"])
+        #expect(Set(receipt["required"] as? [String] ?? []) == Set(Receipt.memberNames + ["signature"]))
+        #expect(Document.members(of: "Receipt") == Set(Receipt.memberNames + ["signature"]))
+        #expect(Document.members(of: "AuditPage") == ["receipts", "next_after"])
+        let outcome = (receipt["properties"] as? [String: Any])?["outcome"] as? [String: Any]
+        #expect(Set(outcome?["enum"] as? [String] ?? []) == Set(Receipt.Outcome.allCases.map(\.rawValue)))
     }
 
     @Test("the enumerations: states, styles, delivery states")
@@ -271,14 +286,19 @@ struct OpenAPIWireTypeTests {
         let body = try #require(try JSONSerialization.jsonObject(with: Data(event.body)) as? [String: Any])
         #expect(Set(body.keys) == Document.members(of: "AlertEvent"))
         let data = try #require(Document.schemas["AlertEvent"]?["properties"] as? [String: Any])["data"] as? [String: Any]
-        // A terminal event's data is the alert; an escalation step's (SPEC §12) the alert and the step.
+        // A terminal event's data is the alert and, once the store attached it, the decision's
+        // receipt (SPEC §14); an escalation step's (SPEC §12) the alert and the step.
         #expect(Set((body["data"] as? [String: Any] ?? [:]).keys) == ["alert"])
+        let withReceipt = try #require(AlertEvent.body(event.body, addingReceipt: Array(#"{"seq":1}"#.utf8)))
+        let attached = try #require(try JSONSerialization.jsonObject(with: Data(withReceipt)) as? [String: Any])
+        #expect(Set((attached["data"] as? [String: Any] ?? [:]).keys) == ["alert", "receipt"])
+        #expect(Document.members(data ?? [:]) == ["alert", "escalation", "receipt"])
         let step = CallbackEvent(
             id: ids.next(at: now), escalation: EscalationEvent(index: 0, after: 300, to: "ops-lead", at: now),
             renderedAlert: Array(#"{"id":"x"}"#.utf8))
         let stepBody = try #require(try JSONSerialization.jsonObject(with: Data(step.body)) as? [String: Any])
         #expect(Set(stepBody.keys) == Document.members(of: "AlertEvent"))
-        #expect(Set((stepBody["data"] as? [String: Any] ?? [:]).keys) == Document.members(data ?? [:]))
+        #expect(Set((stepBody["data"] as? [String: Any] ?? [:]).keys) == Document.members(data ?? [:]).subtracting(["receipt"]))
         let escalation = ((data?["properties"] as? [String: Any])?["escalation"] as? [String: Any]).map(Document.members) ?? []
         #expect(Set(((stepBody["data"] as? [String: Any])?["escalation"] as? [String: Any] ?? [:]).keys) == escalation)
         let types = ((Document.schemas["AlertEvent"]?["properties"] as? [String: Any])?["type"] as? [String: Any])?["enum"] as? [String]

@@ -1,8 +1,10 @@
 import AlertdDaemon
 import AlertdEngine
 import AlertdInProcess
+import AlertdReceipts
 import AlertdStore
 import AlertdTestSupport
+import AlertdWire
 import Foundation
 import Testing
 
@@ -42,6 +44,29 @@ struct StoreFailureTests {
                 try await daemon.send("POST", "/v1/clients/ops/alerts/\(kept["id"] as! String)/choice", json: #"{"button":"OK"}"#).status
                     == 200)
             #expect(try await daemon.postAlert("ops", #"{"title":"After","buttons":[{"title":"OK"}]}"#)["state"] as? String == "displayed")
+        }
+    }
+
+    @Test("a decision whose commit reached the disk but failed: after the recovery, the next receipt goes on from the one on disk")
+    func receiptsAfterAFailureThatWrote() async throws {
+        let store = ControlledStore()
+        try await withAlertd(wrapStore: store.wrap) { daemon in
+            let first = try await daemon.postAlert("ops", #"{"title":"First","buttons":[{"title":"OK"}]}"#)["id"] as! String
+            let second = try await daemon.postAlert("dev", #"{"title":"Second","buttons":[{"title":"OK"}]}"#)["id"] as! String
+            store.failOnceAfterWriting()
+            #expect(try await daemon.choose("ops", first, #"{"button":"OK"}"#).status == 503)
+            await daemon.alertd.engine.checkStore()
+            // The board is read back from the disk, which holds the decision and its receipt.
+            let decided = try await daemon.send("GET", "/v1/clients/ops/alerts/\(first)").jsonObject()
+            #expect(decided["state"] as? String == "answered")
+            #expect(try await daemon.choose("dev", second, #"{"button":"OK"}"#).status == 200)
+            let page = try JSONParser.parse(try await daemon.send("GET", "/v1/audit?after=0&limit=10").body)
+            let receipts = try (try #require(page["receipts"]?.arrayValue)).map { try SignedReceipt(json: try #require($0.objectValue)) }
+            #expect(receipts.map(\.receipt.seq) == [1, 2])
+            #expect(receipts.map(\.receipt.alertID) == [first, second])
+            let keys = try ReceiptKeySet(jwks: try JSONParser.parse(try await daemon.send("GET", "/v1/keys").body))
+            let report = ChainVerifier.verify(receipts, keys: keys)
+            #expect(report.isValid && report.firstLinkChecked, "\(report)")
         }
     }
 

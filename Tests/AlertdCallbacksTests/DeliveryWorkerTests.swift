@@ -1,15 +1,16 @@
 import AlertdCore
 import AlertdDelivery
 import AlertdEngine
+import AlertdReceipts
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
-import NIOConcurrencyHelpers
 import Testing
 
 @testable import AlertdCallbacks
@@ -36,7 +37,8 @@ private final class Harness: Sendable {
         store = try SQLiteStore(directory: directory, durability: .normal)
         let logger = log?.logger ?? Logger(label: "test")
         alertStore = try SQLiteAlertStore(
-            persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: logger)
+            persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: logger,
+            receiptKey: .generate())
         alertStore.startWriter()
         var settings = DeliveryWorker.Settings(
             timeout: timeout, policy: policy, deny: try DenyList(deny), shutdownGrace: shutdownGrace, lookUp: lookUp,

@@ -6,6 +6,7 @@
 import AlertdCore
 import AlertdDelivery
 import AlertdEngine
+import AlertdReceipts
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
@@ -44,7 +45,8 @@ struct PushDeliveryTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try SQLiteStore(directory: directory, durability: .normal)
         let alertStore = try SQLiteAlertStore(
-            persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: Logger(label: "test"))
+            persistent: store, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(), logger: Logger(label: "test"),
+            receiptKey: .generate())
         alertStore.startWriter()
         let worker = DeliveryWorker(
             settings: .init(

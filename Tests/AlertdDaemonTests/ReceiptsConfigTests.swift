@@ -99,12 +99,18 @@ struct ReceiptsConfigTests {
         #expect(previous.map(\.key) == ["receipts.previous_keys[1]", "receipts.previous_keys[2]"], "\(previous)")
     }
 
-    @Test("with PostgreSQL and no key_file there is no signing key (until receipts are written, nothing to refuse) and none is made")
+    @Test("with PostgreSQL and no key_file the start is refused, naming receipts.key_file, and no key is made")
     func postgresWithoutKeyFile() throws {
         var config = try Config.parse(yaml: "store: { backend: postgres, postgres: { url: \"postgres://alertd@127.0.0.1/alertd\" } }")
         let directory = try ScratchDirectory()
         config.stateDir = directory.url.path
-        #expect(config.startCheck().errors.isEmpty && config.startCheck().warnings.isEmpty)
+        let errors = config.startCheck().errors
+        #expect(errors.map(\.key) == ["receipts.key_file"], "\(errors)")
+        #expect(
+            errors.first?.description.contains(
+                "receipts.key_file: required with store.backend: postgres: every instance signs receipts with the same key") == true,
+            "\(errors)")
+        #expect(config.startCheck().warnings.isEmpty)
         let loaded = try ReceiptKeyFiles.load(config)
         #expect(loaded.signing == nil && loaded.keys.keys.isEmpty && loaded.generated == nil)
         #expect(!FileManager.default.fileExists(atPath: ReceiptKeyFiles.stateDirectoryKeyFile(config)))

@@ -65,7 +65,8 @@ struct AlertctlOutputTests {
         let daemon = try await Daemon.start()
         defer { daemon.cleanup() }
         let http = daemon.client()
-        let body = #"{"title": "M", "buttons": [{"title": "A"}], "metadata": {"z": 1, "big": 1e400, "a": 1.50e3, "n": null}}"#
+        let body =
+            #"{"title": "M", "buttons": [{"title": "A"}], "metadata": {"z": 1, "big": 123456789012345678901234567890, "a": 1.50e3, "n": null}}"#
         let posted = try await http.post("/v1/clients/ops/alerts", json: body)
         let alertID = try #require(try JSONParser.parse(posted.text)["id"]?.stringValue)
         let ctl = Alertctl(url: daemon.baseURL)
@@ -82,7 +83,7 @@ struct AlertctlOutputTests {
         }
         let got = try await ctl.run("get", "ops", alertID, "--json")
         #expect(got.stdout.hasPrefix(#"{"id":""#) && got.stdout.contains(#""message":null"#))
-        #expect(got.stdout.contains(#""metadata":{"z":1,"big":1e400,"a":1.50e3,"n":null}"#), "\(got.stdout)")
+        #expect(got.stdout.contains(#""metadata":{"z":1,"big":123456789012345678901234567890,"a":1.50e3,"n":null}"#), "\(got.stdout)")
         #expect(try await ctl.run("current", "nobody", "--json").stdout == "null\n")
         let chosen = try await ctl.run("choose", "ops", alertID, "A", "--json")
         #expect(chosen.stdout == (try await http.get("/v1/clients/ops/alerts/\(alertID)").text) + "\n")

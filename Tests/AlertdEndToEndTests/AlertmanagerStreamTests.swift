@@ -22,7 +22,8 @@ struct AlertmanagerStreamTests {
     @Test("on PostgreSQL, the same")
     func streamOnPostgres() async throws {
         let url = try await TestPostgres.shared().createDatabase()
-        try await stream(store: "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n")
+        try await stream(
+            store: "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n" + TestReceiptKey.configSection)
     }
 
     private func stream(store: String) async throws {

@@ -142,7 +142,15 @@ struct ConfigExampleTests {
         let placeholder = "replace-with-openssl-rand-base64-32"
         for block in blocks {
             let one = try await Self.check(Self.uncommenting(lines, [block]), in: directory)
-            if lines[block].contains(where: { $0.contains(placeholder) }) {
+            if Self.heads(lines, [block]) == ["store"] {
+                // PostgreSQL needs receipts.key_file (SPEC §14): refused alone, saying so; with the receipts example, accepted.
+                #expect(
+                    one.status == 1 && one.output.contains("receipts.key_file: required with store.backend: postgres"),
+                    "postgres without receipts.key_file:\n→ \(one.output)")
+                let receipts = try #require(blocks.first { Self.heads(lines, [$0]) == ["receipts"] })
+                let both = try await Self.check(Self.uncommenting(lines, [block, receipts]), in: directory)
+                #expect(both.status == 0, "store with receipts:\n→ \(both.output)")
+            } else if lines[block].contains(where: { $0.contains(placeholder) }) {
                 #expect(
                     one.status == 1 && one.output.contains("callbacks.signing_secret is the sample config's placeholder"),
                     "the placeholder uncommented:\n\(lines[block].joined(separator: "\n"))\n→ \(one.output)")
@@ -163,7 +171,7 @@ struct ConfigExampleTests {
         #expect(
             Self.heads(all, nested) == [
                 "bearer_token", "bearer_token_file", "basic_auth", "matcher_labels", "expires_in", "remind_every", "allow_http",
-                "max_subscriptions_per_token", "key_file", "previous_keys", "retention",
+                "max_subscriptions_per_token", "previous_keys", "retention",
             ])
         for block in nested {
             let one = try await Self.check(Self.uncommenting(all, [block]), in: directory)

@@ -716,9 +716,9 @@ struct Cluster {
         let name = String(url.split(separator: "/").last ?? "")
         if durable { try await postgres.execute("ALTER DATABASE \(name) SET synchronous_commit = on") }
         if !publicConnect { try await postgres.execute("REVOKE CONNECT ON DATABASE \(name) FROM PUBLIC") }
-        let yaml =
-            (config.isEmpty || config.hasSuffix("\n") ? config : config + "\n")
-            + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n"
+        let yaml = TestReceiptKey.adding(
+            to: (config.isEmpty || config.hasSuffix("\n") ? config : config + "\n")
+                + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n")
         let instances = try await withThrowingTaskGroup(of: (Int, Daemon).self) { group in
             for index in 0..<count { group.addTask { (index, try await Daemon.start(.init(config: yaml))) } }
             var started: [(Int, Daemon)] = []

@@ -213,13 +213,14 @@ struct SDKTests {
         let alertd = try AlertdClient(url: daemon.baseURL)
         let decoded = try await alertd.alert(on: "ops", id: raw["id"] as! String)
         #expect(decoded.buttons == [.default("A")] && decoded.metadata == ["k": [1, 2.5, .null]])
-        // The SDK keeps metadata as posted: member order, number spellings, numbers beyond Double.
+        // The SDK keeps metadata as posted: member order, number spellings, digits beyond a double's.
         let posted = try await http.post(
-            "/v1/clients/ops/alerts", json: #"{"title": "M", "metadata": {"z": 1, "big": 1e400, "a": 1.50e3}}"#)
+            "/v1/clients/ops/alerts", json: #"{"title": "M", "metadata": {"z": 1, "big": 123456789012345678901234567890, "a": 1.50e3}}"#)
         let postedID = try #require(try JSONParser.parse(posted.text)["id"]?.stringValue, "\(posted.status): \(posted.text)")
         let metadata = try await alertd.alert(on: "ops", id: postedID).metadata
         #expect(metadata?.keys == ["z", "big", "a"])
-        #expect(metadata?["big"]?.numberValue?.literal == "1e400" && metadata?["a"]?.numberValue?.literal == "1.50e3")
+        #expect(
+            metadata?["big"]?.numberValue?.literal == "123456789012345678901234567890" && metadata?["a"]?.numberValue?.literal == "1.50e3")
         #expect(decoded.createdAt.rfc3339 == raw["created_at"] as? String)
         let result = try #require(try await http.choose("ops", decoded.id, #"{"button": "A"}"#).jsonObject()["result"] as? [String: Any])
         #expect(Set(result.keys) == Set(AlertResult.memberNames))

@@ -87,6 +87,29 @@ struct StartRefusalTests {
             line: "alerts.retention must be at most 3155760000 seconds (100 years)")
     }
 
+    /// SPEC §14: every instance of one database signs receipts with one key, so PostgreSQL
+    /// without `receipts.key_file` is refused as the other start checks refuse (a listen
+    /// address without tokens): exit 1 and one critical line naming the key, before anything
+    /// connects (the URL names a closed port). `alertd check-config` says the same.
+    @Test("PostgreSQL without receipts.key_file is refused at start: exit 1, a critical line naming the key; check-config says it")
+    func postgresWithoutReceiptsKey() async throws {
+        let config = "store:\n  backend: postgres\n  postgres:\n    url: \"postgres://alertd@127.0.0.1:1/alertd\"\n"
+        let error = try await Daemon.refusal(.init(config: config))
+        #expect(error.exitStatus == 1, "\(error)")
+        let line = "receipts.key_file: required with store.backend: postgres: every instance signs receipts with the same key"
+        #expect(
+            error.stderr.split(separator: "\n").contains { $0.contains("level=critical") && $0.contains(line) },
+            "no critical line naming receipts.key_file: \(error.stderr.suffix(1000))")
+        #expect(!error.stderr.contains("cannot connect"), "it tried the database: \(error.stderr.suffix(1000))")
+
+        let scratch = try ScratchDirectory()
+        let file = scratch.url.appendingPathComponent("alertd.yaml")
+        try Data(config.utf8).write(to: file)
+        let checked = try await Program.alertd(["check-config", file.path])
+        #expect(checked.status != 0, "\(checked)")
+        #expect((checked.stdout + checked.stderr).contains("\(file.path): \(line)"), "\(checked)")
+    }
+
     /// Starts alertd with `config` and expects it to refuse at start: exit status 2, and
     /// `alertd: <config file>: <line>` on stderr. Anything else (listening, a trap, a hang
     /// past the start timeout) fails.

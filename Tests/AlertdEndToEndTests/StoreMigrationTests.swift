@@ -1,4 +1,6 @@
+import AlertdReceipts
 import AlertdTestSupport
+import AlertdWire
 import Foundation
 import Testing
 
@@ -127,7 +129,7 @@ struct StoreMigrationTests {
             // Two events: the callback, and the step's alert.escalated to ops's webhook.
             copied.stdout.contains("copied 3 clients, 6 alerts, 1 idempotency keys, 1 webhooks, 2 events, 2 deliveries"), "\(copied.stdout)"
         )
-        #expect(copied.stdout.contains("1 escalations"), "\(copied.stdout)")
+        #expect(copied.stdout.contains("1 escalations, 1 receipts"), "\(copied.stdout)")
 
         let refused = try await Program.alertd(["migrate-store", "--from", "sqlite:\(embedded.stateDir.path)", "--to", url])
         #expect(refused.status == 1, "\(refused)")
@@ -137,7 +139,10 @@ struct StoreMigrationTests {
         let refusedAttempts = receiver.requests.count
         receiver.behave(.status(204))
         let shared = try await Daemon.start(
-            .init(config: base + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n"))
+            .init(
+                config: base + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n"
+                    // The key the embedded store made: the copy's receipts go on with it (SPEC §14).
+                    + "receipts:\n  key_file: \(embedded.stateDir.path)/receipts-key.pem\n"))
         defer { shared.cleanup() }
         let moved = shared.client()
         let after = try await moved.get("/v1/clients/ops/alerts").jsonObject()["alerts"] as? [[String: Any]] ?? []
@@ -158,6 +163,16 @@ struct StoreMigrationTests {
         #expect(try await moved.delete("/v1/clients/lead/alerts/\(id(escalated))").status == 200)
         #expect(
             (try await moved.get("/v1/clients/ops/alerts/\(id(escalated))").jsonObject())["state"] as? String == "withdrawn")
+        // The receipt made on SQLite came along, and the chain goes on from it, signed with the
+        // same key (SPEC §14): seq 2 links to seq 1's hash.
+        guard case .array(let audit)? = try JSONParser.parse(try await moved.get("/v1/audit").body)["receipts"] else {
+            throw TestFailure("GET /v1/audit answered no receipts")
+        }
+        let lines = try audit.map { String(decoding: try JCS.canonicalize($0), as: UTF8.self) }
+        #expect(try lines.map { try SignedReceipt(text: $0).receipt.alertID } == [id(answered), id(escalated)])
+        let keys = try ReceiptKeySet(jwks: try JSONParser.parse(try await moved.get("/v1/keys").body))
+        let report = ChainVerifier.verify(lines: lines, keys: keys)
+        #expect(report.isValid && report.firstLinkChecked && report.count == 2, "\(report)")
 
         let replay = try await moved.post(
             "/v1/clients/ops/alerts", json: #"{"title":"second","buttons":[{"title":"OK"}]}"#, headers: [("Idempotency-Key", "deploy-42")])

@@ -1,5 +1,6 @@
 public import AlertdCore
 public import AlertdEngine
+public import AlertdReceipts
 public import AlertdStore
 public import AlertdTestSupport
 public import AlertdWire
@@ -32,6 +33,7 @@ public final class ControlledStore: PersistentStore, Sendable {
     public let begun = Observed<[[StoreWrite]]>([])
     private let committedWrites = NIOLockedValueBox<[[StoreWrite]]>([])
     private let failingNow = Atomic<Bool>(false)
+    private let failingAfterWriting = Atomic<Bool>(false)
     /// While set, a commit waits here (on the store's writer thread) once it has begun.
     private let gate = NIOLockedValueBox<DispatchSemaphore?>(nil)
 
@@ -64,6 +66,10 @@ public final class ControlledStore: PersistentStore, Sendable {
         get { failingNow.load(ordering: .relaxed) }
         set { failingNow.store(newValue, ordering: .relaxed) }
     }
+
+    /// The next commit reaches the disk, then throws (``DiskFull``) all the same: an I/O error
+    /// reported after the write, which leaves the store holding a change alertd was told failed.
+    public func failOnceAfterWriting() { failingAfterWriting.store(true, ordering: .relaxed) }
 
     /// What a failing commit throws.
     public struct DiskFull: Error, CustomStringConvertible {
@@ -109,6 +115,7 @@ public final class ControlledStore: PersistentStore, Sendable {
         if failing { throw DiskFull() }
         try inner.commit(writes)
         committedWrites.withLockedValue { $0.append(writes) }
+        if failingAfterWriting.exchange(false, ordering: .relaxed) { throw DiskFull() }
     }
 
     public func load() throws -> StoredState { try inner.load() }
@@ -136,4 +143,9 @@ public final class ControlledStore: PersistentStore, Sendable {
     public func isWritable() -> Bool { !failing && inner.isWritable() }
     public func hasRoom(forBytes bytes: Int) -> Bool { !failing && inner.hasRoom(forBytes: bytes) }
     public var sizeInBytes: Int? { inner.sizeInBytes }
+    public func receiptHead() throws -> ChainLink { try inner.receiptHead() }
+    public func receipt(of id: AlertID) throws -> ReceiptRecord? { try inner.receipt(of: id) }
+    public func receipts(after: Int, limit: Int) throws -> [ReceiptRecord] { try inner.receipts(after: after, limit: limit) }
+    public func receiptTotals() throws -> ReceiptTotals { try inner.receiptTotals() }
+    public func receiptsKept(decidedBefore: Timestamp) throws -> Int { try inner.receiptsKept(decidedBefore: decidedBefore) }
 }

@@ -257,3 +257,48 @@ struct ReceiptPropertyTests {
         }
     }
 }
+
+@Suite("A receipt's canonical bytes, written member by member")
+struct ReceiptCanonicalWriterTests {
+    /// Values' names that sort differently by UTF-16 code units and by scalars or UTF-8 (RFC 8785
+    /// §3.2.3): a surrogate pair (U+1F600) below U+FB33 in UTF-16, above it by scalar.
+    static let names = ["ticket", "é", "\u{1F600}", "\u{FB33}", "a_b", "ab", "€", "\r", "Z"]
+
+    @Test("the writer's bytes are JCS's of the receipt's JSON, signed and unsigned, for receipts of every shape", arguments: 0..<200)
+    func writerIsJCS(seed: Int) throws {
+        let outcome = Receipt.Outcome.allCases[seed % 4]
+        var values: [String: String] = [:]
+        // Each case a subset of the names: those of the bits of its seed.
+        for (bit, name) in Self.names.enumerated() where (seed >> bit) & 1 == 1 {
+            values[name] = String(repeating: "x\u{7}\"é", count: seed % 3)
+        }
+        let votes: [JSONValue] = (0..<(seed % 3)).map { index in
+            [
+                "decided_by": .string("d\(index)"), "button": "Deploy", "button_index": .number(JSONNumber(index)),
+                "at": "2026-11-21T19:01:00.123Z",
+                "comment": index == 0 ? .null : "why \u{1F680}",
+                "values": .object(JSONObject(values.map { (key: $0.key, value: .string($0.value)) })),
+            ]
+        }
+        let receipt = Receipt(
+            after: ChainLink(seq: seed * 7_919, sha256: String(repeating: "ab", count: 32)), alertID: "01JDEPLOY0000000000000\(seed)",
+            client: "ops-\(seed)", contentSHA256: Golden.contentSHA256, outcome: outcome,
+            button: outcome == .answered ? "Déploy \u{1F680}" : nil, buttonIndex: outcome == .answered ? seed % 16 : nil,
+            decidedBy: seed % 5 == 0 ? nil : "alice", votes: votes, comment: seed % 2 == 0 ? nil : "line\nbreak", values: values,
+            decidedAt: "2026-11-21T19:01:00.123Z", keyID: testKey.keyID)
+        #expect(try receipt.signingInput() == JCS.canonicalize(.object(receipt.json)))
+        let signed = try testKey.sign(receipt)
+        #expect(try signed.encoded() == JCS.canonicalize(.object(signed.json)))
+        #expect(try SignedReceipt(text: String(decoding: try signed.encoded(), as: UTF8.self)) == signed)
+        // The chain writes its receipts' bytes in one pass, the signature spliced in: the same bytes.
+        var chain = ReceiptChain(key: testKey, head: ChainLink(seq: seed * 7_919, sha256: String(repeating: "ab", count: 32)))
+        let appended = try chain.append(
+            ReceiptDraft(
+                alertID: receipt.alertID, client: receipt.client, contentSHA256: receipt.contentSHA256, outcome: receipt.outcome,
+                button: receipt.button, buttonIndex: receipt.buttonIndex, decidedBy: receipt.decidedBy, votes: receipt.votes,
+                comment: receipt.comment, values: receipt.values, decidedAt: receipt.decidedAt))
+        #expect(appended.receipt == signed, "Ed25519 signatures are deterministic: the same receipt, the same signature")
+        #expect(appended.bytes == (try JCS.canonicalize(.object(signed.json))))
+        #expect(chain.head == (try signed.link()))
+    }
+}

@@ -2,6 +2,7 @@ import AlertdCore
 import AlertdEngine
 import AlertdInProcess
 import AlertdPostgres
+import AlertdReceipts
 import AlertdTestSupport
 import AlertdWire
 import Foundation
@@ -37,6 +38,9 @@ final class StoreUnderTest: Sendable {
     }
 
     private static let logger = Logger(label: "store-port") { _ in SwiftLogNoOpLogHandler() }
+    /// The key every store of the suite signs receipts with (SPEC §14): two instances of one
+    /// database sign with the same, as `receipts.key_file` has them.
+    static let receiptKey = ReceiptSigningKey.generate()
 
     /// Runs `body` on a new store of `kind` and closes it after, whatever `body` did.
     static func with(
@@ -62,7 +66,7 @@ final class StoreUnderTest: Sendable {
             let directory = try ScratchDirectory(prefix: "alertd-port")
             let store = try SQLiteAlertStore(
                 persistent: try SQLiteStore(directory: directory.url.path, durability: .normal), settings: settings,
-                rules: AlertRules(), clock: clock, logger: Self.logger)
+                rules: AlertRules(), clock: clock, logger: Self.logger, receiptKey: Self.receiptKey)
             store.startWriter()
             self.store = store
             storage = .directory(directory)
@@ -81,7 +85,8 @@ final class StoreUnderTest: Sendable {
         _ url: String, settings: QueueSettings, clock: any WallClock
     ) async throws -> (PostgresAlertStore, Task<Void, Never>) {
         let store = try PostgresAlertStore(
-            url: try PostgresURL(url), poolSize: 4, settings: settings, rules: AlertRules(), clock: clock, logger: logger)
+            url: try PostgresURL(url), poolSize: 4, settings: settings, rules: AlertRules(), clock: clock, logger: logger,
+            receiptKey: Self.receiptKey)
         let running = Task { _ = try? await store.run() }
         try await store.migrate()
         return (store, running)
@@ -109,7 +114,7 @@ final class StoreUnderTest: Sendable {
             (store as? SQLiteAlertStore)?.shutdown()
             let fresh = try SQLiteAlertStore(
                 persistent: try SQLiteStore(directory: directory.url.path, durability: .normal), settings: settings,
-                rules: AlertRules(), clock: clock, logger: Self.logger)
+                rules: AlertRules(), clock: clock, logger: Self.logger, receiptKey: Self.receiptKey)
             fresh.startWriter()
             defer { fresh.shutdown() }
             try await body(fresh)

@@ -1,5 +1,7 @@
 import AlertdCore
+import AlertdEngine
 import AlertdInProcess
+import AlertdReceipts
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
@@ -171,3 +173,83 @@ struct GroupCommitterTests {
 
 /// A submission completed without reporting an outcome.
 private struct NoOutcome: Error {}
+
+/// Receipts (SPEC §14): signed by the signer thread ahead of the writer's commits, in
+/// submission order; a failed commit dooms those signed after it, and the chain goes on from
+/// the last committed receipt once the owner resumed.
+@Suite("Group commit: receipts")
+struct GroupCommitterReceiptTests {
+    static let key = ReceiptSigningKey.generate()
+
+    /// Submits the withdrawal of a new alert with its receipt; its receipts, or nil when it failed.
+    private static func decide(_ committer: GroupCommitter, _ ids: inout AlertIDGenerator) async throws -> (AlertID, [ReceiptRecord]?) {
+        var alert = makeAlert(ids.next(at: Timestamp(milliseconds: 1)), state: .withdrawn)
+        alert.decidedAt = Timestamp(milliseconds: 1_795_000_000_100)
+        let outcome = NIOLockedValueBox<[ReceiptRecord]??>(nil)
+        let done = Completions()
+        committer.submit([.alert(alert), .receipt(alert)]) { result in
+            outcome.withLockedValue { $0 = .some(try? result.get()) }
+            done.done()
+        }
+        try await done.awaitCount(1)
+        guard let result = outcome.withLockedValue({ $0 }) else { throw NoOutcome() }
+        return (alert.id, result)
+    }
+
+    @Test(
+        "receipts commit in submission order from the stored head; after a failed commit and a resume the chain goes on from the last committed one"
+    )
+    func chainAcrossAFailure() async throws {
+        let dir = TempDir()
+        let store = ControlledStore(try SQLiteStore(directory: dir.path, durability: .normal))
+        let committer = GroupCommitter(
+            store: store, logger: Logger(label: "test"), receipts: ReceiptChain(key: Self.key, head: try store.receiptHead()))
+        committer.start()
+        var ids = AlertIDGenerator()
+        let (first, firstReceipts) = try await Self.decide(committer, &ids)
+        #expect(firstReceipts?.map(\.seq) == [1])
+
+        store.failing = true
+        #expect(try await Self.decide(committer, &ids).1 == nil, "a failed commit has no receipt")
+        store.failing = false
+        #expect(try await Self.decide(committer, &ids).1 == nil, "signed ahead before the resume: doomed")
+        committer.resume()
+        let (after, afterReceipts) = try await Self.decide(committer, &ids)
+        #expect(afterReceipts?.map(\.seq) == [2], "the chain goes on from the last committed receipt, no gap")
+
+        let stored = try store.receipts(after: 0, limit: 10)
+        #expect(stored.map(\.alertID) == [first, after])
+        let report = ChainVerifier.verify(
+            lines: stored.map { String(decoding: $0.json, as: UTF8.self) }, keys: ReceiptKeySet([Self.key.publicKey]))
+        #expect(report.isValid && report.count == 2 && report.firstLinkChecked, "\(report)")
+        #expect(try store.receiptHead() == report.head)
+        await onOwnThread { committer.shutdown() }
+    }
+
+    @Test("many submissions with receipts at once: each commit holds every one made before it began, and the chain has no gap")
+    func manyAtOnce() async throws {
+        let dir = TempDir()
+        let store = ControlledStore(try SQLiteStore(directory: dir.path, durability: .normal))
+        let committer = GroupCommitter(
+            store: store, logger: Logger(label: "test"), receipts: ReceiptChain(key: Self.key, head: try store.receiptHead()))
+        committer.start()
+        var ids = AlertIDGenerator()
+        let done = Completions()
+        let seqs = NIOLockedValueBox<[Int]>([])
+        for _ in 0..<300 {
+            var alert = makeAlert(ids.next(at: Timestamp(milliseconds: 1)), state: .answered)
+            alert.decidedAt = Timestamp(milliseconds: 1_795_000_000_100)
+            committer.submit([.alert(alert), .receipt(alert)]) { result in
+                if case .success(let receipts) = result { seqs.withLockedValue { $0 += receipts.map(\.seq) } }
+                done.done()
+            }
+        }
+        try await done.awaitCount(300)
+        #expect(seqs.withLockedValue { $0 } == Array(1...300), "completions in submission order, one receipt each, no gap")
+        let stored = try store.receipts(after: 0, limit: 1000)
+        let report = ChainVerifier.verify(
+            lines: stored.map { String(decoding: $0.json, as: UTF8.self) }, keys: ReceiptKeySet([Self.key.publicKey]))
+        #expect(report.isValid && report.count == 300, "\(report)")
+        await onOwnThread { committer.shutdown() }
+    }
+}

@@ -1,6 +1,7 @@
 import AlertdCore
 import AlertdEngine
 import AlertdInProcess
+import AlertdReceipts
 import AlertdStore
 import AlertdTestSupport
 import AlertdWire
@@ -32,7 +33,7 @@ struct PurgeTests {
         let gated = ControlledStore(sqlite)
         let store = try SQLiteAlertStore(
             persistent: gated, settings: QueueSettings(), rules: AlertRules(), clock: ManualClock(decided),
-            logger: Logger(label: "purge") { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger(label: "purge") { _ in SwiftLogNoOpLogHandler() }, receiptKey: .generate())
         store.startWriter()
         defer { store.shutdown() }
 

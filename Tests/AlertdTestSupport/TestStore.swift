@@ -22,7 +22,8 @@ public enum TestStore: String, Sendable {
     static let bodies = Gate(width: (isBalancedPass ? 2 : 4) * max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     /// Runs `body` with `config` plus the store section this store needs: with
-    /// PostgreSQL, on a database borrowed for the body and emptied after it.
+    /// PostgreSQL, on a database borrowed for the body and emptied after it, and the
+    /// receipts key every instance on it signs with (``TestReceiptKey``).
     public func run<T>(_ config: String, _ body: (String) async throws -> T) async throws -> T {
         switch self {
         case .sqlite:
@@ -42,7 +43,9 @@ public enum TestStore: String, Sendable {
             let result: Result<T, any Error>
             do {
                 result = .success(
-                    try await body(separated + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n"))
+                    try await body(
+                        TestReceiptKey.adding(
+                            to: separated + "store:\n  backend: postgres\n  postgres:\n    url: \(url)\n    pool_size: 4\n")))
             } catch {
                 result = .failure(error)
             }

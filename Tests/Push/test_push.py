@@ -9,6 +9,7 @@ sender nobody here wrote.
 import json
 import os
 import secrets
+import subprocess
 import sys
 import time
 import unittest
@@ -21,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from py_vapid import Vapid02  # noqa: E402
 
 from pushservice import PushService, b64url  # noqa: E402
-from support import Daemon, Postgres, token_entry, wait_for  # noqa: E402
+from support import ALERTD_BIN, Daemon, Postgres, token_entry, wait_for  # noqa: E402
 
 OPERATOR = secrets.token_urlsafe(24)
 POSTER = secrets.token_urlsafe(24)
@@ -182,7 +183,10 @@ class TwoInstancesTests(unittest.TestCase):
         self.addCleanup(postgres.stop)
         service = PushService().start()
         self.addCleanup(service.stop)
-        store = f"store:\n  backend: postgres\n  postgres:\n    url: \"{postgres.url}\"\n    pool_size: 4\n"
+        # Every instance of one database signs receipts with one key (SPEC §14: required on PostgreSQL).
+        key = os.path.join(postgres.directory, "receipts-key.pem")
+        subprocess.run([ALERTD_BIN, "receipts", "keygen", key], check=True, capture_output=True)
+        store = f"store:\n  backend: postgres\n  postgres:\n    url: \"{postgres.url}\"\n    pool_size: 4\nreceipts:\n  key_file: {key}\n"
         first = Daemon(config(store))
         self.addCleanup(first.remove)
         second = Daemon(config(store))

@@ -1,15 +1,18 @@
 """Signed receipts (SPEC §14) checked by code that is not alertd's: Python's `cryptography`
-(Ed25519) and the `rfc8785` package (JCS). Receipts are signed by alertd's own receipt code
-(AlertdReceipts, through the receipts-sample executable, until the stores write them), with a
-key `alertd receipts keygen` made; then this tier verifies every signature, content_sha256 and
-the hash chain itself, reads the keys `GET /v1/keys` lists, and holds `alertctl audit verify` to
-the same answers, tampered files included — and to receipts this tier signs itself.
+(Ed25519) and the `rfc8785` package (JCS). Receipts signed by alertd's own receipt code
+(AlertdReceipts, through the receipts-sample executable: chosen alerts, random content), and
+receipts a real alertd wrote as it decided alerts, on SQLite and on two instances sharing a
+throwaway PostgreSQL cluster (Tests/Push's); this tier verifies every signature,
+content_sha256 (from the alert as GET returns it) and the hash chain itself, reads the keys
+`GET /v1/keys` lists, and holds `alertctl audit export` and `alertctl audit verify` to the
+same answers, tampered files included — and to receipts this tier signs itself.
 
 ALERTD_BIN, ALERTCTL_BIN and RECEIPTS_SAMPLE_BIN name the binaries (default: the debug build).
 """
 import base64
 import copy
 import ctypes
+import importlib.util
 import hashlib
 import json
 import math
@@ -30,6 +33,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# The push tier's throwaway PostgreSQL cluster and alertd runner, loaded under a name of its own.
+_spec = importlib.util.spec_from_file_location("push_support", os.path.join(REPO, "Tests", "Push", "support.py"))
+push_support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(push_support)
 
 
 def binary(variable, name):
@@ -459,6 +467,182 @@ class KeysEndpoint(unittest.TestCase):
             self.assertIn(f"ok: {len(lines)} receipts", checked.stdout)
         finally:
             daemon.stop()
+
+
+def verify_chain(test, lines, public_keys, first_seq=1):
+    """Every line is the RFC 8785 form of its receipt, signed by the key its key_id names,
+    seq follows seq, and prev_sha256 is the hash of the line before (64 zeros for seq 1)."""
+    previous = ZEROS if first_seq == 1 else None
+    for seq, line in enumerate(lines, start=first_seq):
+        receipt = json.loads(line)
+        test.assertEqual(line.encode(), rfc8785.dumps(receipt), "not canonical")
+        test.assertEqual(receipt["seq"], seq)
+        if previous is not None:
+            test.assertEqual(receipt["prev_sha256"], previous, f"seq {seq}: broken link")
+        public_keys[receipt["key_id"]].verify(unb64url(receipt["signature"]), unsigned_bytes(receipt))
+        previous = hashlib.sha256(line.encode()).hexdigest()
+    return previous
+
+
+def content_sha256(alert):
+    """What the receipt of `alert` (as GET returns it) must hash: its asked-for members, every
+    number read as a double."""
+    content = json.loads(json.dumps({name: alert.get(name) for name in CONTENT}), parse_int=float)
+    return hashlib.sha256(rfc8785.dumps(content)).hexdigest()
+
+
+def daemon_keys(daemon):
+    body = daemon.request("GET", "/v1/keys").json()
+    return {key["kid"]: Ed25519PublicKey.from_public_bytes(unb64url(key["x"])) for key in body["keys"]}
+
+
+def audit_lines(daemon):
+    lines, after = [], 0
+    while True:
+        page = daemon.request("GET", f"/v1/audit?after={after}&limit=3").json()
+        if not page["receipts"]:
+            return lines
+        lines += [rfc8785.dumps(receipt).decode() for receipt in page["receipts"]]
+        after = page["next_after"]
+
+
+DEPLOY = {"title": "Deploy build 4711 \u2014 \U0001F680?", "message": "checks \u2713",
+          "buttons": [{"title": "Deploy"}, {"title": "Cancel", "style": "cancel"}],
+          "fields": [{"name": "ticket", "label": "Ticket", "required": True}],
+          "metadata": {"build": 4711, "ratio": 0.25, "big": 1e21, "small": 1e-7, "neg": -0.0, "ints": [1, 10.0, 1E2],
+                       "\u20ac": "euro", "nested": {"b": [True, None], "a": "\u00e9"}}}
+
+
+class ReceiptsFromADaemon(unittest.TestCase):
+    """Receipts a real alertd wrote as it decided alerts, checked here with cryptography and rfc8785."""
+
+    def decide_some(self, daemons, client="ops"):
+        """Alerts decided every way, through the daemons in turn: answered with words, withdrawn,
+        expired, dismissed. Returns each alert as GET returns it once decided."""
+        decided = []
+        for index, daemon in enumerate(daemons * 2):
+            posted = daemon.request("POST", f"/v1/clients/{client}-{index}/alerts", DEPLOY).json()
+            path = f"/v1/clients/{client}-{index}/alerts/{posted['id']}"
+            answered = daemon.request("POST", path + "/choice", {"button": "Deploy", "comment": f"go {index}", "values": {"ticket": f"OPS-{index}"}})
+            self.assertEqual(answered.status, 200, answered.body)
+            decided.append((daemon, path))
+            other = daemon.request("POST", f"/v1/clients/{client}-{index}/alerts", dict(DEPLOY, title="Withdraw me")).json()
+            self.assertEqual(daemon.request("DELETE", f"/v1/clients/{client}-{index}/alerts/{other['id']}").status, 200)
+            decided.append((daemon, f"/v1/clients/{client}-{index}/alerts/{other['id']}"))
+        daemon = daemons[0]
+        expiring = daemon.request("POST", f"/v1/clients/{client}-x/alerts", {"title": "Expire", "buttons": [{"title": "OK"}], "expires_in": 1}).json()
+        notice = daemon.request("POST", f"/v1/clients/{client}-n/alerts", {"title": "Notice", "dismiss_after": 1}).json()
+        for alert, c in ((expiring, "x"), (notice, "n")):
+            path = f"/v1/clients/{client}-{c}/alerts/{alert['id']}"
+            polled = daemon.request("GET", path + "?wait=20").json()
+            self.assertIn(polled["state"], ("expired", "dismissed"), polled)
+            decided.append((daemon, path))
+        alerts = []
+        for daemon, path in decided:
+            alert = daemon.request("GET", path).json()
+            receipt = daemon.request("GET", path + "/receipt")
+            self.assertEqual(receipt.status, 200, receipt.body)
+            # The long-poll answer of a terminal alert carries the same receipt.
+            self.assertEqual(rfc8785.dumps(daemon.request("GET", path + "?wait=1").json()["receipt"]), receipt.body)
+            alerts.append((alert, json.loads(receipt.body), receipt.body))
+        return alerts
+
+    def check(self, daemons, alerts):
+        keys = daemon_keys(daemons[0])
+        for daemon in daemons[1:]:
+            self.assertEqual(daemon_keys(daemon), keys, "every instance lists the same keys")
+        for alert, receipt, body in alerts:
+            self.assertEqual(body, rfc8785.dumps(receipt), "GET …/receipt is not canonical")
+            keys[receipt["key_id"]].verify(unb64url(receipt["signature"]), unsigned_bytes(receipt))
+            self.assertEqual(receipt["content_sha256"], content_sha256(alert), alert["id"])
+            result = alert["result"]
+            self.assertEqual((receipt["alert_id"], receipt["client"], receipt["outcome"], receipt["decided_at"]),
+                             (alert["id"], alert["client"], result["outcome"], alert["decided_at"]))
+            self.assertEqual((receipt["button"], receipt["button_index"], receipt["decided_by"], receipt["comment"], receipt["values"]),
+                             (result["button"], result["button_index"], result["decided_by"], result["comment"], result["values"]))
+            self.assertEqual(receipt["votes"], alert["votes"])
+        lines = audit_lines(daemons[-1])
+        self.assertEqual(len(lines), len(alerts))
+        verify_chain(self, lines, keys)
+        self.assertEqual(sorted(json.loads(line)["alert_id"] for line in lines), sorted(alert["id"] for alert, _, _ in alerts))
+        return lines, keys
+
+    def export_and_verify(self, daemon, lines, directory):
+        """alertctl audit export writes the audit log's lines; resumed, it appends the rest;
+        alertctl audit verify checks the whole, and names each tampering."""
+        export = run(ALERTCTL_BIN, "--url", daemon.base, "audit", "export")
+        self.assertEqual(export.returncode, 0, export.stderr)
+        self.assertEqual(export.stdout.splitlines(), lines)
+        self.assertIn(f"seq 1 to {len(lines)}; resume with --after {len(lines)}", export.stderr)
+        resumed = run(ALERTCTL_BIN, "--url", daemon.base, "audit", "export", "--after", "3")
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(resumed.stdout.splitlines(), lines[3:])
+        path = os.path.join(directory, "audit.jsonl")
+        with open(path, "w") as file:
+            file.write("".join(line + "\n" for line in lines[:3]) + resumed.stdout)
+        checked = run(ALERTCTL_BIN, "--url", daemon.base, "audit", "verify", path)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
+        self.assertIn(f"ok: {len(lines)} receipts, seq 1 to {len(lines)}", checked.stdout)
+
+        def tampered(changed, expected):
+            with open(path, "w") as file:
+                file.write("".join(line + "\n" for line in changed))
+            result = run(ALERTCTL_BIN, "--url", daemon.base, "audit", "verify", path)
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            self.assertIn(expected, result.stderr)
+
+        edited = json.loads(lines[1])
+        edited["decided_by"] = "mallory"
+        tampered(lines[:1] + [rfc8785.dumps(edited).decode()] + lines[2:],
+                 f"line 2: FAILED at receipt 2 (seq 2, alert {edited['alert_id']}): bad signature")
+        tampered(lines[:1] + lines[2:], "gap in seq: expected 2, found 3")
+        tampered([lines[0], lines[2], lines[1]] + lines[3:], "line 2: FAILED at receipt 2 (seq 3")
+        stranger = Ed25519PrivateKey.generate()
+        last = json.loads(lines[-1])
+        forged = python_signed(dict(last, seq=last["seq"] + 1, prev_sha256=hashlib.sha256(lines[-1].encode()).hexdigest()), stranger)
+        tampered(lines + [rfc8785.dumps(forged).decode()], f"unknown key: key_id {thumbprint(stranger.public_key())}")
+
+    def test_an_alertd_on_sqlite_writes_receipts_that_verify_here(self):
+        daemon = push_support.Daemon("")
+        self.addCleanup(daemon.remove)
+        alerts = self.decide_some([daemon])
+        lines, keys = self.check([daemon], alerts)
+        with open(os.path.join(daemon.directory, "state", "receipts-key.pem"), "rb") as file:
+            own = serialization.load_pem_private_key(file.read(), password=None)
+        self.assertEqual(list(keys), [thumbprint(own.public_key())], "signed with the key SQLite made in state_dir")
+        self.export_and_verify(daemon, lines, daemon.directory)
+        # A restart goes on with the chain: the next receipt links to the last one before it.
+        daemon.terminate()
+        daemon = daemon.restart()
+        more = self.decide_some([daemon], client="after")
+        lines, _ = self.check([daemon], alerts + more)
+
+    def test_two_instances_on_postgresql_write_one_chain_that_verifies_here(self):
+        postgres = push_support.Postgres()
+        self.addCleanup(postgres.stop)
+        key_path, private_key, _ = keygen(postgres.directory)
+        store = f"store:\n  backend: postgres\n  postgres:\n    url: \"{postgres.url}\"\n    pool_size: 4\nreceipts:\n  key_file: {key_path}\n"
+        first = push_support.Daemon(store)
+        self.addCleanup(first.remove)
+        second = push_support.Daemon(store)
+        self.addCleanup(second.remove)
+        alerts = self.decide_some([first, second])
+        lines, keys = self.check([first, second], alerts)
+        self.assertEqual(list(keys), [thumbprint(private_key.public_key())])
+        self.export_and_verify(second, lines, postgres.directory)
+
+    def test_postgresql_without_a_key_file_is_refused(self):
+        # Refused before any connection is made: no database needed.
+        directory = tempfile.mkdtemp(prefix="alertd-receipts-refused-")
+        config = os.path.join(directory, "alertd.yaml")
+        with open(config, "w") as file:
+            file.write("store:\n  backend: postgres\n  postgres:\n    url: \"postgres://alertd@127.0.0.1:1/alertd\"\n")
+        started = run(ALERTD_BIN, "--config", config, "--listen", "127.0.0.1:0")
+        self.assertEqual(started.returncode, 1, started.stderr)
+        self.assertIn("receipts.key_file: required with store.backend: postgres", started.stderr)
+        checked = run(ALERTD_BIN, "check-config", config)
+        self.assertNotEqual(checked.returncode, 0)
+        self.assertIn("receipts.key_file: required with store.backend: postgres", checked.stdout + checked.stderr)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# bench/tools/instructions.sh get|post BINARY...: instructions per keep-alive request
+# bench/tools/instructions.sh get|post|answer BINARY...: instructions per keep-alive request
 # (valgrind's callgrind: counted, not timed, so repeatable on a noisy machine, to about
 # ±5 000 a POST). `get`: `GET …/alerts/current` of a client with an alert displayed;
-# `post`: a POST of an alert (two buttons, durability `normal`), each into the one queue.
+# `post`: a POST of an alert (two buttons, durability `normal`), each into the one queue;
+# `answer`: a decision, the POST of an alert and its choice (with receipts, SPEC §14: its
+# receipt's draft, signature and row).
 # For each binary: one run of 1000 requests and one of 3000 on one connection;
 # (I(3000) - I(1000)) / 2000 is the per-request cost with start-up cancelled out.
 # With CALLGRIND_KEEP=DIR the two runs' profiles are kept there (DIR/<name>-1000.out,
@@ -12,9 +14,9 @@
 # Swift's DWARF): this does it on a copy.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-MODE=${1:?"usage: bench/tools/instructions.sh get|post BINARY..."}
+MODE=${1:?"usage: bench/tools/instructions.sh get|post|answer BINARY..."}
 shift
-case $MODE in get | post) ;; *) echo "mode: get or post, not $MODE" >&2; exit 2 ;; esac
+case $MODE in get | post | answer) ;; *) echo "mode: get, post or answer, not $MODE" >&2; exit 2 ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/alertd-cg.XXXXXX")
 PID=""
 trap '[[ -n "$PID" ]] && kill "$PID" 2> /dev/null; rm -rf -- "$WORK"' EXIT
@@ -27,8 +29,9 @@ run() {  # run BINARY COUNT NAME -> total instructions
     valgrind --tool=callgrind --callgrind-out-file="$WORK/out" "$bin" --config "$WORK/alertd.yaml" \
         --listen "127.0.0.1:$port" --state-dir "$WORK/state-$port" > /dev/null 2> "$WORK/valgrind.log" &
     PID=$!
-    # One request first, once it listens; for `get`, the post whose alert it then reads.
-    python3 "$HERE/get_load.py" "$port" 1 post
+    # One request first, once it listens; for `get`, the post whose alert it then reads; for
+    # `answer`, a whole decision (an alert left displayed would queue every later one).
+    python3 "$HERE/get_load.py" "$port" 1 "$([ "$MODE" = answer ] && echo answer || echo post)"
     python3 "$HERE/get_load.py" "$port" "$count" "$MODE"
     kill -INT "$PID"
     wait "$PID" || true
@@ -42,5 +45,5 @@ for bin in "$@"; do
     strip --strip-debug -o "$WORK/alertd" "$bin"
     small=$(run "$WORK/alertd" 1000 "$name")
     large=$(run "$WORK/alertd" 3000 "$name")
-    echo "$bin: $(( (large - small) / 2000 )) instructions per $(echo "$MODE" | tr a-z A-Z)"
+    echo "$bin: $(( (large - small) / 2000 )) instructions per $([ "$MODE" = answer ] && echo decision || echo "$MODE" | tr a-z A-Z)"
 done
