@@ -104,6 +104,9 @@ struct CommitOrderTests {
         try await withAlertd(wrapStore: store.wrap) { daemon in
             let a = try await daemon.postAlert("ops", #"{"title":"A","buttons":[{"title":"OK"}]}"#)
 
+            // Nothing but the test's own changes may run into the lock (a purge's failed commit
+            // would fail them before they began).
+            try await store.awaitStartPurge()
             let lock = try await SQLiteWriteLock.take(stateDir: daemon.stateDir)
             let postB = daemon.begin("POST", "/v1/clients/ops/alerts", json: #"{"title":"B","buttons":[{"title":"OK"}]}"#)
             // The writer has taken B's batch and waits for the lock.

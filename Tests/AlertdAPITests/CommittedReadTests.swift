@@ -31,6 +31,9 @@ struct CommittedReadTests {
                 "ops", #"{"title":"Deploy?","buttons":[{"title":"OK"},{"title":"Cancel","style":"cancel"}]}"#)
             let id = alert["id"] as! String
 
+            // Nothing but the test's own changes may run into the lock (a purge's failed commit
+            // would fail them before they began).
+            try await store.awaitStartPurge()
             let lock = try await SQLiteWriteLock.take(stateDir: daemon.stateDir)
             let original = daemon.begin("POST", "/v1/clients/ops/alerts/\(id)/choice", json: #"{"button":"OK"}"#)
             // The writer has taken the choice's batch and waits for the lock.

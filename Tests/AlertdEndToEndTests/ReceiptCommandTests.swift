@@ -93,4 +93,28 @@ struct ReceiptCommandTests {
         #expect(receipt.receipt.alertID == id && receipt.receipt.outcome == .answered && receipt.receipt.comment == "not today")
         try receipt.verify(with: try await alerts.receiptKeys(), for: try await alerts.alert(on: "ops", id: id))
     }
+
+    @Test("a page of the audit log whose next_after does not move on is refused, so a reader of the whole log never loops")
+    func auditPageThatStays() async throws {
+        let server = try WebhookReceiver.start()
+        defer { server.stop() }
+        let receipt = SignedReceipt(
+            receipt: Receipt(
+                after: .start, alertID: "01JALERT", client: "ops", contentSHA256: String(repeating: "0", count: 64),
+                outcome: .withdrawn, decidedAt: "2026-11-28T12:00:00.000Z", keyID: "k1"),
+            signature: [UInt8](repeating: 7, count: 64))
+        func page(nextAfter: Int) -> [UInt8] {
+            JSONValue.object(["receipts": .array([.object(receipt.json)]), "next_after": .number(JSONNumber(nextAfter))]).compactBytes()
+        }
+        // A server that answers seq 1 with next_after 0, then seq 1 again after 1.
+        server.script([.body(200, page(nextAfter: 0)), .body(200, page(nextAfter: 1))])
+        let alertd = try AlertdClient(url: "http://127.0.0.1:\(server.port)")
+        for after in [0, 1] {
+            await #expect {
+                try await alertd.audit(after: after)
+            } throws: {
+                ($0 as? AlertdError)?.kind == .invalidResponse && ($0 as? AlertdError)?.message.contains("does not move on") == true
+            }
+        }
+    }
 }

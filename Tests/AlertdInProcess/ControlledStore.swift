@@ -31,7 +31,7 @@ public final class ControlledStore: PersistentStore, Sendable {
     private let underneath: NIOLockedValueBox<(any PersistentStore)?>
     /// The writes of every commit begun, in order, those that failed too.
     public let begun = Observed<[[StoreWrite]]>([])
-    private let committedWrites = NIOLockedValueBox<[[StoreWrite]]>([])
+    private let committedWrites = Observed<[[StoreWrite]]>([])
     private let failingNow = Atomic<Bool>(false)
     private let failingAfterWriting = Atomic<Bool>(false)
     /// While set, a commit waits here (on the store's writer thread) once it has begun.
@@ -59,7 +59,19 @@ public final class ControlledStore: PersistentStore, Sendable {
     }
 
     /// The writes of every commit that went through, in order.
-    public var committed: [[StoreWrite]] { committedWrites.withLockedValue { $0 } }
+    public var committed: [[StoreWrite]] { committedWrites.value }
+
+    /// Returns once the purge alertd runs as it starts (`PurgeService`, then once a minute) has
+    /// committed its last write (the idempotency keys and answer links past their day); throws
+    /// after `timeout`. A test that holds SQLite's write lock (``SQLiteWriteLock``) takes it
+    /// after this: a purge that ran into the lock would fail its commit, and with it every
+    /// change submitted behind it, before the one the test is about ever began.
+    public func awaitStartPurge(timeout: Duration = .seconds(20)) async throws {
+        let purged = await committedWrites.wait(timeout: timeout) { commits in
+            commits.contains { $0.contains { if case .deleteKeys = $0 { true } else { false } } } ? true : nil
+        }
+        guard purged == true else { throw TestFailure("the purge of alertd's start did not commit within \(timeout)") }
+    }
 
     /// While true, commits fail (``DiskFull``) and the store says it cannot be written.
     public var failing: Bool {
@@ -103,7 +115,14 @@ public final class ControlledStore: PersistentStore, Sendable {
                 }
             } ? true : nil
         }
-        guard seen == true else { throw TestFailure("no commit of \(what) began within \(timeout)") }
+        guard seen == true else {
+            // What did begin, each commit by the kinds of its writes: a commit that ran into a
+            // lock and failed fails every change submitted behind it before it begins.
+            let kinds = begun.value.suffix(6).map { batch in
+                batch.map { String(String(describing: $0).prefix { $0 != "(" }) }.joined(separator: ",")
+            }
+            throw TestFailure("no commit of \(what) began within \(timeout); the last commits begun: \(kinds)")
+        }
     }
 
     public func commit(_ writes: [StoreWrite]) throws {
@@ -114,7 +133,7 @@ public final class ControlledStore: PersistentStore, Sendable {
         }
         if failing { throw DiskFull() }
         try inner.commit(writes)
-        committedWrites.withLockedValue { $0.append(writes) }
+        committedWrites.update { $0.append(writes) }
         if failingAfterWriting.exchange(false, ordering: .relaxed) { throw DiskFull() }
     }
 
