@@ -181,6 +181,20 @@ private struct NoOutcome: Error {}
 struct GroupCommitterReceiptTests {
     static let key = ReceiptSigningKey.generate()
 
+    /// A committer with receipts signed by ``key`` over a fresh SQLite store in `dir`, started.
+    private static func started(in dir: TempDir) throws -> (ControlledStore, GroupCommitter) {
+        let store = ControlledStore(try SQLiteStore(directory: dir.path, durability: .normal))
+        let committer = GroupCommitter(
+            store: store, logger: Logger(label: "test"), receipts: ReceiptChain(key: key, head: try store.receiptHead()))
+        committer.start()
+        return (store, committer)
+    }
+
+    /// The stored receipts checked as a chain with ``key``.
+    private static func verify(_ stored: [ReceiptRecord]) -> ChainReport {
+        ChainVerifier.verify(lines: stored.map { String(decoding: $0.json, as: UTF8.self) }, keys: ReceiptKeySet([key.publicKey]))
+    }
+
     /// Submits the withdrawal of a new alert with its receipt; its receipts, or nil when it failed.
     private static func decide(_ committer: GroupCommitter, _ ids: inout AlertIDGenerator) async throws -> (AlertID, [ReceiptRecord]?) {
         var alert = makeAlert(ids.next(at: Timestamp(milliseconds: 1)), state: .withdrawn)
@@ -201,10 +215,7 @@ struct GroupCommitterReceiptTests {
     )
     func chainAcrossAFailure() async throws {
         let dir = TempDir()
-        let store = ControlledStore(try SQLiteStore(directory: dir.path, durability: .normal))
-        let committer = GroupCommitter(
-            store: store, logger: Logger(label: "test"), receipts: ReceiptChain(key: Self.key, head: try store.receiptHead()))
-        committer.start()
+        let (store, committer) = try Self.started(in: dir)
         var ids = AlertIDGenerator()
         let (first, firstReceipts) = try await Self.decide(committer, &ids)
         #expect(firstReceipts?.map(\.seq) == [1])
@@ -219,8 +230,7 @@ struct GroupCommitterReceiptTests {
 
         let stored = try store.receipts(after: 0, limit: 10)
         #expect(stored.map(\.alertID) == [first, after])
-        let report = ChainVerifier.verify(
-            lines: stored.map { String(decoding: $0.json, as: UTF8.self) }, keys: ReceiptKeySet([Self.key.publicKey]))
+        let report = Self.verify(stored)
         #expect(report.isValid && report.count == 2 && report.firstLinkChecked, "\(report)")
         #expect(try store.receiptHead() == report.head)
         await onOwnThread { committer.shutdown() }
@@ -229,10 +239,7 @@ struct GroupCommitterReceiptTests {
     @Test("many submissions with receipts at once: each commit holds every one made before it began, and the chain has no gap")
     func manyAtOnce() async throws {
         let dir = TempDir()
-        let store = ControlledStore(try SQLiteStore(directory: dir.path, durability: .normal))
-        let committer = GroupCommitter(
-            store: store, logger: Logger(label: "test"), receipts: ReceiptChain(key: Self.key, head: try store.receiptHead()))
-        committer.start()
+        let (store, committer) = try Self.started(in: dir)
         var ids = AlertIDGenerator()
         let done = Completions()
         let seqs = NIOLockedValueBox<[Int]>([])
@@ -247,8 +254,7 @@ struct GroupCommitterReceiptTests {
         try await done.awaitCount(300)
         #expect(seqs.withLockedValue { $0 } == Array(1...300), "completions in submission order, one receipt each, no gap")
         let stored = try store.receipts(after: 0, limit: 1000)
-        let report = ChainVerifier.verify(
-            lines: stored.map { String(decoding: $0.json, as: UTF8.self) }, keys: ReceiptKeySet([Self.key.publicKey]))
+        let report = Self.verify(stored)
         #expect(report.isValid && report.count == 300, "\(report)")
         await onOwnThread { committer.shutdown() }
     }
