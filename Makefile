@@ -61,15 +61,15 @@ run: deps
 # rfc8785 (Tests/Receipts); the package
 # itself (Tests/Debian; under a real systemd when root). A Python tier fails unless it ran every
 # test it holds (scripts/python-tier.py). Each tier is bounded, so a hang fails the run with a
-# message instead of stalling it: the tests started and not finished above the message are the
-# ones to look at.
+# message instead of stalling it; a Swift tier that hangs names the tests that started and did not
+# finish just above that message (scripts/swift-test-unfinished.py).
 test: test-deps venv
 	@$(MAKE) --no-print-directory deb
-	@$(SHIPPED) timeout --kill-after=30 25m swift test || { rc=$$?; \
+	@$(SHIPPED) scripts/swift-test-nonempty.sh --limit 25m || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: swift test stopped after 25 minutes (a hang)" >&2; exit $$rc; }
-	@$(SHIPPED) ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+	@$(SHIPPED) ALERTD_TEST_STORE=postgres scripts/swift-test-nonempty.sh --limit 10m --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the contract tier on PostgreSQL stopped after 10 minutes (a hang)" >&2; exit $$rc; }
-	@$(SHIPPED) ALERTD_TEST_MODE=balanced ALERTD_TEST_STORE=postgres timeout --kill-after=30 10m scripts/swift-test-nonempty.sh --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
+	@$(SHIPPED) ALERTD_TEST_MODE=balanced ALERTD_TEST_STORE=postgres scripts/swift-test-nonempty.sh --limit 10m --skip-build --filter AlertdAPIContractTests || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the contract tier through two instances behind nginx stopped after 10 minutes (a hang)" >&2; exit $$rc; }
 	@$(SHIPPED) timeout --kill-after=30 10m /usr/bin/python3 scripts/python-tier.py Tests/Browser || { rc=$$?; \
 		[ $$rc -lt 124 ] || echo "make test: the browser tests stopped after 10 minutes (a hang)" >&2; exit $$rc; }

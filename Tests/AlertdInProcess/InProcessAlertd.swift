@@ -68,15 +68,20 @@ public func withInProcessAlertd<T>(
             }
             let outcome: Result<T, any Error>
             do {
+                HangTrace.mark("starting alertd in process")
                 try await alertd.start(config: config)
+                HangTrace.mark("the body, in process")
                 outcome = .success(try await body(alertd))
             } catch {
                 outcome = .failure(error)
             }
             var stopped: (any Error)?
+            HangTrace.mark("stopping alertd in process")
             do { try await alertd.stop() } catch { stopped = error }
             submit.finish()
+            HangTrace.mark("waiting for the in-process alertd's services to end\(stopped.map { " (\($0))" } ?? "")")
             try await tasks.waitForAll()
+            HangTrace.mark("alertd in process stopped")
             if let stopped, case .success = outcome { throw stopped }
             return try outcome.get()
         }
@@ -299,6 +304,9 @@ extension InProcessAlertd {
             case serving
             /// The group ended, with the error that ended it, if any.
             case ended((any Error)?)
+            /// ``stop(timeout:)`` gave up waiting for the group: the test fails, naming what
+            /// still ran, and the harness goes on without it (a hang names itself).
+            case abandoned
         }
 
         enum Start: Sendable {
@@ -309,6 +317,8 @@ extension InProcessAlertd {
         let alertd: Alertd
         private let group: ServiceGroup
         private let phase = Observed(Phase.starting)
+        /// Each service by name, and whether its `run()` has returned.
+        private let services: NIOLockedValueBox<[(name: String, ended: Bool)]>
 
         init(alertd: Alertd, logger: Logger) {
             self.alertd = alertd
@@ -317,24 +327,41 @@ extension InProcessAlertd {
                 phase.update { if case .starting = $0 { $0 = .serving } }
             }
             // The daemon's services in the daemon's order, the front last, as the daemon's HTTP service is.
-            let services = (alertd.services + [front]).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
-            group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
+            let named = (alertd.services + [front]).map { ($0, Self.name(of: $0)) }
+            let services = NIOLockedValueBox(named.map { (name: $0.1, ended: false) })
+            self.services = services
+            let tracked = named.enumerated().map { index, service in
+                Tracked(service: service.0) { services.withLockedValue { $0[index].ended = true } }
+            }
+            group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: tracked.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }, logger: logger))
         }
 
-        /// Runs the group to its end (in the harness's task group), its services on
-        /// ``ServiceThreads``.
+        /// Runs the group to its end, its services on ``ServiceThreads``, in a task of its own:
+        /// returns when the group ended, or when ``stop(timeout:)`` gave up on it.
         func execute() async {
-            do {
-                try await withTaskExecutorPreference(ServiceThreads.shared) { try await group.run() }
-                phase.update { $0 = .ended(nil) }
-            } catch {
-                phase.update { $0 = .ended(error) }
+            Task(executorPreference: ServiceThreads.shared) { [group, phase] in
+                do {
+                    try await group.run()
+                    phase.update { $0 = .ended(nil) }
+                } catch {
+                    phase.update { $0 = .ended(error) }
+                }
+            }
+            _ = await phase.wait(timeout: .seconds(24 * 3600)) { phase -> Bool? in
+                switch phase {
+                case .ended, .abandoned: true
+                case .starting, .serving: nil
+                }
             }
         }
 
         var hasEnded: Bool {
-            if case .ended = phase.value { return true }
-            return false
+            switch phase.value {
+            case .ended, .abandoned: true
+            case .starting, .serving: false
+            }
         }
 
         /// Serving, or why not; nil after `timeout`.
@@ -344,11 +371,13 @@ extension InProcessAlertd {
                 case .starting: nil
                 case .serving: .serving
                 case .ended(let error): .failed(error ?? TestFailure("alertd's services ended while it started"))
+                case .abandoned: .failed(TestFailure("alertd's services were given up on"))
                 }
             }
         }
 
-        /// Graceful shutdown of the group, awaited to its end.
+        /// Graceful shutdown of the group, awaited to its end; after `timeout`, throws naming
+        /// the services still running, and gives the group up.
         func stop(timeout: Duration) async throws {
             if !hasEnded { await group.triggerGracefulShutdown() }
             let ended = await phase.wait(timeout: timeout) { phase -> Start? in
@@ -358,8 +387,29 @@ extension InProcessAlertd {
             switch ended {
             case .serving: return
             case .failed(let error): throw TestFailure("alertd's services ended with \(String(reflecting: error))")
-            case nil: throw TestFailure("alertd's services did not stop within \(timeout)")
+            case nil:
+                let running = services.withLockedValue { $0.filter { !$0.ended }.map(\.name) }
+                phase.update { if case .ended = $0 {} else { $0 = .abandoned } }
+                throw TestFailure(
+                    "alertd's services did not stop within \(timeout); still running: \(running.joined(separator: ", "))")
             }
+        }
+
+        /// A service's name for a report: its type, and for a gated one the type it gates.
+        private static func name(of service: any Service) -> String {
+            let inner = Mirror(reflecting: service).children.first { $0.label == "service" }?.value
+            return inner.map { "\(type(of: service))(\(type(of: $0)))" } ?? "\(type(of: service))"
+        }
+    }
+
+    /// A service that reports the return of its `run()`.
+    struct Tracked: Service {
+        let service: any Service
+        let ended: @Sendable () -> Void
+
+        func run() async throws {
+            defer { ended() }
+            try await service.run()
         }
     }
 

@@ -29,7 +29,9 @@ public enum TestStore: String, Sendable {
         case .sqlite:
             return try await body(config)
         case .postgres:
+            HangTrace.mark(HangTrace.waitingPhase)
             await Self.bodies.enter()
+            HangTrace.mark("borrowing a database")
             let server: TestPostgres
             let url: String
             do {
@@ -41,6 +43,7 @@ public enum TestStore: String, Sendable {
             }
             let separated = config.isEmpty || config.hasSuffix("\n") ? config : config + "\n"
             let result: Result<T, any Error>
+            HangTrace.mark("the body, on PostgreSQL")
             do {
                 result = .success(
                     try await body(
@@ -49,8 +52,10 @@ public enum TestStore: String, Sendable {
             } catch {
                 result = .failure(error)
             }
+            HangTrace.mark("giving back the database")
             await server.giveBack(url)
             await Self.bodies.leave()
+            HangTrace.mark("the PostgreSQL body ended")
             return try result.get()
         }
     }

@@ -44,8 +44,11 @@ func withTestClient<T>(
     _ mode: TestMode = .default, config: String = Contract.baseConfig, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (any TestClient) async throws -> T
 ) async throws -> T {
-    try await TestStore.current.run(config) { config in
-        try await withTestClient(mode, storeConfig: config, sourceLocation: sourceLocation, body)
+    let test = Test.current.map { $0.displayName ?? $0.name } ?? "a test"
+    return try await HangTrace.test("\(test) (\(mode.resolved))") {
+        try await TestStore.current.run(config) { config in
+            try await withTestClient(mode, storeConfig: config, sourceLocation: sourceLocation, body)
+        }
     }
 }
 
@@ -56,9 +59,12 @@ private func withTestClient<T>(
     case .inProcess:
         return try await withInProcessAlertd(config: config) { alertd in try await body(alertd) }
     case .live:
+        HangTrace.mark("starting alertd")
         let daemon = try await Daemon.start(.init(config: config))
         defer { daemon.cleanup() }
+        HangTrace.mark("the body, live")
         let result = try await body(daemon.client(timeout: .seconds(40)))
+        HangTrace.mark("the body ended, live")
         #expect(
             daemon.isRunning,
             "alertd exited during the test (status \(daemon.exitStatus.map(String.init) ?? "?"))\n\(daemon.stderrText.suffix(4000))",
@@ -67,9 +73,12 @@ private func withTestClient<T>(
     case .balanced:
         // Two instances share a store only on PostgreSQL (the pass itself implies it).
         guard TestStore.current == .postgres else { throw TestFailure("two instances need ALERTD_TEST_STORE=postgres") }
+        HangTrace.mark("starting two instances and nginx")
         let pair = try await BalancedAlertd.start(config: config)
         defer { pair.cleanup() }
+        HangTrace.mark("the body, through two instances")
         let result = try await body(pair.client(timeout: .seconds(40)))
+        HangTrace.mark("the body ended, through two instances")
         #expect(pair.exited == nil, "\(pair.exited ?? "")", sourceLocation: sourceLocation)
         #expect(pair.unbalanced == nil, "\(pair.unbalanced ?? "")", sourceLocation: sourceLocation)
         return result
