@@ -32,13 +32,14 @@ stop_server() {
 }
 
 # alertd_start BIN TAG PORT: alertd as bench/ab.sh's post mode runs it (SQLite, durability: full,
-# the same limits, a fresh state directory).
+# the same limits, a fresh state directory), and max_pending_bytes out of the way: at the floor's
+# pace the default 256 MiB fills within a run, and every post after it is a quick 429.
 alertd_start() {
     cat >"$OUT/$2.yaml" <<EOF
 log: {level: warning}
 state_dir: $OUT/$2.state
 durability: full
-limits: {max_pending_per_client: 10000000, max_pending_total: 100000000, max_connections: 60000, max_connections_per_ip: 60000}
+limits: {max_pending_per_client: 10000000, max_pending_total: 100000000, max_pending_bytes: 17179869184, max_connections: 60000, max_connections_per_ip: 60000}
 EOF
     "$1" --config "$OUT/$2.yaml" --listen "127.0.0.1:$3" 2>>"$OUT/$2.log" &
     SERVER=$!
