@@ -44,7 +44,7 @@ import PostgresNIO
 final class Flushes: Sendable {
     /// One change of one client's queue (and of the clients an alert it changes is also
     /// pending on, SPEC §12: ``others``).
-    struct Operation: Sendable {
+    struct Operation: Sendable, FlushQueueable {
         let client: String
         /// More clients held whole with ``client``: an alert pending on several is changed
         /// in a transaction that holds them all.
@@ -165,15 +165,8 @@ final class Flushes: Sendable {
         case deferred
     }
 
-    private struct State {
-        /// Changes not in a flush yet, in arrival order.
-        var waiting: [Operation] = []
-        /// Clients in a flush now.
-        var busy = Set<String>()
-        var flights = 0
-    }
-
-    private let state = NIOLockedValueBox(State())
+    /// Which changes go in which flush, and when (``FlushQueue``: the rules, tested on their own).
+    private let queue = NIOLockedValueBox(FlushQueue<Operation>(flights: Flushes.flights, batch: Flushes.batch))
 
     /// A client's queue as this instance last committed it: reused while the
     /// client's version is unchanged, brought up to date in place from the alerts
@@ -205,11 +198,7 @@ final class Flushes: Sendable {
     }
 
     func enqueue(_ operation: Operation) {
-        let flush = state.withLockedValue { state -> [Operation]? in
-            state.waiting.append(operation)
-            return Self.take(&state)
-        }
-        if let flush { start(flush) }
+        if let flush = queue.withLockedValue({ $0.enqueue(operation) }) { start(flush) }
     }
 
     /// Runs `flush` as one of the store's jobs; when the store is gone or stopping, its
@@ -230,53 +219,8 @@ final class Flushes: Sendable {
 
     /// Frees a flush's clients and slot, puts back the changes it left, and starts the flushes that can go now.
     private func finished(_ flush: [Operation], left: Left) {
-        let deferred = left.deferred
-        let clients = Set(flush.flatMap(\.clients))
-        var next: [[Operation]] = []
-        state.withLockedValue { state in
-            // Before any later change of their clients, which waited behind them.
-            state.waiting.insert(contentsOf: deferred, at: 0)
-            state.busy.subtract(clients)
-            state.flights -= 1
-            while let flush = Self.take(&state) { next.append(flush) }
-        }
+        let next = queue.withLockedValue { $0.finished(flush, left: left.deferred) }
         for flush in next { start(flush) }
-    }
-
-    /// The next flush, when one may start: the waiting changes of clients in no
-    /// flush, in arrival order, up to ``batch`` (only those of clients with a change
-    /// left before, when there are any); the rest stay waiting, in order.
-    private static func take(_ state: inout State) -> [Operation]? {
-        guard state.flights < flights, !state.waiting.isEmpty else { return nil }
-        // Changes left by a flush (their clients were held elsewhere) go in a flush of their
-        // own clients only: it waits for their locks, and holds no other client meanwhile.
-        // A change of several clients (an alert pending on several, SPEC §12) goes when all
-        // are free, and a change left waiting keeps every later change of its clients behind it.
-        let busy = state.busy
-        let contended = Set(
-            state.waiting.lazy.filter { $0.deferrals > 0 && $0.clients.allSatisfy { !busy.contains($0) } }.flatMap(\.clients))
-        var taken: [Operation] = []
-        var kept: [Operation] = []
-        var claimed = Set<String>()
-        var cut = Set<String>()
-        for operation in state.waiting {
-            let clients = operation.clients
-            let mine = clients.contains(where: claimed.contains)
-            let eligible = contended.isEmpty || clients.contains(where: contended.contains)
-            let free = clients.allSatisfy { !busy.contains($0) }
-            if (mine || eligible) && free && taken.count < batch && !clients.contains(where: cut.contains) {
-                claimed.formUnion(clients)
-                taken.append(operation)
-            } else {
-                cut.formUnion(clients)
-                kept.append(operation)
-            }
-        }
-        guard !taken.isEmpty else { return nil }
-        state.waiting = kept
-        state.busy.formUnion(claimed)
-        state.flights += 1
-        return taken
     }
 
     /// The idempotency keys of a change: those its flush wrote first, then those the database holds.
