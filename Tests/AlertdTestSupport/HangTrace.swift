@@ -30,7 +30,7 @@ public enum HangTrace {
 
     /// Runs `body` as the test `name`, traced until it returns.
     public static func test<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
-        installed.withLockedValue { _ in }
+        _ = reporterStarted
         let id = nextID.withLockedValue { id in
             id += 1
             return id
@@ -69,7 +69,7 @@ public enum HangTrace {
     private static func seconds(_ duration: Duration) -> Int { Int(duration.components.seconds) }
 
     /// Whether the thread that writes the report was started (with the first traced test, when asked for).
-    private static let installed = NIOLockedValueBox<Bool>(startReporter())
+    private static let reporterStarted = startReporter()
 
     private static func startReporter() -> Bool {
         let environment = ProcessInfo.processInfo.environment
