@@ -373,16 +373,16 @@ struct Call: Sendable {
     /// Answers with what the engine's async `work` gives, as `render` makes it: the one
     /// bridge between libmicrohttpd's callbacks and the engine. Work that suspends (a
     /// commit, a long-poll, the database) leaves the connection suspended, no thread
-    /// held, and resumes it with the answer. The response is built in the task, on the
-    /// cooperative pool (never on the store writer's thread, which only resumes it), as
-    /// soon as `work` returns: the task keeps no `Result` of `T` for a later build, and a
-    /// post makes 3–4 fewer allocations (callgrind, issue 28).
+    /// held, and resumes it with the answer. The task prefers the connection's loop
+    /// (``Responder/executor``), so it starts and ends on the connection's thread; the
+    /// response is built there (never on the store writer's thread, which only resumes
+    /// it), as soon as `work` returns: the task keeps no `Result` of `T` for a later
+    /// build, and a post makes 3–4 fewer allocations (callgrind, issue 28).
     ///
     /// `inline`: `work` starts at once, on this thread (`Task.immediate`), so a read that
     /// never suspends (of the embedded store) is answered before the handler returns.
-    /// For a change, which always waits for its commit, a plain task is cheaper: started
-    /// from libmicrohttpd's thread, `Task.immediate` cost a post about 30 µs of CPU more
-    /// (bench/RESULTS.md, issue 28).
+    /// A change, which always waits for its commit, starts as a job on the loop once the
+    /// access handler returned.
     func answer<T: Sendable>(
         inline: Bool = true, _ work: @escaping @Sendable () async throws(EngineError) -> T,
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
@@ -397,9 +397,9 @@ struct Call: Sendable {
             respond(response)
         }
         if inline {
-            Task.immediate(operation: operation)
+            Task.immediate(executorPreference: responder.executor, operation: operation)
         } else {
-            Task(operation: operation)
+            Task(executorPreference: responder.executor, operation: operation)
         }
     }
 
@@ -411,7 +411,7 @@ struct Call: Sendable {
         parking work: @escaping @Sendable (_ later: @escaping @Sendable (T) -> Void) async throws(EngineError) -> T?,
         _ render: @escaping @Sendable (Result<T, EngineError>) -> HTTPResponse
     ) {
-        Task.immediate {
+        Task.immediate(executorPreference: responder.executor) {
             let response: HTTPResponse
             do throws(EngineError) {
                 // A parked waiter's answer comes through `later`, from whoever wakes it.

@@ -88,7 +88,7 @@ struct HTTPService: Service {
         try? await gracefulShutdown()
         notifier?.send("STOPPING=1\nSTATUS=draining")
         logger.info("shutting down", metadata: ["requests": "\(server.activeRequests)"])
-        server.stopAccepting()
+        await server.stopAccepting()
         alertd.engine.drain()
         _ = await server.idle(within: 10)
         if server.suspendedRequests > 0 {

@@ -90,7 +90,7 @@ enum Systemd {
 }
 
 /// Pings the watchdog at half its interval, but only after proving the server
-/// answers: a real `GET /healthz` to each of its polling threads, over a
+/// answers: a real `GET /healthz` to each of its connection loops, over a
 /// connection handed to libmicrohttpd directly (``HTTPServer/addProbeConnections()``)
 /// into slots clients cannot take, so neither a full listen backlog, nor
 /// every connection slot held by silent sockets, nor a per-address limit on
@@ -116,7 +116,7 @@ struct WatchdogService: Service {
                 // passed without one, so a probe may take most of a half interval (a
                 // loaded machine answers slowly, and a slow answer is still an answer).
                 let probeTimeout = max(0.05, interval * 0.4)
-                let connections = server.addProbeConnections()
+                let connections = await server.addProbeConnections()
                 let probes = connections.map { fd in
                     Self.probe(fd: fd, ssl: sslContext, timeout: probeTimeout, token: server.probeToken)
                 }

@@ -16,8 +16,9 @@ public struct HTTPServerError: Error, CustomStringConvertible {
     public let description: String
 }
 
-/// An HTTP/1.1 server on libmicrohttpd: internal polling threads in poll mode,
-/// suspend/resume for answers that wait, bodies bounded while they are read.
+/// An HTTP/1.1 server on libmicrohttpd: one thread per daemon driving it in external
+/// epoll mode (``ConnectionLoop``), which is also the task executor of the requests it
+/// reads; suspend/resume for answers that wait, bodies bounded while they are read.
 ///
 /// The server is passed to libmicrohttpd unretained; it must outlive the MHD
 /// daemon, which ``stop()`` guarantees by stopping MHD before returning.
@@ -128,41 +129,45 @@ public final class HTTPServer: Sendable {
         for responder in suspended.all { responder.respond(handler.reject(.shuttingDown)) }
     }
 
-    /// Binds (unless given a socket) and starts the polling threads.
+    /// Binds (unless given a socket) and starts the connection loops.
     ///
-    /// Given an address, each polling thread gets its own `SO_REUSEPORT` socket
-    /// and its own single-threaded MHD daemon, so the kernel spreads connections
-    /// across threads (with one shared socket, whichever thread wakes first
-    /// accepts a whole burst of connections and the others idle). Given an
-    /// inherited socket, one MHD daemon serves it with a pool of threads.
+    /// One single-threaded libmicrohttpd daemon per thread, each driven by its own
+    /// ``ConnectionLoop``. Given an address, each gets its own `SO_REUSEPORT` socket,
+    /// so the kernel spreads connections across threads (with one shared socket,
+    /// whichever thread wakes first accepts a whole burst of connections and the others
+    /// idle). Given an inherited socket, each daemon listens on a duplicate of it.
     public func start() throws {
         let threads = max(1, configuration.threads)
         var started: [DaemonHandle] = []
         do {
-            switch configuration.listen {
-            case .address(let host, let port):
+            var boundPort = 0
+            if case .address(let host, let port) = configuration.listen {
                 // SO_REUSEPORT would let another process share the port silently:
                 // first make sure nobody listens there.
                 if port != 0 { close(try Self.bindListener(host: host, port: port, reusePort: false, listening: false)) }
-                var boundPort = port
-                for _ in 0..<threads {
-                    let fd = try Self.bindListener(host: host, port: boundPort, reusePort: true)
+                boundPort = port
+            }
+            for index in 0..<threads {
+                let fd: Int32
+                switch configuration.listen {
+                case .address(let host, _):
+                    fd = try Self.bindListener(host: host, port: boundPort, reusePort: true)
                     if boundPort == 0 { boundPort = Self.port(of: fd) }
-                    if started.isEmpty { _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) } }
-                    started.append(
-                        try startDaemon(
-                            on: fd, poolSize: 1, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom,
-                            reserve: Self.probeReserve))
+                case .socket(let inherited):
+                    fd = index == 0 ? inherited : fcntl(inherited, F_DUPFD_CLOEXEC, 0)
+                    guard fd >= 0 else { throw HTTPServerError(description: "dup: \(String(cString: strerror(errno)))") }
                 }
-            case .socket(let fd):
-                _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) }
+                if started.isEmpty { _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) } }
                 started.append(
                     try startDaemon(
-                        on: fd, poolSize: threads, connectionLimit: configuration.maxConnections + Self.connectionHeadroom * threads,
-                        reserve: Self.probeReserve * threads))
+                        on: fd, index: index, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom,
+                        reserve: Self.probeReserve))
             }
         } catch {
-            for handle in started { MHD_stop_daemon(handle.pointer) }
+            for handle in started {
+                handle.loop.stop()
+                MHD_stop_daemon(handle.pointer)
+            }
             releaseForMHD()
             throw error
         }
@@ -170,10 +175,9 @@ public final class HTTPServer: Sendable {
         logger.debug("http server started", metadata: ["address": "\(boundAddress)", "threads": "\(threads)"])
     }
 
-    private func startDaemon(on fd: Int32, poolSize: Int, connectionLimit: Int, reserve: Int) throws -> DaemonHandle {
-        var flags =
-            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
-            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
+    private func startDaemon(on fd: Int32, index: Int, connectionLimit: Int, reserve: Int) throws -> DaemonHandle {
+        // External polling: the daemon's loop (ConnectionLoop) calls MHD_run.
+        var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if Self.family(of: fd) == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
         if tlsStrings != nil { flags |= MHD_USE_TLS.rawValue }
 
@@ -193,7 +197,6 @@ public final class HTTPServer: Sendable {
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompleted, to: Int.self), ptr_value: this),
             MHD_OptionItem(option: .NOTIFY_CONNECTION, value: unsafeBitCast(connectionNotified, to: Int.self), ptr_value: this),
         ]
-        if poolSize > 1 { options.append(item(.THREAD_POOL_SIZE, poolSize)) }
         if let (certificate, key, priorities) = tlsStrings {
             options.append(MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
             options.append(MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(certificate)))
@@ -214,7 +217,14 @@ public final class HTTPServer: Sendable {
         }
         gate.takeUnretainedValue().started(daemon)
         gates.withLockedValue { $0.append(gate) }
-        return DaemonHandle(pointer: daemon)
+        do {
+            let loop = try ConnectionLoop(daemon: daemon, name: "alertd-http-\(index)")
+            try loop.start()
+            return DaemonHandle(pointer: daemon, loop: loop)
+        } catch {
+            MHD_stop_daemon(daemon)
+            throw error
+        }
     }
 
     func connection(_ connection: OpaquePointer, opened: Bool, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
@@ -227,11 +237,13 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting connections; requests already read go on. From then on
     /// every answer carries `Connection: close`.
-    public func stopAccepting() {
+    public func stopAccepting() async {
         draining.store(true, ordering: .relaxed)
-        daemons.withLockedValue { handles in
-            for handle in handles {
-                let fd = MHD_quiesce_daemon(handle.pointer)
+        for handle in daemons.withLockedValue({ $0 }) {
+            // Not thread-safe in external mode: on the daemon's own loop.
+            let daemon = DaemonPointer(pointer: handle.pointer)
+            await handle.loop.perform {
+                let fd = MHD_quiesce_daemon(daemon.pointer)
                 if fd >= 0 { close(fd) }
             }
         }
@@ -256,7 +268,10 @@ public final class HTTPServer: Sendable {
             defer { handles = [] }
             return handles
         }
-        for handle in handles { MHD_stop_daemon(handle.pointer) }
+        for handle in handles {
+            handle.loop.stop()
+            MHD_stop_daemon(handle.pointer)
+        }
         releaseForMHD()
         return true
     }
@@ -278,25 +293,35 @@ public final class HTTPServer: Sendable {
     /// Hands each MHD daemon one end of a new socket pair as a connection of its
     /// own (`MHD_add_connection`), into the slots kept for it (``probeReserve``),
     /// and returns the other ends, one per daemon (-1 where that failed): the
-    /// watchdog's probe reaches every polling thread however many connections
+    /// watchdog's probe reaches every connection loop however many connections
     /// the network holds, and shares nothing with clients but the code that
     /// answers them. The caller closes each returned descriptor.
-    public func addProbeConnections() -> [Int32] {
-        let handles = daemons.withLockedValue { $0 }
-        return handles.map { handle -> Int32 in
+    public func addProbeConnections() async -> [Int32] {
+        var ends: [Int32] = []
+        for handle in daemons.withLockedValue({ $0 }) {
             var pair: [Int32] = [-1, -1]
-            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return -1 }
-            let added = AcceptGate.probeAddress.withUnsafeBytes { raw in
-                MHD_add_connection(
-                    handle.pointer, pair[1], raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+                ends.append(-1)
+                continue
+            }
+            // Not thread-safe in external mode: on the daemon's own loop.
+            let daemon = DaemonPointer(pointer: handle.pointer)
+            let theirs = pair[1]
+            let added = await handle.loop.perform {
+                AcceptGate.probeAddress.withUnsafeBytes { raw in
+                    MHD_add_connection(
+                        daemon.pointer, theirs, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+                } == .YES
             }
             // libmicrohttpd closes its end either way.
-            guard added == .YES else {
+            if added {
+                ends.append(pair[0])
+            } else {
                 close(pair[0])
-                return -1
+                ends.append(-1)
             }
-            return pair[0]
         }
+        return ends
     }
 
     /// The accept policy (libmicrohttpd calls it for every connection it accepts,
@@ -316,7 +341,7 @@ public final class HTTPServer: Sendable {
         return true
     }
 
-    // MARK: - The access handler, on an MHD thread
+    // MARK: - The access handler, on a connection loop's thread
 
     /// libmicrohttpd's access handler, called several times per request: once the
     /// head is in (``headArrived(_:url:method:contextSlot:)``), then with each
@@ -480,7 +505,7 @@ public final class HTTPServer: Sendable {
             admission: context.admission
         )
         context.body = []
-        let responder = Responder(connection: ConnectionHandle(pointer: connection), registry: suspended)
+        let responder = Responder(connection: ConnectionHandle(pointer: connection), registry: suspended, loop: ConnectionLoop.current)
         handler.handle(request, responder: responder)
         if let response = responder.afterHandler() {
             context.phase = .answered
@@ -691,11 +716,13 @@ private final class AcceptGate: Sendable {
     }
 }
 
-/// The MHD daemon pointer. Guarantee relied on: MHD's API for a daemon is
-/// thread-safe for quiesce and stop, and the pointer is cleared under the
-/// server's lock before `MHD_stop_daemon` frees it.
+/// An MHD daemon and the loop that drives it. Guarantee relied on: the daemon is
+/// called only on its loop's thread (``ConnectionLoop/perform(_:)`` for calls from
+/// elsewhere), or after the loop stopped; the handle is cleared under the server's
+/// lock before `MHD_stop_daemon` frees the daemon.
 private struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
+    let loop: ConnectionLoop
 }
 
 // Non-capturing C callbacks: the server travels in `cls`.

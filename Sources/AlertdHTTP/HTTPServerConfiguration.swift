@@ -11,7 +11,8 @@ public struct HTTPServerConfiguration: Sendable {
     }
 
     public var listen: Listen
-    /// libmicrohttpd polling threads (poll mode, one pool); default: the cores.
+    /// Connection loops: single-threaded libmicrohttpd daemons, each driven by a thread of
+    /// its own (``ConnectionLoop``); default: the cores.
     public var threads: Int
     /// Connections served at once across all threads.
     public var maxConnections: Int

@@ -10,11 +10,11 @@ import struct NIOConcurrencyHelpers.NIOLockedValueBox
 /// races with the suspension can never resume a connection that was not suspended.
 public final class Responder: Sendable {
     enum State {
-        /// The handler is running on the MHD thread.
+        /// The handler is running on the connection's loop.
         case handling
         /// The connection is suspended, waiting for `respond`.
         case suspended
-        /// An answer is waiting for the MHD thread to build (if lazy) and queue it.
+        /// An answer is waiting for the connection's loop to build (if lazy) and queue it.
         case ready(@Sendable () -> HTTPResponse)
         /// The answer was queued.
         case done
@@ -25,18 +25,28 @@ public final class Responder: Sendable {
     /// Where the connection is registered while suspended; nil in process.
     private let registry: SuspendedConnections?
 
+    /// Where work answering this request should run: the loop serving its connection
+    /// (nil in process). A task that prefers it starts and ends on the connection's own
+    /// thread, without a hop through the cooperative pool.
+    public var executor: (any TaskExecutor)? { loop }
+    /// The loop serving the connection: told when the connection is resumed.
+    let loop: ConnectionLoop?
+
     /// - Parameters:
     ///   - connection: the MHD connection, or nil for an in-process responder (tests).
     ///   - registry: suspends and resumes the connection, keeping the list of suspended ones.
-    init(connection: ConnectionHandle?, registry: SuspendedConnections?) {
+    ///   - loop: the loop serving the connection.
+    init(connection: ConnectionHandle?, registry: SuspendedConnections?, loop: ConnectionLoop? = nil) {
         self.connection = connection
         self.registry = registry
+        self.loop = loop
         self.inProcessSink = nil
     }
 
     private init(sink: @escaping @Sendable (HTTPResponse) -> Void) {
         self.connection = nil
         self.registry = nil
+        self.loop = nil
         self.inProcessSink = sink
     }
 
@@ -76,10 +86,13 @@ public final class Responder: Sendable {
                 return false
             }
         }
-        if resume, let connection, let registry { registry.resume(self, connection) }
+        if resume, let connection, let registry {
+            registry.resume(self, connection)
+            loop?.connectionResumed()
+        }
     }
 
-    /// Called on the MHD thread once the handler returned: the answer to queue now,
+    /// Called on the connection's loop once the handler returned: the answer to queue now,
     /// or nil after suspending the connection.
     func afterHandler() -> HTTPResponse? {
         let make = state.withLockedValue { state -> (@Sendable () -> HTTPResponse)? in
@@ -98,7 +111,7 @@ public final class Responder: Sendable {
         return make?()
     }
 
-    /// Called on the MHD thread when a resumed connection comes back.
+    /// Called on the connection's loop when a resumed connection comes back.
     func takeResumedResponse() -> HTTPResponse? {
         let make = state.withLockedValue { state -> (@Sendable () -> HTTPResponse)? in
             if case .ready(let make) = state {
@@ -116,7 +129,9 @@ public final class Responder: Sendable {
 /// Guarantee relied on: libmicrohttpd keeps a connection alive until its
 /// request-completed callback ran, which cannot happen while it is suspended;
 /// the pointer is only passed to `MHD_resume_connection` (thread-safe with
-/// ALLOW_SUSPEND_RESUME) off the MHD thread.
+/// ALLOW_SUSPEND_RESUME: it takes the daemon's cleanup mutex) off the connection's
+/// loop, which is then told (``ConnectionLoop/connectionResumed()``): in external
+/// mode libmicrohttpd has no wake-up of its own.
 struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
@@ -148,7 +163,7 @@ final class SuspendedConnections: Sendable {
     var isEmpty: Bool { count == 0 }
     var all: [Responder] { list.withLockedValue { Array($0.values) } }
 
-    /// On the connection's MHD thread, from inside the access handler.
+    /// On the connection's loop, from inside the access handler.
     func suspend(_ responder: Responder, _ connection: ConnectionHandle) {
         list.withLockedValue { list in
             list[ObjectIdentifier(responder)] = responder

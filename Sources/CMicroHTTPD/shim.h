@@ -14,6 +14,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <microhttpd.h>
 
 /// Implemented in Swift (AlertdHTTP): receives one formatted libmicrohttpd message.
@@ -46,6 +48,32 @@ static inline unsigned int alertd_daemon_connections(struct MHD_Daemon *daemon) 
     const union MHD_DaemonInfo *info =
         MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info == NULL ? 0 : info->num_connections;
+}
+
+/// The daemon's epoll descriptor, readable while libmicrohttpd has work (external
+/// polling with MHD_USE_EPOLL), or -1.
+static inline int alertd_daemon_epoll_fd(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    return info == NULL ? -1 : info->epoll_fd;
+}
+
+/// How long the daemon's loop may sleep, in milliseconds (-1: until an event):
+/// the nearest connection timeout, or 0 when libmicrohttpd has data in hand.
+static inline int alertd_daemon_timeout(struct MHD_Daemon *daemon) {
+    MHD_UNSIGNED_LONG_LONG timeout;
+    if (MHD_get_timeout(daemon, &timeout) != MHD_YES) return -1;
+    return timeout > 0x7fffffffULL ? 0x7fffffff : (int)timeout;
+}
+
+/// A non-blocking, close-on-exec eventfd (a loop's wake-up), or -1.
+static inline int alertd_eventfd(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+/// Names the calling thread (15 bytes at most), as ps and gdb show it.
+static inline void alertd_name_thread(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 /// Bytes the peer has sent on a TCP socket so far, or -1 when the kernel does not say.

@@ -258,4 +258,31 @@ struct GroupCommitterReceiptTests {
         #expect(report.isValid && report.count == 300, "\(report)")
         await onOwnThread { committer.shutdown() }
     }
+
+    @Test(
+        "submissions with and without receipts, interleaved: those without go around the signer only when none is ahead of them there, so every one completes in submission order"
+    )
+    func mixedOrder() async throws {
+        let dir = TempDir()
+        let (store, committer) = try Self.started(in: dir)
+        var ids = AlertIDGenerator()
+        let done = Completions()
+        let order = NIOLockedValueBox<[Int]>([])
+        for index in 0..<400 {
+            var alert = makeAlert(ids.next(at: Timestamp(milliseconds: 1)), state: index % 3 == 0 ? .answered : .queued)
+            var writes: [StoreWrite] = [.alert(alert)]
+            if index % 3 == 0 {
+                alert.decidedAt = Timestamp(milliseconds: 1_795_000_000_100)
+                writes = [.alert(alert), .receipt(alert)]
+            }
+            committer.submit(writes) { result in
+                if case .success = result { order.withLockedValue { $0.append(index) } }
+                done.done()
+            }
+        }
+        try await done.awaitCount(400)
+        #expect(order.withLockedValue { $0 } == Array(0..<400), "completions in submission order")
+        #expect(try store.receipts(after: 0, limit: 1000).count == 134)
+        await onOwnThread { committer.shutdown() }
+    }
 }
