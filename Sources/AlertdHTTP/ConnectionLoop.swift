@@ -21,9 +21,10 @@ final class ConnectionLoop: TaskExecutor, Sendable {
         var jobs: [UnownedJob] = []
         /// The loop is about to sleep, or sleeps, in `poll`: an enqueue must wake it.
         var sleeping = false
-        /// A connection was resumed since the last `MHD_run` began: run it again before
-        /// sleeping (in external mode libmicrohttpd has no wake-up of its own).
-        var resumed = false
+        /// libmicrohttpd has work it does not signal through its epoll descriptor (a
+        /// connection resumed, one closed) since the last `MHD_run` began: run it again
+        /// before sleeping (in external mode libmicrohttpd has no wake-up of its own).
+        var runAgain = false
         var stopping = false
         /// The thread has returned: jobs go to the global executor.
         var stopped = false
@@ -114,11 +115,14 @@ final class ConnectionLoop: TaskExecutor, Sendable {
         }
     }
 
-    /// Tells the loop that a connection of its daemon was resumed (`MHD_resume_connection`,
-    /// from any thread), so that it runs libmicrohttpd before it sleeps again.
-    func connectionResumed() {
+    /// Tells the loop that libmicrohttpd has work it will not signal: a connection of its
+    /// daemon was resumed (`MHD_resume_connection`, from any thread), or one closed (its
+    /// daemon may have taken the listening socket out of its epoll set at the connection
+    /// limit, and puts it back only at the start of an `MHD_run`). The loop runs
+    /// libmicrohttpd again before it sleeps.
+    func runAgain() {
         let wake = queue.withLockedValue { queue -> Bool in
-            queue.resumed = true
+            queue.runAgain = true
             guard queue.sleeping else { return false }
             queue.sleeping = false
             return true
@@ -126,12 +130,13 @@ final class ConnectionLoop: TaskExecutor, Sendable {
         if wake { signal() }
     }
 
-    /// Runs `body` on the loop's thread (or, once stopped, wherever the global executor
-    /// does) and returns its result: for libmicrohttpd calls that are not thread-safe in
-    /// external mode (adding a connection, quiescing).
-    func perform<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    /// Runs `body` on the loop's thread and returns its result; nil, without running it,
+    /// once the loop has stopped (its daemon is stopped or being stopped): for
+    /// libmicrohttpd calls that are not thread-safe in external mode (adding a connection,
+    /// quiescing).
+    func perform<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
         await withCheckedContinuation { continuation in
-            Task(executorPreference: self) { continuation.resume(returning: body()) }
+            Task(executorPreference: self) { continuation.resume(returning: self.isCurrent ? body() : nil) }
         }
     }
 
@@ -147,7 +152,7 @@ final class ConnectionLoop: TaskExecutor, Sendable {
         var fds = [pollfd(fd: epollFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         let executor = asUnownedTaskExecutor()
         while true {
-            queue.withLockedValue { $0.resumed = false }
+            queue.withLockedValue { $0.runAgain = false }
             _ = MHD_run(daemon.pointer)
             // The jobs the handlers just made (requests' tasks), and the ones that woke us.
             let jobs = queue.withLockedValue { queue -> [UnownedJob] in
@@ -158,7 +163,7 @@ final class ConnectionLoop: TaskExecutor, Sendable {
             let timeout = alertd_daemon_timeout(daemon.pointer)
             let sleep = queue.withLockedValue { queue -> Int32? in
                 if queue.stopping { return nil }
-                if !queue.jobs.isEmpty || queue.resumed { return 0 }
+                if !queue.jobs.isEmpty || queue.runAgain { return 0 }
                 if timeout != 0 { queue.sleeping = true }
                 return timeout
             }

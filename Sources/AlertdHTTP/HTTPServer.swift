@@ -158,10 +158,11 @@ public final class HTTPServer: Sendable {
                     guard fd >= 0 else { throw HTTPServerError(description: "dup: \(String(cString: strerror(errno)))") }
                 }
                 if started.isEmpty { _boundAddress.withLockedValue { $0 = Self.localAddress(of: fd) } }
+                // On one shared socket any daemon may win a connection's accept: each may take
+                // them all (takeClientSlot still holds the process to maxConnections).
+                let share = configuration.listen.isSocket ? configuration.maxConnections : max(1, configuration.maxConnections / threads)
                 started.append(
-                    try startDaemon(
-                        on: fd, index: index, connectionLimit: max(1, configuration.maxConnections / threads) + Self.connectionHeadroom,
-                        reserve: Self.probeReserve))
+                    try startDaemon(on: fd, index: index, connectionLimit: share + Self.connectionHeadroom, reserve: Self.probeReserve))
             }
         } catch {
             for handle in started {
@@ -232,6 +233,9 @@ public final class HTTPServer: Sendable {
             readDeadlines.opened(fd: alertd_connection_fd(connection), context: context)
         } else {
             readDeadlines.closed(context: context)
+            // A slot came free: at its limit the daemon took the listening socket out of its
+            // epoll set, and puts it back only at the start of an MHD_run.
+            ConnectionLoop.current?.runAgain()
         }
     }
 
@@ -242,7 +246,7 @@ public final class HTTPServer: Sendable {
         for handle in daemons.withLockedValue({ $0 }) {
             // Not thread-safe in external mode: on the daemon's own loop.
             let daemon = DaemonPointer(pointer: handle.pointer)
-            await handle.loop.perform {
+            _ = await handle.loop.perform {
                 let fd = MHD_quiesce_daemon(daemon.pointer)
                 if fd >= 0 { close(fd) }
             }
@@ -268,10 +272,12 @@ public final class HTTPServer: Sendable {
             defer { handles = [] }
             return handles
         }
-        for handle in handles {
-            handle.loop.stop()
-            MHD_stop_daemon(handle.pointer)
-        }
+        // No MHD_run from here on, so nothing more is suspended. A request read between the
+        // check above and its loop's stop may have been: answered now (503), or
+        // MHD_stop_daemon would abort the process; `isEmpty` waits for a resume under way.
+        for handle in handles { handle.loop.stop() }
+        while !suspended.isEmpty { answerSuspended() }
+        for handle in handles { MHD_stop_daemon(handle.pointer) }
         releaseForMHD()
         return true
     }
@@ -313,8 +319,9 @@ public final class HTTPServer: Sendable {
                         daemon.pointer, theirs, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
                 } == .YES
             }
-            // libmicrohttpd closes its end either way.
-            if added {
+            // libmicrohttpd closes its end either way (nil: stopped, it never saw it).
+            if added == nil { close(theirs) }
+            if added == true {
                 ends.append(pair[0])
             } else {
                 close(pair[0])

@@ -8,6 +8,10 @@ public struct HTTPServerConfiguration: Sendable {
         case address(host: String, port: Int)
         /// Serve an already listening socket (systemd socket activation).
         case socket(fd: Int32)
+
+        var isSocket: Bool {
+            if case .socket = self { true } else { false }
+        }
     }
 
     public var listen: Listen

@@ -88,7 +88,7 @@ public final class Responder: Sendable {
         }
         if resume, let connection, let registry {
             registry.resume(self, connection)
-            loop?.connectionResumed()
+            loop?.runAgain()
         }
     }
 
@@ -130,7 +130,7 @@ public final class Responder: Sendable {
 /// request-completed callback ran, which cannot happen while it is suspended;
 /// the pointer is only passed to `MHD_resume_connection` (thread-safe with
 /// ALLOW_SUSPEND_RESUME: it takes the daemon's cleanup mutex) off the connection's
-/// loop, which is then told (``ConnectionLoop/connectionResumed()``): in external
+/// loop, which is then told (``ConnectionLoop/runAgain()``): in external
 /// mode libmicrohttpd has no wake-up of its own.
 struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer

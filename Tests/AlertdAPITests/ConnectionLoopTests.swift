@@ -186,4 +186,72 @@ struct ConnectionLoopTests {
         #expect(answered == 2560)
         #expect(await onOwnThread { server.stop(grace: 10) })
     }
+
+    @Test(
+        "a daemon filled to its connection limit stops listening; once its connections close, a new connection is served (the loop runs libmicrohttpd again, which listens again)"
+    )
+    func listensAgainAfterTheLimit() async throws {
+        // One loop; its daemon takes maxConnections + 64 clients and 4 probe connections.
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(listen: .address(host: "127.0.0.1", port: 0), threads: 1, maxConnections: 100),
+            handler: InlineHandler(), logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        try server.start()
+        let port = Int(server.boundAddress.split(separator: ":").last!)!
+        let clientLimit = 100 + HTTPServer.connectionHeadroom
+        // The clients' slots taken: one more connection is refused for capacity, and
+        // connections are accepted in the order they came.
+        let clients = try (0..<clientLimit).map { _ in try RawClient(port: port) }
+        let extra = try RawClient(port: port)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.counts.refused.first(where: { $0.reason == "capacity" })?.count != 1, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        try #require(server.counts.refused.first(where: { $0.reason == "capacity" })?.count == 1, "the extra connection was not refused")
+        _ = extra
+        var probes: [Int32] = []
+        for _ in 0..<HTTPServer.probeReserve { probes += await server.addProbeConnections() }
+        #expect(probes.count == HTTPServer.probeReserve && probes.allSatisfy { $0 >= 0 }, "\(probes)")
+        // Every slot is taken: the daemon has taken its listening socket out of its epoll set.
+        // Now all of them close.
+        for probe in probes { close(probe) }
+        let reply = try await onOwnThread { () throws -> String in
+            for client in clients { shutdown(client.fd, Int32(SHUT_RDWR)) }
+            let late = try RawClient(port: port)
+            try late.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            return late.readAll()
+        }
+        #expect(reply.hasPrefix("HTTP/1.1 200"), "a connection after the limit was left unserved: \(reply.prefix(60))")
+        #expect(await onOwnThread { server.stop(grace: 10) })
+    }
+
+    @Test("perform on a stopped loop does not run its body (it would call a stopped libmicrohttpd)")
+    func performAfterStop() async throws {
+        let handler = HoppingHandler()
+        let captured = NIOLockedValueBox<ConnectionLoop?>(nil)
+        final class Capturing: HTTPHandler, @unchecked Sendable {
+            let inner: HoppingHandler
+            let captured: NIOLockedValueBox<ConnectionLoop?>
+            init(_ inner: HoppingHandler, _ captured: NIOLockedValueBox<ConnectionLoop?>) {
+                self.inner = inner
+                self.captured = captured
+            }
+            func admit(_ head: HTTPRequestHead) -> HTTPAdmission { inner.admit(head) }
+            func handle(_ request: HTTPRequest, responder: Responder) {
+                captured.withLockedValue { $0 = responder.loop }
+                inner.handle(request, responder: responder)
+            }
+            func reject(_ rejection: HTTPRejection) -> HTTPResponse { inner.reject(rejection) }
+        }
+        let (server, port) = try Self.server(Capturing(handler, captured), threads: 1)
+        _ = try await onOwnThread { () throws -> String in
+            let client = try RawClient(port: port)
+            try client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            return client.readAll()
+        }
+        let loop = try #require(captured.withLockedValue { $0 })
+        #expect(await loop.perform { 7 } == 7, "a running loop runs it")
+        #expect(await onOwnThread { server.stop(grace: 10) })
+        #expect(await loop.perform { 7 } == nil, "a stopped loop does not")
+        #expect(await server.addProbeConnections().isEmpty)
+    }
 }
