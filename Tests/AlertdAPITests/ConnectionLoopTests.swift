@@ -39,6 +39,18 @@ struct ConnectionLoopTests {
         func reject(_ rejection: HTTPRejection) -> HTTPResponse { HTTPResponse(status: 503) }
     }
 
+    /// A ``HoppingHandler`` that keeps the loop of the last request it served.
+    final class Capturing: HTTPHandler, @unchecked Sendable {
+        let inner = HoppingHandler()
+        let loop = NIOLockedValueBox<ConnectionLoop?>(nil)
+        func admit(_ head: HTTPRequestHead) -> HTTPAdmission { inner.admit(head) }
+        func handle(_ request: HTTPRequest, responder: Responder) {
+            loop.withLockedValue { $0 = responder.loop }
+            inner.handle(request, responder: responder)
+        }
+        func reject(_ rejection: HTTPRejection) -> HTTPResponse { inner.reject(rejection) }
+    }
+
     static func server(_ handler: any HTTPHandler, threads: Int = 2) throws -> (HTTPServer, Int) {
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(listen: .address(host: "127.0.0.1", port: 0), threads: threads),
@@ -86,30 +98,15 @@ struct ConnectionLoopTests {
 
     @Test("a job enqueued on a loop after the server stopped still runs (on the global executor)")
     func jobsAfterStopRun() async throws {
-        let handler = HoppingHandler()
-        let captured = NIOLockedValueBox<(any TaskExecutor)?>(nil)
-        final class Capturing: HTTPHandler, @unchecked Sendable {
-            let inner: HoppingHandler
-            let captured: NIOLockedValueBox<(any TaskExecutor)?>
-            init(_ inner: HoppingHandler, _ captured: NIOLockedValueBox<(any TaskExecutor)?>) {
-                self.inner = inner
-                self.captured = captured
-            }
-            func admit(_ head: HTTPRequestHead) -> HTTPAdmission { inner.admit(head) }
-            func handle(_ request: HTTPRequest, responder: Responder) {
-                captured.withLockedValue { $0 = responder.executor }
-                inner.handle(request, responder: responder)
-            }
-            func reject(_ rejection: HTTPRejection) -> HTTPResponse { inner.reject(rejection) }
-        }
-        let (server, port) = try Self.server(Capturing(handler, captured), threads: 1)
+        let capturing = Capturing()
+        let (server, port) = try Self.server(capturing, threads: 1)
         _ = try await onOwnThread { () throws -> String in
             let client = try RawClient(port: port)
             try client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
             return client.readAll()
         }
         #expect(await onOwnThread { server.stop(grace: 10) })
-        let executor = try #require(captured.withLockedValue { $0 })
+        let executor: any TaskExecutor = try #require(capturing.loop.withLockedValue { $0 })
         let ran = Observed(false)
         Task(executorPreference: executor) { ran.update { $0 = true } }
         #expect(await ran.wait(timeout: .seconds(20)) { $0 ? true : nil } == true, "the job never ran")
@@ -226,29 +223,14 @@ struct ConnectionLoopTests {
 
     @Test("perform on a stopped loop does not run its body (it would call a stopped libmicrohttpd)")
     func performAfterStop() async throws {
-        let handler = HoppingHandler()
-        let captured = NIOLockedValueBox<ConnectionLoop?>(nil)
-        final class Capturing: HTTPHandler, @unchecked Sendable {
-            let inner: HoppingHandler
-            let captured: NIOLockedValueBox<ConnectionLoop?>
-            init(_ inner: HoppingHandler, _ captured: NIOLockedValueBox<ConnectionLoop?>) {
-                self.inner = inner
-                self.captured = captured
-            }
-            func admit(_ head: HTTPRequestHead) -> HTTPAdmission { inner.admit(head) }
-            func handle(_ request: HTTPRequest, responder: Responder) {
-                captured.withLockedValue { $0 = responder.loop }
-                inner.handle(request, responder: responder)
-            }
-            func reject(_ rejection: HTTPRejection) -> HTTPResponse { inner.reject(rejection) }
-        }
-        let (server, port) = try Self.server(Capturing(handler, captured), threads: 1)
+        let capturing = Capturing()
+        let (server, port) = try Self.server(capturing, threads: 1)
         _ = try await onOwnThread { () throws -> String in
             let client = try RawClient(port: port)
             try client.send("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")
             return client.readAll()
         }
-        let loop = try #require(captured.withLockedValue { $0 })
+        let loop = try #require(capturing.loop.withLockedValue { $0 })
         #expect(await loop.perform { 7 } == 7, "a running loop runs it")
         #expect(await onOwnThread { server.stop(grace: 10) })
         #expect(await loop.perform { 7 } == nil, "a stopped loop does not")
