@@ -14,6 +14,7 @@
 #   WAITERS [10000] parked waiters, half on each instance   ROUNDS [2000] latency rounds
 #   POOL [8] store.postgres.pool_size    BASE_PORT [19080]
 #   PG_SYNC [on] PostgreSQL's synchronous_commit (off only to see what the commit's flush costs)
+#   PG_OPTS [] more server settings, e.g. "-c log_autovacuum_min_duration=0" (word-split)
 #   PHASES ["post current latency pgbench sqlite"] the groups of phases to run
 #
 # Phases:
@@ -104,7 +105,8 @@ echo "start: $(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT/loadavg.txt"
 # ---- PostgreSQL -------------------------------------------------------------------------
 # shellcheck source=tools/pgcluster.sh
 source "$HERE/tools/pgcluster.sh"
-pg_cluster "$OUT" "$PG_PORT" -c synchronous_commit="${PG_SYNC:-on}" -c fsync=on
+# shellcheck disable=SC2086 # PG_OPTS is a list of words
+pg_cluster "$OUT" "$PG_PORT" -c synchronous_commit="${PG_SYNC:-on}" -c fsync=on ${PG_OPTS:-}
 PG_PID=$(head -1 "$OUT/pgdata/postmaster.pid")
 psql_admin() { "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres "$@"; }
 db_url() { echo "postgres://postgres@127.0.0.1:$PG_PORT/$1?sslmode=disable"; }

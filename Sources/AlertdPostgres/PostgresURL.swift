@@ -199,11 +199,18 @@ public struct PostgresURL: Sendable, CustomStringConvertible {
     ///   holding a connection and its client for good. Migrations lift both.
     /// - `idle_in_transaction_session_timeout` 60 s: an instance that stopped in the
     ///   middle of a transaction (a debugger, a frozen VM) lets go of its clients' locks.
+    /// - `jit` off: every statement alertd runs is short, and the planner prices them by
+    ///   the table's statistics, not by what one execution touches. Once `alerts` held a
+    ///   long queue of one client, an autoanalyze made the flush's read cost over
+    ///   `jit_above_cost`, and compiling it (inlined and optimised: 68 functions) took
+    ///   about 0.5 s of a backend's CPU on every flush: posts fell from 8 400 to 90 a
+    ///   second until the instance restarted (issue 46, `bench/postgres.sh`).
     public static let sessionParameters: [(String, String)] = [
         ("search_path", "\"$user\", public"),
         ("statement_timeout", "30s"),
         ("lock_timeout", "10s"),
         ("idle_in_transaction_session_timeout", "60s"),
+        ("jit", "off"),
     ]
 
     /// The connection string without its password, fit for a log line.

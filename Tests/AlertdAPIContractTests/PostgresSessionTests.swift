@@ -68,14 +68,14 @@ struct PostgresSessionTests {
         }
     }
 
-    @Test("every connection, pooled or single, starts with alertd's search_path and timeouts")
+    @Test("every connection, pooled or single, starts with alertd's search_path and timeouts, and JIT off")
     func sessionParameters() async throws {
         let server = try await TestPostgres.shared()
         let address = try await server.borrowDatabase()
         let url = try PostgresURL(address)
         let expected = [
             "search_path": "\"$user\", public", "statement_timeout": "30s", "lock_timeout": "10s",
-            "idle_in_transaction_session_timeout": "1min",
+            "idle_in_transaction_session_timeout": "1min", "jit": "off",
         ]
         func settings(_ connection: PostgresConnection) async throws -> [String: String] {
             var found: [String: String] = [:]
