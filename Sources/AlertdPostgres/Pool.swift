@@ -24,7 +24,11 @@ import Synchronization
 ///   after the database was back; a deadline round or a counts reading that
 ///   hung stopped those for the whole instance. Here work whose connection has
 ///   closed and that has not ended a moment later throws ``ConnectionLost``
-///   (the work itself is left to postgres-nio; it holds nothing of ours).
+///   (the work itself is left to postgres-nio; it holds nothing of ours). This is
+///   postgres-nio's defect #487 (its fix was reverted by #501); the work runs in
+///   one unowned task because a hung child of an owned group would block shutdown.
+///   That task runs on the connection's event loop (``EventLoopExecutor``), so each
+///   round trip's reply resumes it where it arrived.
 /// - **A new pool when the database is back.** While it cannot connect, the
 ///   pool tries again after 100 ms × 1.25ⁿ⁻¹ (n attempts failed so far, at most
 ///   60 s): after a 10 s outage its next attempt was up to ~2.5 s away, after a
@@ -319,7 +323,8 @@ final class Pool: Sendable {
                     outcome.resume(.failure(ConnectionLost()))
                 }
             }
-            Task {
+            // On the connection's event loop: each reply resumes the work where it arrived.
+            Task(executorPreference: EventLoopExecutor(eventLoop: connection.eventLoop)) {
                 let result: Swift.Result<Result, any Error>
                 do {
                     result = .success(try await work())
