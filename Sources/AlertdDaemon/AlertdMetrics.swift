@@ -53,13 +53,14 @@ final class AlertdMetrics: Sendable {
     let flushedChanges: CoreMetrics.Counter
     let roundTrips: CoreMetrics.Counter
     /// The HTTP server's own counts, once it exists (it is made after the API).
-    private let server = NIOLockedValueBox<(@Sendable () -> HTTPServer.Counts?)?>(nil)
+    /// (In a ``KeptClosure``: read at every scrape.)
+    private let server = NIOLockedValueBox<KeptClosure<@Sendable () -> HTTPServer.Counts?>?>(nil)
 
-    func observeServer(_ counts: @escaping @Sendable () -> HTTPServer.Counts?) { server.withLockedValue { $0 = counts } }
+    func observeServer(_ counts: @escaping @Sendable () -> HTTPServer.Counts?) { server.withLockedValue { $0 = KeptClosure(counts) } }
 
     /// The server's counts in the text format (none before the server exists).
     private func serverExposition() -> String {
-        guard let counts = server.withLockedValue({ $0 })?() else { return "" }
+        guard let counts = server.withLockedValue({ $0 })?.call() else { return "" }
         var lines = [
             "# HELP alertd_http_response_bytes_in_flight Bytes of answers queued and not yet taken by their clients (limits.max_response_bytes_in_flight bounds them).",
             "# TYPE alertd_http_response_bytes_in_flight gauge",

@@ -45,7 +45,8 @@ final class Notifications: Sendable {
     let url: PostgresURL
     let instance: String
     let logger: Logger
-    let handler = NIOLockedValueBox<(@Sendable (StoreChange) -> Void)?>(nil)
+    /// The engine's handler of changes (in a ``KeptClosure``: read for every change).
+    let handler = NIOLockedValueBox<KeptClosure<@Sendable (StoreChange) -> Void>?>(nil)
 
     init(url: PostgresURL, instance: String, logger: Logger) {
         self.url = url
@@ -253,6 +254,6 @@ final class Notifications: Sendable {
     }
 
     private func deliver(_ change: StoreChange) {
-        handler.withLockedValue { $0 }?(change)
+        handler.withLockedValue { $0 }?.call(change)
     }
 }

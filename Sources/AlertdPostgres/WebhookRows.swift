@@ -65,6 +65,6 @@ extension PostgresAlertStore {
     // MARK: - Changes made elsewhere
 
     public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {
-        notifications.handler.withLockedValue { $0 = handler }
+        notifications.handler.withLockedValue { $0 = KeptClosure(handler) }
     }
 }

@@ -59,7 +59,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     private let clock: any WallClock
     private let logger: Logger
     /// The handler ``observeChanges(_:)`` was given: kept, never called (see there).
-    private let changeHandler = NIOLockedValueBox<(@Sendable (StoreChange) -> Void)?>(nil)
+    private let changeHandler = NIOLockedValueBox<KeptClosure<@Sendable (StoreChange) -> Void>?>(nil)
     /// Answer tokens being used now (``useAnswerToken(hash:now:)``).
     private let answerUses = NIOLockedValueBox<Set<[UInt8]>>([])
     /// The terminal alerts' bytes as the last purge measured them.
@@ -409,7 +409,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
     /// count, which LeakSanitizer cannot follow. Dropped, the handler would leave the
     /// side table reported as leaked by every daemon at exit (scripts/lsan.supp).
     public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {
-        changeHandler.withLockedValue { $0 = handler }
+        changeHandler.withLockedValue { $0 = KeptClosure(handler) }
     }
 
     // MARK: - Upkeep

@@ -4,6 +4,7 @@
 // Likewise a decided alert (t:), which the other instances answer their waiters with.
 
 import AlertdCore
+import AlertdTestSupport
 import Foundation
 import AlertdEngine
 import AlertdWire
@@ -105,7 +106,7 @@ struct NotificationPayloadTests {
         let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
         let heard = Mutex<[String]>([])
         notifications.handler.withLockedValue {
-            $0 = { change in
+            $0 = KeptClosure { change in
                 heard.withLock {
                     switch change {
                     case .terminal(let alerts): $0.append("terminal \(alerts.map(\.id))")
@@ -119,6 +120,27 @@ struct NotificationPayloadTests {
         let entry = try #require(Notifications.terminal(Self.answered))
         notifications.dispatch("i:elsewhere d:\(Self.answered.id) \(entry) d:\(other)")
         #expect(heard.withLock { $0 } == ["terminal \([Self.answered.id])", "decided \([other])"])
+    }
+
+    @Test(
+        "the engine's handler is reached as deep on the stack at the thousandth change as at the first (read back, it is not wrapped again)"
+    )
+    func handlerDoesNotGrow() throws {
+        let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
+        let depths = Mutex<[Int]>([])
+        notifications.handler.withLockedValue {
+            $0 = KeptClosure { _ in
+                let here = stackAddress()
+                depths.withLock { $0.append(here) }
+            }
+        }
+        for _ in 0..<1_000 { notifications.dispatch("i:elsewhere c:a") }
+        let seen = depths.withLock { $0 }
+        #expect(seen.count == 1_000)
+        // A bare closure read back through the lock gained two thunk frames a read: 1 000
+        // reads put the last call tens of kilobytes deeper than the first.
+        let deeper = abs((seen.last ?? 0) - (seen.first ?? 0))
+        #expect(deeper < 1_024, "the handler went \(deeper) bytes deeper")
     }
 
     // MARK: - Sealed (SPEC §9: a role that may connect hears and sends on the channel)
@@ -174,7 +196,7 @@ struct NotificationPayloadTests {
         let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
         notifications.seal.withLockedValue { $0 = NotificationSeal(key: Self.key) }
         let heard = Mutex<Int>(0)
-        notifications.handler.withLockedValue { $0 = { _ in heard.withLock { $0 += 1 } } }
+        notifications.handler.withLockedValue { $0 = KeptClosure { _ in heard.withLock { $0 += 1 } } }
         let entry = try #require(Notifications.terminal(Self.answered))
         // A stranger's forgery, as a role with CONNECT only can send it: NOTIFY alertd, 'i:x t:…'.
         notifications.handle("i:elsewhere \(entry)")
