@@ -20,8 +20,10 @@ import PostgresNIO
 ///    instances queueing behind each other). A flush with a change left before,
 ///    or whose clients are all held, waits instead, for every lock in one order
 ///    (by lock key) in every instance, holding none before (``Lock``): no
-///    deadlock, and no change is left forever. Then one value of `alert_order`
-///    per change, drawn under the locks;
+///    deadlock, and no change is left forever. A flush of one client waits for
+///    it at once: trying first would only add a round trip when it is held
+///    (two instances posting to one client: every other flush). Then one value
+///    of `alert_order` per change, drawn under the locks;
 /// 3. in a statement of its own, so its snapshot sees every commit the locks
 ///    waited for: each client's version, what changed since this instance's
 ///    copy of its queue (or the whole pending queue when it has none), and
@@ -349,8 +351,9 @@ final class Flushes: Sendable {
     ) async throws -> [ClientResult] {
         let settings = store.settings.withLockedValue { $0 }
         // A flush tries its clients' locks without waiting, commits those it got and leaves the
-        // others for the next flush; one with a change left before waits for every lock.
-        let waits = flush.contains { $0.deferrals > 0 }
+        // others for the next flush; one with a change left before waits for every lock, and so
+        // does one of a single client (held elsewhere, it would wait after the try anyway).
+        let waits = flush.contains { $0.deferrals > 0 } || (prepared.count == 1 && prepared[0].clients.count == 1)
         let count = flush.reduce(0) { $0 + $1.sequences }
         return try await store.client.withTransaction(logger: logger) { [logger, queues] connection in
             var slots = prepared

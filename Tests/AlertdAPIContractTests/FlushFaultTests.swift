@@ -185,4 +185,56 @@ struct FlushFaultTests {
         _ = await running.result
         await server.giveBack(url)
     }
+
+    @Test(
+        "a flush of one client held elsewhere waits for its lock in one statement: BEGIN, the lock, the read, the write, COMMIT, the notification"
+    )
+    func oneHeldClientWaitsAtOnce() async throws {
+        let server = try await TestPostgres.shared()
+        let url = try await server.borrowDatabase()
+        let costs = Mutex<[PostgresAlertStore.FlushCost]>([])
+        let store = try PostgresAlertStore(
+            url: try PostgresURL(url), poolSize: 4, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
+            logger: Logger(label: "flush-one") { _ in SwiftLogNoOpLogHandler() }, receiptKey: .generate(),
+            onFlush: { cost in costs.withLock { $0.append(cost) } })
+        let running = Task { try await store.run() }
+        defer { running.cancel() }
+        try await store.migrate()
+
+        let logger = Logger(label: "other")
+        let other = try await PostgresConnection.connect(
+            configuration: try PostgresURL(url).connectionConfiguration(), id: 1, logger: logger)
+        try await other.query("BEGIN", logger: logger)
+        try await other.run("SELECT pg_advisory_xact_lock(hashtextextended('solo', 0))", logger: logger)
+        let posting = Task {
+            try await store.transact(client: "solo", now: SystemClock().now(), idempotencyKey: nil) {
+                board, _ throws(EngineError) in
+                do throws(BoardError) {
+                    let (alert, change) = try board.post(NewAlert(title: "t"), to: "solo", now: SystemClock().now())
+                    return Mutation(alert.id, change: change)
+                } catch {
+                    throw EngineError(error)
+                }
+            }
+        }
+        // The flush waits once PostgreSQL shows an advisory lock asked for and not granted.
+        var waiting = false
+        for _ in 0..<1_000 where !waiting {
+            for try await count in try await other.query(
+                "SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted", logger: logger
+            ).decode(Int.self) {
+                waiting = count > 0
+            }
+            if !waiting { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(waiting, "no flush waited for the lock")
+        try await other.query("COMMIT", logger: logger)
+        _ = try await posting.value
+        // Tried first, the lock took a second round trip: 7.
+        #expect(costs.withLock { $0 }.map(\.roundTrips) == [6])
+        try await other.close()
+        running.cancel()
+        _ = await running.result
+        await server.giveBack(url)
+    }
 }
