@@ -196,7 +196,10 @@ final class Notifications: Sendable {
         var subscriptions = false
         var displays: [PublishedDisplay] = []
         var terminal: [Alert] = []
-        for entry in payload.split(separator: " ") {
+        // Split on the bytes: splitting the String walks it Character by Character, and a payload
+        // is mostly base64 (12 % of an instance's CPU with two instances on 100 clients, issue 46).
+        for bytes in payload.utf8.split(separator: UInt8(ascii: " ")) {
+            let entry = Substring(bytes)
             if entry.hasPrefix("i:") {
                 if entry.dropFirst(2) == instance { return }  // our own commit: the engine knows it
             } else if entry.hasPrefix("v:"), let display = Self.display(entry.dropFirst(2)) {
