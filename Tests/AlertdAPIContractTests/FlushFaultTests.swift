@@ -136,16 +136,7 @@ struct FlushFaultTests {
             // Started at once, so the changes reach the store in the order of the calls.
             Task.immediate {
                 do throws(EngineError) {
-                    let committed = try await store.transact(client: client, now: SystemClock().now(), idempotencyKey: nil) {
-                        board, _ throws(EngineError) in
-                        do throws(BoardError) {
-                            let (alert, change) = try board.post(NewAlert(title: "t"), to: client, now: SystemClock().now())
-                            return Mutation(alert.id, change: change)
-                        } catch {
-                            throw EngineError(error)
-                        }
-                    }
-                    continuation.yield(.success(committed.value))
+                    continuation.yield(.success(try await Self.post(to: client, on: store)))
                 } catch {
                     continuation.yield(.failure(error))
                 }
@@ -206,22 +197,16 @@ struct FlushFaultTests {
             configuration: try PostgresURL(url).connectionConfiguration(), id: 1, logger: logger)
         try await other.query("BEGIN", logger: logger)
         try await other.run("SELECT pg_advisory_xact_lock(hashtextextended('solo', 0))", logger: logger)
-        let posting = Task {
-            try await store.transact(client: "solo", now: SystemClock().now(), idempotencyKey: nil) {
-                board, _ throws(EngineError) in
-                do throws(BoardError) {
-                    let (alert, change) = try board.post(NewAlert(title: "t"), to: "solo", now: SystemClock().now())
-                    return Mutation(alert.id, change: change)
-                } catch {
-                    throw EngineError(error)
-                }
-            }
-        }
-        // The flush waits once PostgreSQL shows an advisory lock asked for and not granted.
+        let posting = Task { try await Self.post(to: "solo", on: store) }
+        // The flush waits once PostgreSQL shows an advisory lock asked for and not granted, in this
+        // test's database (pg_locks shows the whole cluster, where other tests run).
         var waiting = false
         for _ in 0..<1_000 where !waiting {
             for try await count in try await other.query(
-                "SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted", logger: logger
+                """
+                SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted
+                AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
+                """, logger: logger
             ).decode(Int.self) {
                 waiting = count > 0
             }
@@ -236,5 +221,18 @@ struct FlushFaultTests {
         running.cancel()
         _ = await running.result
         await server.giveBack(url)
+    }
+
+    /// One post to `client` through the store's port, as the engine makes it; its alert's id.
+    /// `nonisolated(nonsending)`: it runs on its caller, so posts started in order reach the store in order.
+    nonisolated(nonsending) static func post(to client: String, on store: PostgresAlertStore) async throws(EngineError) -> AlertID {
+        try await store.transact(client: client, now: SystemClock().now(), idempotencyKey: nil) { board, _ throws(EngineError) in
+            do throws(BoardError) {
+                let (alert, change) = try board.post(NewAlert(title: "t"), to: client, now: SystemClock().now())
+                return Mutation(alert.id, change: change)
+            } catch {
+                throw EngineError(error)
+            }
+        }.value
     }
 }
