@@ -1,8 +1,9 @@
 public import AlertdWire
 
-// Over 400 lines on purpose: the queues, the deadline heap and the alert table share
-// invariants (one displayed alert per client, a deadline per live alert) that one type
-// keeps in one place.
+// Votes and quorum (SPEC §10) are in AlertBoard+Votes.swift. The rest stays over 400 lines
+// on purpose: the queues, the deadline heap and the alert table share invariants (one
+// displayed alert per client, a deadline per live alert) that one type keeps in one place,
+// in private state a split would have to open to the whole module.
 
 /// Every client's queue and every pending alert: the domain state machine.
 ///
@@ -22,7 +23,7 @@ public struct AlertBoard: Sendable {
     public private(set) var settings: QueueSettings
     public let rules: AlertRules
     /// Pending alerts, plus decided ones until ``forgetDecided(_:)``.
-    private var alerts = AlertTable()
+    var alerts = AlertTable()
     private var queues: [String: ClientQueue] = [:]
     /// Every client's id, sorted: the order `GET /v1/clients` pages in.
     private var sortedClients: [String] = []
@@ -39,7 +40,7 @@ public struct AlertBoard: Sendable {
     /// The queue order of the next posts (``hold(outside:sequences:)``); empty: 0, and ids give the order.
     private var sequences: [Int64] = []
     /// Clients posted to or decided on since the last ``beginIdleSweep()``.
-    private var touched = Set<String>()
+    var touched = Set<String>()
     private var deadlines = Heap<Deadline>()
     private var ids: AlertIDGenerator
     /// The clients whose queues this board holds whole (nil: every client): a shared
@@ -296,83 +297,15 @@ public struct AlertBoard: Sendable {
         return (alerts[alert.id]!, change)
     }
 
-    /// Chooses a button of a displayed alert (§4 choice rules): a vote (§10).
-    ///
-    /// Every choice is a vote, appended to the alert's ``Alert/votes``. The alert is
-    /// answered, with the vote's button, by the vote that makes `quorum` different
-    /// deciders agree on one button (at once for `quorum` 1), or by a vote for its
-    /// `cancel`-style button, whatever the quorum (one person can stop it). Until then
-    /// it stays displayed, and the change saves it and names its client among the
-    /// displays changed: its representation did, and `current` readers learn of it. A
-    /// vote decides nothing, so it has no outbox event and wakes no alert waiter.
-    ///
-    /// The same decider choosing the same button again changes nothing (an empty
-    /// change: a safe retry, whatever words it carries); choosing another button after
-    /// voting is `already-voted`. A decider is a token's name; nil (no tokens) is one
-    /// decider like any other.
-    ///
-    /// `words` (SPEC §13), the comment and the values of the alert's fields, are kept in
-    /// the vote (and the result of the vote that decides it); words that do not fit the
-    /// alert are `invalid-answer`, checked once the choice would be made (after the rules
-    /// of the button and of the alert's state), and nothing is changed.
-    ///
-    /// `client` is the one the choice is made through: the alert's own or one it escalated
-    /// to (SPEC §12), where it must be displayed. The alert returned is as `client` holds it.
-    public mutating func choose(
-        _ selection: ButtonSelection, for id: AlertID, on client: String, by decider: String?, words: ChoiceWords = .none,
-        now: Timestamp
-    ) throws(BoardError) -> (Alert, BoardChange) {
-        guard let alert = alerts[id], alert.isOn(client) else {
-            throw BoardError(.notFound, "no alert \(id) on client \(client)")
-        }
-        try requireHeld(alert)
-        let index: Int? =
-            switch selection {
-            case .title(let title): alert.buttons.firstIndex { $0.title == title }
-            case .index(let index): alert.buttons.indices.contains(index) ? index : nil
-            }
-        guard let index else {
-            let detail =
-                alert.buttons.isEmpty
-                ? "alert \(id) has no buttons"
-                : "alert \(id) has no button \(selection.description); it has \(alert.buttons.map { "\"\($0.title)\"" }.joined(separator: ", "))"
-            throw BoardError(.unknownButton, detail)
-        }
-        var before = Before()
-        var (chosen, change) = try vote(index, on: alert, via: client, by: decider, words: words, now: now, &before)
-        finish(&change, before)
-        chosen = (alerts[chosen.id] ?? chosen).viewed(from: client)
-        return (chosen, change)
-    }
-
     /// Refuses to change an alert pending on a client this board does not hold whole: a
     /// transaction that holds them all must (the engine widens it first; never reached
     /// when it did).
-    private func requireHeld(_ alert: Alert) throws(BoardError) {
+    func requireHeld(_ alert: Alert) throws(BoardError) {
         guard holds(alert.clients) else {
             throw BoardError(
                 .notFound,
                 "alert \(alert.id) is pending on clients this transaction does not hold (\(alert.clients.joined(separator: ", ")))")
         }
-    }
-
-    /// Same for an alert that is no longer in memory (decided and committed): the
-    /// caller passes the stored alert so the idempotency rules apply — the button it
-    /// was answered with again, or `decider`'s own vote again, is the alert as it is.
-    public static func repeatChoice(_ selection: ButtonSelection, on alert: Alert, by decider: String?) throws(BoardError) -> Alert {
-        let index: Int? =
-            switch selection {
-            case .title(let title): alert.buttons.firstIndex { $0.title == title }
-            case .index(let index): alert.buttons.indices.contains(index) ? index : nil
-            }
-        guard let index else {
-            throw BoardError(
-                .unknownButton,
-                alert.buttons.isEmpty ? "alert \(alert.id) has no buttons" : "alert \(alert.id) has no button \(selection.description)")
-        }
-        if alert.state == .answered, alert.result?.buttonIndex == index { return alert }
-        if alert.state.isTerminal, alert.votes.contains(where: { $0.decidedBy == decider && $0.buttonIndex == index }) { return alert }
-        throw BoardError(.alreadyDecided, "alert \(alert.id) is already \(alert.state.rawValue)", alert: alert)
     }
 
     /// Withdraws a pending alert, through its own client or one it escalated to.
@@ -599,7 +532,7 @@ public struct AlertBoard: Sendable {
 
     /// Writes a new version of an alert, remembering the one before the operation; its
     /// rendered copy is counted from its first pending version to its last (votes grow it).
-    private mutating func set(_ alert: Alert, _ before: inout Before) {
+    mutating func set(_ alert: Alert, _ before: inout Before) {
         if before.versions[alert.id] == nil {
             before.versions[alert.id] = .some(alerts[alert.id])
         }
@@ -639,67 +572,15 @@ public struct AlertBoard: Sendable {
     }
 
     /// Deduplicates the saved versions and gives each the version it replaces.
-    private mutating func finish(_ change: inout BoardChange, _ before: Before) {
+    mutating func finish(_ change: inout BoardChange, _ before: Before) {
         pruneDeadlines()
         change.saved = deduplicated(change.saved)
         change.replaced = change.saved.map { before.versions[$0.id] ?? nil }
     }
 
-    /// A vote for button `index` of `alert` by `decider` through `client` (``choose(_:for:on:by:words:now:)``).
-    private mutating func vote(
-        _ index: Int, on alert: Alert, via client: String, by decider: String?, words: ChoiceWords, now: Timestamp,
-        _ before: inout Before
-    ) throws(BoardError) -> (Alert, BoardChange) {
-        // Terminal, or queued where it is chosen: the rules of a decision (a repeat, already-decided, not-displayed).
-        guard alert.isDisplayed(on: client) else {
-            return try decide(alert, as: .answered, button: index, by: decider, via: client, now: now, &before)
-        }
-        // Four eyes means someone else's (§10): the poster may stop its alert, never approve it.
-        if alert.quorum > 1, let decider, decider == alert.postedBy, alert.buttons[index].style != .cancel {
-            throw BoardError(
-                .forbidden,
-                "the poster cannot approve its own alert: \(decider) posted alert \(alert.id), which needs \(alert.quorum) "
-                    + "different deciders; it may still press its cancel button or withdraw it")
-        }
-        if let mine = alert.votes.first(where: { $0.decidedBy == decider }) {
-            if mine.buttonIndex == index { return (alert, BoardChange()) }
-            throw BoardError(
-                .alreadyVoted,
-                "\(decider.map { "decider \($0)" } ?? "the anonymous decider") already voted \"\(mine.button)\" on alert \(alert.id); "
-                    + "a vote is not changed",
-                alert: alert)
-        }
-        let kept: ChoiceWords
-        switch words.checked(button: index, of: alert.buttons, fields: alert.fields) {
-        case .success(let checked): kept = checked
-        case .failure(let invalid):
-            throw BoardError(
-                .invalidAnswer,
-                invalid.errors.count == 1 ? "1 part of the answer is invalid" : "\(invalid.errors.count) parts of the answer are invalid",
-                errors: invalid.errors)
-        }
-        var voted = alert
-        voted.votes.append(
-            Vote(
-                decidedBy: decider, button: alert.buttons[index].title, buttonIndex: index, at: now, comment: kept.comment,
-                values: kept.values))
-        // One vote per decider (above), so the votes for a button are its different deciders.
-        let agreeing = voted.votes.count { $0.buttonIndex == index }
-        if agreeing >= alert.quorum || alert.buttons[index].style == .cancel {
-            return try decide(voted, as: .answered, button: index, by: decider, via: client, now: now, &before)
-        }
-        set(voted, &before)
-        touched.insert(alert.client)
-        var change = BoardChange()
-        change.saved.append(voted)
-        // Every client that displays it shows the vote (one alert, one list of votes).
-        change.displayChanged += voted.displayedOn
-        return (voted, change)
-    }
-
     /// Decides `alert` (its choice made through `client`): it leaves every queue it is on,
     /// and each display it held shows the next alert there.
-    private mutating func decide(
+    mutating func decide(
         _ alert: Alert, as outcome: AlertState, button: Int?, by decider: String?, via client: String, now: Timestamp,
         _ before: inout Before
     ) throws(BoardError) -> (Alert, BoardChange) {
