@@ -12,24 +12,19 @@ import PostgresNIO
 /// left out, so a current cache costs a few bytes per client). One statement
 /// runs at a time: requests that arrive while it runs go together in the next,
 /// so under load many reads share one round trip.
-final class DisplayReader: Sendable {
-    private struct Request: Sendable {
+final class DisplayReader: BatchRunner {
+    struct Request: Sendable {
         var known: [(client: String, version: Int64?)]
         var completion: @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
     }
 
-    private struct State: Sendable {
-        var waiting: [Request] = []
-        var running = false
-    }
+    /// At most this many clients in one statement; the rest go in the next.
+    static let batch = 4096
 
-    private let state = NIOLockedValueBox(State())
+    private let batcher = Batcher(InArrivalOrder<Request>(limit: DisplayReader.batch) { $0.known.count })
     private let logger: Logger
     /// Set once, right after the store is made (it owns the reader).
     nonisolated(unsafe) weak var store: PostgresAlertStore?
-
-    /// At most this many clients in one statement; the rest go in the next.
-    static let batch = 4096
 
     init(logger: Logger) {
         self.logger = logger
@@ -38,48 +33,23 @@ final class DisplayReader: Sendable {
     func read(
         _ known: [(client: String, version: Int64?)], completion: @escaping @Sendable (Result<[VersionedDisplay], EngineError>) -> Void
     ) {
-        let start = state.withLockedValue { state -> Bool in
-            state.waiting.append(Request(known: known, completion: completion))
-            guard !state.running else { return false }
-            state.running = true
-            return true
-        }
-        guard start else { return }
-        guard let store else { return refuse() }
-        store.jobs.start({ await self.drain() }, refused: refuse)
+        batcher.enqueue(Request(known: known, completion: completion), to: self)
     }
 
-    /// Fails every request waiting: the store is stopping.
-    private func refuse() {
-        let waiting = state.withLockedValue { state in
-            defer {
-                state.waiting = []
-                state.running = false
-            }
-            return state.waiting
-        }
-        for request in waiting { request.completion(.failure(EngineError.stopping)) }
+    var batchJobs: Jobs? { store?.jobs }
+
+    /// Fails every request of a batch that will not run: the store is stopping.
+    func refuse(_ batch: [Request]) {
+        for request in batch { request.completion(.failure(EngineError.stopping)) }
     }
 
-    private func drain() async {
-        while true {
-            let requests = state.withLockedValue { state -> [Request] in
-                var taken: [Request] = []
-                var clients = 0
-                while let next = state.waiting.first, taken.isEmpty || clients + next.known.count <= Self.batch {
-                    taken.append(state.waiting.removeFirst())
-                    clients += next.known.count
-                }
-                if taken.isEmpty { state.running = false }
-                return taken
-            }
-            guard !requests.isEmpty else { return }
-            guard let store else {
-                for request in requests { request.completion(.failure(EngineError.stopping)) }
-                continue
-            }
-            await run(requests, store: store)
+    func run(_ batch: [Request]) async -> BatchEnd<Request> {
+        guard let store else {
+            refuse(batch)
+            return BatchEnd()
         }
+        await run(batch, store: store)
+        return BatchEnd()
     }
 
     /// The displayed alert and version of each client whose version is not the one known

@@ -1,13 +1,15 @@
+import AlertdEngine
+
 /// A change a flush can take: the clients it holds whole while it runs, and how many
 /// flushes left it (found one of its clients held by another instance).
-protocol FlushQueueable {
+protocol FlushQueueable: Sendable {
     /// Every client it holds, its own first.
     var clients: [String] { get }
     var deferrals: Int { get }
 }
 
 /// Which changes of a PostgreSQL store go in which flush, and when: ``Flushes``' take rules,
-/// without locks, connections or tasks, so each rule is tested on its own.
+/// without locks, connections or tasks, so each rule is tested on its own (``Batcher`` runs them).
 ///
 /// - At most ``flights`` flushes at once, on disjoint clients: a client in a flush waits
 ///   for the next one, so a client's changes commit in arrival order.
@@ -17,7 +19,7 @@ protocol FlushQueueable {
 ///   them are free.
 /// - Changes a flush left (their client was held elsewhere) go back first, and go in a flush
 ///   of their own clients only (it waits for their locks and holds no other client meanwhile).
-struct FlushQueue<Change: FlushQueueable> {
+struct FlushQueue<Change: FlushQueueable>: Sendable {
     /// Flushes in flight at once.
     let flights: Int
     /// Changes in one flush at most.
@@ -85,4 +87,5 @@ struct FlushQueue<Change: FlushQueueable> {
     }
 }
 
-extension FlushQueue: Sendable where Change: Sendable {}
+/// ``Batcher`` runs the flushes by these rules.
+extension FlushQueue: BatchRules {}
