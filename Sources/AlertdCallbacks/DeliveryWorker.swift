@@ -289,8 +289,8 @@ public final class DeliveryWorker: @unchecked Sendable {
     public func run() async {
         await withDiscardingTaskGroup { attempts in
             await withDiscardingTaskGroup { loops in
-                // An outbox shared by several instances: deliveries nobody holds are taken over.
-                if log.isShared { loops.addTask { await self.takeOrphans() } }
+                // Deliveries nobody holds are taken over (an outbox shared by several instances).
+                loops.addTask { await self.takeOrphans() }
                 await schedule(into: &attempts)
                 loops.cancelAll()
             }
@@ -310,7 +310,8 @@ public final class DeliveryWorker: @unchecked Sendable {
             let now = clock.now()
             var wait = Duration.seconds(1)
             do {
-                let taken = try await log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256)
+                // nil: this outbox is this instance's alone; no delivery ever lacks a holder.
+                guard let taken = try await log.takeOrphans(now: now, until: now.adding(seconds: lease), limit: 256) else { return }
                 if !taken.isEmpty {
                     logger.info("taking over deliveries no instance holds", metadata: ["deliveries": "\(taken.count)"])
                     enqueue(taken)
@@ -417,18 +418,13 @@ public final class DeliveryWorker: @unchecked Sendable {
 
     /// One attempt; in a shared outbox, only once this instance holds the delivery.
     private func attempt(_ delivery: PendingDelivery) async {
-        guard log.isShared else { return await send(delivery) }
         let now = clock.now()
         do {
-            guard let attempts = try await log.claim(delivery.id, until: now.adding(seconds: lease)) else {
+            guard let claimed = try await log.claim(delivery, until: now.adding(seconds: lease)) else {
                 // Another instance holds it, or it is settled: not ours to attempt.
                 state.withLockedValue { $0.queue.finished(delivery) }
                 return
             }
-            // The store's count, or this instance's own when its last attempt's
-            // record has not committed yet.
-            var claimed = delivery
-            claimed.attemptsMade = max(delivery.attemptsMade, attempts)
             await send(claimed)
         } catch {
             // The outbox cannot be reached: try again in a moment, nothing recorded.

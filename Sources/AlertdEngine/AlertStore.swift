@@ -97,6 +97,12 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// that arrive while one runs. An embedded store, whose commits are all this
     /// process's own and published as they commit, answers `[]` at once.
     func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay]
+    /// Every commit to the store is this process's own, published as it commits (an
+    /// embedded store): what the engine published is current, and a read answers from it
+    /// without asking the store. False when other processes commit too: a read then checks
+    /// the store first (SPEC §9, ``refreshDisplays(_:)``). The one answer the engine cannot
+    /// ask for with a call: its fastest read (`current`, no wait) must know without one.
+    var publishesEveryCommit: Bool { get }
     /// One page of clients by id, after `after`, among those `include` accepts,
     /// with their pending counts; and whether more follow.
     func clients(
@@ -115,6 +121,11 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     /// Every webhook registered through the API.
     func webhooks() async throws(EngineError) -> [Webhook]
+    /// The API's webhooks as committed, read again, when other processes may have changed
+    /// them since this one last learned of it (a store shared by several instances: a
+    /// request counts every change committed before it arrived, SPEC §9); nil when every
+    /// change is this process's own, so the engine's registry holds it (an embedded store).
+    func webhooksIfChangedElsewhere() async throws(EngineError) -> [Webhook]?
     func saveWebhook(_ webhook: Webhook) async throws(EngineError)
     /// Removes an API webhook and, in the same transaction, cancels its deliveries still
     /// pending (state `cancelled`, no next attempt): the ids of those it cancelled.
@@ -230,28 +241,25 @@ public protocol DeliveryLog: Sendable {
     /// repeat after a power loss.
     func record(_ attempt: AttemptRecord) async throws(EngineError)
 
-    /// Whether several processes deliver from this outbox: then each attempt is
-    /// claimed first (``claim(_:until:)``), and deliveries no process holds are
-    /// taken over (``takeOrphans(now:until:limit:)``).
-    var isShared: Bool { get }
+    /// `delivery` as this process may attempt it now, or nil when it may not: another
+    /// process holds it, or it is settled. An outbox several processes deliver from takes
+    /// it for one attempt first, until `until` (a lease that runs out if this process dies
+    /// meanwhile), and counts its attempts as committed (another process may have made
+    /// some); an outbox of one process hands it back as it is, at once.
+    func claim(_ delivery: PendingDelivery, until: Timestamp) async throws(EngineError) -> PendingDelivery?
 
-    /// Takes a delivery for one attempt, until `until` (a lease that runs out if
-    /// this process dies meanwhile): the attempts it had so far, or nil when
-    /// another process holds it or it is settled.
-    func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int?
-
-    /// Due deliveries that no process holds (their holder died, or nobody took
-    /// them yet), taken by this one until `until`.
-    func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery]
+    /// Due deliveries that no process holds (their holder died, or nobody took them yet),
+    /// taken by this one until `until`. nil: no other process delivers from this outbox,
+    /// so there never are any, and the worker stops asking.
+    func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery]?
 }
 
 extension DeliveryLog {
-    /// One process owns the outbox: nothing to claim, no orphans.
-    public var isShared: Bool { false }
+    /// One process owns the outbox: each delivery is its own to attempt.
+    public func claim(_ delivery: PendingDelivery, until: Timestamp) async throws(EngineError) -> PendingDelivery? { delivery }
 
-    public func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int? { nil }
-
-    public func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery] { [] }
+    /// One process owns the outbox: no delivery is ever left without a holder.
+    public func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery]? { nil }
 }
 
 /// What ``AlertStore/checkHealth()`` found.
@@ -392,6 +400,9 @@ extension AlertStore {
 
     /// One process: every commit is published as it commits, so what is published is current.
     public func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay] { [] }
+
+    /// One process: its registry holds every change of the webhooks.
+    public func webhooksIfChangedElsewhere() async throws(EngineError) -> [Webhook]? { nil }
 }
 
 /// Which terminal alerts a purge keeps (`alerts.retention`, `retention_max`,

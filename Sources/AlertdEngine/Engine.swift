@@ -331,9 +331,9 @@ public final class Engine: Sendable {
 
     /// Makes the published displays of `clients` current (SPEC §9): with a shared store,
     /// those whose version the database has moved past are read again and published, in
-    /// one round trip. With an embedded store, at once.
+    /// one round trip. A store that publishes every commit has nothing to read.
     func synchronize(_ clients: [String]) async throws(EngineError) {
-        guard store.isShared, !clients.isEmpty else { return }
+        guard !store.publishesEveryCommit, !clients.isEmpty else { return }
         let known = waiters.withLockedValue { waiters in clients.map { (client: $0, version: waiters.display($0).version) } }
         publish(try await store.refreshDisplays(known))
     }

@@ -124,9 +124,9 @@ extension Engine {
     /// The same for several clients (a decision or escalation step of an alert pending on
     /// several, SPEC §12).
     func committedWebhooks(of clients: [String]) async throws(EngineError) -> [Webhook]? {
-        guard store.isShared else { return nil }
+        guard let committed = try await store.webhooksIfChangedElsewhere() else { return nil }
         let wanted = Set(clients)
-        let api = try await store.webhooks().filter { wanted.contains($0.client) }
+        let api = committed.filter { wanted.contains($0.client) }
         let config = registry.withLockedValue { registry in clients.flatMap { registry.webhooks(of: $0) } }.filter { $0.source == .config }
         return config + api
     }

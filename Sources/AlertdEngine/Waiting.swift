@@ -29,7 +29,7 @@ extension Engine {
         respond: @escaping @Sendable ([UInt8]?) -> Void
     ) async throws(EngineError) -> Published? {
         if let now = currentNow(client: client, wait: wait, after: after, votes: votes) { return now }
-        if store.isShared { try await synchronize([client]) }
+        try await synchronize([client])
         let settings = self.settings
         let seconds = min(wait, settings.maxWaitSeconds)
         enum Outcome {
@@ -70,7 +70,7 @@ extension Engine {
     /// it is alertd's most frequent request, and starting a task for it cost a fifth of
     /// its rate (bench/RESULTS.md, issue 28).
     public func currentNow(client: String, wait: Int, after: AlertID?, votes: Int? = nil) -> Published? {
-        guard !store.isShared else { return nil }
+        guard store.publishesEveryCommit else { return nil }
         let seconds = min(wait, settings.maxWaitSeconds)
         return waiters.withLockedValue { waiters in
             let display = waiters.display(client)

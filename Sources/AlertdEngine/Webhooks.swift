@@ -135,10 +135,9 @@ extension Engine {
         return webhooks(of: client)
     }
 
-    /// Reads the API's webhooks again when the store is shared.
+    /// Reads the API's webhooks again when other processes may have changed them.
     private func synchronizeWebhooks() async throws(EngineError) {
-        guard store.isShared else { return }
-        let api = try await store.webhooks()
+        guard let api = try await store.webhooksIfChangedElsewhere() else { return }
         registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
     }
 

@@ -8,9 +8,18 @@ import PostgresNIO
 /// under a lease; a dead instance's deliveries taken over at once (its ``Presence``
 /// lock is free), an unknown holder's once its lease ran out.
 extension PostgresAlertStore {
-    public var isShared: Bool { true }
+    public func claim(_ delivery: PendingDelivery, until: Timestamp) async throws(EngineError) -> PendingDelivery? {
+        guard let attempts = try await claim(delivery.id, until: until) else { return nil }
+        // The store's count, or this instance's own when its last attempt's record has not
+        // committed yet.
+        var claimed = delivery
+        claimed.attemptsMade = max(delivery.attemptsMade, attempts)
+        return claimed
+    }
 
-    public func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int? {
+    /// Takes a delivery for one attempt, until `until`: the attempts it had so far, or nil
+    /// when another instance holds it or it is settled.
+    func claim(_ deliveryID: String, until: Timestamp) async throws(EngineError) -> Int? {
         let now = clock.now()
         do {
             var attempts: Int?
@@ -32,7 +41,7 @@ extension PostgresAlertStore {
         }
     }
 
-    public func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery] {
+    public func takeOrphans(now: Timestamp, until: Timestamp, limit: Int) async throws(EngineError) -> [PendingDelivery]? {
         do {
             var taken: [PendingDelivery] = []
             let rows = try await client.query(

@@ -89,6 +89,9 @@ extension PostgresAlertStore {
         }
     }
 
+    /// Other instances commit too: a read checks the database first (SPEC §9).
+    public var publishesEveryCommit: Bool { false }
+
     /// Batched with the other reads waiting (``DisplayReader``): one statement for all.
     public func refreshDisplays(_ known: [(client: String, version: Int64?)]) async throws(EngineError) -> [VersionedDisplay] {
         guard !known.isEmpty else { return [] }

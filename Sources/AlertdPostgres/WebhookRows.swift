@@ -9,6 +9,9 @@ import Synchronization
 /// The API's webhooks, and what other instances change.
 extension PostgresAlertStore {
 
+    /// Other instances change them too: read again for each request that needs them as committed.
+    public func webhooksIfChangedElsewhere() async throws(EngineError) -> [Webhook]? { try await webhooks() }
+
     public func webhooks() async throws(EngineError) -> [Webhook] {
         do {
             var webhooks: [Webhook] = []

@@ -329,6 +329,9 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public func webhooks() async throws(EngineError) -> [Webhook] { try read { try persistent.webhooks() } }
 
+    /// Every commit is this process's, published as it commits.
+    public var publishesEveryCommit: Bool { true }
+
     public func saveWebhook(_ webhook: Webhook) async throws(EngineError) { try await commit([.webhook(webhook)]) }
 
     /// The ids come from the commit itself (`UPDATE … RETURNING`), kept by the rows until taken here.

@@ -71,11 +71,16 @@ extension AlertStore {
         try await record(attempt)
     }
 
+    /// Claims delivery `id` as the worker does, with no attempt of its own made: the attempts
+    /// the store counts, or nil when it may not be attempted here.
     func claimDelivery(_ id: String, until: Timestamp) async throws -> Int? {
-        try await claim(id, until: until)
+        let delivery = PendingDelivery(
+            id: id, eventID: "", target: "", secret: "", body: [], eventCreatedAt: until, attemptsMade: 0, due: until)
+        return try await claim(delivery, until: until)?.attemptsMade
     }
 
-    func takeDue(now: Timestamp, until: Timestamp) async throws -> [PendingDelivery] {
+    /// The due deliveries no instance holds; nil when the outbox is this process's alone.
+    func takeDue(now: Timestamp, until: Timestamp) async throws -> [PendingDelivery]? {
         try await takeOrphans(now: now, until: until, limit: 100)
     }
 
