@@ -1,6 +1,9 @@
 public import AlertdCore
 public import AlertdWire
 
+// Over 400 lines on purpose: the store port is one protocol and the values it speaks in,
+// read whole by whoever writes a store; its requirements are grouped by what they serve.
+
 /// The engine's one view of persistence: the store port.
 ///
 /// A store holds every client's queue, the alerts decided and retained, the

@@ -7,6 +7,10 @@ import Logging
 import NIOConcurrencyHelpers
 import PostgresNIO
 
+// Over 400 lines on purpose: one flush's transaction, in the order it runs (locks, read,
+// apply, write, publish, recover); its rules (FlushQueue.swift), statements
+// (FlushStatements.swift) and operations (FlushOperation.swift) are files of their own.
+
 /// Group commit across clients: every change waiting in this instance, of any
 /// client, goes into one transaction (a flush), as the embedded store's
 /// `GroupCommitter` does. A flush costs the same five round trips, and a sixth

@@ -4,6 +4,10 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
+// Over 400 lines on purpose: its three guards against a database that goes away (a bound on
+// waiting for a connection, an end for work on a closed one, a new pool when the database is
+// back) share the pool's private state and each other's; the header says why each exists.
+
 /// The store's connections: postgres-nio's `PostgresClient`, made safe for a
 /// database that goes away.
 ///

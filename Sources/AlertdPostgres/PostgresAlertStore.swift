@@ -8,6 +8,10 @@ import PostgresNIO
 public import ServiceLifecycle
 import Synchronization
 
+// Over 400 lines on purpose: the store's making, its services and the transaction path that
+// hands changes to the flushes share its private state; reads, deliveries, webhooks, push,
+// receipts and upkeep are extensions in files of their own.
+
 /// The store several alertd instances share: the engine's store port over
 /// PostgreSQL (§9).
 ///

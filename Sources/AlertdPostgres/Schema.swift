@@ -1,6 +1,9 @@
 import Logging
 import PostgresNIO
 
+// Over 400 lines on purpose: the migrations are one ordered list, each as it shipped (a
+// migration is never edited once released), read top to bottom as the database applies them.
+
 /// The schema, in numbered migrations. Instances starting together migrate
 /// once: each takes a transaction-level advisory lock first, and applies only
 /// the migrations `alertd_migrations` does not list. A migration once shipped

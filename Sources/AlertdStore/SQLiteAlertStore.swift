@@ -7,6 +7,9 @@ import NIOConcurrencyHelpers
 public import ServiceLifecycle
 import Synchronization
 
+// Over 400 lines on purpose: every call of the port goes through the one board and write-behind
+// state this type keeps private (its lock is the store's order); its sections follow the port's.
+
 /// The embedded store: every client's queue in memory on one ``AlertBoard``,
 /// in front of SQLite (``SQLiteStore``), written through one ``GroupCommitter``.
 /// One process owns it (the state directory is locked), so memory is the

@@ -7,6 +7,9 @@ import GRDB
 import GRDBSQLite
 import NIOConcurrencyHelpers
 
+// Over 400 lines on purpose: each kind of write (StoreWrite) is one statement on the one
+// connection this type keeps private; the schema and row decoding are in files of their own.
+
 /// How hard a commit is pushed to disk.
 public enum Durability: String, Sendable {
     /// `synchronous = FULL`: each commit is fsynced; survives a power loss.
