@@ -71,7 +71,7 @@ let package = Package(
         // The embedded store: the engine's store port over an in-memory board, SQLite
         // through GRDB (schema, migrations) and group commit.
         .target(
-            name: "AlertdStore",
+            name: "AlertdSQLite",
             dependencies: [
                 "AlertdCore", "AlertdEngine", "AlertdReceipts",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -135,9 +135,9 @@ let package = Package(
         .target(
             name: "AlertdDaemon",
             dependencies: [
-                "AlertdAlertmanager", "AlertdAPI", "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP",
+                "AlertdAlertmanager", "AlertdAPI", "AlertdDeliveryWorker", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdHTTP",
                 "AlertdPostgres", "AlertdReceipts",
-                "AlertdStore", "AlertdVersion", "AlertdWire",
+                "AlertdSQLite", "AlertdVersion", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -169,7 +169,7 @@ let package = Package(
         ),
         // The delivery worker: sends due deliveries over AsyncHTTPClient and records each attempt.
         .target(
-            name: "AlertdCallbacks",
+            name: "AlertdDeliveryWorker",
             dependencies: [
                 "AlertdAlertmanager", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -248,9 +248,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
-            name: "AlertdStoreTests",
+            name: "AlertdSQLiteTests",
             dependencies: [
-                "AlertdStore", "AlertdEngine", "AlertdCore", "AlertdWire", "AlertdTestSupport", "AlertdReceipts",
+                "AlertdSQLite", "AlertdEngine", "AlertdCore", "AlertdWire", "AlertdTestSupport", "AlertdReceipts",
                 // ControlledStore, the store wrapper of the in-process harness, around the group committer's store.
                 "AlertdInProcess",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -280,7 +280,7 @@ let package = Package(
         .testTarget(
             name: "AlertdAPITests",
             dependencies: [
-                "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore", "AlertdWire",
+                "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdDeliveryWorker", "AlertdCore", "AlertdHTTP", "AlertdSQLite", "AlertdWire",
                 "AlertdClient", "AlertdInProcess", "AlertdReceipts", "AlertdTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The callback event's body, held to the OpenAPI document's webhooks section.
@@ -318,7 +318,7 @@ let package = Package(
         .target(
             name: "AlertdInProcess",
             dependencies: [
-                "AlertdAPI", "AlertdCore", "AlertdDaemon", "AlertdEngine", "AlertdHTTP", "AlertdStore", "AlertdTestSupport",
+                "AlertdAPI", "AlertdCore", "AlertdDaemon", "AlertdEngine", "AlertdHTTP", "AlertdSQLite", "AlertdTestSupport",
                 "AlertdReceipts", "AlertdWire",
                 // SQLiteWriteLock: SQLite's write lock held from a connection of its own.
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -329,10 +329,10 @@ let package = Package(
             path: "Tests/AlertdInProcess"
         ),
         .testTarget(
-            name: "AlertdCallbacksTests",
+            name: "AlertdDeliveryWorkerTests",
             dependencies: [
                 "AlertdReceipts",
-                "AlertdCallbacks", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdStore", "AlertdWire", "AlertdTestSupport",
+                "AlertdDeliveryWorker", "AlertdCore", "AlertdDelivery", "AlertdEngine", "AlertdSQLite", "AlertdWire", "AlertdTestSupport",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -345,7 +345,7 @@ let package = Package(
             name: "AlertdAPIContractTests",
             dependencies: [
                 "AlertdReceipts",
-                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdCallbacks", "AlertdCore", "AlertdHTTP", "AlertdStore",
+                "alertd", "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdDeliveryWorker", "AlertdCore", "AlertdHTTP", "AlertdSQLite",
                 "AlertdPostgres", "AlertdPush",
                 "AlertdInProcess", "AlertdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
@@ -357,7 +357,7 @@ let package = Package(
             name: "AlertdStorePortTests",
             dependencies: [
                 "AlertdReceipts",
-                "AlertdCore", "AlertdEngine", "AlertdInProcess", "AlertdPostgres", "AlertdStore", "AlertdTestSupport", "AlertdWire",
+                "AlertdCore", "AlertdEngine", "AlertdInProcess", "AlertdPostgres", "AlertdSQLite", "AlertdTestSupport", "AlertdWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

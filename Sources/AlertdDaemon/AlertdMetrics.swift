@@ -1,5 +1,5 @@
 import AlertdAPI
-import AlertdCallbacks
+import AlertdDeliveryWorker
 import AlertdCore
 import AlertdEngine
 import AlertdHTTP

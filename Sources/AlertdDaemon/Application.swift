@@ -1,13 +1,13 @@
 public import AlertdAPI
 import AlertdAlertmanager
-public import AlertdCallbacks
+public import AlertdDeliveryWorker
 public import AlertdCore
 import AlertdDelivery
 public import AlertdEngine
 import AlertdHTTP
 public import AlertdPostgres
 import AlertdReceipts
-public import AlertdStore
+public import AlertdSQLite
 import AlertdWire
 import CoreMetrics
 import Crypto

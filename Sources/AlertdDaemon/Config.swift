@@ -3,7 +3,7 @@ public import AlertdAlertmanager
 public import AlertdCore
 public import AlertdDelivery
 public import AlertdPostgres
-public import AlertdStore
+public import AlertdSQLite
 public import AlertdEngine
 import AlertdWire
 import Foundation

@@ -4,7 +4,7 @@ import AlertdCore
 import AlertdDelivery
 import AlertdEngine
 import AlertdPostgres
-import AlertdStore
+import AlertdSQLite
 import AlertdWire
 import Foundation
 import Logging

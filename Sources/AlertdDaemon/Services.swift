@@ -1,4 +1,4 @@
-import AlertdCallbacks
+import AlertdDeliveryWorker
 import AlertdEngine
 import AlertdHTTP
 import Dispatch

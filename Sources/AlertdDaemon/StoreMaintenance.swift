@@ -1,6 +1,6 @@
 import AlertdEngine
 public import AlertdPostgres
-import AlertdStore
+import AlertdSQLite
 import Foundation
 public import Logging
 

@@ -23,7 +23,7 @@ public import AlertdWire
 /// runs, in this process or another. The call then returns what was
 /// committed: only from then on may anyone be told.
 ///
-/// `AlertdStore.SQLiteAlertStore` is the embedded implementation (an in-memory
+/// `AlertdSQLite.SQLiteAlertStore` is the embedded implementation (an in-memory
 /// board in front of SQLite, group commit). A store shared by several
 /// instances implements the same calls with a transaction per call that
 /// locks the client's row, a board loaded with that client's pending alerts,

@@ -1,6 +1,6 @@
 import AlertdInProcess
 import AlertdTestSupport
-import AlertdCallbacks
+import AlertdDeliveryWorker
 import AlertdEngine
 import AlertdHTTP
 import Crypto

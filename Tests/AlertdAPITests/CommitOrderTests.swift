@@ -7,7 +7,7 @@ import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
-@testable import AlertdStore
+@testable import AlertdSQLite
 
 // Found in a review of the core daemon; each test failed until its defect was fixed
 // (2da5e63 for the first two) and stays as a regression test.

@@ -7,7 +7,7 @@ import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
-@testable import AlertdStore
+@testable import AlertdSQLite
 
 // Found in a review of the core daemon; each test failed until its defect was fixed
 // (b66596a for positions of displayed alerts) and stays as a regression test.

@@ -3,7 +3,7 @@ import AlertdDelivery
 import AlertdEngine
 import AlertdHTTP
 import AlertdInProcess
-import AlertdStore
+import AlertdSQLite
 import AlertdTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
 import AlertdCore
 import AlertdInProcess
-import AlertdStore
+import AlertdSQLite
 
 /// alertd in process (``withInProcessAlertd(config:store:clock:stateDir:wrapStore:_:)``) on
 /// a manual clock, as this target's tests run it: time moves only when a test moves it.

@@ -303,7 +303,7 @@ struct OpenAPIWireTypeTests {
         #expect(Set(((stepBody["data"] as? [String: Any])?["escalation"] as? [String: Any] ?? [:]).keys) == escalation)
         let types = ((Document.schemas["AlertEvent"]?["properties"] as? [String: Any])?["type"] as? [String: Any])?["enum"] as? [String]
         #expect(types == AlertState.allCases.filter(\.isTerminal).map { CallbackEvent.type(for: $0) } + [step.type])
-        // The headers it is sent with (AlertdCallbacks' worker): the webhook's parameters.
+        // The headers it is sent with (AlertdDeliveryWorker' worker): the webhook's parameters.
         let webhook = (Document.object["webhooks"] as? [String: Any])?["alertEvent"] as? [String: Any]
         let parameters = (webhook?["post"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
         #expect(parameters.compactMap { $0["name"] as? String } == ["webhook-id", "webhook-timestamp", "webhook-signature", "User-Agent"])

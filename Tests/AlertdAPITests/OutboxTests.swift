@@ -13,7 +13,7 @@ import Testing
 @testable import AlertdAPI
 @testable import AlertdDaemon
 import AlertdHTTP
-import AlertdStore
+import AlertdSQLite
 
 /// Reads the outbox straight from the store file: what the delivery worker will send.
 struct OutboxRow {

@@ -1,7 +1,7 @@
 public import AlertdCore
 public import AlertdEngine
 public import AlertdReceipts
-public import AlertdStore
+public import AlertdSQLite
 public import AlertdTestSupport
 public import AlertdWire
 import Dispatch

@@ -8,7 +8,7 @@ public import AlertdCore
 public import AlertdDaemon
 import AlertdEngine
 import AlertdHTTP
-public import AlertdStore
+public import AlertdSQLite
 public import AlertdTestSupport
 import Dispatch
 import Foundation

@@ -1,5 +1,5 @@
 import AlertdTestSupport
-import AlertdStore
+import AlertdSQLite
 import Foundation
 import GRDB
 

@@ -11,7 +11,7 @@ import Logging
 import PostgresNIO
 import Testing
 
-import AlertdStore
+import AlertdSQLite
 
 /// The stores every test of this suite runs against: the port's contract is one.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -4,7 +4,7 @@
 //
 //   ahc-baseline --url http://127.0.0.1:19202/hook --secret whsec_… [-c 32] [-d 5] [--warmup 1] [--no-sign]
 //
-// What is the same as alertd's delivery worker (Sources/AlertdCallbacks/DeliveryWorker.swift):
+// What is the same as alertd's delivery worker (Sources/AlertdDeliveryWorker/DeliveryWorker.swift):
 // - one HTTPClient on the `.singleton` event loop group, with the worker's
 //   configuration: redirects disallowed, connect timeout, 60 s idle pool,
 //   decompression off, HTTP/1 only, no retry of connection establishment,

@@ -4,7 +4,7 @@ import AsyncHTTPClient
 import Logging
 import Testing
 
-@testable import AlertdCallbacks
+@testable import AlertdDeliveryWorker
 
 @Suite("Clients pinned to a name and an address are kept, bounded, and never shut down under an attempt")
 struct PinnedClientsTests {

@@ -7,7 +7,7 @@ import AlertdCore
 import AlertdDelivery
 import AlertdEngine
 import AlertdReceipts
-import AlertdStore
+import AlertdSQLite
 import AlertdTestSupport
 import AlertdWire
 import Foundation
@@ -15,7 +15,7 @@ import Logging
 import NIOConcurrencyHelpers
 import Testing
 
-@testable import AlertdCallbacks
+@testable import AlertdDeliveryWorker
 
 /// The engine as the worker sees it: what to send for each attempt, in turn.
 final class Preparer: PushPreparing {

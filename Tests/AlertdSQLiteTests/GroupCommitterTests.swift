@@ -2,7 +2,7 @@ import AlertdCore
 import AlertdEngine
 import AlertdInProcess
 import AlertdReceipts
-import AlertdStore
+import AlertdSQLite
 import AlertdTestSupport
 import AlertdWire
 import Foundation

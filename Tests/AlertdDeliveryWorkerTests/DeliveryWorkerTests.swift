@@ -2,7 +2,7 @@ import AlertdCore
 import AlertdDelivery
 import AlertdEngine
 import AlertdReceipts
-import AlertdStore
+import AlertdSQLite
 import AlertdTestSupport
 import AlertdWire
 import AsyncHTTPClient
@@ -13,7 +13,7 @@ import NIOCore
 import NIOSSL
 import Testing
 
-@testable import AlertdCallbacks
+@testable import AlertdDeliveryWorker
 
 /// The deny list these tests run under: link-local only, since their receivers listen on
 /// loopback (which the default list refuses; its own tests are DenyListTests').

@@ -1,6 +1,6 @@
 import AlertdCore
 import AlertdEngine
-import AlertdStore
+import AlertdSQLite
 import AlertdWire
 import Foundation
 import GRDB

@@ -1,5 +1,5 @@
 import AlertdCore
-import AlertdStore
+import AlertdSQLite
 import AlertdWire
 import Testing
 
