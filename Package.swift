@@ -280,7 +280,8 @@ let package = Package(
         .testTarget(
             name: "AlertdAPITests",
             dependencies: [
-                "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdDeliveryWorker", "AlertdCore", "AlertdHTTP", "AlertdSQLite", "AlertdWire",
+                "AlertdAPI", "AlertdDaemon", "AlertdEngine", "AlertdDeliveryWorker", "AlertdCore", "AlertdHTTP", "AlertdSQLite",
+                "AlertdWire",
                 "AlertdClient", "AlertdInProcess", "AlertdReceipts", "AlertdTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The callback event's body, held to the OpenAPI document's webhooks section.
