@@ -47,8 +47,12 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// an alert pending on several (escalated, SPEC §12): its own client and each it
     /// escalated to. A board that does not hold all of an alert's clients says so
     /// (``AlertBoard/holds(_:)``): the engine then transacts again with them.
+    ///
+    /// `readingWebhooks`: the body asks its context for the API's webhooks of its clients as
+    /// committed (``TransactionContext/webhooks()``): a decision's targets, read with its
+    /// queues by a store shared with other processes (SPEC §9), not in a round trip of their own.
     func transact<Value: Sendable>(
-        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?, readingWebhooks: Bool,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value>
 
@@ -283,10 +287,17 @@ public protocol TransactionContext {
     /// post still committing does not exist for readers, nor for a decision; a
     /// store that commits each transaction before the next one starts always says yes.
     func isCommitted(_ id: AlertID) -> Bool
+    /// The API's webhooks of the transaction's clients as committed, read with their queues
+    /// when the transaction was begun `readingWebhooks`, so that a decision counts every
+    /// webhook registered or removed through another process before it (SPEC §9). nil: the
+    /// engine's registry holds every change (an embedded store), or they were not asked for.
+    func webhooks() -> [Webhook]?
 }
 
 extension TransactionContext {
     public func isCommitted(_ id: AlertID) -> Bool { true }
+
+    public func webhooks() -> [Webhook]? { nil }
 }
 
 /// What a transaction's body did: its value, the board's change, and the
@@ -395,7 +406,15 @@ extension AlertStore {
         client: String, now: Timestamp, idempotencyKey: String?,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
-        try await transact(client: client, others: [], now: now, idempotencyKey: idempotencyKey, body)
+        try await transact(client: client, others: [], now: now, idempotencyKey: idempotencyKey, readingWebhooks: false, body)
+    }
+
+    /// A transaction whose body does not ask for the webhooks as committed.
+    public func transact<Value: Sendable>(
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
+        _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
+    ) async throws(EngineError) -> Committed<Value> {
+        try await transact(client: client, others: others, now: now, idempotencyKey: idempotencyKey, readingWebhooks: false, body)
     }
 
     /// An alert as its own client holds it.

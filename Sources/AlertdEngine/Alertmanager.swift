@@ -130,15 +130,15 @@ extension Engine {
     private func takeOnce(
         _ alert: AlertmanagerAlert, draft: NewAlert?, on client: String, others: [String], by poster: String?
     ) async throws(EngineError) -> Taken {
-        let webhooks = alert.status == .resolved ? try await committedWebhooks(of: [client] + others) : nil
         let now = clock.now()
         let key = AlertmanagerMapping.key(fingerprint: alert.fingerprint)
         let digest = AlertmanagerMapping.firingDigest(alert)
         @Sendable func receipt(_ outcome: AlertmanagerOutcome, _ id: AlertID?) -> Taken {
             .done(AlertmanagerReceipt(fingerprint: alert.fingerprint, status: alert.status, outcome: outcome, alertID: id))
         }
-        let committed = try await store.transact(client: client, others: others, now: now, idempotencyKey: key) {
-            [self] (board, context) throws(EngineError) -> Mutation<Taken> in
+        let committed = try await store.transact(
+            client: client, others: others, now: now, idempotencyKey: key, readingWebhooks: alert.status == .resolved
+        ) { [self] (board, context) throws(EngineError) -> Mutation<Taken> in
             let record = try context.idempotencyRecord()
             // The fingerprint's alert, while it is pending (committed or still committing).
             let pending = record.flatMap { record in board.alert(record.alertID).flatMap { $0.isPending && $0.client == client ? $0 : nil }
@@ -153,6 +153,7 @@ extension Engine {
                 } catch {
                     throw EngineError(error)
                 }
+                let webhooks = committedWebhooks(of: [client] + others, api: context.webhooks())
                 return Mutation(receipt(.withdrawn, pending.id), change: change, events: events(for: change, webhooks: webhooks))
             case .firing:
                 if let record, pending != nil || (record.bodyDigest == digest && Self.isLive(record, now: now)) {

@@ -67,11 +67,11 @@ extension Engine {
     private func decideOnce(
         _ decision: Decision, id: AlertID, client: String, others: [String], by decider: String?, requestID: String?
     ) async throws(EngineError) -> Committed<Outcome> {
-        // The terminal event goes to the alert's own client's webhooks (§5), read as committed.
-        let webhooks = try await committedWebhooks(of: [client] + others)
         let now = clock.now()
-        return try await store.transact(client: client, others: others, now: now, idempotencyKey: nil) {
+        return try await store.transact(client: client, others: others, now: now, idempotencyKey: nil, readingWebhooks: true) {
             [self] (board, context) throws(EngineError) -> Mutation<Outcome> in
+            // The terminal event goes to the alert's own client's webhooks (§5), as committed.
+            let webhooks = committedWebhooks(of: [client] + others, api: context.webhooks())
             switch board.alert(id) {
             case nil:
                 return Mutation(.stored)

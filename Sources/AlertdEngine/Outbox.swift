@@ -39,7 +39,7 @@ extension Engine {
     /// silences API, written with the choice (docs/alertmanager.md).
     ///
     /// - Parameter webhooks: the targets of a request's decision as
-    ///   ``committedWebhooks(of:then:)`` read them; nil: the registry's.
+    ///   ``committedWebhooks(of:api:)`` gives them; nil: the registry's.
     func events(for change: BoardChange, requestID: String? = nil, webhooks given: [Webhook]? = nil) -> [OutboxEvent] {
         let now = clock.now()
         // Displays and decisions pushed to the subscriptions of their clients (SPEC §11).
@@ -111,23 +111,17 @@ extension Engine {
         return events
     }
 
-    /// The webhooks a request's decision on `client` sends its event to, read when the
-    /// request arrived (SPEC §9: a webhook registered or removed through another instance
-    /// before then counts, as it would on one alertd): with a shared store, the config
-    /// file's and the API's as committed, one read; nil with an embedded store, whose
-    /// registry holds every change. The registry alone learns of another instance's
-    /// webhooks through its notification, a few milliseconds after their commit.
-    func committedWebhooks(of client: String) async throws(EngineError) -> [Webhook]? {
-        try await committedWebhooks(of: [client])
-    }
-
-    /// The same for several clients (a decision or escalation step of an alert pending on
-    /// several, SPEC §12).
-    func committedWebhooks(of clients: [String]) async throws(EngineError) -> [Webhook]? {
-        guard let committed = try await store.webhooksIfChangedElsewhere() else { return nil }
+    /// The webhooks a decision on `clients` (an alert's own, and those it is pending on,
+    /// SPEC §12) sends its events to: the config file's and `api`, the API's as its
+    /// transaction read them with its queues (``TransactionContext/webhooks()``: SPEC §9, a
+    /// webhook registered or removed through another instance before the decision counts, as
+    /// it would on one alertd); nil when the store read none, and the registry holds every
+    /// change (an embedded store). The registry alone learns of another instance's webhooks
+    /// through its notification, a few milliseconds after their commit.
+    func committedWebhooks(of clients: [String], api: [Webhook]?) -> [Webhook]? {
+        guard let api else { return nil }
         let wanted = Set(clients)
-        let api = committed.filter { wanted.contains($0.client) }
         let config = registry.withLockedValue { registry in clients.flatMap { registry.webhooks(of: $0) } }.filter { $0.source == .config }
-        return config + api
+        return config + api.filter { wanted.contains($0.client) }
     }
 }

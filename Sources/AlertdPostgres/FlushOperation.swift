@@ -16,6 +16,9 @@ extension Flushes {
         let others: [String]
         let now: Timestamp
         let idempotencyKey: String?
+        /// Its body asks for the API's webhooks of its clients as committed: the flush reads
+        /// them with the queues (``Read``).
+        var readingWebhooks = false
         /// Values of `alert_order` it takes: one a post, one an escalation step.
         let sequences: Int
         /// Flushes that found its client held by another instance and left it for the next:
@@ -31,7 +34,7 @@ extension Flushes {
 
         /// A transaction of the port.
         init<Value: Sendable>(
-            client: String, others: [String] = [], now: Timestamp, idempotencyKey: String?,
+            client: String, others: [String] = [], now: Timestamp, idempotencyKey: String?, readingWebhooks: Bool = false,
             body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>,
             completion: @escaping @Sendable (Result<Committed<Value>, EngineError>) -> Void
         ) {
@@ -39,6 +42,7 @@ extension Flushes {
             self.others = others
             self.now = now
             self.idempotencyKey = idempotencyKey
+            self.readingWebhooks = readingWebhooks
             self.sequences = 1
             fail = { completion(.failure($0)) }
             apply = { board, keys in

@@ -97,15 +97,19 @@ extension Flushes {
     /// In a statement after the locks (its snapshot sees what they waited for): per
     /// client its version and the alerts of newer versions than `since` (the whole
     /// pending queue for -1), those escalated to it included (SPEC §12: their row or their
-    /// step's row newer), then the idempotency keys asked for.
+    /// step's row newer), then the idempotency keys asked for, then the API's webhooks of
+    /// the clients a decision asked them for (its targets as committed, SPEC §9: read here,
+    /// under the clients' locks, not in a round trip of their own before the transaction).
     ///
     /// Columns: client, version, then an idempotency key's key, alert id, digest and
-    /// time, then an alert's columns from ``alertColumn`` (``AlertRow/columns``).
+    /// time (a webhook's time too), then a webhook's id, URL and secret, then an alert's
+    /// columns from ``alertColumn`` (``AlertRow/columns``).
     struct Read: PostgresPreparedStatement {
-        static let name = "alertd_flush_read_v4"
-        static let alertColumn = 6
+        static let name = "alertd_flush_read_v5"
+        static let alertColumn = 9
         static let sql = """
-            SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, \(AlertRow.qualified("a"))
+            SELECT r.client, c.version, NULL::text, NULL::text, NULL::bytea, NULL::bigint, NULL::text, NULL::text, NULL::text,
+                \(AlertRow.qualified("a"))
             FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) AS r(client, since)
             LEFT JOIN clients c ON c.id = r.client
             LEFT JOIN LATERAL (
@@ -121,9 +125,12 @@ extension Flushes {
                     OR (r.since < 0 AND alerts.state IN ('queued', 'displayed')))
             ) AS a ON true
             UNION ALL
-            SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, \(AlertRow.nulls)
+            SELECT k.client, NULL, k.key, k.alert_id, k.body_sha256, k.created_at, NULL, NULL, NULL, \(AlertRow.nulls)
             FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::text[])) AS q(client, key)
             JOIN idempotency_keys k ON k.client = q.client AND k.key = q.key
+            UNION ALL
+            SELECT w.client, NULL, NULL, NULL, NULL, w.created_at, w.id, w.url, w.secret, \(AlertRow.nulls)
+            FROM webhooks w WHERE w.client = ANY($5::text[])
             """
         typealias Row = PostgresRow
 
@@ -131,13 +138,16 @@ extension Flushes {
         var since: [Int64]
         var keyClients: [String]
         var keys: [String]
+        /// The clients whose API webhooks are read with their queues (a decision's targets).
+        var hookClients: [String]
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 4)
+            var bindings = PostgresBindings(capacity: 5)
             bindings.append(clients)
             bindings.append(since)
             bindings.append(keyClients)
             bindings.append(keys)
+            bindings.append(hookClients)
             return bindings
         }
 

@@ -30,8 +30,9 @@ import PostgresNIO
 ///    of `alert_order` per change, drawn under the locks;
 /// 3. in a statement of its own, so its snapshot sees every commit the locks
 ///    waited for: each client's version, what changed since this instance's
-///    copy of its queue (or the whole pending queue when it has none), and
-///    the idempotency keys the changes name (``Read``);
+///    copy of its queue (or the whole pending queue when it has none), the
+///    idempotency keys the changes name, and the API's webhooks of the clients a
+///    decision is on (its targets as committed, SPEC §9) (``Read``);
 /// 4. when it decides alerts, the chain of receipts' head, locked (``ChainHead``): the
 ///    receipts are signed after it, in this instance, and their events carry them (SPEC §14);
 /// 5. every write (clients' versions, alerts, idempotency keys, events,
@@ -114,15 +115,19 @@ final class Flushes: BatchRunner {
         return BatchEnd(left: left.deferred) { [self] in await notify(notices, store: store) }
     }
 
-    /// The idempotency keys of a change: those its flush wrote first, then those the database holds.
+    /// The idempotency keys of a change: those its flush wrote first, then those the database
+    /// holds; and the API's webhooks of its slot's clients when it asked for them.
     private struct Keys: TransactionContext {
         let client: String
         let key: String?
         let records: [KeyRef: IdempotencyRecord]
+        let hooks: [Webhook]?
 
         func idempotencyRecord() throws(EngineError) -> IdempotencyRecord? {
             key.flatMap { records[KeyRef(client: client, key: $0)] }
         }
+
+        func webhooks() -> [Webhook]? { hooks }
     }
 
     /// An idempotency key of a client.
@@ -148,6 +153,8 @@ final class Flushes: BatchRunner {
         var read: [Alert] = []
         var readIDs = Set<AlertID>()
         var records: [KeyRef: IdempotencyRecord] = [:]
+        /// The API's webhooks of its clients, read when one of its changes asked for them.
+        var webhooks: [Webhook] = []
 
         /// Held with a cache: a slot of one client.
         var isCached: Bool { clients.count == 1 }
@@ -486,11 +493,21 @@ final class Flushes: BatchRunner {
             keyClients.append(operation.client)
             keys.append(key)
         }
-        let statement = Read(clients: clients, since: since, keyClients: keyClients, keys: keys)
+        // The clients whose webhooks a change asked for (a decision's targets, SPEC §9).
+        var hookClients = Set<String>()
+        for operation in flush where operation.readingWebhooks { hookClients.formUnion(operation.clients) }
+        let statement = Read(clients: clients, since: since, keyClients: keyClients, keys: keys, hookClients: Array(hookClients))
         for try await row in try await connection.execute(statement, logger: logger) {
             let cells = row.makeRandomAccess()
             let client = try cells[0].decode(String.self)
             guard let index = at[client] else { continue }
+            if let id = try cells[6].decode(String?.self) {
+                slots[index].webhooks.append(
+                    Webhook(
+                        id: id, client: client, url: try cells[7].decode(String.self), secret: try cells[8].decode(String.self),
+                        createdAt: Timestamp(milliseconds: try cells[5].decode(Int64.self)), source: .api))
+                continue
+            }
             if let key = try cells[2].decode(String?.self) {
                 guard let alertID = AlertID(try cells[3].decode(String.self)) else { continue }
                 slots[index].records[KeyRef(client: client, key: key)] = IdempotencyRecord(
@@ -589,7 +606,10 @@ final class Flushes: BatchRunner {
             let operation = flush[index]
             guard
                 var change = operation.apply(
-                    &board, Keys(client: operation.client, key: operation.idempotencyKey, records: records))
+                    &board,
+                    Keys(
+                        client: operation.client, key: operation.idempotencyKey, records: records,
+                        hooks: operation.readingWebhooks ? slot.webhooks : nil))
             else {
                 outcomes.withLockedValue { $0[index] = .refused }
                 continue

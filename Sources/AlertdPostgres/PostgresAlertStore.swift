@@ -310,14 +310,15 @@ public final class PostgresAlertStore: AlertStore, Service {
     // MARK: - Changing queues
 
     public func transact<Value: Sendable>(
-        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?, readingWebhooks: Bool,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
         // Resolved when the flush that takes it commits (or fails).
         let reply = Reply<Result<Committed<Value>, EngineError>>()
         flushes.enqueue(
             Flushes.Operation(
-                client: client, others: others, now: now, idempotencyKey: idempotencyKey, body: body, completion: reply.resolve))
+                client: client, others: others, now: now, idempotencyKey: idempotencyKey, readingWebhooks: readingWebhooks, body: body,
+                completion: reply.resolve))
         return try await reply.value().get()
     }
 

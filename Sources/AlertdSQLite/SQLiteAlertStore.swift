@@ -120,8 +120,9 @@ public final class SQLiteAlertStore: AlertStore, Service {
     // MARK: - Changing queues
 
     /// The board holds every client: `others` adds nothing.
+    /// `readingWebhooks` asks for nothing here: the engine's registry holds every change.
     public func transact<Value: Sendable>(
-        client: String, others: [String], now: Timestamp, idempotencyKey: String?,
+        client: String, others: [String], now: Timestamp, idempotencyKey: String?, readingWebhooks: Bool,
         _ body: @escaping @Sendable (inout AlertBoard, any TransactionContext) throws(EngineError) -> Mutation<Value>
     ) async throws(EngineError) -> Committed<Value> {
         // This runs unspecialized (called through `any AlertStore`), so every value of a

@@ -211,6 +211,35 @@ struct HighAvailabilityTests {
         }
     }
 
+    @Test("a decision through one instance calls the webhook registered through the other just before it (§9), once")
+    func decisionCallsWebhookRegisteredElsewhere() async throws {
+        let receiver = try await WebhookReceiver.listening()
+        defer { receiver.close() }
+        let cluster = try await Cluster.start(2, config: callbackConfig())
+        defer { cluster.cleanup() }
+        let http = cluster.clients()
+        // The decision's transaction reads its client's webhooks with its queue: what was
+        // registered elsewhere before the choice counts, whether or not this instance has heard
+        // of it yet. The registration's notification usually arrives first anyway, so this
+        // checks the whole path through two processes; the store's part (the read itself, with
+        // no notification to help) is held by the port's DecisionWebhooksTests.
+        var expected = Set<String>()
+        for round in 0..<6 {
+            let client = "hooked-\(round)"
+            let alert = id(try await http[1].postAlert(client, oneButton))
+            let registered = try await http[0].post(
+                "/v1/clients/\(client)/webhooks", json: #"{"url":"\#(receiver.url)","secret":"\#(callbackSecret)"}"#)
+            #expect(registered.status == 201, "round \(round): \(registered.text)")
+            let choice = try await http[1].choose(client, alert, #"{"button":"Deploy"}"#)
+            #expect(choice.status == 200, "round \(round): \(choice.text)")
+            expected.insert(alert)
+        }
+        let received = try await awaitCallbacks(receiver, covering: expected, timeout: 30)
+        var byAlert: [String: Int] = [:]
+        for request in received { byAlert[id(try verifiedAlert(request)), default: 0] += 1 }
+        for alert in expected { #expect(byAlert[alert] == 1, "alert \(alert)'s event reached the webhook \(byAlert[alert] ?? 0) times") }
+    }
+
     @Test("each delivery attempt is made by one instance: with three delivering, the receiver sees every attempt once")
     func deliveriesOncePerAttempt() async throws {
         let receiver = try await WebhookReceiver.listening()
