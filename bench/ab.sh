@@ -57,7 +57,8 @@ if [[ $MODE == pg-* ]]; then
     # shellcheck source=tools/pgcluster.sh
     source "$HERE/tools/pgcluster.sh"
     pg_cluster "$OUT" $((PORT + 10))
-    "$BIN_B" receipts keygen "$KEY" >/dev/null
+    # A build before receipts has no keygen: the other one makes the key.
+    "$BIN_B" receipts keygen "$KEY" >/dev/null 2>&1 || "$BIN_A" receipts keygen "$KEY" >/dev/null 2>&1 || true
 fi
 ANSWER_CONNS=${ANSWER_CONNS:-16}
 # Decisions a second of an answer_loop.lua output: its ANSWERED count over the run.
@@ -74,15 +75,20 @@ more_limits() { # $1 binary
 }
 MORE_LIMITS_A=$(more_limits "$BIN_A")
 MORE_LIMITS_B=$(more_limits "$BIN_B")
+# The receipts section where the build knows it (a build before issue 47 refuses it, and writes none).
+knows_receipts() { # $1 binary
+    printf 'state_dir: %s\nreceipts: {key_file: %s}\n' "$OUT/probe-state" "$KEY" >"$OUT/probe-receipts.yaml"
+    "$1" check-config "$OUT/probe-receipts.yaml" >/dev/null 2>&1
+}
 
-config() { # $1 file, $2 state dir, $3 database URL (pg modes), $4 more limits
+config() { # $1 file, $2 state dir, $3 database URL (pg modes), $4 more limits, $5 receipts (yes/no)
     {
         echo "log: {level: warning}"
         echo "state_dir: $2"
         echo "limits: {max_pending_per_client: 10000000, max_pending_total: 100000000, max_connections: 60000, max_connections_per_ip: 60000${4:-}}"
         if [ -n "${3:-$URL}" ]; then
             echo "store: {backend: postgres, postgres: {url: \"${3:-$URL}\", pool_size: 8}}"
-            echo "receipts: {key_file: $KEY}"
+            [ "${5:-yes}" = no ] || echo "receipts: {key_file: $KEY}"
         else
             echo "durability: full"
         fi
@@ -97,7 +103,9 @@ start() {
     [[ $MODE == pg-* ]] || rm -rf "$state"
     local more=$MORE_LIMITS_B
     [ "$which" = B ] || more=$MORE_LIMITS_A
-    config "$OUT/$name.yaml" "$state" "${4:-}" "$more"
+    local receipts=yes
+    knows_receipts "$bin" || receipts=no
+    config "$OUT/$name.yaml" "$state" "${4:-}" "$more" "$receipts"
     # shellcheck disable=SC2086
     env $env "$bin" --config "$OUT/$name.yaml" --listen "127.0.0.1:$port" 2>>"$OUT/$name.log" &
     STARTED=$!
@@ -144,10 +152,14 @@ EOF
         fi
         ;;
     pg-current | pg-current-alone)
-        start "$which" "$tag-a" "$PORT"
+        # A database of the run's own: a build never starts on a schema a newer one migrated.
+        local database="run_${which,,}_${round}"
+        "$PGBIN/psql" -X -q -h 127.0.0.1 -p $((PORT + 10)) -U postgres -c "CREATE DATABASE $database" postgres
+        local url="postgres://postgres@127.0.0.1:$((PORT + 10))/$database?sslmode=disable"
+        start "$which" "$tag-a" "$PORT" "$url"
         local a=$STARTED b="" second=$PORT
         if [ "$MODE" = pg-current ]; then
-            start "$which" "$tag-b" $((PORT + 1))
+            start "$which" "$tag-b" $((PORT + 1)) "$url"
             b=$STARTED second=$((PORT + 1))
         fi
         curl -fsS -o /dev/null -H 'Content-Type: application/json' \
