@@ -55,11 +55,16 @@ final class DisplayReader: BatchRunner {
     /// The displayed alert and version of each client whose version is not the one known
     /// (-1: none known), with the client's place in the arrays (from 1).
     struct Check: PostgresPreparedStatement {
-        static let name = "alertd_display_check_v4"
+        static let name = "alertd_display_check_v5"
         /// The displayed alert is the client's own, or one escalated to it (SPEC §12).
+        ///
+        /// The arrays are read through scalar subqueries, so that it is planned once per
+        /// connection (why: the header of FlushStatements.swift): planned at every check, as
+        /// it was, planning cost 0.2–0.5 ms of the database's time and running it 0.01 ms.
         static let sql = """
             SELECT \(AlertRow.qualified("a")), r.i, c.version
-            FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS r(id, known, i)
+            FROM ROWS FROM (pg_catalog.unnest((SELECT $1::text[])), pg_catalog.unnest((SELECT $2::int8[])))
+                WITH ORDINALITY AS r(id, known, i)
             LEFT JOIN clients c ON c.id = r.id
             LEFT JOIN LATERAL (
                 SELECT \(AlertRow.columns) FROM alerts WHERE alerts.client = r.id AND alerts.state = 'displayed'
