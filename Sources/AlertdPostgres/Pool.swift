@@ -19,7 +19,11 @@ import Synchronization
 ///   request that has no connection after ``leaseWait`` gives up (its place in
 ///   the pool's queue cancelled) and throws ``NoConnection``; the store
 ///   answers 503 `unavailable`. An operation that got its connection is never
-///   cut short by that bound: what it commits, it reports.
+///   cut short by that bound: what it commits, it reports. One loop gives up
+///   every wait whose time is up (``expireWaits()``, every 50 ms while any
+///   waits): a timer of each lease's own (a task sleeping beside it) cost a
+///   child task and a libdispatch timer per statement, ~5 % of an instance's
+///   CPU under load (bench/RESULTS.md, issue 46).
 /// - **An end for work on a connection that closed under it.** With
 ///   PostgreSQL killed, postgres-nio (1.33) left some queries in flight on the
 ///   closed connections unanswered for good (a transaction stopped before its
@@ -58,6 +62,24 @@ final class Pool: Sendable {
     /// Pools to run: the first, then each that takes over.
     private let runners: AsyncStream<Runner>
     private let newRunner: AsyncStream<Runner>.Continuation
+    /// The leases waiting for a connection, each given up by ``expireWaits()``.
+    private let waits = NIOLockedValueBox(Waits())
+    /// Told when a wait is registered while none was (``expireWaits()`` sleeps until then).
+    private let firstWait: AsyncStream<Void>
+    private let firstWaitAdded: AsyncStream<Void>.Continuation
+
+    private struct Waits {
+        var next = 0
+        var entries: [Int: Wait] = [:]
+    }
+
+    /// A lease waiting for a connection: given up at `deadline`, or once a pool newer than
+    /// `generation` takes the requests (it waits there instead).
+    private struct Wait {
+        let deadline: ContinuousClock.Instant
+        let generation: Int
+        let giveUp: @Sendable () -> Void
+    }
 
     private struct State {
         var current: PostgresClient
@@ -89,6 +111,7 @@ final class Pool: Sendable {
         let (ended, end) = AsyncStream<Void>.makeStream()
         state = NIOLockedValueBox(State(current: first, ends: [0: end]))
         (runners, newRunner) = AsyncStream<Runner>.makeStream()
+        (firstWait, firstWaitAdded) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         newRunner.yield(Runner(client: first, generation: 0, ended: ended))
     }
 
@@ -108,6 +131,7 @@ final class Pool: Sendable {
     func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.watch() }
+            group.addTask { await self.expireWaits() }
             for await runner in runners {
                 group.addTask {
                     let running = Task.immediate { await runner.client.run() }
@@ -182,46 +206,62 @@ final class Pool: Sendable {
     }
 
     /// `work` on a connection of `client`; nil when a new pool took over before one came.
+    ///
+    /// The lease is a task of its own so that its wait can be given up from outside
+    /// (``expireWaits()`` cancels it: that takes its request out of the pool's queue); the
+    /// caller awaits it, and its cancellation is the lease's.
     private func lease<Result: Sendable>(
         _ client: PostgresClient, generation: Int, until deadline: ContinuousClock.Instant, waited: Duration, probing: Bool,
         _ work: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result? {
         let gate = LeaseGate()
-        return try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask {
-                try await client.withConnection { connection in
-                    // Given up on already: the connection goes back unused.
-                    guard gate.leased() else { throw CancellationError() }
-                    return try await Self.untilClosed(connection) { try await work(connection) }
-                }
+        let leasing = Task {
+            try await client.withConnection { connection in
+                // Given up on already: the connection goes back unused.
+                guard gate.leased() else { throw CancellationError() }
+                return try await Self.untilClosed(connection) { try await work(connection) }
             }
-            // The timer: ends at the deadline, or when a new pool has taken over.
-            group.addTask {
-                while !Task.isCancelled, ContinuousClock.now < deadline, self.generation == generation {
-                    try? await Task.sleep(for: min(.milliseconds(50), deadline - ContinuousClock.now))
-                }
-                return nil
+        }
+        let (wait, first) = waits.withLockedValue { waits in
+            defer { waits.next += 1 }
+            let first = waits.entries.isEmpty
+            // Given up unless the work has its connection by then.
+            waits.entries[waits.next] = Wait(deadline: deadline, generation: generation) { if gate.expire() { leasing.cancel() } }
+            return (waits.next, first)
+        }
+        if first { firstWaitAdded.yield() }
+        defer { waits.withLockedValue { _ = $0.entries.removeValue(forKey: wait) } }
+        do {
+            return try await withTaskCancellationHandler {
+                try await leasing.value
+            } onCancel: {
+                leasing.cancel()
             }
-            var gaveUp = false
-            do {
-                while let outcome = try await group.next() {
-                    if let value = outcome {
-                        group.cancelAll()
-                        return value
-                    }
-                    // Give up, unless the work has its connection by now. Cancelling the
-                    // lease's task takes its request out of the pool's queue.
-                    if gate.expire() {
-                        gaveUp = true
-                        group.cancelAll()
-                    }
-                }
-            } catch  where gaveUp {
-                if ContinuousClock.now < deadline, self.generation != generation { return nil }
-                if !probing { state.withLockedValue { $0.stalled = true } }
-                throw NoConnection(waited: waited)
+        } catch where gate.expired {
+            if ContinuousClock.now < deadline, self.generation != generation { return nil }
+            if !probing { state.withLockedValue { $0.stalled = true } }
+            throw NoConnection(waited: waited)
+        }
+    }
+
+    /// Gives up, every 50 ms, the waits for a connection whose deadline passed or whose
+    /// pool was taken over from; sleeps while no lease waits.
+    private func expireWaits() async {
+        var added = firstWait.makeAsyncIterator()
+        while !Task.isCancelled {
+            if waits.withLockedValue({ $0.entries.isEmpty }) {
+                guard await added.next() != nil else { return }
+                continue
             }
-            throw CancellationError()
+            try? await Task.sleep(for: .milliseconds(50))
+            let now = ContinuousClock.now
+            let current = generation
+            let due = waits.withLockedValue { waits in
+                let due = waits.entries.filter { $0.value.deadline <= now || $0.value.generation != current }
+                for key in due.keys { waits.entries[key] = nil }
+                return due.values.map(\.giveUp)
+            }
+            for giveUp in due { giveUp() }
         }
     }
 
@@ -380,6 +420,9 @@ final class LeaseGate: Sendable {
             return state == .leased
         }
     }
+
+    /// Whether the wait was given up.
+    var expired: Bool { state.withLockedValue { $0 == .expired } }
 
     /// Gives up the wait; false when the operation had its connection first.
     func expire() -> Bool {
