@@ -237,7 +237,7 @@ final class Pool: Sendable {
             } onCancel: {
                 leasing.cancel()
             }
-        } catch where gate.expired {
+        } catch  where gate.expired {
             if ContinuousClock.now < deadline, self.generation != generation { return nil }
             if !probing { state.withLockedValue { $0.stalled = true } }
             throw NoConnection(waited: waited)
