@@ -36,10 +36,10 @@ EXPECTED_FILES = """
 # Libraries the binaries may load, all from Debian packages the .deb depends on:
 # the C and C++ runtimes (libdl, libpthread and librt are stubs in libc6 since
 # glibc 2.34; the Swift runtime is linked in statically), zlib (the static
-# Foundation links it), libmicrohttpd and SQLite.
+# Foundation links it), libmicrohttpd, SQLite and mimalloc (the allocator, Makefile).
 ALLOWED_NEEDED = {
     "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
-    "libstdc++.so.6", "libgcc_s.so.1", "libz.so.1", "libmicrohttpd.so.12", "libsqlite3.so.0",
+    "libstdc++.so.6", "libgcc_s.so.1", "libz.so.1", "libmicrohttpd.so.12", "libsqlite3.so.0", "libmimalloc.so.2",
     # alertctl: FoundationNetworking's libcurl (the MCP SDK links it; alertctl mcp uses stdio only).
     "libcurl.so.4",
 }
@@ -130,6 +130,23 @@ class Package(unittest.TestCase):
                 if not owner:
                     owner = run(["dpkg", "-S", path]).stdout.split(":")[0]
                 self.assertIn(owner, depends, f"{tool}: {library} comes from {owner}, not in Depends")
+
+    def test_alertd_allocates_with_mimalloc(self):
+        # Named before libc, mimalloc's malloc and free are alertd's and every library's it
+        # loads (libmicrohttpd's, SQLite's, libc's own): the dynamic linker says where it bound them.
+        binary = self.path("/usr/bin/alertd")
+        traced = subprocess.run([binary, "--version"], env={**os.environ, "LD_DEBUG": "bindings", "LD_BIND_NOW": "1"},
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(traced.returncode, 0, traced.stderr[-2000:])
+        bound = {}
+        for line in traced.stderr.splitlines():
+            match = re.search(r"binding file (\S+) \[0\] to (\S+) \[0\]: normal symbol `(malloc|free|realloc|calloc)'", line)
+            if match:
+                bound.setdefault((os.path.basename(match.group(1)), match.group(3)), set()).add(os.path.basename(match.group(2)))
+        for symbol in ("malloc", "free", "realloc"):
+            self.assertEqual(bound.get(("alertd", symbol)), {"libmimalloc.so.2"}, f"alertd's {symbol}: {bound}")
+        for library in ("libmicrohttpd.so.12", "libsqlite3.so.0", "libc.so.6"):
+            self.assertEqual(bound.get((library, "malloc")), {"libmimalloc.so.2"}, f"{library}'s malloc: {bound}")
 
     def test_depends_is_what_dpkg_shlibdeps_computes(self):
         depends = deb_field(self.deb, "Depends")
