@@ -22,8 +22,8 @@ import Synchronization
 ///   cut short by that bound: what it commits, it reports. One loop gives up
 ///   every wait whose time is up (``expireWaits()``, every 50 ms while any
 ///   waits): a timer of each lease's own (a task sleeping beside it) cost a
-///   child task and a libdispatch timer per statement, ~5 % of an instance's
-///   CPU under load (bench/RESULTS.md, issue 46).
+///   child task and a libdispatch timer per statement (`Task.sleep` alone 3 %
+///   of an instance's samples under load, bench/RESULTS.md, issue 46).
 /// - **An end for work on a connection that closed under it.** With
 ///   PostgreSQL killed, postgres-nio (1.33) left some queries in flight on the
 ///   closed connections unanswered for good (a transaction stopped before its
