@@ -5,9 +5,6 @@
 // `GET …/current` through an instance on PostgreSQL: 0.2–0.5 ms of the database's time
 // against 0.01 ms to run it, a quarter of the reads a second (bench/RESULTS.md, issue 46).
 
-import AlertdCore
-import AlertdEngine
-import AlertdReceipts
 import AlertdTestSupport
 import Logging
 import PostgresNIO
@@ -23,12 +20,8 @@ struct PlannedOnceTests {
     func genericPlans() async throws {
         let server = try await TestPostgres.shared()
         let address = try await server.borrowDatabase()
-        let store = try PostgresAlertStore(
-            url: try PostgresURL(address), poolSize: 2, settings: QueueSettings(), rules: AlertRules(), clock: SystemClock(),
-            logger: Self.quiet, receiptKey: .generate())
-        let running = Task { try await store.run() }
-        defer { running.cancel() }
-        try await store.migrate()
+        // The schema as `alertd migrate` makes it; no store runs beside the statements.
+        _ = try await PostgresAdministration.migrate(try PostgresURL(address), logger: Self.quiet)
 
         let connection = try await PostgresConnection.connect(
             configuration: try PostgresURL(address).connectionConfiguration(), id: 1, logger: Self.quiet)
