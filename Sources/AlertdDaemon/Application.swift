@@ -303,7 +303,10 @@ public enum Application {
         }
         let reloader = reload.map { load in Reloader(config: config, listeningHost: host, alertd: alertd, logger: logger, load: load) }
         services.append(
-            .init(service: ReloadService(logger: logger) { reloader?.reload() ?? logger.warning("SIGHUP ignored: no config to reload") }))
+            .init(
+                service: ReloadService(logger: logger) {
+                    if let reloader { await reloader.reload() } else { logger.warning("SIGHUP ignored: no config to reload") }
+                }))
         do {
             try await ServiceGroup(
                 configuration: ServiceGroupConfiguration(

@@ -26,7 +26,7 @@ final class Reloader: Sendable {
         self.load = load
     }
 
-    func reload() {
+    func reload() async {
         let new: Config
         do {
             new = try load()
@@ -54,7 +54,6 @@ final class Reloader: Sendable {
             maxWaitersPerToken: new.limits.maxWaitersPerToken, retentionSeconds: new.retentionSeconds,
             retentionMax: new.retentionMax, maxPendingDeliveriesPerClient: new.callbacks.maxPendingPerClient,
             retentionMaxBytesPerClient: new.retentionMaxBytesPerClient, retentionMaxBytes: new.retentionMaxBytes)
-        if new.queueSettings != old.queueSettings { engine.reconfigure(new.queueSettings) }
         alertd.metrics.name(clients: new.namedClients)
         let denyChanged = new.callbacks.deny != old.callbacks.deny || new.callbacks.allow != old.callbacks.allow
         if denyChanged, let deny = try? new.callbacks.denyList() {
@@ -96,6 +95,9 @@ final class Reloader: Sendable {
         ]
         if denyChanged { metadata["callbacks_deny_allow"] = "applied" }
         if !atStart.isEmpty { metadata["changed_at_next_start"] = "\(atStart.joined(separator: ","))" }
+        // Last: a changed policy's reordering waits for its commits (the database's, with
+        // PostgreSQL); every other setting is in force by then.
+        if new.queueSettings != old.queueSettings { await engine.reconfigure(new.queueSettings) }
         logger.info("config reloaded", metadata: metadata)
     }
 }

@@ -24,14 +24,14 @@ public enum Signals {
 struct ReloadService: Service {
     let logger: Logger
     /// Run on SIGHUP.
-    let reload: @Sendable () -> Void
+    let reload: @Sendable () async -> Void
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         await cancelWhenGracefulShutdown {
             for await _ in hangups {
                 logger.info("SIGHUP: reloading the config")
-                reload()
+                await reload()
             }
         }
     }

@@ -59,25 +59,25 @@ public protocol AlertStore: DeliveryLog, AnyObject {
     /// Fires the dismissals, expiries and escalation steps due at `now` (``AlertBoard/fireDeadlines(now:)``)
     /// on every client, each deadline exactly once however many processes share
     /// the store; `events` gives the outbox events of what they decided, written
-    /// in the same transaction. Returns once the round has started: the
-    /// deadline loop, which also times parked waiters out, never waits for a
-    /// commit or the database. `report` is told of each commit (one, or one per
-    /// client) as it happens, or of its failure (left due for the next round);
-    /// it is not called when nothing was due.
+    /// in the same transaction. Returns the round's commits once it ended (one, or one per
+    /// client), each a success or its failure (then left due for the next round); none when
+    /// nothing was due, or when a round of this store was already running (a shared store
+    /// runs one at a time). The engine runs rounds beside its deadline loop, which also times
+    /// parked waiters out and so never waits for a commit or the database.
     func fireDeadlines(
-        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]
+    ) async -> [Result<Committed<Void>, EngineError>]
 
     /// The earliest dismissal, expiry or escalation step the store holds, if any (a shared store's
     /// last reading of it: changes elsewhere arrive as ``StoreChange``s).
     var nextDeadline: Timestamp? { get }
 
     /// Takes new per-client settings (a reload). A queue whose policy changed
-    /// is reordered, and a display that changes with it is committed and
-    /// reported like any other change, through `report`, as for ``fireDeadlines(now:events:report:)``.
+    /// is reordered, and a display that changes with it is committed; returns those
+    /// commits (or their failures) once made, as ``fireDeadlines(now:events:)`` does.
     func reconfigure(
-        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void)
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]
+    ) async -> [Result<Committed<Void>, EngineError>]
 
     // MARK: Reading what is committed
     //
@@ -181,9 +181,10 @@ public protocol AlertStore: DeliveryLog, AnyObject {
 
     // MARK: Changes made by other processes
 
-    /// Tells `handler` of every change another process committed (a store
-    /// shared by several instances); an embedded store never calls it.
-    func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void)
+    /// Every change another process commits (a store shared by several instances), in
+    /// the order the store learns of them; an embedded store's ends at once. One consumer
+    /// (the engine), which follows it from its start until its shutdown.
+    var changes: AsyncStream<StoreChange> { get }
 
     // MARK: Upkeep
 

@@ -4,6 +4,12 @@ import Logging
 import NIOConcurrencyHelpers
 
 extension Engine {
+    /// Follows the changes other processes commit (``AlertStore/changes``) until the stream
+    /// ends or the task is cancelled (``EngineJobsService`` runs it, and stops it first).
+    func followChanges() async {
+        for await change in store.changes { follow(change) }
+    }
+
     /// Follows a change another process committed (a store shared by several
     /// instances): its displays are published, its decisions answer the
     /// waiters parked here, its webhooks are taken.

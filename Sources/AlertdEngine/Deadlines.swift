@@ -26,6 +26,56 @@ public struct DeadlineService: Service {
     }
 }
 
+/// One round of deadlines at a time: the loop's, which never waits for one (``tryEnter()``),
+/// or a caller's, which waits its turn (``enter()``, then its round sees what the one
+/// before it published).
+final class RoundGate: Sendable {
+    private struct State {
+        var held = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// Takes the gate if it is free.
+    func tryEnter() -> Bool {
+        state.withLockedValue { state in
+            guard !state.held else { return false }
+            state.held = true
+            return true
+        }
+    }
+
+    /// Takes the gate, once the rounds before this one left it.
+    func enter() async {
+        await withCheckedContinuation { (turn: CheckedContinuation<Void, Never>) in
+            let now = state.withLockedValue { state -> Bool in
+                guard state.held else {
+                    state.held = true
+                    return true
+                }
+                state.waiting.append(turn)
+                return false
+            }
+            if now { turn.resume() }
+        }
+    }
+
+    /// Hands the gate to the first caller waiting, or frees it.
+    func leave() {
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.held = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+
+    var isHeld: Bool { state.withLockedValue { $0.held } }
+}
+
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC`, what `DispatchTime` counts).
 func monotonicNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 

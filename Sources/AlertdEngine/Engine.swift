@@ -146,6 +146,8 @@ public final class Engine: Sendable {
     /// Takes cancelled deliveries (by id) out of the delivery worker's queue.
     let cancelDeliveries: @Sendable ([String]) -> Void
     let alarm = Alarm()
+    /// The rounds of the store's deadlines, one at a time (``fireDeadlines()``, ``fireDue()``).
+    let deadlineRounds = RoundGate()
     let timers: Timers
     /// Work started here and not waited for, run by ``EngineJobsService``.
     let jobs = Jobs()
@@ -183,14 +185,13 @@ public final class Engine: Sendable {
     }
 
     /// Reads what the engine keeps at hand — the API's webhooks, every client's
-    /// displayed alert — and follows changes other processes make. Call once,
-    /// before serving.
+    /// displayed alert. Call once, before serving; the changes other processes make
+    /// meanwhile are followed once ``EngineJobsService`` runs (``followChanges()``).
     public func start() async throws(EngineError) {
         let api = try await store.webhooks()
         registry.withLockedValue { $0.replaceAPIWebhooks(with: api) }
         try await startPush()
         try await republish(nil)
-        store.observeChanges { [weak self] change in self?.follow(change) }
     }
 
     // MARK: - Lifecycle
@@ -267,9 +268,9 @@ public final class Engine: Sendable {
 
     /// New per-client settings from a reload: limits apply from the next post; a
     /// changed policy reorders its queue and, when that displays another alert,
-    /// the change is committed and published like any other.
-    public func reconfigure(_ settings: QueueSettings) {
-        store.reconfigure(settings, now: clock.now(), events: { [self] in events(for: $0) }) { [self] result in
+    /// the change is committed and published like any other. Returns once it was.
+    public func reconfigure(_ settings: QueueSettings) async {
+        for result in await store.reconfigure(settings, now: clock.now(), events: { [self] in events(for: $0) }) {
             switch result {
             case .success(let committed): published(committed)
             case .failure(let error):

@@ -77,11 +77,17 @@ public final class Jobs: Sendable {
 }
 
 /// Runs the engine's own jobs (re-reads that other instances' changes ask for, reads a
-/// request waits on): put it after the store in the service group, so it stops first.
+/// request waits on, rounds of deadlines) and follows the changes other processes commit:
+/// put it after the store in the service group, so it stops first.
 public struct EngineJobsService: Service {
     let engine: Engine
 
     public init(engine: Engine) { self.engine = engine }
 
-    public func run() async throws { await engine.jobs.run() }
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await cancelWhenGracefulShutdown { await engine.followChanges() } }
+            group.addTask { await engine.jobs.run() }
+        }
+    }
 }

@@ -1,39 +1,68 @@
 import AlertdCore
-public import AlertdWire
+import AlertdWire
 
 import Logging
 import NIOConcurrencyHelpers
 
 extension Engine {
-    /// Fires due dismissals and expiries; returns when the next one is due.
-    /// Their commits are reported later (``published(_:)`` wakes whom they concern).
+    /// Fires the deadlines due now in one round of the store's and publishes what it
+    /// committed (``published(_:)`` wakes whom it concerns); returns once it has. A round
+    /// the deadline loop started is waited for first: one round at a time, so what that
+    /// round fired is published when this returns. A commit that failed is left due.
+    public func fireDeadlines() async {
+        await deadlineRounds.enter()
+        await fireRound()
+        deadlineRounds.leave()
+    }
+
+    /// Fires and publishes one round; the caller holds ``deadlineRounds``.
+    /// False when a commit of the round failed, or the engine refuses changes (draining).
     @discardableResult
-    public func fireDeadlines() -> Timestamp? {
-        guard refusal() == nil else { return store.nextDeadline }
-        store.fireDeadlines(now: clock.now(), events: { [self] in events(for: $0) }) { [self] result in
+    private func fireRound() async -> Bool {
+        guard refusal() == nil else { return false }
+        var failed = false
+        for result in await store.fireDeadlines(now: clock.now(), events: { [self] in events(for: $0) }) {
             switch result {
             case .success(let committed):
                 published(committed)
                 logger.debug("deadlines fired", metadata: ["alerts": "\(committed.change.decided.count)"])
             case .failure(let error):
+                failed = true
                 logger.warning("deadlines not committed; fired again later", metadata: ["error": "\(error)"])
             }
         }
-        return store.nextDeadline
+        return !failed
     }
 
-    /// One round of the deadline loop: fires the waiter timeouts and the alert
-    /// deadlines that are due, and returns the monotonic time to wake up next
-    /// (at most a minute away, so a step of the wall clock is caught up with).
+    /// How soon the deadline loop looks again at a deadline that still reads as due while a
+    /// round runs (what the round fires is not read as fired until it committed), or after
+    /// a round that failed.
+    static let roundRecheckNanoseconds: UInt64 = 250_000_000
+
+    /// One round of the deadline loop: fires the waiter timeouts that are due, starts a
+    /// round of the store's deadlines as a job (unless one runs: the loop never waits for a
+    /// commit or the database), and returns the monotonic time to wake up next (at most a
+    /// minute away, so a step of the wall clock is caught up with). A round that ends
+    /// rings the alarm when the next deadline is sooner than the loop sleeps.
     func fireDue() -> UInt64 {
         let now = monotonicNow()
         let (due, nextTimeout) = timers.takeDue(now: now)
         for action in due { action() }
         var wake = now + 60_000_000_000
         if let nextTimeout { wake = min(wake, nextTimeout) }
-        if let nextDeadline = fireDeadlines() {
+        if deadlineRounds.tryEnter() {
+            jobs.start(
+                { [self] in
+                    let done = await fireRound()
+                    deadlineRounds.leave()
+                    // A failed round is tried again at the loop's next look, not at once.
+                    if done { deadlineAdded() }
+                }, refused: { [self] in deadlineRounds.leave() })
+        }
+        if let nextDeadline = store.nextDeadline {
             let milliseconds = max(0, nextDeadline.milliseconds - clock.now().milliseconds)
-            wake = min(wake, now + UInt64(milliseconds) * 1_000_000)
+            let at = now + UInt64(milliseconds) * 1_000_000
+            wake = min(wake, deadlineRounds.isHeld ? max(at, now + Self.roundRecheckNanoseconds) : at)
         }
         return wake
     }

@@ -45,13 +45,21 @@ final class Notifications: Sendable {
     let url: PostgresURL
     let instance: String
     let logger: Logger
-    /// The engine's handler of changes (in a ``KeptClosure``: read for every change).
-    let handler = NIOLockedValueBox<KeptClosure<@Sendable (StoreChange) -> Void>?>(nil)
+    /// The changes heard, for the engine (``PostgresAlertStore/changes``), in the order
+    /// heard. Bounded: a change that finds ``bufferedChanges`` not yet followed is dropped,
+    /// and a ``StoreChange/resync`` (everything looked at again) goes ahead of the next
+    /// change that fits, so nothing is missed; a store no engine follows holds no more.
+    let changes: AsyncStream<StoreChange>
+    private let heard: AsyncStream<StoreChange>.Continuation
+    /// A change was dropped: a resync is owed.
+    private let dropped = NIOLockedValueBox(false)
+    static let bufferedChanges = 4096
 
     init(url: PostgresURL, instance: String, logger: Logger) {
         self.url = url
         self.instance = instance
         self.logger = logger
+        (changes, heard) = AsyncStream.makeStream(of: StoreChange.self, bufferingPolicy: .bufferingOldest(Self.bufferedChanges))
     }
 
     /// The `v:` entry of a client's display at `version`, or nil when it would not fit in a payload.
@@ -134,6 +142,7 @@ final class Notifications: Sendable {
     /// Listens until cancelled, reconnecting when the connection drops; from the moment
     /// the key is known (a payload heard before could not be opened).
     func run() async {
+        defer { heard.finish() }
         while seal.withLockedValue({ $0 }) == nil {
             do { try await Task.sleep(for: .milliseconds(20)) } catch { return }
         }
@@ -256,7 +265,13 @@ final class Notifications: Sendable {
         }
     }
 
-    private func deliver(_ change: StoreChange) {
-        handler.withLockedValue { $0 }?.call(change)
+    func deliver(_ change: StoreChange) {
+        dropped.withLockedValue { dropped in
+            if dropped {
+                guard case .enqueued = heard.yield(.resync) else { return }
+                dropped = false
+            }
+            if case .dropped = heard.yield(change) { dropped = true }
+        }
     }
 }

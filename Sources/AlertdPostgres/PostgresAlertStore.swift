@@ -73,7 +73,7 @@ public final class PostgresAlertStore: AlertStore, Service {
     let healthy = Atomic<Bool>(true)
     /// Set once the schema is current: the counts are read only then.
     let migrated = Atomic<Bool>(false)
-    /// Set while a round of ``fireDeadlines(now:events:completion:)`` runs.
+    /// Set while a round of ``fireDeadlines(now:events:)`` runs.
     let firing = Atomic<Bool>(false)
 
     struct Counts: Sendable {
@@ -322,74 +322,71 @@ public final class PostgresAlertStore: AlertStore, Service {
         return try await reply.value().get()
     }
 
-    /// One round at a time: while a round runs, the engine is told to look again
-    /// in ``recheck`` (the deadlines it fires are committed later, and the next
-    /// deadline is read once they are); a round that fails leaves them due, and
+    /// One round at a time: a round asked for while one runs returns at once with nothing
+    /// (the engine looks again; the deadlines the running round fires read as due until it
+    /// committed them, so ``nextDeadline`` says ``recheckMilliseconds`` later meanwhile, and
+    /// the next deadline is read once they are); a round that fails leaves them due, and
     /// the next round fires them.
     public func fireDeadlines(
-        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
-    ) {
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]
+    ) async -> [Result<Committed<Void>, EngineError>] {
         let recheck = now.adding(milliseconds: Self.recheckMilliseconds)
         counts.withLockedValue { counts in
             if let next = counts.nextDeadline, next < recheck { counts.nextDeadline = recheck }
         }
-        guard firing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        jobs.start { [self] in
-            defer { firing.store(false, ordering: .releasing) }
-            do {
-                // The clients with a deadline due; each fires in its own transaction, on what is
-                // committed, with the clients its due alerts are also pending on or escalate to
-                // (SPEC §12): an alert pending on several is decided or escalated holding them all.
-                var due: [String: (others: Set<String>, steps: Int)] = [:]
-                for try await (client, escalation, escalateAt, escalated) in try await client.query(
-                    """
-                    SELECT d.client, d.escalation, d.escalate_at,
-                        (SELECT pg_catalog.array_agg(e.client ORDER BY e.step) FROM escalations e WHERE e.alert_id = d.id)
-                    FROM (
-                        SELECT id, client, escalation, escalate_at FROM alerts
-                        WHERE (state IN ('queued', 'displayed') AND expires_at <= \(now.milliseconds))
-                           OR (state = 'displayed' AND dismiss_at <= \(now.milliseconds))
-                           OR (state IN ('queued', 'displayed') AND escalate_at <= \(now.milliseconds))
-                        UNION
-                        SELECT a.id, a.client, a.escalation, a.escalate_at FROM escalations x JOIN alerts a ON a.id = x.alert_id
-                        WHERE x.dismiss_at <= \(now.milliseconds) AND a.state IN ('queued', 'displayed')
-                        LIMIT 1000
-                    ) d
-                    """, logger: logger
-                ).decode((String, String?, Int64?, [String]?).self) {
-                    var entry = due[client] ?? ([], 0)
-                    entry.others.formUnion(escalated ?? [])
-                    if let escalateAt, escalateAt <= now.milliseconds, let escalation,
-                        let steps = try? EscalationStep.steps(from: JSONParser.parse(Array(escalation.utf8))),
-                        steps.indices.contains(escalated?.count ?? 0)
-                    {
-                        entry.others.insert(steps[escalated?.count ?? 0].to)
-                        entry.steps += 1
-                    }
-                    due[client] = entry
+        guard firing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return [] }
+        defer { firing.store(false, ordering: .releasing) }
+        var results: [Result<Committed<Void>, EngineError>] = []
+        do {
+            // The clients with a deadline due; each fires in its own transaction, on what is
+            // committed, with the clients its due alerts are also pending on or escalate to
+            // (SPEC §12): an alert pending on several is decided or escalated holding them all.
+            var due: [String: (others: Set<String>, steps: Int)] = [:]
+            for try await (client, escalation, escalateAt, escalated) in try await client.query(
+                """
+                SELECT d.client, d.escalation, d.escalate_at,
+                    (SELECT pg_catalog.array_agg(e.client ORDER BY e.step) FROM escalations e WHERE e.alert_id = d.id)
+                FROM (
+                    SELECT id, client, escalation, escalate_at FROM alerts
+                    WHERE (state IN ('queued', 'displayed') AND expires_at <= \(now.milliseconds))
+                       OR (state = 'displayed' AND dismiss_at <= \(now.milliseconds))
+                       OR (state IN ('queued', 'displayed') AND escalate_at <= \(now.milliseconds))
+                    UNION
+                    SELECT a.id, a.client, a.escalation, a.escalate_at FROM escalations x JOIN alerts a ON a.id = x.alert_id
+                    WHERE x.dismiss_at <= \(now.milliseconds) AND a.state IN ('queued', 'displayed')
+                    LIMIT 1000
+                ) d
+                """, logger: logger
+            ).decode((String, String?, Int64?, [String]?).self) {
+                var entry = due[client] ?? ([], 0)
+                entry.others.formUnion(escalated ?? [])
+                if let escalateAt, escalateAt <= now.milliseconds, let escalation,
+                    let steps = try? EscalationStep.steps(from: JSONParser.parse(Array(escalation.utf8))),
+                    steps.indices.contains(escalated?.count ?? 0)
+                {
+                    entry.others.insert(steps[escalated?.count ?? 0].to)
+                    entry.steps += 1
                 }
-                await withDiscardingTaskGroup { group in
-                    for (client, entry) in due {
-                        group.addTask {
-                            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                                self.flushes.enqueue(
-                                    Flushes.Operation(
-                                        client: client, others: entry.others.subtracting([client]).sorted(), sequences: entry.steps + 1,
-                                        now: now, firing: events
-                                    ) { result in
-                                        report(result)
-                                        done.resume()
-                                    })
-                            }
+                due[client] = entry
+            }
+            results = await withTaskGroup(of: Result<Committed<Void>, EngineError>.self) { group in
+                for (client, entry) in due {
+                    group.addTask {
+                        await withCheckedContinuation { fired in
+                            self.flushes.enqueue(
+                                Flushes.Operation(
+                                    client: client, others: entry.others.subtracting([client]).sorted(), sequences: entry.steps + 1,
+                                    now: now, firing: events, completion: { fired.resume(returning: $0) }))
                         }
                     }
                 }
-                try await readCounts()
-            } catch {
-                logger.warning("due deadlines not read", metadata: ["error": "\(String(reflecting: error))"])
+                return await group.reduce(into: []) { $0.append($1) }
             }
+            try await readCounts()
+        } catch {
+            logger.warning("due deadlines not read", metadata: ["error": "\(String(reflecting: error))"])
         }
+        return results
     }
 
     /// How soon the engine looks at deadlines again while a round fires them.
@@ -399,23 +396,32 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     /// New settings apply from each client's next transaction (its board is
     /// built with them); a queue whose policy changed is reordered at once, in a
-    /// transaction of its own, and its display change reported like any other.
+    /// transaction of its own, whose display change is returned like any other.
     public func reconfigure(
-        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
-    ) {
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]
+    ) async -> [Result<Committed<Void>, EngineError>] {
         let old = self.settings.withLockedValue { old in
             defer { old = settings }
             return old
         }
-        jobs.start { [self] in
-            do {
-                for client in try await strings("SELECT id FROM clients ORDER BY id") where old[client].policy != settings[client].policy {
-                    flushes.enqueue(Flushes.Operation(client: client, now: now, firing: events, completion: report, fire: false))
+        let clients: [String]
+        do {
+            clients = try await strings("SELECT id FROM clients ORDER BY id").filter { old[$0].policy != settings[$0].policy }
+        } catch {
+            logger.warning("queues not reordered for their new policy", metadata: ["error": "\(String(reflecting: error))"])
+            return []
+        }
+        return await withTaskGroup(of: Result<Committed<Void>, EngineError>.self) { group in
+            for client in clients {
+                group.addTask {
+                    await withCheckedContinuation { reordered in
+                        self.flushes.enqueue(
+                            Flushes.Operation(
+                                client: client, now: now, firing: events, completion: { reordered.resume(returning: $0) }, fire: false))
+                    }
                 }
-            } catch {
-                logger.warning("queues not reordered for their new policy", metadata: ["error": "\(String(reflecting: error))"])
             }
+            return await group.reduce(into: []) { $0.append($1) }
         }
     }
 

@@ -67,7 +67,5 @@ extension PostgresAlertStore {
 
     // MARK: - Changes made elsewhere
 
-    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {
-        notifications.handler.withLockedValue { $0 = KeptClosure(handler) }
-    }
+    public var changes: AsyncStream<StoreChange> { notifications.changes }
 }

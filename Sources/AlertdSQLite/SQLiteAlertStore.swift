@@ -61,8 +61,6 @@ public final class SQLiteAlertStore: AlertStore, Service {
     private let writable: Synchronization.Atomic<Bool>
     private let clock: any WallClock
     private let logger: Logger
-    /// The handler ``observeChanges(_:)`` was given: kept, never called (see there).
-    private let changeHandler = NIOLockedValueBox<KeptClosure<@Sendable (StoreChange) -> Void>?>(nil)
     /// Answer tokens being used now (``useAnswerToken(hash:now:)``).
     private let answerUses = NIOLockedValueBox<Set<[UInt8]>>([])
     /// The terminal alerts' bytes as the last purge measured them.
@@ -202,34 +200,42 @@ public final class SQLiteAlertStore: AlertStore, Service {
     }
 
     public func fireDeadlines(
-        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
-    ) {
-        state.withLockedValue { state in
-            guard refusal == nil else { return }
-            submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events, report: report)
+        now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]
+    ) async -> [Result<Committed<Void>, EngineError>] {
+        await withCheckedContinuation { round in
+            let submitted = state.withLockedValue { state in
+                refusal == nil
+                    && submit(state.board.update({ $0.fireDeadlines(now: now) }, change: { $0 }), &state, events: events) {
+                        round.resume(returning: [$0])
+                    }
+            }
+            if !submitted { round.resume(returning: []) }
         }
     }
 
     public var nextDeadline: Timestamp? { state.withLockedValue { $0.board.board.nextDeadline } }
 
     public func reconfigure(
-        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent],
-        report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
-    ) {
+        _ settings: QueueSettings, now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]
+    ) async -> [Result<Committed<Void>, EngineError>] {
         // Taken even while commits fail: a rebuild after the failure keeps these settings.
-        state.withLockedValue { state in
-            submit(
-                state.board.update({ $0.reconfigure(settings, now: now) }, change: { $0 }), &state, events: events, report: report)
+        await withCheckedContinuation { reordered in
+            let submitted = state.withLockedValue { state in
+                submit(state.board.update({ $0.reconfigure(settings, now: now) }, change: { $0 }), &state, events: events) {
+                    reordered.resume(returning: [$0])
+                }
+            }
+            if !submitted { reordered.resume(returning: []) }
         }
     }
 
     /// Submits a change of many clients (deadlines, a policy) with its events. Under the lock.
+    /// False when the change saves nothing: then nothing is committed and `report` is not called.
     private func submit(
         _ change: BoardChange, _ state: inout State, events: (BoardChange) -> [OutboxEvent],
         report: @escaping @Sendable (Result<Committed<Void>, EngineError>) -> Void
-    ) {
-        guard !change.saved.isEmpty else { return }
+    ) -> Bool {
+        guard !change.saved.isEmpty else { return false }
         let events = events(change)
         let displays = change.displayChanged.map { (client: $0, alert: state.board.board.displayed(on: $0)) }
         let deliveries = events.flatMap(\.pendingDeliveries)
@@ -250,6 +256,7 @@ public final class SQLiteAlertStore: AlertStore, Service {
             if !receipts.isEmpty { committed.attach(receipts, events: events) }
             report(.success(committed))
         }
+        return true
     }
 
     /// The transaction's idempotency key (committing first, then SQLite), and what is committed of the board.
@@ -409,15 +416,8 @@ public final class SQLiteAlertStore: AlertStore, Service {
 
     public var receiptTotals: ReceiptTotals? { try? persistent.receiptTotals() }
 
-    /// One process owns the state directory: nothing changes behind its back, so
-    /// `handler` is never called. It is kept all the same, as long as the store: the
-    /// engine's holds the engine weakly, and the Swift runtime points from an object to
-    /// its weak references' side table only through the object's encoded reference
-    /// count, which LeakSanitizer cannot follow. Dropped, the handler would leave the
-    /// side table reported as leaked by every daemon at exit (scripts/lsan.supp).
-    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {
-        changeHandler.withLockedValue { $0 = KeptClosure(handler) }
-    }
+    /// One process owns the state directory: nothing changes behind its back.
+    public var changes: AsyncStream<StoreChange> { AsyncStream { $0.finish() } }
 
     // MARK: - Upkeep
 

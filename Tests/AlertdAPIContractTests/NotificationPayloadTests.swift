@@ -101,46 +101,50 @@ struct NotificationPayloadTests {
         #expect(Notifications.terminal(Substring("\(Self.answered.id):!!")) == nil)
     }
 
-    @Test("a payload's decided alert goes to the engine as it is, not as an id to read; one without its t: entry as an id")
-    func terminalDispatch() throws {
-        let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
-        let heard = Mutex<[String]>([])
-        notifications.handler.withLockedValue {
-            $0 = KeptClosure { change in
-                heard.withLock {
-                    switch change {
-                    case .terminal(let alerts): $0.append("terminal \(alerts.map(\.id))")
-                    case .decided(let ids): $0.append("decided \(ids)")
-                    default: $0.append("other")
-                    }
-                }
+    /// What the engine was told, up to a `.webhooks` sent after it as a marker.
+    static func told(_ notifications: Notifications, _ iterator: inout AsyncStream<StoreChange>.Iterator) async -> [String] {
+        notifications.deliver(.webhooks)
+        var told: [String] = []
+        while let change = await iterator.next() {
+            switch change {
+            case .webhooks: return told
+            case .terminal(let alerts): told.append("terminal \(alerts.map(\.id))")
+            case .decided(let ids): told.append("decided \(ids)")
+            case .clients(let clients): told.append("clients \(clients)")
+            case .resync: told.append("resync")
+            default: told.append("other")
             }
         }
+        return told
+    }
+
+    @Test("a payload's decided alert goes to the engine as it is, not as an id to read; one without its t: entry as an id")
+    func terminalDispatch() async throws {
+        let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
+        var changes = notifications.changes.makeAsyncIterator()
         let other = AlertID(high: 9, low: 9)
         let entry = try #require(Notifications.terminal(Self.answered))
         notifications.dispatch("i:elsewhere d:\(Self.answered.id) \(entry) d:\(other)")
-        #expect(heard.withLock { $0 } == ["terminal \([Self.answered.id])", "decided \([other])"])
+        #expect(await Self.told(notifications, &changes) == ["terminal \([Self.answered.id])", "decided \([other])"])
     }
 
     @Test(
-        "the engine's handler is reached as deep on the stack at the thousandth change as at the first (read back, it is not wrapped again)"
+        "changes the engine has not followed are bounded: one that does not fit is dropped, and a resync goes ahead of the next that fits"
     )
-    func handlerDoesNotGrow() throws {
+    func changesBounded() async throws {
         let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
-        let depths = Mutex<[Int]>([])
-        notifications.handler.withLockedValue {
-            $0 = KeptClosure { _ in
-                let here = stackAddress()
-                depths.withLock { $0.append(here) }
-            }
+        var changes = notifications.changes.makeAsyncIterator()
+        let bound = Notifications.bufferedChanges
+        for n in 0..<(bound + 10) { notifications.dispatch("i:elsewhere c:c\(n)") }
+        var first: [String] = []
+        for _ in 0..<bound {
+            guard case .clients(let clients)? = await changes.next() else { break }
+            first += clients
         }
-        for _ in 0..<1_000 { notifications.dispatch("i:elsewhere c:a") }
-        let seen = depths.withLock { $0 }
-        #expect(seen.count == 1_000)
-        // A bare closure read back through the lock gained two thunk frames a read: 1 000
-        // reads put the last call tens of kilobytes deeper than the first.
-        let deeper = abs((seen.last ?? 0) - (seen.first ?? 0))
-        #expect(deeper < 1_024, "the handler went \(deeper) bytes deeper")
+        #expect(first == (0..<bound).map { "c\($0)" }, "not the first \(bound) changes, in order")
+        // Ten were dropped: the engine is told to look at everything again, then what came after.
+        notifications.dispatch("i:elsewhere c:after")
+        #expect(await Self.told(notifications, &changes) == ["resync", "clients [\"after\"]"])
     }
 
     // MARK: - Sealed (SPEC §9: a role that may connect hears and sends on the channel)
@@ -192,22 +196,21 @@ struct NotificationPayloadTests {
     }
 
     @Test("a payload heard that does not open tells the engine nothing; a sealed one does")
-    func handleOpensOrDrops() throws {
+    func handleOpensOrDrops() async throws {
         let notifications = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "here", logger: Logger(label: "t"))
         notifications.seal.withLockedValue { $0 = NotificationSeal(key: Self.key) }
-        let heard = Mutex<Int>(0)
-        notifications.handler.withLockedValue { $0 = KeptClosure { _ in heard.withLock { $0 += 1 } } }
+        var changes = notifications.changes.makeAsyncIterator()
         let entry = try #require(Notifications.terminal(Self.answered))
         // A stranger's forgery, as a role with CONNECT only can send it: NOTIFY alertd, 'i:x t:…'.
         notifications.handle("i:elsewhere \(entry)")
         notifications.handle(NotificationSeal(key: NotificationSeal.newKey()).seal("i:elsewhere \(entry)"))
-        #expect(heard.withLock { $0 } == 0)
+        #expect(await Self.told(notifications, &changes) == [])
         #expect(notifications.refused.withLockedValue { $0.count } == 1, "logged once, the second counted")
         // Another instance's, sealed with the same key from the same table.
         let other = Notifications(url: try PostgresURL("postgres://localhost/x"), instance: "elsewhere", logger: Logger(label: "t"))
         other.seal.withLockedValue { $0 = NotificationSeal(key: Self.key) }
         for payload in other.sealed(["c:ops", entry]) { notifications.handle(payload) }
-        #expect(heard.withLock { $0 } == 2)
+        #expect(await Self.told(notifications, &changes) == ["clients [\"ops\"]", "terminal \([Self.answered.id])"])
     }
 
     @Test("the largest payload, sealed, stays below PostgreSQL's 8000 bytes")

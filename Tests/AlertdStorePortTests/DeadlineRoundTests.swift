@@ -27,29 +27,29 @@ struct DeadlineRoundTests {
             let events: @Sendable (BoardChange) -> [OutboxEvent] = { change in
                 change.decided.map { event(for: $0, delivery: "dl_\(deliveries.add(1, ordering: .relaxed).newValue)") }
             }
-            let fire: @Sendable (any AlertStore) -> Void = { instance in
-                instance.fireDeadlines(now: later, events: events) { result in rounds.update { $0.append(result) } }
+            let fire: @Sendable (any AlertStore) async -> Void = { instance in
+                let results = await instance.fireDeadlines(now: later, events: events)
+                rounds.update { $0 += results }
             }
 
             let expected: Int
             let shared = try await subject.withPeer { peer in
                 guard let held = try await subject.holdClient("ops") else { return }
-                fire(store)
-                fire(peer)
+                async let first: Void = fire(store)
+                async let second: Void = fire(peer)
                 let waiting = await Self.poll(timeout: .seconds(20)) { try await subject.sessionsWaitingForAClient() >= 2 }
                 await held.release()
                 #expect(waiting, "the two rounds did not both wait for the client")
-                _ = await rounds.wait(timeout: .seconds(20)) { $0.count >= 2 ? true : nil }
+                _ = await (first, second)
             }
             if shared {
                 // Each instance's round ran a transaction on the client: the second found it already expired.
                 expected = 2
             } else {
-                // The second round finds nothing due: it commits nothing and runs no completion.
-                fire(store)
-                fire(store)
+                // The second round finds nothing due: it commits nothing and returns no commit.
+                await fire(store)
+                await fire(store)
                 expected = 1
-                _ = await rounds.wait(timeout: .seconds(20)) { $0.count >= 1 ? true : nil }
             }
 
             let results = rounds.value

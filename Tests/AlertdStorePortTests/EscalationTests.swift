@@ -29,17 +29,6 @@ private func stepEvents(_ change: BoardChange, counter: Counter) -> [OutboxEvent
     }
 }
 
-extension AlertStore {
-    /// Fires what is due at `now` and returns the commits of the round (waits for `count` reports).
-    fileprivate func fire(now: Timestamp, events: @escaping @Sendable (BoardChange) -> [OutboxEvent]) async
-        -> [Result<Committed<Void>, EngineError>]
-    {
-        let reports = Observed<[Result<Committed<Void>, EngineError>]>([])
-        fireDeadlines(now: now, events: events) { result in reports.update { $0.append(result) } }
-        return await reports.wait(timeout: .seconds(20)) { $0.isEmpty ? nil : $0 } ?? []
-    }
-}
-
 @Suite("Store port: escalation (SPEC §12)")
 struct EscalationPortTests {
     @Test(
@@ -57,7 +46,7 @@ struct EscalationPortTests {
             let later = start.adding(seconds: 61)
             subject.clock.set(later)
             let counter = Counter()
-            let reports = await store.fire(now: later) { stepEvents($0, counter: counter) }
+            let reports = await store.fireDeadlines(now: later) { stepEvents($0, counter: counter) }
             let steps = reports.flatMap { (try? $0.get())?.change.escalated ?? [] }
             #expect(steps == [EscalationTaken(id: alert.id, step: 0, client: "lead", at: start.adding(seconds: 60))], "\(reports)")
 
@@ -104,24 +93,22 @@ struct EscalationPortTests {
             subject.clock.set(later)
             let counter = Counter()
             let rounds = Observed<[Result<Committed<Void>, EngineError>]>([])
-            let fire: @Sendable (any AlertStore) -> Void = { instance in
-                instance.fireDeadlines(now: later, events: { stepEvents($0, counter: counter) }) { result in
-                    rounds.update { $0.append(result) }
-                }
+            let fire: @Sendable (any AlertStore) async -> Void = { instance in
+                let results = await instance.fireDeadlines(now: later, events: { stepEvents($0, counter: counter) })
+                rounds.update { $0 += results }
             }
             let shared = try await subject.withPeer { peer in
                 guard let held = try await subject.holdClient("ops") else { return }
-                fire(store)
-                fire(peer)
+                async let first: Void = fire(store)
+                async let second: Void = fire(peer)
                 let waiting = await DeadlineRoundTests.poll(timeout: .seconds(20)) { try await subject.sessionsWaitingForAClient() >= 2 }
                 await held.release()
                 #expect(waiting, "the two rounds did not both wait for the client")
-                _ = await rounds.wait(timeout: .seconds(20)) { $0.count >= 2 ? true : nil }
+                _ = await (first, second)
             }
             if !shared {
-                fire(store)
-                _ = await rounds.wait(timeout: .seconds(20)) { $0.count >= 1 ? true : nil }
-                fire(store)
+                await fire(store)
+                await fire(store)
             }
             let steps = rounds.value.flatMap { (try? $0.get())?.change.escalated ?? [] }
             #expect(steps.count == 1, "\(rounds.value)")
@@ -143,14 +130,14 @@ struct EscalationPortTests {
             let counter = Counter()
             // The first step while up.
             subject.clock.set(start.adding(seconds: 61))
-            _ = await subject.store.fire(now: start.adding(seconds: 61)) { stepEvents($0, counter: counter) }
+            _ = await subject.store.fireDeadlines(now: start.adding(seconds: 61)) { stepEvents($0, counter: counter) }
             // Down; back well after the second step was due.
             let back = start.adding(seconds: 600)
             subject.clock.set(back)
             try await subject.restarted { store in
                 #expect(try await store.alert(alert.id, on: "lead")?.alert.state == .displayed, "the step taken was lost")
                 #expect(store.nextDeadline.map { $0 <= back } == true, "the step due is not the next deadline")
-                let reports = await store.fire(now: back) { stepEvents($0, counter: counter) }
+                let reports = await store.fireDeadlines(now: back) { stepEvents($0, counter: counter) }
                 let steps = reports.flatMap { (try? $0.get())?.change.escalated ?? [] }
                 #expect(steps.map(\.client) == ["cto"])
                 #expect(steps.map(\.at) == [start.adding(seconds: 120)], "the step fired late took the time it came back")
@@ -176,26 +163,36 @@ struct EscalationPortTests {
 
             let held = try await subject.holdWrites()
             let bodyRan = Observed<Bool>(false)
-            let reports = Observed<[Result<Committed<Void>, EngineError>]>([])
-            store.fireDeadlines(
+            async let reports = store.fireDeadlines(
                 now: later,
                 events: { change in
                     if !change.escalated.isEmpty { bodyRan.update { $0 = true } }
                     return []
-                }
-            ) { result in reports.update { $0.append(result) } }
+                })
             guard await bodyRan.wait(timeout: .seconds(20), until: { $0 ? true : nil }) == true else {
                 await held.release()
+                _ = await reports
                 Issue.record("the step's body did not run")
                 return
             }
-            let there = try await store.alert(alert.id, on: "lead")
-            let own = try await store.alert(alert.id, on: "ops")
-            let listed = try await store.readPending("lead")
-            let counted = try await store.readClients().first { $0.client == "lead" }?.pending
-            let shown = try await store.readDisplays(["lead"]).first?.alert?.id
+            // Read while the step commits; the writes are released whatever the reads did (the
+            // round waits for them).
+            var reads: (there: PositionedAlert?, own: PositionedAlert?, listed: [PositionedAlert], counted: Int?, shown: AlertID?)?
+            var failure: (any Error)?
+            do {
+                reads = (
+                    try await store.alert(alert.id, on: "lead"), try await store.alert(alert.id, on: "ops"),
+                    try await store.readPending("lead"),
+                    try await store.readClients().first { $0.client == "lead" }?.pending,
+                    try await store.readDisplays(["lead"]).first?.alert?.id
+                )
+            } catch {
+                failure = error
+            }
             await held.release()
-            _ = await reports.wait(timeout: .seconds(20)) { $0.isEmpty ? nil : true }
+            _ = await reports
+            if let failure { throw failure }
+            let (there, own, listed, counted, shown) = try #require(reads)
 
             #expect(there == nil, "the alert was read on lead while its step was committing")
             #expect(own?.alert.escalatedTo.isEmpty == true, "its own client read a step not committed")
@@ -214,7 +211,7 @@ struct EscalationPortTests {
             let start = subject.clock.now()
             let alert = try await store.post(escalating(), to: "ops", now: start).get()
             subject.clock.set(start.adding(seconds: 61))
-            _ = await store.fire(now: start.adding(seconds: 61)) { _ in [] }
+            _ = await store.fireDeadlines(now: start.adding(seconds: 61)) { _ in [] }
             _ = try await store.decide(alert.id, through: "ops", now: start.adding(seconds: 62))
             #expect(try await store.readClients().map(\.client).contains("lead"))
             let forgotten = try await store.purgeDecided(before: start.adding(seconds: 100), keysBefore: start)

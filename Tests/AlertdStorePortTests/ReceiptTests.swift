@@ -39,14 +39,11 @@ extension AlertStore {
         }
     }
 
-    /// Fires what is due at `now`, each decision with its terminal event; the round's commits, once
-    /// they decided `count` alerts (or 20 s passed).
-    fileprivate func fireDue(now: Timestamp, deciding count: Int) async -> [Committed<Void>] {
-        let reports = Observed<[Committed<Void>]>([])
-        fireDeadlines(now: now, events: { $0.decided.map { terminalEvent(for: $0, delivery: "dl_\($0.id)") } }) { result in
-            if case .success(let committed) = result { reports.update { $0.append(committed) } }
+    /// Fires what is due at `now`, each decision with its terminal event; the round's commits.
+    fileprivate func fireDue(now: Timestamp) async -> [Committed<Void>] {
+        await fireDeadlines(now: now, events: { $0.decided.map { terminalEvent(for: $0, delivery: "dl_\($0.id)") } }).compactMap {
+            try? $0.get()
         }
-        return await reports.wait(timeout: .seconds(20)) { $0.flatMap(\.change.decided).count >= count ? $0 : nil } ?? reports.value
     }
 
     /// Every receipt, in `seq` order.
@@ -108,7 +105,7 @@ struct ReceiptPortTests {
             subject.clock.set(later)
             var fired: [AlertID: ReceiptRecord] = [:]
             var firedAlerts: [Alert] = []
-            for commit in await store.fireDue(now: later, deciding: 2) {
+            for commit in await store.fireDue(now: later) {
                 firedAlerts += commit.change.decided
                 fired.merge(commit.receipts) { first, _ in first }
             }
