@@ -34,37 +34,47 @@ extension Engine {
         return !failed
     }
 
-    /// How soon the deadline loop looks again at a deadline that still reads as due while a
-    /// round runs (what the round fires is not read as fired until it committed), or after
-    /// a round that failed.
+    /// How soon the deadline loop looks again at a deadline that reads as due: what a round
+    /// fires reads as due until it is committed (or after a round that failed, or while the
+    /// store refuses writes).
     static let roundRecheckNanoseconds: UInt64 = 250_000_000
 
     /// One round of the deadline loop: fires the waiter timeouts that are due, starts a
-    /// round of the store's deadlines as a job (unless one runs: the loop never waits for a
-    /// commit or the database), and returns the monotonic time to wake up next (at most a
-    /// minute away, so a step of the wall clock is caught up with). A round that ends
-    /// rings the alarm when the next deadline is sooner than the loop sleeps.
+    /// round of the store's deadlines as a job when one reads as due (unless a round runs:
+    /// the loop never waits for a commit or the database), and returns the monotonic time
+    /// to wake up next (at most a minute away, so a step of the wall clock is caught up with).
     func fireDue() -> UInt64 {
         let now = monotonicNow()
         let (due, nextTimeout) = timers.takeDue(now: now)
         for action in due { action() }
-        var wake = now + 60_000_000_000
-        if let nextTimeout { wake = min(wake, nextTimeout) }
-        if deadlineRounds.tryEnter() {
+        let look = Self.nextLook(
+            now: now, timeout: nextTimeout, deadlineIn: store.nextDeadline.map { $0.milliseconds - clock.now().milliseconds })
+        if look.round, deadlineRounds.tryEnter() {
             jobs.start(
                 { [self] in
                     let done = await fireRound()
                     deadlineRounds.leave()
-                    // A failed round is tried again at the loop's next look, not at once.
-                    if done { deadlineAdded() }
+                    // A sooner deadline rings the loop. One that still reads as due (a round
+                    // that failed, a store refusing writes, more due than a round fires) waits
+                    // for the loop's next look: never a busy loop.
+                    if done, let next = store.nextDeadline, next > clock.now() { deadlineAdded() }
                 }, refused: { [self] in deadlineRounds.leave() })
         }
-        if let nextDeadline = store.nextDeadline {
-            let milliseconds = max(0, nextDeadline.milliseconds - clock.now().milliseconds)
-            let at = now + UInt64(milliseconds) * 1_000_000
-            wake = min(wake, deadlineRounds.isHeld ? max(at, now + Self.roundRecheckNanoseconds) : at)
+        return look.wake
+    }
+
+    /// When the deadline loop wakes next, `now` and `timeout` in monotonic nanoseconds, the
+    /// store's next deadline `deadlineIn` milliseconds away (≤ 0: due; nil: none); and whether
+    /// a round is due. A due deadline is looked at again ``roundRecheckNanoseconds`` later,
+    /// never at once.
+    static func nextLook(now: UInt64, timeout: UInt64?, deadlineIn milliseconds: Int64?) -> (wake: UInt64, round: Bool) {
+        var wake = min(now + 60_000_000_000, timeout ?? .max)
+        guard let milliseconds else { return (wake, false) }
+        if milliseconds > 0 {
+            wake = min(wake, now + UInt64(milliseconds) * 1_000_000)
+            return (wake, false)
         }
-        return wake
+        return (min(wake, now + roundRecheckNanoseconds), true)
     }
 
     /// A new deadline was stored (a post, a display): wakes the loop if it is sooner.

@@ -52,3 +52,28 @@ struct RoundGateTests {
         #expect(!gate.isHeld)
     }
 }
+
+/// When the deadline loop looks again, and whether it starts a round (``Engine/nextLook``).
+@Suite("The deadline loop's next look")
+struct NextLookTests {
+    static let now: UInt64 = 1_000_000_000_000
+
+    @Test("a deadline to come: the loop wakes at it and starts no round; none: at the minute or the next timeout")
+    func ahead() {
+        #expect(Engine.nextLook(now: Self.now, timeout: nil, deadlineIn: 1_500) == (Self.now + 1_500_000_000, false))
+        #expect(Engine.nextLook(now: Self.now, timeout: Self.now + 7, deadlineIn: 1_500) == (Self.now + 7, false))
+        #expect(Engine.nextLook(now: Self.now, timeout: nil, deadlineIn: nil) == (Self.now + 60_000_000_000, false))
+        #expect(Engine.nextLook(now: Self.now, timeout: nil, deadlineIn: 3_600_000) == (Self.now + 60_000_000_000, false))
+    }
+
+    @Test("a deadline due (or past): a round, and the next look 250 ms on, not at once, however long past it is")
+    func due() {
+        for past: Int64 in [0, -1, -60_000] {
+            let look = Engine.nextLook(now: Self.now, timeout: nil, deadlineIn: past)
+            #expect(look.round)
+            #expect(look.wake == Self.now + Engine.roundRecheckNanoseconds, "a due deadline looked at again at \(look.wake - Self.now) ns")
+        }
+        // A waiter's timeout sooner than that still wakes the loop at its time.
+        #expect(Engine.nextLook(now: Self.now, timeout: Self.now + 5, deadlineIn: 0) == (Self.now + 5, true))
+    }
+}
