@@ -237,6 +237,10 @@ public enum StoreChange: Sendable {
     case webhooks
     /// The push subscriptions changed.
     case pushSubscriptions
+    /// The store read a deadline sooner than its last reading of ``AlertStore/nextDeadline``
+    /// (another process committed it): the deadline loop looks again, so a deadline whose
+    /// process is gone (killed) fires on time here.
+    case deadline
     /// Changes may have been missed (the store lost its connection for a
     /// while): everything a waiter waits on must be looked at again.
     case resync

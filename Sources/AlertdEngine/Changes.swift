@@ -38,6 +38,8 @@ extension Engine {
             }
         case .webhooks:
             rereadWebhooks()
+        case .deadline:
+            deadlineAdded()
         case .pushSubscriptions:
             jobs.start { [self] in await rereadPushSubscriptions() }
         case .resync:

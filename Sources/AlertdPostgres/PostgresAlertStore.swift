@@ -233,13 +233,20 @@ public final class PostgresAlertStore: AlertStore, Service {
         }
         await readQuorumBlockers()
         try await readReceiptTotals()
-        counts.withLockedValue { counts in
+        let sooner = counts.withLockedValue { counts in
             var read = next.map(Timestamp.init(milliseconds:))
             if counts.noted != noted, let sooner = counts.nextDeadline, read.map({ sooner < $0 }) ?? true { read = sooner }
-            counts = Counts(
-                pending: pending, clients: clients, nextDeadline: read, pendingByClient: byClient, bytes: bytes,
-                bytesByClient: bytesByClient, noted: counts.noted)
+            defer {
+                counts = Counts(
+                    pending: pending, clients: clients, nextDeadline: read, pendingByClient: byClient, bytes: bytes,
+                    bytesByClient: bytesByClient, noted: counts.noted)
+            }
+            guard let read else { return false }
+            return counts.nextDeadline.map { read < $0 } ?? true
         }
+        // Another instance's deadline, sooner than this one knew: its loop looks again (should
+        // that instance be gone, the deadline still fires on time).
+        if sooner { notifications.deliver(.deadline) }
     }
 
     /// An alert row's `size` (``AlertdCore/Alert/renderedFootprint`` and its events' bodies), in SQL;

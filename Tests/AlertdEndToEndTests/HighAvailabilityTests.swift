@@ -211,6 +211,26 @@ struct HighAvailabilityTests {
         }
     }
 
+    @Test("a deadline committed by an instance killed with -9 fires through the other at its time, not when that one's loop next wakes")
+    func deadlineOfAKilledInstance() async throws {
+        let cluster = try await Cluster.start(2)
+        defer { cluster.cleanup() }
+        let http = cluster.clients()
+        // The other instance has nothing due: its deadline loop sleeps for up to a minute. It
+        // learns of the deadline only from the database (its counts, read every second).
+        let posted = ContinuousClock.now
+        let alert = try await http[0].postAlert("orphaned", #"{"title":"Backup done","dismiss_after":2}"#)
+        await cluster.instances[0].kill9()
+        let survivor = http[1]
+        let path = "/v1/clients/orphaned/alerts/\(id(alert))"
+        let dismissed = await waitUntil(timeout: .seconds(40), every: .milliseconds(100)) {
+            (try? await survivor.get(path).jsonObject()["state"] as? String) == "dismissed"
+        }
+        let took = ContinuousClock.now - posted
+        #expect(dismissed, "the alert was not dismissed \(took) after its post, due 2 s after it")
+        #expect(took < .seconds(12), "dismissed \(took) after its post, due 2 s after it")
+    }
+
     @Test("a decision through one instance calls the webhook registered through the other just before it (§9), once")
     func decisionCallsWebhookRegisteredElsewhere() async throws {
         let receiver = try await WebhookReceiver.listening()
