@@ -12,6 +12,8 @@ public final class Jobs: Sendable {
 
     private struct State {
         var queued: [Job] = []
+        /// Jobs started under ``run()`` and not ended.
+        var running = 0
         var closed = false
         /// ``run()`` waiting for a job.
         var consumer: CheckedContinuation<Void, Never>?
@@ -33,6 +35,9 @@ public final class Jobs: Sendable {
         consumer?.resume()
     }
 
+    /// The jobs started and not ended, and those queued: for a report of a shutdown that hangs.
+    public var counts: (running: Int, queued: Int) { state.withLockedValue { ($0.running, $0.queued.count) } }
+
     /// Takes no more jobs; ``run()`` returns once those taken have ended.
     public func close() {
         let consumer = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
@@ -52,10 +57,18 @@ public final class Jobs: Sendable {
                 await withDiscardingTaskGroup { group in
                     while true {
                         let (jobs, closed) = state.withLockedValue { state in
-                            defer { state.queued = [] }
+                            defer {
+                                state.running += state.queued.count
+                                state.queued = []
+                            }
                             return (state.queued, state.closed)
                         }
-                        for job in jobs { group.addTask(operation: job) }
+                        for job in jobs {
+                            group.addTask {
+                                await job()
+                                self.state.withLockedValue { $0.running -= 1 }
+                            }
+                        }
                         if closed { return }
                         await withCheckedContinuation { (wake: CheckedContinuation<Void, Never>) in
                             let now = state.withLockedValue { state -> Bool in
@@ -74,6 +87,12 @@ public final class Jobs: Sendable {
             self.close()
         }
     }
+}
+
+/// A service that can name the parts of its `run()` that have not ended: a shutdown that
+/// hangs names them (the in-process harness reports them when a service does not stop).
+public protocol ReportsParts: Sendable {
+    var partsRunning: [String] { get }
 }
 
 /// Runs the engine's own jobs (re-reads that other instances' changes ask for, reads a

@@ -41,7 +41,7 @@ import Synchronization
 ///
 /// A `Service`: its `run()` runs the connection pool, the listener and the
 /// counts until graceful shutdown; put it first in the service group.
-public final class PostgresAlertStore: AlertStore, Service {
+public final class PostgresAlertStore: AlertStore, Service, ReportsParts {
     let client: Pool
     let url: PostgresURL
     let clock: any WallClock
@@ -73,6 +73,8 @@ public final class PostgresAlertStore: AlertStore, Service {
     let healthy = Atomic<Bool>(true)
     /// Set once the schema is current: the counts are read only then.
     let migrated = Atomic<Bool>(false)
+    /// The parts of ``run()`` running (``partsRunning``).
+    private let parts = NIOLockedValueBox<Set<String>>([])
     /// Set while a round of ``fireDeadlines(now:events:)`` runs.
     let firing = Atomic<Bool>(false)
 
@@ -133,15 +135,28 @@ public final class PostgresAlertStore: AlertStore, Service {
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.client.run() }
-            group.addTask { await self.notifications.run() }
-            group.addTask { await self.presence.run { self.migrated.load(ordering: .acquiring) } }
-            group.addTask { await self.refreshCounts() }
+            group.addTask { await self.part("pool") { await self.client.run() } }
+            group.addTask { await self.part("notifications") { await self.notifications.run() } }
+            group.addTask { await self.part("presence") { await self.presence.run { self.migrated.load(ordering: .acquiring) } } }
+            group.addTask { await self.part("counts") { await self.refreshCounts() } }
             // Until a graceful shutdown (or cancellation), and then until the work started has
             // ended, while the connections are still there for it.
-            await jobs.run()
+            await part("jobs") { await jobs.run() }
             group.cancelAll()
         }
+    }
+
+    /// Runs one part of ``run()``, named in ``partsRunning`` until it ends.
+    private func part(_ name: String, _ body: () async -> Void) async {
+        parts.withLockedValue { _ = $0.insert(name) }
+        await body()
+        parts.withLockedValue { _ = $0.remove(name) }
+    }
+
+    /// The parts of ``run()`` not ended, the jobs' among them: what a shutdown that hangs waits for.
+    public var partsRunning: [String] {
+        let counts = jobs.counts
+        return parts.withLockedValue { $0.sorted() }.map { $0 == "jobs" ? "jobs (\(counts.running) running, \(counts.queued) queued)" : $0 }
     }
 
     /// Applies the schema's migrations (under an advisory lock); the versions applied.

@@ -27,16 +27,19 @@ struct JobsTests {
             await release.wait()
             ran.add(1, ordering: .relaxed)
         }
+        #expect(jobs.counts == (0, 1), "the job before run() is not counted as queued")
         let running = Task { await jobs.run() }
         await started.wait()
         jobs.close()
-        // Closed, with a job still running: run() must not have returned.
+        // Closed, with a job still running: run() must not have returned, and says what it waits for.
         let ranEarly = ran.load(ordering: .relaxed)
         #expect(ranEarly == 0)
+        #expect(jobs.counts == (1, 0), "the running job is not counted")
         release.open()
         await running.value
         let ranAfter = ran.load(ordering: .relaxed)
         #expect(ranAfter == 1)
+        #expect(jobs.counts == (0, 0), "the ended job is still counted")
     }
 
     @Test("a job started after close() is not run: its refusal runs at once")

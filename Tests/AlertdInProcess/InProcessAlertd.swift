@@ -318,6 +318,8 @@ extension InProcessAlertd {
         private let phase = Observed(Phase.starting)
         /// Each service by name, and whether its `run()` has returned.
         private let services: NIOLockedValueBox<[(name: String, ended: Bool)]>
+        /// Each service's report of its parts still running, where it gives one.
+        private let reporters: [(any ReportsParts)?]
 
         init(alertd: Alertd, logger: Logger) {
             self.alertd = alertd
@@ -328,6 +330,7 @@ extension InProcessAlertd {
             // The daemon's services in the daemon's order, the front last, as the daemon's HTTP service is.
             let named = (alertd.services + [front]).map { ($0, Self.name(of: $0)) }
             let services = NIOLockedValueBox(named.map { (name: $0.1, ended: false) })
+            self.reporters = named.map { Self.reporter(of: $0.0) }
             self.services = services
             let tracked = named.enumerated().map { index, service in
                 Tracked(service: service.0) { services.withLockedValue { $0[index].ended = true } }
@@ -387,11 +390,22 @@ extension InProcessAlertd {
             case .serving: return
             case .failed(let error): throw TestFailure("alertd's services ended with \(String(reflecting: error))")
             case nil:
-                let running = services.withLockedValue { $0.filter { !$0.ended }.map(\.name) }
+                let running = services.withLockedValue { services in
+                    services.indices.filter { !services[$0].ended }.map { index in
+                        let parts = reporters[index]?.partsRunning
+                        return services[index].name + (parts.map { " (its parts still running: \($0.joined(separator: ", ")))" } ?? "")
+                    }
+                }
                 phase.update { if case .ended = $0 {} else { $0 = .abandoned } }
                 throw TestFailure(
                     "alertd's services did not stop within \(timeout); still running: \(running.joined(separator: ", "))")
             }
+        }
+
+        /// The service, or the one a gate holds, where it reports its parts.
+        private static func reporter(of service: any Service) -> (any ReportsParts)? {
+            let inner = Mirror(reflecting: service).children.first { $0.label == "service" }?.value
+            return (inner ?? service) as? any ReportsParts
         }
 
         /// A service's name for a report: its type, and for a gated one the type it gates.

@@ -74,11 +74,21 @@ public final class TestAlertmanager: Sendable {
         let directory = try ScratchDirectory(prefix: "alertd-am")
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("alertmanager.yml"))
         try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("data"), withIntermediateDirectories: true)
-        let reserved = try ReservedPort()
-        let port = reserved.port
-        reserved.release()
-        let process = try await launch(port: port, directory: directory)
-        return TestAlertmanager(port: port, process: process, directory: directory)
+        // The port is free when reserved, and released for Alertmanager to take: another test
+        // may take it in between (CI saw it). Alertmanager then says so and exits; it starts
+        // again on another port.
+        for attempt in 1... {
+            let reserved = try ReservedPort()
+            let port = reserved.port
+            reserved.release()
+            do {
+                let process = try await launch(port: port, directory: directory)
+                return TestAlertmanager(port: port, process: process, directory: directory)
+            } catch let error as ProcessError where error.stderr.contains("address already in use") && attempt < 5 {
+                continue
+            }
+        }
+        preconditionFailure("unreachable: the fifth attempt returns or throws")
     }
 
     private static func launch(port: Int, directory: ScratchDirectory) async throws -> ChildProcess {
@@ -95,7 +105,13 @@ public final class TestAlertmanager: Sendable {
             if let status = process.exitStatus {
                 throw ProcessError("alertmanager exited at start", exitStatus: status, stderr: process.stderr.text)
             }
-            if (try? await probe.get("/-/ready"))?.status == 200 { return process }
+            // Probed once it listens, not before: until then the port may be another test's
+            // (see start(config:)), and a probe would land among that test's requests.
+            if process.stderr.text.contains(#"msg="Listening on" address=127.0.0.1:\#(port)"#),
+                (try? await probe.get("/-/ready"))?.status == 200
+            {
+                return process
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         await process.killAndReap()
