@@ -350,7 +350,7 @@ final class Pool: Sendable {
 
     /// `work`'s result, or ``ConnectionLost`` once `connection` has been closed for
     /// ``closedGrace`` (checked every ``closedGrace``) and `work` has not ended.
-    private static func untilClosed<Result: Sendable>(
+    static func untilClosed<Result: Sendable>(
         _ connection: PostgresConnection, _ work: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
         let outcome = Outcome<Result>()

@@ -72,7 +72,10 @@ final class Presence: Sendable {
                 let connection = try await PostgresConnection.connect(configuration: configuration, id: connectionID, logger: logger)
                 await withTaskCancellationHandler {
                     do {
-                        try await hold(on: connection)
+                        // Through Pool.untilClosed: cancellation closes the connection, and a
+                        // query in flight on a connection closed under it may never be answered
+                        // (postgres-nio #487); the store's shutdown would wait for it for good.
+                        try await Pool.untilClosed(connection) { try await self.hold(on: connection) }
                         // Until the connection ends (or cancellation closes it).
                         try await connection.closeFuture.get()
                     } catch {
